@@ -1,0 +1,800 @@
+//! Definitions: `automations/<name>.toml` parsed strictly into a typed model (SPEC §4).
+//!
+//! The raw TOML is walked key by key instead of derived with serde, so that one pass reports
+//! **every** problem at once, each located as `automations/<file>: <key>: <what is wrong>`.
+//! Nothing downstream ever sees raw TOML. This module reads definition files and nothing else; it
+//! must never panic on any input (see the fuzz test below) and never touches the data root.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use toml::{Table, Value};
+
+use crate::names::{EnvName, FactName, Name, truncate};
+use crate::settings::DEFINITIONS_DIR;
+
+/// Definition files larger than this are refused unread.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// `timeout_seconds` when the definition does not say.
+pub const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
+/// The placeholder for the repository root in `command`.
+pub const PLACEHOLDER_ROOT: &str = "{root}";
+/// The placeholder for this binary in `command`.
+pub const PLACEHOLDER_SELF: &str = "{self}";
+
+/// One located problem in one definition file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// `automations/<file>`.
+    pub file: String,
+    /// The key (dotted for tables), or `file` / `toml` for whole-file problems.
+    pub key: String,
+    /// What is wrong, as a lowercase fragment.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}: {}", self.file, self.key, self.message)
+    }
+}
+
+/// A day of the week, as written in `weekdays`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Weekday {
+    Mon,
+    Tue,
+    Wed,
+    Thu,
+    Fri,
+    Sat,
+    Sun,
+}
+
+impl Weekday {
+    /// All days, Monday first.
+    pub const ALL: [Weekday; 7] = [
+        Weekday::Mon,
+        Weekday::Tue,
+        Weekday::Wed,
+        Weekday::Thu,
+        Weekday::Fri,
+        Weekday::Sat,
+        Weekday::Sun,
+    ];
+
+    /// The three-letter word used in definitions.
+    pub fn as_str(self) -> &'static str {
+        ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][self as usize]
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// Days since Monday (0..=6).
+    pub fn index_from_monday(self) -> u32 {
+        self as u32
+    }
+}
+
+/// A local wall-clock time of day, `HH:MM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TimeOfDay {
+    /// 0..=23.
+    pub hour: u8,
+    /// 0..=59.
+    pub minute: u8,
+}
+
+impl TimeOfDay {
+    /// Parses exactly `HH:MM` (two digits each, 24 h).
+    pub fn parse(s: &str) -> Option<Self> {
+        let b = s.as_bytes();
+        if b.len() != 5 || b[2] != b':' || ![0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit()) {
+            return None;
+        }
+        let hour = (b[0] - b'0') * 10 + (b[1] - b'0');
+        let minute = (b[3] - b'0') * 10 + (b[4] - b'0');
+        (hour < 24 && minute < 60).then_some(Self { hour, minute })
+    }
+}
+
+impl fmt::Display for TimeOfDay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02}:{:02}", self.hour, self.minute)
+    }
+}
+
+impl Serialize for TimeOfDay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// When the OS fires an automation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Schedule {
+    /// Every N minutes of awake time (1..=1440).
+    EveryMinutes { every_minutes: u32 },
+    /// Once a day at a local time, optionally only on some weekdays (empty = every day).
+    DailyAt {
+        daily_at: TimeOfDay,
+        weekdays: Vec<Weekday>,
+    },
+}
+
+impl Schedule {
+    /// The schedule in words: "every 5 minutes", "daily at 08:30 on weekdays".
+    pub fn words(&self) -> String {
+        match self {
+            Schedule::EveryMinutes { every_minutes: 1 } => "every minute".into(),
+            Schedule::EveryMinutes { every_minutes: 60 } => "every hour".into(),
+            Schedule::EveryMinutes { every_minutes: m } if m % 60 == 0 => {
+                format!("every {} hours", m / 60)
+            }
+            Schedule::EveryMinutes { every_minutes: m } => format!("every {m} minutes"),
+            Schedule::DailyAt { daily_at, weekdays } => {
+                let mut days = weekdays.clone();
+                days.sort();
+                let on = match days.as_slice() {
+                    [] => String::new(),
+                    d if d.len() == 7 => String::new(),
+                    [
+                        Weekday::Mon,
+                        Weekday::Tue,
+                        Weekday::Wed,
+                        Weekday::Thu,
+                        Weekday::Fri,
+                    ] => " on weekdays".into(),
+                    [Weekday::Sat, Weekday::Sun] => " on weekends".into(),
+                    d => format!(
+                        " on {}",
+                        d.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                format!("daily at {daily_at}{on}")
+            }
+        }
+    }
+}
+
+/// The AnyType access an automation declares (SPEC §8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AnyTypeAccess {
+    /// The permission word AnyType reports (`read`, `readwrite`, …).
+    pub permission: String,
+    /// Exactly the spaces the key must reach.
+    pub spaces: Vec<String>,
+}
+
+/// A valid definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Definition {
+    /// The automation's name (= file stem).
+    pub name: Name,
+    /// One line saying what it does.
+    pub description: Option<String>,
+    /// argv, with `{root}` / `{self}` placeholders not yet substituted.
+    pub command: Vec<String>,
+    /// The deadline for one run.
+    pub timeout_seconds: u32,
+    /// Calls outside services (auto-pause applies).
+    pub outbound: bool,
+    /// The fact that is the headline count.
+    pub headline: Option<FactName>,
+    /// Variables the command may see.
+    pub env: Vec<EnvName>,
+    /// Declared AnyType access.
+    pub anytype: Option<AnyTypeAccess>,
+    /// When the OS fires it; `None` = manual only.
+    pub schedule: Option<Schedule>,
+    /// Hex sha256 of the file's bytes (what `started` records and install pins).
+    pub sha256: String,
+}
+
+/// Facts the home/data-root rule needs.
+#[derive(Clone, Debug)]
+pub struct Checks {
+    /// The user's home directory.
+    pub home: PathBuf,
+    /// The private data root.
+    pub data_root: PathBuf,
+}
+
+/// Why one definition could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// No file for that name.
+    #[error("automations/{0}.toml: file: no such definition")]
+    Missing(Name),
+    /// The file is there but invalid.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Invalid(Vec<Problem>),
+}
+
+/// All definitions of a folder, and every problem found in it.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Valid definitions, sorted by name.
+    pub definitions: Vec<Definition>,
+    /// Problems of the invalid files, in file order.
+    pub problems: Vec<Problem>,
+}
+
+/// Loads every `*.toml` of the definitions folder `dir`. Only an unreadable folder is an error.
+pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml") && !p.is_dir())
+        .collect();
+    files.sort();
+    let mut loaded = Loaded::default();
+    for path in files {
+        let file_name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        match read_capped(&path).and_then(|bytes| parse(&file_name, &bytes, checks)) {
+            Ok(def) => loaded.definitions.push(def),
+            Err(mut problems) => loaded.problems.append(&mut problems),
+        }
+    }
+    loaded.definitions.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(loaded)
+}
+
+/// Loads the definition of `name` from the definitions folder `dir`.
+pub fn load_one(dir: &Path, name: &Name, checks: &Checks) -> Result<Definition, LoadError> {
+    let file_name = format!("{name}.toml");
+    let path = dir.join(&file_name);
+    if !path.is_file() {
+        return Err(LoadError::Missing(name.clone()));
+    }
+    read_capped(&path)
+        .and_then(|bytes| parse(&file_name, &bytes, checks))
+        .map_err(LoadError::Invalid)
+}
+
+fn read_capped(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
+    let file_name = path.file_name().unwrap_or_default().to_string_lossy();
+    let fail = |message: String| vec![problem(&file_name, "file", message)];
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(fail(format!(
+            "larger than {} KiB; definitions are small",
+            MAX_FILE_BYTES / 1024
+        )));
+    }
+    Ok(bytes)
+}
+
+fn problem(file_name: &str, key: &str, message: impl Into<String>) -> Problem {
+    Problem {
+        file: format!("{DEFINITIONS_DIR}/{file_name}"),
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Collects the problems of one file.
+struct Report<'a> {
+    file_name: &'a str,
+    problems: Vec<Problem>,
+}
+
+impl Report<'_> {
+    fn add(&mut self, key: &str, message: impl Into<String>) {
+        self.problems.push(problem(self.file_name, key, message));
+    }
+
+    fn wrong_type(&mut self, key: &str, expected: &str, found: &Value) {
+        self.add(
+            key,
+            format!("expected {expected}, found {}", describe(found)),
+        );
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(_) => "a string".into(),
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::Float(_) => "a float".into(),
+        Value::Boolean(_) => "a boolean".into(),
+        Value::Datetime(_) => "a date-time".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Table(_) => "a table".into(),
+    }
+}
+
+/// Parses and validates one definition file's bytes. `file_name` is `<name>.toml`.
+pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definition, Vec<Problem>> {
+    let mut r = Report {
+        file_name,
+        problems: Vec::new(),
+    };
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        r.add(
+            "file",
+            format!(
+                "larger than {} KiB; definitions are small",
+                MAX_FILE_BYTES / 1024
+            ),
+        );
+        return Err(r.problems);
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            r.add(
+                "file",
+                format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
+            );
+            return Err(r.problems);
+        }
+    };
+    let table: Table = match toml::from_str(text) {
+        Ok(t) => t,
+        Err(e) => {
+            let place = e
+                .span()
+                .map(|s| {
+                    let before = &text[..s.start.min(text.len())];
+                    let line = before.matches('\n').count() + 1;
+                    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+                    format!(" (line {line}, column {col})")
+                })
+                .unwrap_or_default();
+            let msg = e.message().trim().replace('\n', " ");
+            r.add("toml", format!("{msg}{place}"));
+            return Err(r.problems);
+        }
+    };
+
+    let stem = file_name.strip_suffix(".toml").unwrap_or(file_name);
+    let mut name = None;
+    let mut description = None;
+    let mut command = None;
+    let mut timeout_seconds = DEFAULT_TIMEOUT_SECONDS;
+    let mut outbound = false;
+    let mut headline = None;
+    let mut env = Vec::new();
+    let mut anytype = None;
+    let mut schedule = None;
+
+    for (key, value) in &table {
+        match key.as_str() {
+            "name" => name = check_name(&mut r, value, stem),
+            "description" => description = check_description(&mut r, value),
+            "kind" => match value {
+                Value::String(s) if s == "command" => {}
+                Value::String(s) => r.add(
+                    "kind",
+                    format!(
+                        "{:?} is not a kind; the only kind is \"command\"",
+                        truncate(s, 40)
+                    ),
+                ),
+                v => r.wrong_type("kind", "a string", v),
+            },
+            "command" => command = check_command(&mut r, value, checks),
+            "timeout_seconds" => {
+                if let Some(t) = check_int(&mut r, "timeout_seconds", value, 1, 3600) {
+                    timeout_seconds = t;
+                }
+            }
+            "outbound" => match value {
+                Value::Boolean(b) => outbound = *b,
+                v => r.wrong_type("outbound", "a boolean", v),
+            },
+            "headline" => match value {
+                Value::String(s) => match FactName::new(s) {
+                    Ok(f) => headline = Some(f),
+                    Err(e) => r.add("headline", e.to_string()),
+                },
+                v => r.wrong_type("headline", "a string", v),
+            },
+            "env" => env = check_env(&mut r, value),
+            "anytype" => anytype = check_anytype(&mut r, value),
+            "schedule" => schedule = check_schedule(&mut r, value),
+            other => r.add(other, "unknown key"),
+        }
+    }
+    if !table.contains_key("name") {
+        r.add("name", format!("missing; add name = {stem:?}"));
+    }
+    if !table.contains_key("command") {
+        r.add(
+            "command",
+            "missing; the argv to run, e.g. command = [\"scripts/x.sh\"]",
+        );
+    }
+
+    match (name, command) {
+        (Some(name), Some(command)) if r.problems.is_empty() => Ok(Definition {
+            name,
+            description,
+            command,
+            timeout_seconds,
+            outbound,
+            headline,
+            env,
+            anytype,
+            schedule,
+            sha256: hex_sha256(bytes),
+        }),
+        _ => Err(r.problems),
+    }
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    format!("{:x}", Sha256::digest(bytes))
+}
+
+fn check_name(r: &mut Report, value: &Value, stem: &str) -> Option<Name> {
+    let Value::String(s) = value else {
+        r.wrong_type("name", "a string", value);
+        return None;
+    };
+    match Name::new(s) {
+        Err(e) => {
+            r.add("name", e.to_string());
+            None
+        }
+        Ok(_) if s != stem => {
+            r.add(
+                "name",
+                format!(
+                    "{:?} does not match the file name {stem:?}",
+                    truncate(s, 60)
+                ),
+            );
+            None
+        }
+        Ok(n) => Some(n),
+    }
+}
+
+fn check_description(r: &mut Report, value: &Value) -> Option<String> {
+    let Value::String(s) = value else {
+        r.wrong_type("description", "a string", value);
+        return None;
+    };
+    if s.chars().any(char::is_control) {
+        r.add("description", "must be one line without control characters");
+    } else if s.chars().count() > 200 {
+        r.add(
+            "description",
+            format!("{} characters; at most 200", s.chars().count()),
+        );
+    } else {
+        return Some(s.clone());
+    }
+    None
+}
+
+fn check_int(r: &mut Report, key: &str, value: &Value, min: i64, max: i64) -> Option<u32> {
+    match value {
+        Value::Integer(i) if (min..=max).contains(i) => u32::try_from(*i).ok(),
+        Value::Integer(i) => {
+            r.add(key, format!("{i} is out of range {min}..={max}"));
+            None
+        }
+        v => {
+            r.wrong_type(key, "an integer", v);
+            None
+        }
+    }
+}
+
+fn strings<'v>(r: &mut Report, key: &str, value: &'v Value) -> Option<Vec<&'v str>> {
+    let Value::Array(items) = value else {
+        r.wrong_type(key, "an array of strings", value);
+        return None;
+    };
+    let mut out = Vec::with_capacity(items.len());
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        match item {
+            Value::String(s) => out.push(s.as_str()),
+            v => {
+                r.add(
+                    key,
+                    format!("element {} is {}, not a string", i + 1, describe(v)),
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some(out)
+}
+
+/// True when `hay` mentions the path `path` (followed by the end or a `/`, so `/home/al` does not
+/// match `/home/alice`).
+fn mentions_path(hay: &str, path: &Path) -> bool {
+    let Some(p) = path.to_str() else { return false };
+    let p = p.trim_end_matches('/');
+    if p.is_empty() {
+        return false;
+    }
+    hay.match_indices(p).any(|(i, _)| {
+        let rest = &hay[i + p.len()..];
+        rest.is_empty() || rest.starts_with('/')
+    })
+}
+
+fn check_command(r: &mut Report, value: &Value, checks: &Checks) -> Option<Vec<String>> {
+    let argv = strings(r, "command", value)?;
+    let before = r.problems.len();
+    if argv.is_empty() {
+        r.add("command", "must not be empty; it is the argv to run");
+        return None;
+    }
+    for (i, arg) in argv.iter().enumerate() {
+        let n = i + 1;
+        let shown = truncate(arg, 60);
+        if arg.contains('\0') {
+            r.add("command", format!("element {n} contains a NUL byte"));
+        }
+        if arg.starts_with('~') {
+            r.add(
+                "command",
+                format!("element {n} {shown:?} starts with ~; definitions may not name the home directory"),
+            );
+        }
+        if arg.contains("$HOME") || arg.contains("${HOME}") {
+            r.add(
+                "command",
+                format!(
+                    "element {n} {shown:?} uses $HOME; definitions may not name the home directory"
+                ),
+            );
+        }
+        if mentions_path(arg, &checks.home) {
+            r.add(
+                "command",
+                format!("element {n} contains the home directory path; use {PLACEHOLDER_ROOT} or a path outside home"),
+            );
+        }
+        if mentions_path(arg, &checks.data_root) {
+            r.add(
+                "command",
+                format!("element {n} contains the data root path; the data root is private"),
+            );
+        }
+        for word in placeholders(arg) {
+            if word != PLACEHOLDER_ROOT && word != PLACEHOLDER_SELF {
+                r.add(
+                    "command",
+                    format!("element {n} uses unknown placeholder {word}; only {PLACEHOLDER_ROOT} and {PLACEHOLDER_SELF} exist"),
+                );
+            }
+        }
+    }
+    let program = argv[0];
+    if program.is_empty() {
+        r.add("command", "element 1 (the program) is empty");
+    } else if program.contains('/')
+        && !program.starts_with('/')
+        && !program.starts_with(PLACEHOLDER_ROOT)
+        && !program.starts_with(PLACEHOLDER_SELF)
+        && Path::new(program)
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
+        r.add(
+            "command",
+            format!(
+                "element 1 {:?} leaves the repository root with ..",
+                truncate(program, 60)
+            ),
+        );
+    }
+    (r.problems.len() == before).then(|| argv.iter().map(|s| (*s).to_owned()).collect())
+}
+
+/// Every `{word}` in `arg` where word is lowercase letters and `_`.
+fn placeholders(arg: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = arg;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close)
+                if close > 0
+                    && after[..close]
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b == b'_') =>
+            {
+                out.push(&rest[open..open + close + 2]);
+                rest = &after[close + 1..];
+            }
+            _ => rest = after,
+        }
+    }
+    out
+}
+
+fn check_env(r: &mut Report, value: &Value) -> Vec<EnvName> {
+    let Some(items) = strings(r, "env", value) else {
+        return Vec::new();
+    };
+    let mut out: Vec<EnvName> = Vec::new();
+    for item in items {
+        match EnvName::new(item) {
+            Err(e) => r.add("env", e.to_string()),
+            Ok(n) if out.contains(&n) => r.add("env", format!("{n} is listed twice")),
+            Ok(n) => out.push(n),
+        }
+    }
+    out
+}
+
+fn check_anytype(r: &mut Report, value: &Value) -> Option<AnyTypeAccess> {
+    let Value::Table(t) = value else {
+        r.wrong_type("anytype", "a table", value);
+        return None;
+    };
+    let before = r.problems.len();
+    let mut permission = None;
+    let mut spaces = Vec::new();
+    for (key, v) in t {
+        match key.as_str() {
+            "permission" => match v {
+                Value::String(s)
+                    if !s.is_empty()
+                        && s.len() <= 32
+                        && s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
+                {
+                    permission = Some(s.clone());
+                }
+                Value::String(s) => r.add(
+                    "anytype.permission",
+                    format!(
+                        "{:?} is not a permission word (lowercase letters, e.g. \"read\")",
+                        truncate(s, 40)
+                    ),
+                ),
+                v => r.wrong_type("anytype.permission", "a string", v),
+            },
+            "spaces" => {
+                if let Some(items) = strings(r, "anytype.spaces", v) {
+                    if items.is_empty() {
+                        r.add("anytype.spaces", "must name at least one space");
+                    }
+                    for s in items {
+                        if s.is_empty()
+                            || s.len() > 128
+                            || s.chars().any(|c| c.is_whitespace() || c.is_control())
+                        {
+                            r.add(
+                                "anytype.spaces",
+                                format!("{:?} is not a space id", truncate(s, 40)),
+                            );
+                        } else if spaces.iter().any(|x: &String| x == s) {
+                            r.add("anytype.spaces", format!("{s:?} is listed twice"));
+                        } else {
+                            spaces.push(s.to_owned());
+                        }
+                    }
+                }
+            }
+            other => r.add(&format!("anytype.{other}"), "unknown key"),
+        }
+    }
+    if !t.contains_key("permission") {
+        r.add(
+            "anytype.permission",
+            "missing; the permission word the key must carry, e.g. \"read\"",
+        );
+    }
+    if !t.contains_key("spaces") {
+        r.add(
+            "anytype.spaces",
+            "missing; the space ids the key must reach",
+        );
+    }
+    match permission {
+        Some(permission) if r.problems.len() == before => {
+            Some(AnyTypeAccess { permission, spaces })
+        }
+        _ => None,
+    }
+}
+
+fn check_schedule(r: &mut Report, value: &Value) -> Option<Schedule> {
+    let Value::Table(t) = value else {
+        r.wrong_type("schedule", "a table", value);
+        return None;
+    };
+    let before = r.problems.len();
+    let mut every = None;
+    let mut daily = None;
+    let mut weekdays = Vec::new();
+    for (key, v) in t {
+        match key.as_str() {
+            "every_minutes" => every = check_int(r, "schedule.every_minutes", v, 1, 1440),
+            "daily_at" => match v {
+                Value::String(s) => match TimeOfDay::parse(s) {
+                    Some(at) => daily = Some(at),
+                    None => r.add(
+                        "schedule.daily_at",
+                        format!(
+                            "{:?} is not a time; write \"HH:MM\" (24 h, 00:00 to 23:59)",
+                            truncate(s, 20)
+                        ),
+                    ),
+                },
+                v => r.wrong_type("schedule.daily_at", "a string \"HH:MM\"", v),
+            },
+            "weekdays" => {
+                if let Some(items) = strings(r, "schedule.weekdays", v) {
+                    if items.is_empty() {
+                        r.add(
+                            "schedule.weekdays",
+                            "must not be empty; leave it out for every day",
+                        );
+                    }
+                    for s in items {
+                        match Weekday::parse(s) {
+                            None => r.add(
+                                "schedule.weekdays",
+                                format!(
+                                    "{:?} is not a day; use mon, tue, wed, thu, fri, sat, sun",
+                                    truncate(s, 20)
+                                ),
+                            ),
+                            Some(d) if weekdays.contains(&d) => {
+                                r.add("schedule.weekdays", format!("{s} is listed twice"));
+                            }
+                            Some(d) => weekdays.push(d),
+                        }
+                    }
+                }
+            }
+            other => r.add(&format!("schedule.{other}"), "unknown key"),
+        }
+    }
+    let has = |k| t.contains_key(k);
+    if has("every_minutes") && has("daily_at") {
+        r.add(
+            "schedule",
+            "has both every_minutes and daily_at; choose one",
+        );
+    } else if !has("every_minutes") && !has("daily_at") {
+        r.add(
+            "schedule",
+            "needs every_minutes or daily_at (leave out [schedule] for manual only)",
+        );
+    }
+    if has("weekdays") && has("every_minutes") {
+        r.add(
+            "schedule.weekdays",
+            "only allowed with daily_at, not with every_minutes",
+        );
+    }
+    if r.problems.len() != before {
+        return None;
+    }
+    match (every, daily) {
+        (Some(every_minutes), None) => Some(Schedule::EveryMinutes { every_minutes }),
+        (None, Some(daily_at)) => Some(Schedule::DailyAt { daily_at, weekdays }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

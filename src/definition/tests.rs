@@ -1,0 +1,513 @@
+//! Table tests, one row per rule of SPEC §4, and a bounded mutation fuzz test.
+
+use super::*;
+
+fn checks() -> Checks {
+    Checks {
+        home: PathBuf::from("/home/alice"),
+        data_root: PathBuf::from("/srv/data/automations"),
+    }
+}
+
+const BASE: &str = "name = \"x\"\ncommand = [\"scripts/x.sh\"]\n";
+
+fn parse_x(extra: &str) -> Result<Definition, Vec<Problem>> {
+    parse("x.toml", format!("{BASE}{extra}").as_bytes(), &checks())
+}
+
+fn parse_raw(text: &str) -> Result<Definition, Vec<Problem>> {
+    parse("x.toml", text.as_bytes(), &checks())
+}
+
+/// Asserts exactly one located problem for `key` whose message contains `needle`.
+fn refused(res: Result<Definition, Vec<Problem>>, key: &str, needle: &str) {
+    let problems = res.expect_err("expected a refusal");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.file == "automations/x.toml" && p.key == key && p.message.contains(needle)),
+        "no problem with key {key:?} containing {needle:?} in {problems:#?}"
+    );
+    for p in &problems {
+        assert!(
+            p.to_string()
+                .starts_with(&format!("automations/x.toml: {}: ", p.key))
+        );
+    }
+}
+
+#[test]
+fn minimal_definition_takes_defaults() {
+    let d = parse_x("").unwrap();
+    assert_eq!(d.name.as_str(), "x");
+    assert_eq!(d.command, ["scripts/x.sh"]);
+    assert_eq!(d.timeout_seconds, 300);
+    assert!(!d.outbound);
+    assert!(d.schedule.is_none() && d.anytype.is_none() && d.env.is_empty());
+    assert_eq!(d.sha256, hex_sha256(BASE.as_bytes()));
+}
+
+#[test]
+fn full_definition_is_modelled() {
+    let d = parse_x(
+        r#"description = "what it does"
+kind = "command"
+timeout_seconds = 3600
+outbound = true
+headline = "beats"
+env = ["GITHUB_TOKEN", "_X"]
+[anytype]
+permission = "read"
+spaces = ["agent", "work"]
+[schedule]
+daily_at = "08:30"
+weekdays = ["mon", "tue", "wed", "thu", "fri"]
+"#,
+    )
+    .unwrap();
+    assert_eq!(d.description.as_deref(), Some("what it does"));
+    assert_eq!(d.timeout_seconds, 3600);
+    assert!(d.outbound);
+    assert_eq!(d.headline.unwrap().as_str(), "beats");
+    assert_eq!(d.env.len(), 2);
+    assert_eq!(d.anytype.unwrap().spaces, ["agent", "work"]);
+    assert_eq!(d.schedule.unwrap().words(), "daily at 08:30 on weekdays");
+}
+
+#[test]
+fn every_rule_valid_and_invalid() {
+    // (extra toml, key, expected message fragment) — each must be refused with its own message.
+    let refusals: &[(&str, &str, &str)] = &[
+        ("description = \"a\\nb\"", "description", "one line"),
+        (
+            &format!("description = \"{}\"", "d".repeat(201)),
+            "description",
+            "at most 200",
+        ),
+        ("description = 3", "description", "expected a string"),
+        ("kind = \"shell\"", "kind", "only kind"),
+        (
+            "timeout_seconds = 0",
+            "timeout_seconds",
+            "out of range 1..=3600",
+        ),
+        (
+            "timeout_seconds = 3601",
+            "timeout_seconds",
+            "out of range 1..=3600",
+        ),
+        ("timeout_seconds = -5", "timeout_seconds", "out of range"),
+        (
+            "timeout_seconds = \"10\"",
+            "timeout_seconds",
+            "expected an integer",
+        ),
+        (
+            "timeout_seconds = 1.5",
+            "timeout_seconds",
+            "expected an integer",
+        ),
+        ("outbound = \"yes\"", "outbound", "expected a boolean"),
+        ("headline = \"Beats\"", "headline", "not a valid fact name"),
+        ("env = [\"AUTOMATION_X\"]", "env", "reserved"),
+        ("env = [\"AUTOMATIONS_ROOT\"]", "env", "reserved"),
+        ("env = [\"ANYTYPE_KEY\"]", "env", "ANYTYPE_"),
+        ("env = [\"PATH\"]", "env", "set by the runner"),
+        ("env = [\"A\", \"A\"]", "env", "listed twice"),
+        (
+            "env = [\"1A\"]",
+            "env",
+            "not a valid environment variable name",
+        ),
+        ("env = \"A\"", "env", "expected an array of strings"),
+        ("env = [1]", "env", "not a string"),
+        ("surprise = 1", "surprise", "unknown key"),
+        (
+            "[anytype]\npermission = \"read\"\nspaces = []",
+            "anytype.spaces",
+            "at least one",
+        ),
+        (
+            "[anytype]\npermission = \"read\"\nspaces = [\"a\", \"a\"]",
+            "anytype.spaces",
+            "listed twice",
+        ),
+        (
+            "[anytype]\nspaces = [\"a\"]",
+            "anytype.permission",
+            "missing",
+        ),
+        (
+            "[anytype]\npermission = \"read\"",
+            "anytype.spaces",
+            "missing",
+        ),
+        (
+            "[anytype]\npermission = \"Read!\"\nspaces = [\"a\"]",
+            "anytype.permission",
+            "not a permission word",
+        ),
+        (
+            "[anytype]\npermission = \"read\"\nspaces = [\"a\"]\nkind = \"command\"",
+            "anytype.kind",
+            "unknown key",
+        ),
+        ("anytype = 1", "anytype", "expected a table"),
+        (
+            "[schedule]\nevery_minutes = 0",
+            "schedule.every_minutes",
+            "out of range 1..=1440",
+        ),
+        (
+            "[schedule]\nevery_minutes = 1441",
+            "schedule.every_minutes",
+            "out of range 1..=1440",
+        ),
+        (
+            "[schedule]\ndaily_at = \"24:00\"",
+            "schedule.daily_at",
+            "not a time",
+        ),
+        (
+            "[schedule]\ndaily_at = \"7:5\"",
+            "schedule.daily_at",
+            "not a time",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:60\"",
+            "schedule.daily_at",
+            "not a time",
+        ),
+        (
+            "[schedule]\ndaily_at = 8",
+            "schedule.daily_at",
+            "expected a string",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\ndaily_at = \"08:00\"",
+            "schedule",
+            "both",
+        ),
+        (
+            "[schedule]\n",
+            "schedule",
+            "needs every_minutes or daily_at",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nweekdays = [\"mon\"]",
+            "schedule.weekdays",
+            "only allowed with daily_at",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:00\"\nweekdays = [\"monday\"]",
+            "schedule.weekdays",
+            "not a day",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:00\"\nweekdays = [\"mon\", \"mon\"]",
+            "schedule.weekdays",
+            "listed twice",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:00\"\nweekdays = []",
+            "schedule.weekdays",
+            "must not be empty",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:00\"\nat = 1",
+            "schedule.at",
+            "unknown key",
+        ),
+        ("schedule = \"daily\"", "schedule", "expected a table"),
+    ];
+    for (extra, key, needle) in refusals {
+        refused(parse_x(extra), key, needle);
+    }
+    let accepted = [
+        "description = \"\"",
+        &format!("description = \"{}\"", "d".repeat(200)),
+        "kind = \"command\"",
+        "timeout_seconds = 1",
+        "timeout_seconds = 3600",
+        "outbound = false",
+        "headline = \"a_1\"",
+        "env = []",
+        "env = [\"GITHUB_TOKEN\", \"LC_ALL\"]",
+        "[schedule]\nevery_minutes = 1",
+        "[schedule]\nevery_minutes = 1440",
+        "[schedule]\ndaily_at = \"00:00\"",
+        "[schedule]\ndaily_at = \"23:59\"\nweekdays = [\"sun\", \"sat\"]",
+        "[anytype]\npermission = \"readwrite\"\nspaces = [\"bafyreia.2hx\"]",
+    ];
+    for extra in accepted {
+        assert!(parse_x(extra).is_ok(), "{extra}: {:?}", parse_x(extra));
+    }
+}
+
+#[test]
+fn name_rules() {
+    refused(
+        parse_raw("name = \"y\"\ncommand = [\"a\"]"),
+        "name",
+        "does not match the file name",
+    );
+    refused(
+        parse_raw("name = \"X\"\ncommand = [\"a\"]"),
+        "name",
+        "not a valid name",
+    );
+    refused(parse_raw("command = [\"a\"]"), "name", "missing");
+    refused(
+        parse_raw("name = 1\ncommand = [\"a\"]"),
+        "name",
+        "expected a string",
+    );
+    let long = "a".repeat(49);
+    let res = parse(
+        &format!("{long}.toml"),
+        format!("name = \"{long}\"\ncommand=[\"a\"]").as_bytes(),
+        &checks(),
+    );
+    assert!(res.unwrap_err()[0].message.contains("not a valid name"));
+}
+
+#[test]
+fn command_rules() {
+    refused(parse_raw("name = \"x\""), "command", "missing");
+    refused(
+        parse_raw("name = \"x\"\ncommand = []"),
+        "command",
+        "must not be empty",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = \"ls\""),
+        "command",
+        "expected an array",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"~/bin/x\"]"),
+        "command",
+        "starts with ~",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"sh\", \"$HOME/x\"]"),
+        "command",
+        "$HOME",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"sh\", \"${HOME}/x\"]"),
+        "command",
+        "$HOME",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"cat\", \"--file=/home/alice/notes\"]"),
+        "command",
+        "element 2 contains the home directory path",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"/home/alice\"]"),
+        "command",
+        "home directory",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"cat\", \"/srv/data/automations/runs.jsonl\"]"),
+        "command",
+        "data root",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"{python}\", \"x.py\"]"),
+        "command",
+        "unknown placeholder {python}",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"\"]"),
+        "command",
+        "program) is empty",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"../escape.sh\"]"),
+        "command",
+        "leaves the repository root",
+    );
+    // A neighbour of home is not home; placeholders and absolute paths outside home are fine.
+    for ok in [
+        "[\"/home/alicea/x\"]",
+        "[\"{root}/scripts/x.sh\", \"{self}\"]",
+        "[\"/usr/bin/env\", \"{\\\"json\\\": 1}\"]",
+        "[\"sh\", \"-c\", \"echo hi\"]",
+    ] {
+        assert!(
+            parse_raw(&format!("name = \"x\"\ncommand = {ok}")).is_ok(),
+            "{ok}"
+        );
+    }
+}
+
+#[test]
+fn size_syntax_and_encoding() {
+    let big = format!("{BASE}# {}\n", "x".repeat(65 * 1024));
+    refused(parse_raw(&big), "file", "larger than 64 KiB");
+    refused(
+        parse_raw("name = \"x\"\nname = \"x\"\ncommand = [\"a\"]"),
+        "toml",
+        "line 2",
+    );
+    refused(
+        parse("x.toml", b"name = \"\xff\"", &checks()),
+        "file",
+        "UTF-8",
+    );
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"a\"]\n[schedule\n"),
+        "toml",
+        "line 3",
+    );
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let problems =
+        parse_raw("name = \"y\"\ncommand = []\ntimeout_seconds = 0\nextra = 1\n[schedule]\n")
+            .unwrap_err();
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    for key in ["name", "command", "timeout_seconds", "extra", "schedule"] {
+        assert!(keys.contains(&key), "{key} missing from {keys:?}");
+    }
+}
+
+#[test]
+fn schedules_in_words() {
+    let words = |m| Schedule::EveryMinutes { every_minutes: m }.words();
+    assert_eq!(words(1), "every minute");
+    assert_eq!(words(5), "every 5 minutes");
+    assert_eq!(words(60), "every hour");
+    assert_eq!(words(120), "every 2 hours");
+    assert_eq!(words(90), "every 90 minutes");
+    let daily = |days: &[Weekday]| {
+        Schedule::DailyAt {
+            daily_at: TimeOfDay { hour: 8, minute: 5 },
+            weekdays: days.to_vec(),
+        }
+        .words()
+    };
+    use Weekday::*;
+    assert_eq!(daily(&[]), "daily at 08:05");
+    assert_eq!(
+        daily(&[Fri, Mon, Tue, Wed, Thu]),
+        "daily at 08:05 on weekdays"
+    );
+    assert_eq!(daily(&[Sun, Sat]), "daily at 08:05 on weekends");
+    assert_eq!(daily(&[Wed, Mon]), "daily at 08:05 on mon, wed");
+    assert_eq!(daily(&Weekday::ALL), "daily at 08:05");
+}
+
+/// Deterministic xorshift so failures reproduce.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+const CORPUS: &[&str] = &[
+    "name = \"x\"\ncommand = [\"scripts/x.sh\", \"{root}\"]\ntimeout_seconds = 30\n[schedule]\nevery_minutes = 5\n",
+    "name = \"x\"\ndescription = \"d\"\ncommand = [\"a\"]\nenv = [\"A\"]\n[anytype]\npermission = \"read\"\nspaces = [\"s\"]\n[schedule]\ndaily_at = \"08:00\"\nweekdays = [\"mon\"]\n",
+];
+
+const SPLICES: &[&str] = &[
+    "=",
+    "[",
+    "]",
+    "{",
+    "}",
+    "\"",
+    "'",
+    "\n",
+    "[[x]]",
+    "a.b.c = 1",
+    "99999999999999999999",
+    "-9223372036854775808",
+    "1e400",
+    "nan",
+    "inf",
+    "\u{1F600}",
+    "\u{0}",
+    "ñ",
+    "[schedule]",
+    "[anytype]",
+    "name = \"x\"",
+    "x = [[[[[[[[[[1]]]]]]]]]]",
+    "t = {a = {b = {c = {d = 1}}}}",
+    "1979-05-27T07:32:00Z",
+    "true",
+    "\"\"\"",
+    "'''",
+    "\\u0000",
+    "weekdays = [\"mon\",\"mon\"]",
+];
+
+fn check_outcome(input: &[u8]) {
+    match parse("x.toml", input, &checks()) {
+        Ok(d) => assert_eq!(d.name.as_str(), "x"),
+        Err(problems) => {
+            assert!(
+                !problems.is_empty(),
+                "refusal without a problem for {input:?}"
+            );
+            for p in problems {
+                assert_eq!(p.file, "automations/x.toml");
+                assert!(!p.key.is_empty() && !p.message.is_empty());
+            }
+        }
+    }
+}
+
+#[test]
+fn fuzz_mutated_definitions_never_panic() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let started = std::time::Instant::now();
+    let mut cases = 0;
+    while cases < 20_000 && started.elapsed() < std::time::Duration::from_secs(20) {
+        let mut bytes = CORPUS[rng.below(CORPUS.len())].as_bytes().to_vec();
+        for _ in 0..1 + rng.below(6) {
+            let at = rng.below(bytes.len() + 1);
+            match rng.below(6) {
+                0 => bytes.truncate(at),
+                1 if !bytes.is_empty() => {
+                    let i = at.min(bytes.len() - 1);
+                    bytes[i] = rng.next() as u8;
+                }
+                2 => {
+                    let s = SPLICES[rng.below(SPLICES.len())].as_bytes();
+                    bytes.splice(at..at, s.iter().copied());
+                }
+                3 if at < bytes.len() => {
+                    let end = (at + rng.below(16)).min(bytes.len());
+                    bytes.drain(at..end);
+                }
+                4 => {
+                    let line = bytes.clone();
+                    bytes.extend_from_slice(&line[..at.min(line.len())]);
+                }
+                _ => {
+                    const BYTES: &[u8] = b"0123456789 ={}[]\",.-_abcxyz";
+                    bytes.insert(at, BYTES[rng.below(BYTES.len())]);
+                }
+            }
+        }
+        check_outcome(&bytes);
+        cases += 1;
+    }
+    // Deep nesting and huge inputs, beyond what mutations reach.
+    check_outcome(format!("{BASE}x = {}{}", "[".repeat(10_000), "]".repeat(10_000)).as_bytes());
+    check_outcome(format!("{BASE}x = {}", "{a = ".repeat(5_000)).as_bytes());
+    check_outcome(&vec![b'['; 70_000]);
+    check_outcome(&[0xff, 0xfe, 0x00]);
+    assert!(cases >= 1000, "only {cases} cases ran");
+}

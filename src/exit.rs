@@ -1,0 +1,31 @@
+//! The process exit codes, one enum for every command.
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | fine: the command did what was asked (a skipped run is fine) |
+//! | 1 | not fine: a run failed, timed out, was refused or stopped; drift found; a check failed |
+//! | 2 | bad input: invalid invocation or invalid definitions |
+//! | 3 | environment unusable: no repository root, unreadable data root, missing tools |
+//!
+//! This module must never print: printing happens once, in `lib.rs`.
+
+use std::process::ExitCode;
+
+/// What a command ended in. Converted to the process exit code in exactly one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: done, nothing wrong.
+    Success = 0,
+    /// 1: the command ran but the outcome is not fine.
+    Failure = 1,
+    /// 2: the invocation or the definitions are invalid.
+    BadInput = 2,
+    /// 3: the environment cannot be used (no root, unwritable data root, missing tool).
+    Environment = 3,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}

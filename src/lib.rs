@@ -1,0 +1,85 @@
+//! `automations`: definitions in, OS-native units out, and the runner every firing executes.
+//!
+//! This file owns dispatch and the one place where errors are printed: every command returns an
+//! [`Exit`] or a [`Fail`], and [`run`] turns them into a message on stderr and an exit code.
+//! Commands never print their own errors and never call `std::process::exit`.
+
+pub mod cli;
+pub mod definition;
+pub mod exit;
+pub mod names;
+pub mod settings;
+
+mod commands;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use exit::Exit;
+
+/// An error on its way to the user, with the exit code it ends in.
+#[derive(Debug)]
+pub struct Fail {
+    /// The exit code.
+    pub exit: Exit,
+    /// What went wrong, with its cause chain.
+    pub error: anyhow::Error,
+}
+
+impl Fail {
+    /// A failure with an explicit exit code.
+    pub fn new(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            exit,
+            error: error.into(),
+        }
+    }
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Fail {
+    fn from(error: E) -> Self {
+        let error = error.into();
+        let exit = if error.downcast_ref::<settings::SettingsError>().is_some() {
+            Exit::Environment
+        } else {
+            Exit::Failure
+        };
+        Self { exit, error }
+    }
+}
+
+/// The result of a command.
+pub type CmdResult = Result<Exit, Fail>;
+
+/// Parses `args`, runs the command, prints any error once, and returns the exit code.
+pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
+    let cli = match cli::Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::BadInput.into()
+            } else {
+                Exit::Success.into()
+            };
+        }
+    };
+    match commands::dispatch(cli) {
+        Ok(exit) => exit.into(),
+        Err(Fail { exit, error }) => {
+            eprintln!("automations: error: {}", chain(&error));
+            exit.into()
+        }
+    }
+}
+
+/// `error: cause: cause`, the whole chain on one line.
+fn chain(error: &anyhow::Error) -> String {
+    error
+        .chain()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}

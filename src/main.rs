@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    automations::run(std::env::args_os())
+}

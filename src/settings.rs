@@ -1,0 +1,389 @@
+//! Settings and machine paths, resolved once (SPEC §3).
+//!
+//! Precedence is always command-line flag > environment variable > default, and it is decided in
+//! exactly one function, [`Settings::resolve`]. Facts about the machine (HOME, uid, the target OS,
+//! the working directory) are gathered once into [`OsFacts`] and passed in, so tests re-root them
+//! with a temporary HOME. This module never creates anything on disk.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::names::{Label, Name, NameError, Namespace};
+
+/// Environment variable naming the repository root.
+pub const ENV_ROOT: &str = "AUTOMATIONS_ROOT";
+/// Environment variable naming the namespace.
+pub const ENV_NAMESPACE: &str = "AUTOMATIONS_NAMESPACE";
+/// Environment variable naming the private data root.
+pub const ENV_DATA_ROOT: &str = "AUTOMATIONS_DATA_ROOT";
+/// The namespace when neither flag nor environment names one.
+pub const DEFAULT_NAMESPACE: &str = "automations";
+/// The folder of definitions inside the repository root.
+pub const DEFINITIONS_DIR: &str = "automations";
+
+/// Which service manager this machine schedules with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// macOS LaunchAgents.
+    Launchd,
+    /// systemd user timers.
+    Systemd,
+}
+
+impl Target {
+    /// The target of the machine this binary was built for.
+    pub fn native() -> Self {
+        if cfg!(target_os = "macos") {
+            Target::Launchd
+        } else {
+            Target::Systemd
+        }
+    }
+}
+
+/// Facts about the machine, gathered once.
+#[derive(Clone, Debug)]
+pub struct OsFacts {
+    /// The user's home directory (`HOME`).
+    pub home: PathBuf,
+    /// The working directory, where root discovery starts.
+    pub cwd: PathBuf,
+    /// The native target.
+    pub target: Target,
+    /// The environment the binary was started with (only what settings need is read from it).
+    env: Vec<(OsString, OsString)>,
+}
+
+impl OsFacts {
+    /// Reads the facts of this process.
+    pub fn from_process() -> Result<Self, SettingsError> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .ok_or(SettingsError::NoHome)?;
+        let cwd = std::env::current_dir().map_err(SettingsError::Cwd)?;
+        Ok(Self {
+            home,
+            cwd,
+            target: Target::native(),
+            env: std::env::vars_os().collect(),
+        })
+    }
+
+    /// Facts for a test: an explicit home, working directory, target and environment.
+    pub fn new(
+        home: PathBuf,
+        cwd: PathBuf,
+        target: Target,
+        env: Vec<(OsString, OsString)>,
+    ) -> Self {
+        Self {
+            home,
+            cwd,
+            target,
+            env,
+        }
+    }
+
+    /// A variable of the captured environment; empty counts as unset.
+    pub fn var(&self, key: &str) -> Option<&OsString> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// What the command line said, before precedence is applied.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--root`.
+    pub root: Option<PathBuf>,
+    /// `--namespace`.
+    pub namespace: Option<String>,
+    /// `--data-root`.
+    pub data_root: Option<PathBuf>,
+}
+
+/// Why settings could not be resolved; every message names the setting and where it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// No usable HOME.
+    #[error("HOME is not set; it is needed to find the data root and the agents folder")]
+    NoHome,
+    /// The working directory is unreadable.
+    #[error("cannot read the working directory")]
+    Cwd(#[source] std::io::Error),
+    /// No ancestor holds `automations/`.
+    #[error(
+        "no repository root: no folder from {0} upwards holds an automations/ folder (use --root or {ENV_ROOT})"
+    )]
+    NoRoot(PathBuf),
+    /// The given root has no definitions folder.
+    #[error("repository root {path} (from {from}) has no automations/ folder")]
+    BadRoot { path: PathBuf, from: &'static str },
+    /// A relative data root.
+    #[error("data root {path} (from {from}) must be an absolute path")]
+    RelativeDataRoot { path: PathBuf, from: &'static str },
+    /// The namespace is invalid.
+    #[error("namespace (from {from}): {source}")]
+    Namespace {
+        from: &'static str,
+        #[source]
+        source: NameError,
+    },
+}
+
+/// Everything a command needs to know about where things are. Built once per process.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The repository root (holds `automations/`).
+    pub root: PathBuf,
+    /// The namespace of labels.
+    pub namespace: Namespace,
+    /// The private data root.
+    pub data_root: PathBuf,
+    /// Where the service manager reads user units from.
+    pub agents_dir: PathBuf,
+    /// The user's home.
+    pub home: PathBuf,
+    /// The service manager of this machine.
+    pub target: Target,
+}
+
+impl Settings {
+    /// Applies flag > environment > default for every setting. The only place precedence lives.
+    pub fn resolve(flags: &Overrides, os: &OsFacts) -> Result<Self, SettingsError> {
+        let (namespace, ns_from) = match (&flags.namespace, os.var(ENV_NAMESPACE)) {
+            (Some(ns), _) => (ns.clone(), "--namespace"),
+            (None, Some(ns)) => (ns.to_string_lossy().into_owned(), ENV_NAMESPACE),
+            (None, None) => (DEFAULT_NAMESPACE.to_owned(), "default"),
+        };
+        let namespace = Namespace::new(&namespace).map_err(|source| SettingsError::Namespace {
+            from: ns_from,
+            source,
+        })?;
+
+        let root = match (&flags.root, os.var(ENV_ROOT)) {
+            (Some(p), _) => checked_root(absolute(&os.cwd, p), "--root")?,
+            (None, Some(p)) => checked_root(absolute(&os.cwd, Path::new(p)), ENV_ROOT)?,
+            (None, None) => discover_root(&os.cwd)?,
+        };
+
+        let data_root = match (&flags.data_root, os.var(ENV_DATA_ROOT)) {
+            (Some(p), _) => checked_data_root(p.clone(), "--data-root")?,
+            (None, Some(p)) => checked_data_root(PathBuf::from(p), ENV_DATA_ROOT)?,
+            (None, None) => default_data_root(os, &namespace),
+        };
+
+        Ok(Self {
+            root,
+            namespace,
+            data_root,
+            agents_dir: agents_dir(os),
+            home: os.home.clone(),
+            target: os.target,
+        })
+    }
+
+    /// The folder of definitions.
+    pub fn definitions_dir(&self) -> PathBuf {
+        self.root.join(DEFINITIONS_DIR)
+    }
+
+    /// The label of `name` in this namespace.
+    pub fn label(&self, name: &Name) -> Label {
+        Label::new(&self.namespace, name)
+    }
+}
+
+fn absolute(cwd: &Path, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        cwd.join(p)
+    }
+}
+
+fn checked_root(path: PathBuf, from: &'static str) -> Result<PathBuf, SettingsError> {
+    if path.join(DEFINITIONS_DIR).is_dir() {
+        Ok(std::fs::canonicalize(&path).unwrap_or(path))
+    } else {
+        Err(SettingsError::BadRoot { path, from })
+    }
+}
+
+fn checked_data_root(path: PathBuf, from: &'static str) -> Result<PathBuf, SettingsError> {
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(SettingsError::RelativeDataRoot { path, from })
+    }
+}
+
+fn discover_root(cwd: &Path) -> Result<PathBuf, SettingsError> {
+    cwd.ancestors()
+        .find(|dir| dir.join(DEFINITIONS_DIR).is_dir())
+        .map(Path::to_path_buf)
+        .ok_or_else(|| SettingsError::NoRoot(cwd.to_path_buf()))
+}
+
+fn default_data_root(os: &OsFacts, namespace: &Namespace) -> PathBuf {
+    let base = match os.target {
+        Target::Launchd => os.home.join("Library/Application Support"),
+        Target::Systemd => {
+            xdg(os, "XDG_STATE_HOME").unwrap_or_else(|| os.home.join(".local/state"))
+        }
+    };
+    base.join("automations").join(namespace.as_str())
+}
+
+fn agents_dir(os: &OsFacts) -> PathBuf {
+    match os.target {
+        Target::Launchd => os.home.join("Library/LaunchAgents"),
+        Target::Systemd => xdg(os, "XDG_CONFIG_HOME")
+            .unwrap_or_else(|| os.home.join(".config"))
+            .join("systemd/user"),
+    }
+}
+
+/// An XDG base directory variable; the spec says relative values are invalid and ignored.
+fn xdg(os: &OsFacts, key: &str) -> Option<PathBuf> {
+    os.var(key).map(PathBuf::from).filter(|p| p.is_absolute())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(dir: &Path, target: Target, env: &[(&str, &str)]) -> OsFacts {
+        OsFacts::new(
+            dir.join("home"),
+            dir.join("repo/sub"),
+            target,
+            env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
+        )
+    }
+
+    fn repo() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("repo/automations")).unwrap();
+        std::fs::create_dir_all(d.path().join("repo/sub")).unwrap();
+        std::fs::create_dir_all(d.path().join("other/automations")).unwrap();
+        d
+    }
+
+    #[test]
+    fn defaults_on_linux_and_macos() {
+        let d = repo();
+        let s = Settings::resolve(
+            &Overrides::default(),
+            &facts(d.path(), Target::Systemd, &[]),
+        )
+        .unwrap();
+        let root = std::fs::canonicalize(d.path().join("repo")).unwrap();
+        assert_eq!(s.root, root);
+        assert_eq!(s.namespace.as_str(), "automations");
+        assert_eq!(
+            s.data_root,
+            d.path().join("home/.local/state/automations/automations")
+        );
+        assert_eq!(s.agents_dir, d.path().join("home/.config/systemd/user"));
+
+        let s = Settings::resolve(
+            &Overrides::default(),
+            &facts(d.path(), Target::Launchd, &[]),
+        )
+        .unwrap();
+        assert_eq!(
+            s.data_root,
+            d.path()
+                .join("home/Library/Application Support/automations/automations")
+        );
+        assert_eq!(s.agents_dir, d.path().join("home/Library/LaunchAgents"));
+    }
+
+    #[test]
+    fn xdg_variables_move_linux_defaults_but_relative_ones_are_ignored() {
+        let d = repo();
+        let env = [("XDG_STATE_HOME", "/st"), ("XDG_CONFIG_HOME", "/cf")];
+        let s = Settings::resolve(
+            &Overrides::default(),
+            &facts(d.path(), Target::Systemd, &env),
+        )
+        .unwrap();
+        assert_eq!(s.data_root, Path::new("/st/automations/automations"));
+        assert_eq!(s.agents_dir, Path::new("/cf/systemd/user"));
+        let env = [("XDG_STATE_HOME", "rel")];
+        let s = Settings::resolve(
+            &Overrides::default(),
+            &facts(d.path(), Target::Systemd, &env),
+        )
+        .unwrap();
+        assert!(s.data_root.starts_with(d.path().join("home/.local/state")));
+    }
+
+    #[test]
+    fn flag_beats_env_beats_default() {
+        let d = repo();
+        let other = d.path().join("other");
+        let env_root = other.to_str().unwrap();
+        let env = [
+            (ENV_ROOT, env_root),
+            (ENV_NAMESPACE, "envns"),
+            (ENV_DATA_ROOT, "/env/data"),
+        ];
+        let os = facts(d.path(), Target::Systemd, &env);
+        let s = Settings::resolve(&Overrides::default(), &os).unwrap();
+        assert_eq!(s.root, std::fs::canonicalize(&other).unwrap());
+        assert_eq!(s.namespace.as_str(), "envns");
+        assert_eq!(s.data_root, Path::new("/env/data"));
+
+        let flags = Overrides {
+            root: Some(d.path().join("repo")),
+            namespace: Some("flagns".into()),
+            data_root: Some("/flag/data".into()),
+        };
+        let s = Settings::resolve(&flags, &os).unwrap();
+        assert_eq!(
+            s.root,
+            std::fs::canonicalize(d.path().join("repo")).unwrap()
+        );
+        assert_eq!(s.namespace.as_str(), "flagns");
+        assert_eq!(s.data_root, Path::new("/flag/data"));
+    }
+
+    #[test]
+    fn bad_settings_name_their_source() {
+        let d = repo();
+        let os = facts(d.path(), Target::Systemd, &[(ENV_NAMESPACE, "Bad")]);
+        let e = Settings::resolve(&Overrides::default(), &os)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(ENV_NAMESPACE), "{e}");
+        let flags = Overrides {
+            data_root: Some("rel".into()),
+            ..Overrides::default()
+        };
+        let e = Settings::resolve(&flags, &facts(d.path(), Target::Systemd, &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--data-root") && e.contains("absolute"), "{e}");
+        let flags = Overrides {
+            root: Some(d.path().join("home")),
+            ..Overrides::default()
+        };
+        let e = Settings::resolve(&flags, &facts(d.path(), Target::Systemd, &[]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--root") && e.contains("no automations/"), "{e}");
+        let os = OsFacts::new(d.path().into(), "/".into(), Target::Systemd, vec![]);
+        let e = Settings::resolve(&Overrides::default(), &os)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no repository root"), "{e}");
+    }
+}

@@ -1,0 +1,5 @@
+//! The integration tests: one binary, a small harness, one module per concern.
+
+mod harness;
+
+mod definitions;
