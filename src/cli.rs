@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::names::Name;
+use crate::runlog::Trigger;
+
 /// Turns automations/<name>.toml definitions into OS-native scheduled units and runs every firing
 /// safely: lock, pause state, clean environment, whole-tree timeout, redacted output, hash-chained
 /// run log.
@@ -65,12 +68,118 @@ pub enum Command {
         json: bool,
     },
 
+    /// Run one automation now: the same runner every scheduled firing executes.
+    ///
+    /// Takes the lock, checks pause and the kill switch, gives the command a clean environment,
+    /// enforces the timeout on its whole process tree, keeps a redacted tail of its output and
+    /// appends started/finished to the run log. A manual run prints one summary line; a scheduled
+    /// one prints only when something went wrong. Exits 0 when ok or skipped, 1 when the run
+    /// failed, timed out or was stopped, 2 when the invocation or a manual run's definition is
+    /// invalid.
+    ///
+    /// Example: automations run heartbeat
+    Run {
+        /// The automation (automations/<NAME>.toml).
+        name: Name,
+        /// What started this run.
+        #[arg(long, value_enum, default_value = "manual")]
+        trigger: Trigger,
+    },
+
+    /// Report facts from inside a command: writes the file named by $AUTOMATION_RESULT.
+    ///
+    /// For shell scripts run by `automations run`. Facts are name=count pairs (names
+    /// ^[a-z][a-z0-9_]{0,39}$, counts 0..=2^53); calls add up, later values win.
+    ///
+    /// Example: "$AUTOMATION_BIN" result beats=1 --headline beats
+    Result {
+        /// name=count pairs.
+        #[arg(value_name = "NAME=COUNT")]
+        facts: Vec<String>,
+        /// Which fact is the headline count.
+        #[arg(long, value_name = "NAME")]
+        headline: Option<String>,
+    },
+
+    /// Recent runs, newest first (never their output; see `show`).
+    ///
+    /// Example: automations runs heartbeat -n 5
+    Runs {
+        /// Only this automation.
+        name: Option<Name>,
+        /// How many runs.
+        #[arg(short = 'n', long = "limit", default_value_t = 20)]
+        limit: usize,
+        /// Print JSON (format version 1).
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// One run in full, output tails included.
+    ///
+    /// Example: automations show 20261129T204512.123Z-3f9a1c
+    Show {
+        /// The run id, or a unique prefix of it.
+        run: String,
+        /// Print the run's log events as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Pause an automation: its firings are skipped until `resume`.
+    ///
+    /// Example: automations pause heartbeat --reason "maintenance"
+    Pause {
+        name: Name,
+        /// Why (recorded in the log and shown by `list`).
+        #[arg(long)]
+        reason: String,
+    },
+
+    /// Resume a paused automation.
+    ///
+    /// Example: automations resume heartbeat
+    Resume { name: Name },
+
+    /// The kill switch: skip every firing and stop every running run.
+    ///
+    /// Example: automations stop-all --reason "something is wrong"
+    StopAll {
+        /// Why (shown by `list` and in skipped runs).
+        #[arg(long)]
+        reason: String,
+    },
+
+    /// Turn the kill switch off.
+    ///
+    /// Example: automations resume-all
+    ResumeAll,
+
+    /// The run log.
+    #[command(subcommand)]
+    Log(LogCommand),
+
     /// Print a shell completion script.
     ///
     /// Example: automations completions bash > ~/.local/share/bash-completion/completions/automations
     Completions {
         /// The shell to complete for.
         shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LogCommand {
+    /// Check the hash chain of the whole run log, every segment.
+    ///
+    /// Exits 1 on a broken chain (an edited, deleted or reordered line) and says where. A torn
+    /// line (an interrupted write) is reported, not called tampering.
+    ///
+    /// Example: automations log verify
+    Verify {
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -9,9 +9,15 @@ use anyhow::Context;
 use clap::CommandFactory;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, Global};
+use crate::cli::{Cli, Command, Global, LogCommand};
 use crate::definition::{self, Checks, Definition, Schedule};
+use crate::history::{self, RunView, Status};
+use crate::locks;
+use crate::names::{self, Name};
+use crate::runlog::{self, By, Event, RunLog, Trigger};
+use crate::runner::{self, RunError, result};
 use crate::settings::{OsFacts, Overrides, Settings};
+use crate::state::{Pause, State, Stop};
 use crate::{CmdResult, Exit, Fail};
 
 /// Runs one parsed command line.
@@ -24,6 +30,17 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         }
         Command::Validate => validate(&settings(&cli.global)?),
         Command::List { json } => list(&settings(&cli.global)?, json),
+        Command::Run { name, trigger } => run(&settings(&cli.global)?, &name, trigger),
+        Command::Result { facts, headline } => result_cmd(&facts, headline.as_deref()),
+        Command::Runs { name, limit, json } => {
+            runs(&settings(&cli.global)?, name.as_ref(), limit, json)
+        }
+        Command::Show { run, json } => show(&settings(&cli.global)?, &run, json),
+        Command::Pause { name, reason } => pause(&settings(&cli.global)?, &name, &reason),
+        Command::Resume { name } => resume(&settings(&cli.global)?, &name),
+        Command::StopAll { reason } => stop_all(&settings(&cli.global)?, &reason),
+        Command::ResumeAll => resume_all(&settings(&cli.global)?),
+        Command::Log(LogCommand::Verify { json }) => log_verify(&settings(&cli.global)?, json),
     }
 }
 
@@ -79,6 +96,7 @@ fn validate(s: &Settings) -> CmdResult {
 #[derive(Serialize)]
 struct ListJson<'a> {
     version: u32,
+    stopped: Option<Stop>,
     automations: Vec<ListEntry<'a>>,
     invalid: Vec<&'a definition::Problem>,
 }
@@ -91,10 +109,29 @@ struct ListEntry<'a> {
     schedule_words: String,
     outbound: bool,
     description: Option<&'a str>,
+    paused: Option<Pause>,
+    running: bool,
+    last_run: Option<LastRun>,
 }
 
-fn entry<'a>(s: &Settings, d: &'a Definition) -> ListEntry<'a> {
-    ListEntry {
+/// The last run of an automation, as `list --json` shows it.
+#[derive(Serialize)]
+struct LastRun {
+    run: String,
+    at: String,
+    trigger: Trigger,
+    status: Status,
+    duration_ms: Option<u64>,
+    headline: Option<u64>,
+}
+
+fn entry<'a>(
+    s: &Settings,
+    d: &'a Definition,
+    state: &State,
+    last: Option<&RunView>,
+) -> Result<ListEntry<'a>, Fail> {
+    Ok(ListEntry {
         name: d.name.as_str(),
         label: s.label(&d.name).to_string(),
         schedule: d.schedule.as_ref(),
@@ -104,43 +141,68 @@ fn entry<'a>(s: &Settings, d: &'a Definition) -> ListEntry<'a> {
             .map_or_else(|| "manual only".into(), Schedule::words),
         outbound: d.outbound,
         description: d.description.as_deref(),
-    }
+        paused: state.paused(&d.name)?,
+        running: last.is_some_and(|r| r.status == Status::Running),
+        last_run: last.map(|r| LastRun {
+            run: r.run.clone().unwrap_or_default(),
+            at: r.at.clone(),
+            trigger: r.trigger,
+            status: r.status,
+            duration_ms: r.duration_ms(),
+            headline: r.headline().map(|(_, v)| v),
+        }),
+    })
 }
 
 fn list(s: &Settings, json: bool) -> CmdResult {
     let loaded = load_all(s)?;
-    let entries: Vec<ListEntry> = loaded.definitions.iter().map(|d| entry(s, d)).collect();
+    let state = State::new(&s.data_root);
+    let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();
+    let last = history::last_runs(&RunLog::new(&s.data_root), &s.data_root, &names);
+    let entries = loaded
+        .definitions
+        .iter()
+        .map(|d| entry(s, d, &state, last.get(d.name.as_str())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stop = state.stopped()?;
     let out = &mut std::io::stdout().lock();
     if json {
         let doc = ListJson {
             version: 1,
+            stopped: stop,
             automations: entries,
             invalid: loaded.problems.iter().collect(),
         };
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
     } else {
-        let w = entries
-            .iter()
-            .map(|e| e.name.len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
-        let sw = entries
-            .iter()
-            .map(|e| e.schedule_words.len())
-            .max()
-            .unwrap_or(8)
-            .max(8);
-        writeln!(
-            out,
-            "{:w$}  {:sw$}  {:8}  DESCRIPTION",
-            "NAME", "SCHEDULE", "OUTBOUND"
-        )?;
-        for e in &entries {
+        if let Some(stop) = &stop {
             writeln!(
                 out,
-                "{:w$}  {:sw$}  {:8}  {}",
+                "KILL SWITCH ON since {}: {} (automations resume-all)",
+                stop.at, stop.reason
+            )?;
+        }
+        let width = |f: &dyn Fn(&ListEntry) -> usize, min: usize| {
+            entries.iter().map(f).max().unwrap_or(min).max(min)
+        };
+        let w = width(&|e| e.name.len(), 4);
+        let sw = width(&|e| e.schedule_words.len(), 8);
+        let states: Vec<String> = entries.iter().map(state_words).collect();
+        let stw = states.iter().map(String::len).max().unwrap_or(5).max(5);
+        writeln!(
+            out,
+            "{:w$}  {:sw$}  {:8}  {:stw$}  {:31}  DESCRIPTION",
+            "NAME", "SCHEDULE", "OUTBOUND", "STATE", "LAST RUN"
+        )?;
+        for (e, st) in entries.iter().zip(&states) {
+            let last = e.last_run.as_ref().map_or_else(
+                || "never".to_owned(),
+                |r| format!("{} {}", r.status.as_str(), short_time(&r.at)),
+            );
+            writeln!(
+                out,
+                "{:w$}  {:sw$}  {:8}  {st:stw$}  {last:31}  {}",
                 e.name,
                 e.schedule_words,
                 if e.outbound { "yes" } else { "no" },
@@ -156,4 +218,368 @@ fn list(s: &Settings, json: bool) -> CmdResult {
         }
     }
     Ok(Exit::Success)
+}
+
+fn state_words(e: &ListEntry) -> String {
+    match (&e.paused, e.running) {
+        (_, true) => "running".into(),
+        (Some(p), _) => format!("paused ({})", names::truncate(&p.reason, 30)),
+        (None, false) => "active".into(),
+    }
+}
+
+/// `2026-11-29T20:45:12.123Z` → `2026-11-29 20:45:12Z`.
+fn short_time(at: &str) -> String {
+    match at.get(..19) {
+        Some(t) => format!("{}Z", t.replace('T', " ")),
+        None => at.to_owned(),
+    }
+}
+
+fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
+    let report = match runner::run(s, name, trigger) {
+        Ok(r) => r,
+        Err(RunError::Definition(e)) => return Err(Fail::new(Exit::BadInput, e)),
+        Err(RunError::Io(e)) => return Err(Fail::new(Exit::Failure, e)),
+    };
+    let fine = report.is_fine();
+    if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
+        println!("{}", report.summary(name));
+    } else if !fine {
+        eprintln!("{}", report.summary(name));
+    }
+    Ok(if fine { Exit::Success } else { Exit::Failure })
+}
+
+fn result_cmd(pairs: &[String], headline: Option<&str>) -> CmdResult {
+    let path = std::env::var_os("AUTOMATION_RESULT").filter(|p| !p.is_empty()).ok_or_else(|| {
+        Fail::new(
+            Exit::BadInput,
+            anyhow::anyhow!("AUTOMATION_RESULT is not set: `automations result` reports facts from inside a command started by `automations run`"),
+        )
+    })?;
+    let facts = result::parse_args(pairs, headline).map_err(|e| Fail::new(Exit::BadInput, e))?;
+    result::write_merged(std::path::Path::new(&path), facts)
+        .map_err(|e| Fail::new(Exit::Failure, e))?;
+    Ok(Exit::Success)
+}
+
+/// One run in `runs --json` (format version 1).
+#[derive(Serialize)]
+struct RunJson<'a> {
+    #[serde(flatten)]
+    view: &'a RunView,
+    duration_ms: Option<u64>,
+    exit_code: Option<i32>,
+    error_class: Option<&'a str>,
+    headline: Option<HeadlineJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct HeadlineJson<'a> {
+    name: &'a str,
+    value: u64,
+}
+
+fn run_json(v: &RunView) -> RunJson<'_> {
+    let f = v.finished.as_ref();
+    RunJson {
+        view: v,
+        duration_ms: v.duration_ms(),
+        exit_code: f.and_then(|f| f.exit_code),
+        error_class: f.and_then(|f| f.error.as_ref()).map(|e| e.class.as_str()),
+        headline: v
+            .headline()
+            .map(|(name, value)| HeadlineJson { name, value }),
+    }
+}
+
+fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResult {
+    let log = RunLog::new(&s.data_root);
+    let recent = history::recent(&log, &s.data_root, name.map(Name::as_str), limit);
+    let out = &mut std::io::stdout().lock();
+    if json {
+        let doc = serde_json::json!({
+            "version": 1,
+            "runs": recent.runs.iter().map(run_json).collect::<Vec<_>>(),
+            "unreadable_lines": recent.unreadable,
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        return Ok(Exit::Success);
+    }
+    if recent.runs.is_empty() {
+        writeln!(out, "no runs yet")?;
+    } else {
+        let nw = recent
+            .runs
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        writeln!(
+            out,
+            "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  HEADLINE",
+            "RUN", "NAME", "TRIGGER", "STARTED", "STATUS", "DURATION"
+        )?;
+        for r in &recent.runs {
+            let status = match (
+                &r.reason,
+                r.finished.as_ref().and_then(|f| f.error.as_ref()),
+            ) {
+                (Some(reason), _) => format!("skipped ({})", reason.as_str()),
+                (None, Some(e)) if r.status != Status::Ok => {
+                    format!("{} ({})", r.status.as_str(), e.class)
+                }
+                _ => r.status.as_str().to_owned(),
+            };
+            writeln!(
+                out,
+                "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  {}",
+                r.run.as_deref().unwrap_or("-"),
+                r.name,
+                r.trigger.as_str(),
+                short_time(&r.at),
+                status,
+                r.duration_ms()
+                    .map_or_else(String::new, |ms| format!("{:.2} s", ms as f64 / 1000.0)),
+                r.headline()
+                    .map_or_else(String::new, |(h, v)| format!("{h}={v}")),
+            )?;
+        }
+    }
+    if recent.unreadable > 0 {
+        writeln!(
+            out,
+            "({} unreadable line(s) passed over; automations log verify)",
+            recent.unreadable
+        )?;
+    }
+    Ok(Exit::Success)
+}
+
+fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
+    let log = RunLog::new(&s.data_root);
+    let view = history::find(&log, &s.data_root, id).ok_or_else(|| {
+        Fail::new(
+            Exit::BadInput,
+            anyhow::anyhow!("no run {id:?} in {}", log.path().display()),
+        )
+    })?;
+    let out = &mut std::io::stdout().lock();
+    if json {
+        let doc = serde_json::json!({
+            "version": 1,
+            "run": run_json(&view),
+            "started": view.started,
+            "finished": view.finished,
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        return Ok(Exit::Success);
+    }
+    writeln!(out, "run       {}", view.run.as_deref().unwrap_or("-"))?;
+    writeln!(out, "name      {}", view.name)?;
+    writeln!(out, "trigger   {}", view.trigger.as_str())?;
+    writeln!(out, "started   {}", view.at)?;
+    writeln!(out, "status    {}", view.status.as_str())?;
+    if let Some(f) = &view.finished {
+        writeln!(out, "duration  {:.3} s", f.duration_ms as f64 / 1000.0)?;
+        if let Some(c) = f.exit_code {
+            writeln!(out, "exit      {c}")?;
+        }
+        if let Some(sig) = f.signal {
+            writeln!(out, "signal    {sig}")?;
+        }
+        if let Some(e) = &f.error {
+            writeln!(out, "error     {}: {}", e.class, e.detail)?;
+        }
+        if !f.facts.is_empty() {
+            let facts: Vec<String> = f.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            writeln!(out, "facts     {}", facts.join(" "))?;
+        }
+        if let Some(h) = &f.headline {
+            writeln!(out, "headline  {h}")?;
+        }
+        writeln!(out, "leftover  {} process(es)", f.leftover_processes)?;
+        for (label, tail, dropped) in [
+            ("stdout", &f.stdout_tail, f.dropped.stdout),
+            ("stderr", &f.stderr_tail, f.dropped.stderr),
+        ] {
+            let note = if dropped > 0 {
+                format!(" ({dropped} earlier bytes dropped)")
+            } else {
+                String::new()
+            };
+            writeln!(out, "--- {label}{note}")?;
+            write!(out, "{tail}")?;
+            if !tail.is_empty() && !tail.ends_with('\n') {
+                writeln!(out)?;
+            }
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// An automation must exist to be paused or resumed, so a typo is not silently accepted.
+fn require_definition(s: &Settings, name: &Name) -> Result<(), Fail> {
+    let path = s.definitions_dir().join(format!("{name}.toml"));
+    if path.is_file() {
+        Ok(())
+    } else {
+        Err(Fail::new(
+            Exit::BadInput,
+            anyhow::anyhow!("no automation {name} ({} does not exist)", path.display()),
+        ))
+    }
+}
+
+fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
+    require_definition(s, name)?;
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().any(char::is_control) {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow::anyhow!("--reason must be one non-empty line"),
+        ));
+    }
+    let now = chrono::Utc::now();
+    State::new(&s.data_root).pause(
+        name,
+        &Pause {
+            by: By::Hand,
+            reason: reason.to_owned(),
+            at: runlog::stamp(now),
+        },
+    )?;
+    RunLog::new(&s.data_root).append(
+        name.as_str(),
+        Event::Paused(runlog::Paused {
+            by: By::Hand,
+            reason: reason.to_owned(),
+        }),
+        now,
+    )?;
+    println!("{name}: paused ({reason})");
+    Ok(Exit::Success)
+}
+
+fn resume(s: &Settings, name: &Name) -> CmdResult {
+    require_definition(s, name)?;
+    if !State::new(&s.data_root).resume(name)? {
+        println!("{name}: was not paused");
+        return Ok(Exit::Success);
+    }
+    RunLog::new(&s.data_root).append(
+        name.as_str(),
+        Event::Resumed(runlog::Resumed { by: By::Hand }),
+        chrono::Utc::now(),
+    )?;
+    println!("{name}: resumed");
+    Ok(Exit::Success)
+}
+
+fn stop_all(s: &Settings, reason: &str) -> CmdResult {
+    let reason = reason.trim();
+    if reason.is_empty() || reason.chars().any(char::is_control) {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow::anyhow!("--reason must be one non-empty line"),
+        ));
+    }
+    crate::fsutil::private_dir(&s.data_root)?;
+    State::new(&s.data_root).stop_all(&Stop {
+        reason: reason.to_owned(),
+        at: runlog::stamp(chrono::Utc::now()),
+    })?;
+    // Stop what is running now: every held run lock names a runner, which on SIGTERM ends its
+    // command's tree and records the run as stopped.
+    let mut running: Vec<(Name, u32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(s.data_root.join("locks")) {
+        for entry in dir.flatten() {
+            let file = entry.file_name();
+            let Some(name) = file
+                .to_str()
+                .and_then(|f| f.strip_suffix(".lock"))
+                .and_then(|n| Name::new(n).ok())
+            else {
+                continue;
+            };
+            if let Some(pid) = locks::holder(&s.data_root, &name) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+                running.push((name, pid));
+            }
+        }
+    }
+    // Wait (bounded) until they have recorded their runs, so the log is final when we return.
+    let until =
+        std::time::Instant::now() + runner::supervise::GRACE + std::time::Duration::from_secs(5);
+    while running
+        .iter()
+        .any(|(n, pid)| locks::holder(&s.data_root, n) == Some(*pid))
+        && std::time::Instant::now() < until
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let still: Vec<&str> = running
+        .iter()
+        .filter(|(n, pid)| locks::holder(&s.data_root, n) == Some(*pid))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    println!(
+        "kill switch on: every firing is skipped until `automations resume-all`; stopped {} running run(s)",
+        running.len() - still.len()
+    );
+    if !still.is_empty() {
+        return Err(Fail::new(
+            Exit::Failure,
+            anyhow::anyhow!("still running after SIGTERM: {}", still.join(", ")),
+        ));
+    }
+    Ok(Exit::Success)
+}
+
+fn resume_all(s: &Settings) -> CmdResult {
+    if State::new(&s.data_root).resume_all()? {
+        println!("kill switch off");
+    } else {
+        println!("kill switch was not on");
+    }
+    Ok(Exit::Success)
+}
+
+fn log_verify(s: &Settings, json: bool) -> CmdResult {
+    let log = RunLog::new(&s.data_root);
+    let v = runlog::verify(&log)?;
+    let broken = !v.breaks.is_empty();
+    if json {
+        let out = &mut std::io::stdout().lock();
+        serde_json::to_writer_pretty(
+            &mut *out,
+            &serde_json::json!({"version": 1, "ok": !broken, "verification": v}),
+        )?;
+        writeln!(out)?;
+    } else {
+        for b in &v.breaks {
+            println!("broken chain: {b}");
+        }
+        for u in &v.unreadable {
+            println!("unreadable line (torn write or invalid JSON, still chained): {u}");
+        }
+        if v.torn_tail {
+            println!("the last line is torn (an interrupted write); the next append seals it");
+        }
+        println!(
+            "{}: {} line(s) in {} segment(s) of {}",
+            if broken { "chain BROKEN" } else { "chain ok" },
+            v.lines,
+            v.segments.len(),
+            log.path().display()
+        );
+    }
+    Ok(if broken { Exit::Failure } else { Exit::Success })
 }

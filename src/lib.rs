@@ -5,10 +5,17 @@
 //! Commands never print their own errors and never call `std::process::exit`.
 
 pub mod cli;
+pub mod clock;
 pub mod definition;
 pub mod exit;
+pub mod fsutil;
+pub mod history;
+pub mod locks;
 pub mod names;
+pub mod runlog;
+pub mod runner;
 pub mod settings;
+pub mod state;
 
 mod commands;
 

@@ -1,0 +1,86 @@
+//! The clocks every `started` / `finished` event carries (SPEC §6).
+//!
+//! `awake_ms` stops while the machine sleeps (Linux `CLOCK_MONOTONIC`, macOS `CLOCK_UPTIME_RAW`);
+//! `total_ms` keeps counting (`CLOCK_BOOTTIME` / `CLOCK_MONOTONIC_RAW`). Within one boot id, the
+//! awake time between two events is the difference of their `awake_ms`. Read-only; never panics.
+
+use serde::{Deserialize, Serialize};
+
+/// A reading of both clocks, tagged with the boot it belongs to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clock {
+    /// Identifies the boot; readings of different boots are not comparable.
+    pub boot: String,
+    /// Milliseconds of awake time since boot.
+    pub awake_ms: u64,
+    /// Milliseconds since boot, sleep included.
+    pub total_ms: u64,
+}
+
+/// Reads the clocks now.
+pub fn now() -> Clock {
+    Clock {
+        boot: boot_id(),
+        awake_ms: read_ms(AWAKE),
+        total_ms: read_ms(TOTAL),
+    }
+}
+
+#[cfg(target_os = "linux")]
+const AWAKE: nix::time::ClockId = nix::time::ClockId::CLOCK_MONOTONIC;
+#[cfg(target_os = "linux")]
+const TOTAL: nix::time::ClockId = nix::time::ClockId::CLOCK_BOOTTIME;
+#[cfg(target_os = "macos")]
+const AWAKE: nix::time::ClockId = nix::time::ClockId::CLOCK_UPTIME_RAW;
+#[cfg(target_os = "macos")]
+const TOTAL: nix::time::ClockId = nix::time::ClockId::CLOCK_MONOTONIC_RAW;
+
+fn read_ms(id: nix::time::ClockId) -> u64 {
+    nix::time::clock_gettime(id)
+        .map(|t| t.tv_sec() as u64 * 1000 + t.tv_nsec() as u64 / 1_000_000)
+        .unwrap_or(0)
+}
+
+#[cfg(target_os = "linux")]
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(target_os = "macos")]
+fn boot_id() -> String {
+    use std::ffi::CStr;
+    let mut buf = [0u8; 64];
+    let mut len = buf.len();
+    let name = c"kern.bootsessionuuid";
+    // SAFETY: sysctlbyname writes at most `len` bytes into `buf` and updates `len`.
+    let rc = unsafe {
+        nix::libc::sysctlbyname(
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    CStr::from_bytes_until_nul(&buf[..len.min(buf.len())])
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clocks_are_sane() {
+        let a = super::now();
+        let b = super::now();
+        assert!(!a.boot.is_empty() && a.boot != "unknown");
+        assert_eq!(a.boot, b.boot);
+        assert!(b.awake_ms >= a.awake_ms);
+        assert!(a.total_ms >= a.awake_ms);
+    }
+}

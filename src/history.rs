@@ -1,0 +1,246 @@
+//! Runs as people think of them, assembled from the run log read backwards (SPEC §6).
+//!
+//! A `started` with its `finished` is a finished run; a `started` without one is **running** while
+//! its lock is held by the pid that started it, else **interrupted**; a `skipped` is shown as such.
+//! Every reader here stops as soon as it has what it reports. This module never writes.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::locks;
+use crate::names::Name;
+use crate::runlog::{Event, Finished, Outcome, RunLog, SkipReason, Started, Trigger};
+
+/// Where a run stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Ok,
+    Failed,
+    Timeout,
+    Stopped,
+    Running,
+    Interrupted,
+    Skipped,
+}
+
+impl Status {
+    /// The word shown to people and scripts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+            Status::Stopped => "stopped",
+            Status::Running => "running",
+            Status::Interrupted => "interrupted",
+            Status::Skipped => "skipped",
+        }
+    }
+
+    fn of(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Ok => Status::Ok,
+            Outcome::Failed => Status::Failed,
+            Outcome::Timeout => Status::Timeout,
+            Outcome::Stopped => Status::Stopped,
+        }
+    }
+}
+
+/// One run (or one skipped firing).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunView {
+    /// The run id; `None` for a skipped firing.
+    pub run: Option<String>,
+    pub name: String,
+    pub trigger: Trigger,
+    /// When it started (or was skipped).
+    pub at: String,
+    pub status: Status,
+    /// Why it was skipped.
+    pub reason: Option<SkipReason>,
+    #[serde(skip)]
+    pub started: Option<Started>,
+    #[serde(skip)]
+    pub finished: Option<Finished>,
+}
+
+impl RunView {
+    /// Milliseconds the run took, when finished.
+    pub fn duration_ms(&self) -> Option<u64> {
+        self.finished.as_ref().map(|f| f.duration_ms)
+    }
+
+    /// The headline value, when the run reported one.
+    pub fn headline(&self) -> Option<(&str, u64)> {
+        let f = self.finished.as_ref()?;
+        let h = f.headline.as_deref()?;
+        f.facts.get(h).map(|v| (h, *v))
+    }
+}
+
+/// The newest runs, newest first.
+#[derive(Debug, Default)]
+pub struct Recent {
+    pub runs: Vec<RunView>,
+    /// Unreadable lines passed over while reading.
+    pub unreadable: u64,
+}
+
+fn status_of_unfinished(data_root: &Path, name: &str, pid: u32) -> Status {
+    let held = Name::new(name)
+        .ok()
+        .and_then(|n| locks::holder(data_root, &n))
+        .is_some_and(|holder| holder == pid);
+    if held {
+        Status::Running
+    } else {
+        Status::Interrupted
+    }
+}
+
+/// The `n` newest runs (of `name` only, when given), newest first.
+pub fn recent(log: &RunLog, data_root: &Path, name: Option<&str>, n: usize) -> Recent {
+    let mut pending: HashMap<String, Finished> = HashMap::new();
+    let mut runs = Vec::new();
+    let mut records = log.backwards();
+    if n > 0 {
+        for r in records.by_ref() {
+            if name.is_some_and(|want| want != r.name) {
+                continue;
+            }
+            match r.event {
+                Event::Finished(f) => {
+                    pending.insert(f.run.clone(), f);
+                }
+                Event::Started(s) => {
+                    let finished = pending.remove(&s.run);
+                    let status = match &finished {
+                        Some(f) => Status::of(f.outcome),
+                        None => status_of_unfinished(data_root, &r.name, s.pid),
+                    };
+                    runs.push(RunView {
+                        run: Some(s.run.clone()),
+                        name: r.name,
+                        trigger: s.trigger,
+                        at: r.at,
+                        status,
+                        reason: None,
+                        started: Some(s),
+                        finished,
+                    });
+                }
+                Event::Skipped(s) => runs.push(RunView {
+                    run: None,
+                    name: r.name,
+                    trigger: s.trigger,
+                    at: r.at,
+                    status: Status::Skipped,
+                    reason: Some(s.reason),
+                    started: None,
+                    finished: None,
+                }),
+                _ => {}
+            }
+            if runs.len() >= n {
+                break;
+            }
+        }
+    }
+    Recent {
+        runs,
+        unreadable: records.unreadable,
+    }
+}
+
+/// The last run (not a skip) of each name in `names`, reading back until each is found.
+pub fn last_runs(log: &RunLog, data_root: &Path, names: &[&str]) -> HashMap<String, RunView> {
+    let mut pending: HashMap<String, Finished> = HashMap::new();
+    let mut found: HashMap<String, RunView> = HashMap::new();
+    if names.is_empty() {
+        return found;
+    }
+    for r in log.backwards() {
+        if !names.contains(&r.name.as_str()) || found.contains_key(&r.name) {
+            continue;
+        }
+        match r.event {
+            Event::Finished(f) => {
+                pending.insert(f.run.clone(), f);
+            }
+            Event::Started(s) => {
+                let finished = pending.remove(&s.run);
+                let status = match &finished {
+                    Some(f) => Status::of(f.outcome),
+                    None => status_of_unfinished(data_root, &r.name, s.pid),
+                };
+                found.insert(
+                    r.name.clone(),
+                    RunView {
+                        run: Some(s.run.clone()),
+                        name: r.name,
+                        trigger: s.trigger,
+                        at: r.at,
+                        status,
+                        reason: None,
+                        started: Some(s),
+                        finished,
+                    },
+                );
+                if found.len() == names.len() {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// One run by id (or by a unique prefix of its id).
+pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Option<RunView> {
+    let mut finished = None;
+    for r in log.backwards() {
+        match r.event {
+            Event::Finished(f) if f.run.starts_with(id) && finished.is_none() => finished = Some(f),
+            Event::Started(s) if s.run.starts_with(id) => {
+                let finished = finished.filter(|f: &Finished| f.run == s.run);
+                let status = match &finished {
+                    Some(f) => Status::of(f.outcome),
+                    None => status_of_unfinished(data_root, &r.name, s.pid),
+                };
+                return Some(RunView {
+                    run: Some(s.run.clone()),
+                    name: r.name,
+                    trigger: s.trigger,
+                    at: r.at,
+                    status,
+                    reason: None,
+                    started: Some(s),
+                    finished,
+                });
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether `name` has a `started` at or after `since`. Reads back only a little past `since`.
+pub fn started_since(log: &RunLog, name: &str, since: DateTime<Utc>) -> bool {
+    let margin = since - chrono::Duration::minutes(5);
+    for r in log.backwards() {
+        let Some(t) = r.time() else { continue };
+        if t < margin {
+            return false;
+        }
+        if r.name == name && t >= since && matches!(r.event, Event::Started(_)) {
+            return true;
+        }
+    }
+    false
+}

@@ -1,0 +1,120 @@
+//! Per-automation run locks: `<data root>/locks/<name>.lock` (SPEC §5.4).
+//!
+//! The lock is an exclusive `flock` (std `File::try_lock`) on a file that is never unlinked (so two
+//! runners can never hold locks on two different inodes of one name); the holder writes its pid
+//! into it. Readers that only want to know whether a run is alive must not take the lock — a probe
+//! at the wrong instant would make a real firing skip as `already_running` — so on Linux they look
+//! the lock up in `/proc/locks` instead. This module must never unlink a lock file.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use crate::fsutil;
+use crate::names::Name;
+
+/// A held run lock; released when dropped (or when the process dies).
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+}
+
+/// The result of trying to take a lock.
+#[derive(Debug)]
+pub enum Acquired {
+    /// This process holds it now.
+    Held(RunLock),
+    /// Another process holds it.
+    Busy,
+}
+
+/// The lock file of `name`.
+pub fn path(data_root: &Path, name: &Name) -> PathBuf {
+    data_root.join("locks").join(format!("{name}.lock"))
+}
+
+/// Tries to take the lock of `name` without waiting; writes this process's pid into it.
+pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
+    let p = path(data_root, name);
+    if let Some(dir) = p.parent() {
+        fsutil::private_dir(dir)?;
+    }
+    let mut file = fsutil::open_private(&p)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(Acquired::Busy),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    file.set_len(0)?;
+    file.write_all(format!("{}\n", std::process::id()).as_bytes())?;
+    Ok(Acquired::Held(RunLock { _file: file }))
+}
+
+/// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
+pub fn holder(data_root: &Path, name: &Name) -> Option<u32> {
+    let p = path(data_root, name);
+    let mut file = File::open(&p).ok()?;
+    if !is_held(&file) {
+        return None;
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}
+
+#[cfg(target_os = "linux")]
+fn is_held(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    let dev = meta.dev();
+    let key = format!(
+        "{:02x}:{:02x}:{}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev),
+        meta.ino()
+    );
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+        locks.lines().any(|line| {
+            !line.contains("->")
+                && line.contains("FLOCK")
+                && line.split_ascii_whitespace().any(|field| field == key)
+        })
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_held(file: &File) -> bool {
+    // No lock table to read: probe, and let go at once.
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lock_is_exclusive_and_visible_without_taking_it() {
+        let d = tempfile::tempdir().unwrap();
+        let n = Name::new("x").unwrap();
+        assert_eq!(holder(d.path(), &n), None);
+        let held = try_acquire(d.path(), &n).unwrap();
+        assert!(matches!(held, Acquired::Held(_)));
+        assert_eq!(holder(d.path(), &n), Some(std::process::id()));
+        assert!(matches!(try_acquire(d.path(), &n).unwrap(), Acquired::Busy));
+        drop(held);
+        assert_eq!(holder(d.path(), &n), None);
+        assert!(path(d.path(), &n).exists(), "lock files are never unlinked");
+        assert!(matches!(
+            try_acquire(d.path(), &n).unwrap(),
+            Acquired::Held(_)
+        ));
+    }
+}

@@ -1,0 +1,662 @@
+//! The run log: `<data root>/runs.jsonl`, an append-only, hash-chained JSONL file (SPEC §6).
+//!
+//! # Format (version 1)
+//!
+//! One JSON object per line. Every line has `v` (1), `event`, `name`, `at` (RFC 3339 UTC with
+//! milliseconds) and `prev`: the lowercase hex sha256 of the previous line's bytes (without its
+//! newline), or `"genesis"` on the very first line. Events and their extra fields:
+//!
+//! | event | extra fields |
+//! |---|---|
+//! | `started` | `run`, `trigger`, `pid`, `definition` (sha256 of the file, `null` when missing), `clock` |
+//! | `finished` | `run`, `outcome` (`ok`/`failed`/`timeout`/`stopped`), `exit_code`, `signal`, `duration_ms`, `error` (`null` or `{class, detail}`), `stdout_tail`, `stderr_tail`, `dropped` (`{stdout, stderr}` bytes), `facts`, `headline`, `http`, `leftover_processes`, `clock` |
+//! | `skipped` | `trigger`, `reason` (`paused`/`stopped`/`already_running`/`slot_done`) |
+//! | `paused` / `resumed` | `by` (`hand`/`auto`), `reason` (pause only) |
+//! | `rotated` | `previous` (the previous segment's file name), `tail` (sha256 of its last line) |
+//!
+//! `clock` is `{boot, awake_ms, total_ms}` (see [`crate::clock`]).
+//!
+//! # Writing
+//!
+//! An append takes an exclusive lock on `runs.lock` (a separate, never-unlinked file, so rotation
+//! can rename the log under the lock), reads the last line to chain `prev`, writes the whole line
+//! with one `write`, and fsyncs. A short or failed write is truncated away before the lock is
+//! released, so no half line is left behind. A torn final line (a crash mid-write) is sealed by
+//! the next append with a newline and chained like any other line; readers count it as unreadable.
+//! Past 64 MiB the log is renamed `runs-<UTC stamp>.jsonl` and the new file starts with `rotated`,
+//! whose `prev` is the old segment's tail hash, so the chain runs across segments.
+//!
+//! # Reading
+//!
+//! Readers go backwards from the end, block by block, so they cost what they report, not the size
+//! of the log; torn or invalid lines are counted, never fatal. This module must never rewrite or
+//! reorder existing lines.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Clock;
+use crate::definition::hex_sha256;
+use crate::fsutil;
+
+/// The schema version written in every line.
+pub const VERSION: u32 = 1;
+/// The live segment.
+pub const LOG_FILE: &str = "runs.jsonl";
+/// The lock every append takes.
+pub const LOCK_FILE: &str = "runs.lock";
+/// The size past which the live segment is rotated.
+pub const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+/// `prev` of the first line ever written.
+pub const GENESIS: &str = "genesis";
+
+/// What started a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    /// A person, from the command line.
+    Manual,
+    /// launchd or systemd.
+    Schedule,
+    /// The dashboard.
+    Dashboard,
+}
+
+impl Trigger {
+    /// The word used in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Manual => "manual",
+            Trigger::Schedule => "schedule",
+            Trigger::Dashboard => "dashboard",
+        }
+    }
+}
+
+/// How a run that started ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Ok,
+    Failed,
+    Timeout,
+    Stopped,
+}
+
+impl Outcome {
+    /// The word used in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Failed => "failed",
+            Outcome::Timeout => "timeout",
+            Outcome::Stopped => "stopped",
+        }
+    }
+}
+
+/// Why a firing did not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    Paused,
+    Stopped,
+    AlreadyRunning,
+    SlotDone,
+}
+
+impl SkipReason {
+    /// The word used in the log.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Paused => "paused",
+            SkipReason::Stopped => "stopped",
+            SkipReason::AlreadyRunning => "already_running",
+            SkipReason::SlotDone => "slot_done",
+        }
+    }
+}
+
+/// Who paused or resumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    Hand,
+    Auto,
+}
+
+/// A failure class and its detail.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// A fixed word: `exit_status`, `timeout`, `definition_invalid`, …
+    pub class: String,
+    /// One line for people; never holds a secret.
+    pub detail: String,
+}
+
+/// Bytes of output dropped before the tails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub stdout: u64,
+    pub stderr: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Started {
+    pub run: String,
+    pub trigger: Trigger,
+    pub pid: u32,
+    pub definition: Option<String>,
+    pub clock: Clock,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finished {
+    pub run: String,
+    pub outcome: Outcome,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration_ms: u64,
+    pub error: Option<ErrorInfo>,
+    pub stdout_tail: String,
+    pub stderr_tail: String,
+    pub dropped: Dropped,
+    pub facts: BTreeMap<String, u64>,
+    pub headline: Option<String>,
+    pub http: Option<serde_json::Value>,
+    pub leftover_processes: u32,
+    pub clock: Clock,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub trigger: Trigger,
+    pub reason: SkipReason,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Paused {
+    pub by: By,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resumed {
+    pub by: By,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rotated {
+    pub previous: String,
+    pub tail: String,
+}
+
+/// The event-specific part of a line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Started(Started),
+    Finished(Finished),
+    Skipped(Skipped),
+    Paused(Paused),
+    Resumed(Resumed),
+    Rotated(Rotated),
+}
+
+/// One line of the log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub v: u32,
+    #[serde(flatten)]
+    pub event: Event,
+    pub name: String,
+    pub at: String,
+    pub prev: String,
+}
+
+impl Record {
+    /// `at` parsed; `None` when a line carries a malformed time.
+    pub fn time(&self) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(&self.at)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    }
+}
+
+/// RFC 3339 UTC with milliseconds, as every `at` is written.
+pub fn stamp(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Why the log could not be written or read; names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("cannot open the run log {path}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot append to the run log {path}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot read the run log {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot rotate the run log {path}")]
+    Rotate {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The run log of one data root.
+#[derive(Clone, Debug)]
+pub struct RunLog {
+    dir: PathBuf,
+    rotate_bytes: u64,
+}
+
+impl RunLog {
+    /// The log in `data_root` (nothing is touched until the first append or read).
+    pub fn new(data_root: &Path) -> Self {
+        Self {
+            dir: data_root.to_path_buf(),
+            rotate_bytes: ROTATE_BYTES,
+        }
+    }
+
+    /// The same log rotating at `bytes` instead of 64 MiB (tests of rotation).
+    pub fn with_rotation(mut self, bytes: u64) -> Self {
+        self.rotate_bytes = bytes;
+        self
+    }
+
+    /// The live segment's path.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(LOG_FILE)
+    }
+
+    /// Appends one event for `name` at `at`: locked, chained, one write, fsync'd.
+    pub fn append(&self, name: &str, event: Event, at: DateTime<Utc>) -> Result<(), LogError> {
+        let path = self.path();
+        let lock_path = self.dir.join(LOCK_FILE);
+        let lock = fsutil::open_private(&lock_path).map_err(|source| LogError::Open {
+            path: lock_path.clone(),
+            source,
+        })?;
+        lock.lock().map_err(|source| LogError::Open {
+            path: lock_path,
+            source,
+        })?;
+        let mut file = open_log(&path)?;
+        let mut len = file
+            .metadata()
+            .map_err(|source| LogError::Read {
+                path: path.clone(),
+                source,
+            })?
+            .len();
+        if len >= self.rotate_bytes {
+            file = self.rotate(&path, &file, len, at)?;
+            len = file.metadata().map_or(0, |m| m.len());
+        }
+        let (prev, sealed) = last_line_hash(&file, len).map_err(|source| LogError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let record = Record {
+            v: VERSION,
+            event,
+            name: name.to_owned(),
+            at: stamp(at),
+            prev,
+        };
+        write_line(&mut file, &path, len, sealed, &record)
+    }
+
+    fn rotate(
+        &self,
+        path: &Path,
+        old: &File,
+        len: u64,
+        at: DateTime<Utc>,
+    ) -> Result<File, LogError> {
+        let err = |source| LogError::Rotate {
+            path: path.to_path_buf(),
+            source,
+        };
+        let (tail, _) = last_line_hash(old, len).map_err(err)?;
+        // Names sort chronologically; two rotations in one millisecond get the next free one.
+        let mut t = at;
+        let mut name = format!("runs-{}.jsonl", t.format("%Y%m%dT%H%M%S%.3fZ"));
+        while self.dir.join(&name).exists() {
+            t += chrono::Duration::milliseconds(1);
+            name = format!("runs-{}.jsonl", t.format("%Y%m%dT%H%M%S%.3fZ"));
+        }
+        std::fs::rename(path, self.dir.join(&name)).map_err(err)?;
+        let mut file = open_log(path)?;
+        let record = Record {
+            v: VERSION,
+            event: Event::Rotated(Rotated {
+                previous: name,
+                tail: tail.clone(),
+            }),
+            name: String::new(),
+            at: stamp(at),
+            prev: tail,
+        };
+        write_line(&mut file, path, 0, true, &record)?;
+        Ok(file)
+    }
+
+    /// Every segment, newest first: the live one, then rotated ones by name.
+    pub fn segments(&self) -> Vec<PathBuf> {
+        let mut rotated: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("runs-") && n.ends_with(".jsonl"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        rotated.sort();
+        rotated.reverse();
+        let mut all = vec![self.path()];
+        all.extend(rotated);
+        all
+    }
+
+    /// Reads records backwards, newest first, across segments.
+    pub fn backwards(&self) -> Backwards {
+        Backwards {
+            segments: self.segments(),
+            current: None,
+            unreadable: 0,
+            error: None,
+        }
+    }
+}
+
+fn open_log(path: &Path) -> Result<File, LogError> {
+    OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|source| LogError::Open {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Hash of the last line and whether the file ends with a newline (an empty file counts as sealed).
+fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
+    if len == 0 {
+        return Ok((GENESIS.to_owned(), true));
+    }
+    let mut lines = RevLines::new(file.try_clone()?, len)?;
+    let sealed = lines.ends_with_newline;
+    match lines.next_line()? {
+        Some(line) => Ok((hex_sha256(&line), sealed)),
+        None => Ok((GENESIS.to_owned(), true)),
+    }
+}
+
+fn write_line(
+    file: &mut File,
+    path: &Path,
+    len: u64,
+    sealed: bool,
+    record: &Record,
+) -> Result<(), LogError> {
+    let mut bytes = Vec::with_capacity(1024);
+    if !sealed {
+        bytes.push(b'\n');
+    }
+    serde_json::to_writer(&mut bytes, record).map_err(|e| LogError::Write {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })?;
+    bytes.push(b'\n');
+    let result = match file.write(&bytes) {
+        Ok(n) if n == bytes.len() => file.sync_data(),
+        Ok(n) => Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            format!("short write ({n} of {} bytes)", bytes.len()),
+        )),
+        Err(e) => Err(e),
+    };
+    if let Err(source) = result {
+        // Never leave a half line behind: cut the file back to where this append began.
+        let _ = file.set_len(len);
+        let _ = file.sync_data();
+        return Err(LogError::Write {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
+    Ok(())
+}
+
+/// Lines of a file from the end to the start, read in blocks.
+pub struct RevLines {
+    file: File,
+    /// File offset of `buf[0]`.
+    pos: u64,
+    buf: Vec<u8>,
+    /// Whether the file's last byte is a newline.
+    pub ends_with_newline: bool,
+}
+
+const BLOCK: u64 = 64 * 1024;
+
+impl RevLines {
+    /// Starts at `len` (the file's length).
+    pub fn new(file: File, len: u64) -> io::Result<Self> {
+        let mut last = [0u8; 1];
+        let ends_with_newline = len > 0 && {
+            file.read_exact_at(&mut last, len - 1)?;
+            last[0] == b'\n'
+        };
+        let end = if ends_with_newline { len - 1 } else { len };
+        Ok(Self {
+            file,
+            pos: end,
+            buf: Vec::new(),
+            ends_with_newline,
+        })
+    }
+
+    /// The next line backwards (without its newline), or `None` at the start of the file.
+    pub fn next_line(&mut self) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(i) = self.buf.iter().rposition(|&b| b == b'\n') {
+                let line = self.buf[i + 1..].to_vec();
+                self.buf.truncate(i);
+                return Ok(Some(line));
+            }
+            if self.pos == 0 {
+                if self.buf.is_empty() {
+                    return Ok(None);
+                }
+                return Ok(Some(std::mem::take(&mut self.buf)));
+            }
+            let n = BLOCK.min(self.pos);
+            self.pos -= n;
+            let mut block = vec![0u8; n as usize];
+            self.file.read_exact_at(&mut block, self.pos)?;
+            block.extend_from_slice(&self.buf);
+            self.buf = block;
+            if self.pos == 0 && self.buf.is_empty() {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// Records newest first across all segments; unreadable lines are counted and skipped.
+pub struct Backwards {
+    segments: Vec<PathBuf>,
+    current: Option<(PathBuf, RevLines)>,
+    /// Torn or invalid lines passed over so far.
+    pub unreadable: u64,
+    /// The first I/O error met (reading stops there).
+    pub error: Option<LogError>,
+}
+
+impl Backwards {
+    fn next_raw(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if self.current.is_none() {
+                if self.segments.is_empty() {
+                    return None;
+                }
+                let path = self.segments.remove(0);
+                let opened = File::open(&path).and_then(|f| {
+                    let len = f.metadata()?.len();
+                    RevLines::new(f, len)
+                });
+                match opened {
+                    Ok(lines) => self.current = Some((path, lines)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(source) => {
+                        self.error = Some(LogError::Read { path, source });
+                        return None;
+                    }
+                }
+            }
+            let (path, lines) = self.current.as_mut().expect("set above");
+            match lines.next_line() {
+                Ok(Some(line)) => return Some(line),
+                Ok(None) => self.current = None,
+                Err(source) => {
+                    self.error = Some(LogError::Read {
+                        path: path.clone(),
+                        source,
+                    });
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Backwards {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        loop {
+            let line = self.next_raw()?;
+            match serde_json::from_slice::<Record>(&line) {
+                Ok(r) if r.v == VERSION => return Some(r),
+                _ => self.unreadable += 1,
+            }
+        }
+    }
+}
+
+/// What `log verify` found.
+#[derive(Debug, Default, Serialize)]
+pub struct Verification {
+    /// Lines checked.
+    pub lines: u64,
+    /// Segments checked, oldest first.
+    pub segments: Vec<String>,
+    /// Lines that are not valid records but whose bytes still chain (a torn write).
+    pub unreadable: Vec<String>,
+    /// Breaks in the chain: the evidence of an edit, a deletion or a reordering.
+    pub breaks: Vec<String>,
+    /// The last line has no newline: an interrupted write the next append seals.
+    pub torn_tail: bool,
+}
+
+/// Checks the whole chain, oldest segment first. O(log size), as a verification must be.
+pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
+    let mut segments = log.segments();
+    segments.reverse();
+    let mut v = Verification::default();
+    let mut prev_hash: Option<String> = None;
+    let n_segments = segments.len();
+    for (si, path) in segments.iter().enumerate() {
+        let bytes = match fsutil::read_optional(path) {
+            Ok(Some(b)) => b,
+            Ok(None) => continue,
+            Err(source) => {
+                return Err(LogError::Read {
+                    path: path.clone(),
+                    source,
+                });
+            }
+        };
+        let seg_name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        v.segments.push(seg_name.clone());
+        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        if si + 1 == n_segments && !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            v.torn_tail = true;
+        }
+        if body.is_empty() {
+            continue;
+        }
+        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
+            v.lines += 1;
+            let place = format!("{seg_name} line {}", i + 1);
+            let expected = prev_hash.clone().unwrap_or_else(|| GENESIS.to_owned());
+            match serde_json::from_slice::<Record>(line) {
+                Ok(r) => {
+                    if r.prev != expected {
+                        v.breaks.push(format!(
+                            "{place}: prev {} does not match the hash of the line before ({})",
+                            short(&r.prev),
+                            short(&expected)
+                        ));
+                    }
+                    if let Event::Rotated(rot) = &r.event {
+                        if i != 0 {
+                            v.breaks
+                                .push(format!("{place}: a rotated line inside a segment"));
+                        }
+                        if rot.tail != expected {
+                            v.breaks.push(format!(
+                                "{place}: rotated from {} whose tail does not match",
+                                rot.previous
+                            ));
+                        }
+                    }
+                }
+                Err(_) => v.unreadable.push(place),
+            }
+            prev_hash = Some(hex_sha256(line));
+        }
+    }
+    Ok(v)
+}
+
+fn short(h: &str) -> &str {
+    &h[..h.len().min(12)]
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+use super::*;
+use crate::clock;
+
+fn skipped(reason: SkipReason) -> Event {
+    Event::Skipped(Skipped {
+        trigger: Trigger::Manual,
+        reason,
+    })
+}
+
+fn started(run: &str) -> Event {
+    Event::Started(Started {
+        run: run.into(),
+        trigger: Trigger::Schedule,
+        pid: 42,
+        definition: Some("ab".into()),
+        clock: clock::now(),
+    })
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn appends_chain_and_verify() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    log.append("a", started("r1"), Utc::now()).unwrap();
+    log.append("a", skipped(SkipReason::Paused), Utc::now())
+        .unwrap();
+    log.append("b", skipped(SkipReason::AlreadyRunning), Utc::now())
+        .unwrap();
+    let l = lines(&log.path());
+    assert_eq!(l.len(), 3);
+    let first: serde_json::Value = serde_json::from_str(&l[0]).unwrap();
+    assert_eq!(first["v"], 1);
+    assert_eq!(first["event"], "started");
+    assert_eq!(first["prev"], GENESIS);
+    assert!(first["clock"]["awake_ms"].is_u64());
+    let second: serde_json::Value = serde_json::from_str(&l[1]).unwrap();
+    assert_eq!(second["prev"], hex_sha256(l[0].as_bytes()));
+    assert_eq!(second["reason"], "paused");
+    let v = verify(&log).unwrap();
+    assert_eq!(v.lines, 3);
+    assert!(v.breaks.is_empty() && v.unreadable.is_empty() && !v.torn_tail);
+
+    let names: Vec<String> = log.backwards().map(|r| r.name).collect();
+    assert_eq!(names, ["b", "a", "a"]);
+}
+
+#[test]
+fn tampering_is_located() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    for _ in 0..4 {
+        log.append("a", skipped(SkipReason::Paused), Utc::now())
+            .unwrap();
+    }
+    let mut l = lines(&log.path());
+    l[1] = l[1].replace("paused", "stopped");
+    std::fs::write(log.path(), l.join("\n") + "\n").unwrap();
+    let v = verify(&log).unwrap();
+    assert_eq!(v.breaks.len(), 1, "{:?}", v.breaks);
+    assert!(
+        v.breaks[0].starts_with("runs.jsonl line 3:"),
+        "{:?}",
+        v.breaks
+    );
+
+    // Deleting a line breaks the chain too.
+    let l = lines(&log.path());
+    std::fs::write(log.path(), [&l[0][..], &l[2], &l[3]].join("\n") + "\n").unwrap();
+    assert!(!verify(&log).unwrap().breaks.is_empty());
+}
+
+#[test]
+fn torn_final_line_is_sealed_and_counted_not_called_tampering() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    log.append("a", skipped(SkipReason::Paused), Utc::now())
+        .unwrap();
+    let mut f = OpenOptions::new().append(true).open(log.path()).unwrap();
+    f.write_all(b"{\"v\":1,\"event\":\"sta").unwrap();
+    drop(f);
+    let v = verify(&log).unwrap();
+    assert!(v.torn_tail && v.breaks.is_empty(), "{v:?}");
+    assert_eq!(v.unreadable.len(), 1);
+
+    log.append("a", skipped(SkipReason::Stopped), Utc::now())
+        .unwrap();
+    let l = lines(&log.path());
+    assert_eq!(l.len(), 3);
+    let last: Record = serde_json::from_str(&l[2]).unwrap();
+    assert_eq!(last.prev, hex_sha256(l[1].as_bytes()));
+    let v = verify(&log).unwrap();
+    assert!(!v.torn_tail && v.breaks.is_empty(), "{v:?}");
+    assert_eq!(v.unreadable, ["runs.jsonl line 2"]);
+
+    let mut back = log.backwards();
+    let got: Vec<SkipReason> = back
+        .by_ref()
+        .map(|r| match r.event {
+            Event::Skipped(s) => s.reason,
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(got, [SkipReason::Stopped, SkipReason::Paused]);
+    assert_eq!(back.unreadable, 1);
+}
+
+#[test]
+fn rotation_keeps_the_chain_across_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(600);
+    for i in 0..12 {
+        log.append(&format!("n{i}"), skipped(SkipReason::Paused), Utc::now())
+            .unwrap();
+    }
+    let segs = log.segments();
+    assert!(segs.len() >= 3, "{segs:?}");
+    let first_live: Record = serde_json::from_str(&lines(&log.path())[0]).unwrap();
+    assert!(matches!(first_live.event, Event::Rotated(_)));
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{:?}", v.breaks);
+    let names: Vec<String> = log
+        .backwards()
+        .filter(|r| !matches!(r.event, Event::Rotated(_)))
+        .map(|r| r.name)
+        .collect();
+    let expected: Vec<String> = (0..12).rev().map(|i| format!("n{i}")).collect();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn backwards_reads_long_lines_across_blocks() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    let big = "x".repeat(100_000);
+    for i in 0..3 {
+        log.append(
+            "a",
+            Event::Paused(Paused {
+                by: By::Hand,
+                reason: format!("{i}{big}"),
+            }),
+            Utc::now(),
+        )
+        .unwrap();
+    }
+    let reasons: Vec<char> = log
+        .backwards()
+        .map(|r| match r.event {
+            Event::Paused(p) => p.reason.chars().next().unwrap(),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(reasons, ['2', '1', '0']);
+}
+
+#[test]
+fn failed_write_leaves_no_half_line() {
+    // /dev/full answers every write with ENOSPC: the append must fail naming the log.
+    let d = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/full", d.path().join(LOG_FILE)).unwrap();
+    let log = RunLog::new(d.path());
+    let err = log
+        .append("a", skipped(SkipReason::Paused), Utc::now())
+        .unwrap_err();
+    let msg = format!("{err}: {}", std::error::Error::source(&err).unwrap());
+    assert!(
+        msg.contains("runs.jsonl") && msg.contains("No space left"),
+        "{msg}"
+    );
+}

@@ -1,0 +1,187 @@
+//! The command's environment: built from nothing (SPEC §5.7).
+//!
+//! The command sees the basics (`PATH` fixed, `HOME`, `USER`, `LOGNAME`, `LANG`, `TZ` if set,
+//! `TMPDIR` private to the run), the `AUTOMATION_*` variables, and exactly the names its definition
+//! lists — taken from the runner's environment, else from the private `env/<name>.env` file so a
+//! scheduled run gets them too. That file must be 0600: a file group or others can read is refused.
+//! This module must never put a value in an error message.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::definition::Definition;
+use crate::fsutil;
+
+/// The fixed `PATH` of every command (and of every rendered unit).
+#[cfg(target_os = "macos")]
+pub const FIXED_PATH: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+/// The fixed `PATH` of every command (and of every rendered unit).
+#[cfg(not(target_os = "macos"))]
+pub const FIXED_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+
+/// `LANG` when the runner has none.
+#[cfg(target_os = "macos")]
+pub const DEFAULT_LANG: &str = "en_US.UTF-8";
+/// `LANG` when the runner has none.
+#[cfg(not(target_os = "macos"))]
+pub const DEFAULT_LANG: &str = "C.UTF-8";
+
+/// Values from the private env file shorter than this are not treated as secrets.
+pub const MIN_SECRET_VALUE: usize = 8;
+
+/// Why the environment could not be built; names the file and line, never a value.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error(
+        "env file {0} is readable or writable by group or others (mode {1:o}); run chmod 600 on it"
+    )]
+    Exposed(PathBuf, u32),
+    #[error("env file {0}: line {1} is not NAME=value")]
+    BadLine(PathBuf, usize),
+    #[error("env file {0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}
+
+/// The per-run values the runner itself provides.
+pub struct RunVars<'a> {
+    pub run_id: &'a str,
+    pub trigger: &'a str,
+    pub result_file: &'a Path,
+    pub http_log: &'a Path,
+    pub tmpdir: &'a Path,
+    pub bin: &'a Path,
+    pub home: &'a Path,
+}
+
+/// The environment to give the command, and the private values the redactor must know.
+pub struct CommandEnv {
+    pub vars: Vec<(String, OsString)>,
+    pub secrets: Vec<Vec<u8>>,
+}
+
+/// Builds the environment for `def`. `runner_env` reads the runner's own environment.
+pub fn build(
+    def: &Definition,
+    run: &RunVars,
+    env_file: &Path,
+    runner_env: &dyn Fn(&str) -> Option<OsString>,
+) -> Result<CommandEnv, EnvError> {
+    let mut vars: Vec<(String, OsString)> = Vec::with_capacity(16 + def.env.len());
+    let mut set = |k: &str, v: OsString| vars.push((k.to_owned(), v));
+    set("PATH", FIXED_PATH.into());
+    set("HOME", run.home.into());
+    let user = runner_env("USER")
+        .or_else(|| runner_env("LOGNAME"))
+        .or_else(current_user)
+        .unwrap_or_default();
+    set("USER", user.clone());
+    set("LOGNAME", runner_env("LOGNAME").unwrap_or(user));
+    set(
+        "LANG",
+        runner_env("LANG").unwrap_or_else(|| DEFAULT_LANG.into()),
+    );
+    if let Some(tz) = runner_env("TZ") {
+        set("TZ", tz);
+    }
+    set("TMPDIR", run.tmpdir.into());
+    set("AUTOMATION_NAME", def.name.as_str().into());
+    set("AUTOMATION_RUN_ID", run.run_id.into());
+    set("AUTOMATION_TRIGGER", run.trigger.into());
+    set("AUTOMATION_RESULT", run.result_file.into());
+    set("AUTOMATION_HTTP_LOG", run.http_log.into());
+    set("AUTOMATION_BIN", run.bin.into());
+
+    let mut secrets = Vec::new();
+    let missing: Vec<&str> = def
+        .env
+        .iter()
+        .map(|n| n.as_str())
+        .filter(|n| runner_env(n).is_none())
+        .collect();
+    let from_file = if missing.is_empty() {
+        Vec::new()
+    } else {
+        read_env_file(env_file)?
+    };
+    for name in &def.env {
+        let name = name.as_str();
+        if let Some(v) = runner_env(name) {
+            vars.push((name.to_owned(), v));
+        } else if let Some((_, v)) = from_file.iter().find(|(k, _)| k == name) {
+            if v.len() >= MIN_SECRET_VALUE {
+                secrets.push(v.as_bytes().to_vec());
+            }
+            vars.push((name.to_owned(), v.into()));
+        }
+    }
+    Ok(CommandEnv { vars, secrets })
+}
+
+fn current_user() -> Option<OsString> {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.name.into())
+}
+
+/// Reads `NAME=value` lines (blank lines and `#` comments skipped); a missing file is empty.
+pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(EnvError::Io(path.to_path_buf(), e)),
+    };
+    let exposed = fsutil::exposed_bits(&file).map_err(|e| EnvError::Io(path.to_path_buf(), e))?;
+    if exposed != 0 {
+        let mode = file
+            .metadata()
+            .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+            .unwrap_or(exposed);
+        return Err(EnvError::Exposed(path.to_path_buf(), mode));
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(|e| EnvError::Io(path.to_path_buf(), e))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        match line.split_once('=') {
+            Some((k, v))
+                if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                out.push((k.to_owned(), v.to_owned()));
+            }
+            _ => return Err(EnvError::BadLine(path.to_path_buf(), i + 1)),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn env_file_rules() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.env");
+        assert!(read_env_file(&p).unwrap().is_empty());
+        std::fs::write(&p, "# c\n\nA=1\nB=x=y\r\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert_eq!(
+            read_env_file(&p).unwrap(),
+            [("A".into(), "1".into()), ("B".into(), "x=y".into())]
+        );
+        std::fs::write(&p, "A=1\nsecretvalue\n").unwrap();
+        let e = read_env_file(&p).unwrap_err().to_string();
+        assert!(e.contains("line 2") && !e.contains("secretvalue"), "{e}");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = read_env_file(&p).unwrap_err().to_string();
+        assert!(e.contains("mode 644") && e.contains("x.env"), "{e}");
+    }
+}

@@ -1,0 +1,499 @@
+//! The runner: what every firing executes, `automations run NAME` (SPEC §5).
+//!
+//! [`run`] is the whole sequence of one firing, in order: definition, kill switch and pause, the
+//! `daily_at` slot guard, the lock, `started`, the key gate, the command (see [`supervise`]),
+//! result facts, `finished`, then the after-run checks. Each step that decides not to run records
+//! why in the log, so every firing leaves a trace. This module must never print a secret and never
+//! leave a `started` without trying to write its `finished`.
+
+pub mod env;
+pub mod redact;
+pub mod result;
+pub mod slot;
+pub mod supervise;
+pub mod tail;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use chrono::Utc;
+
+use crate::clock;
+use crate::definition::{
+    self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF, Schedule,
+};
+use crate::fsutil;
+use crate::history;
+use crate::locks::{self, Acquired};
+use crate::names::Name;
+use crate::runlog::{
+    Dropped, ErrorInfo, Event, Finished, Outcome, RunLog, SkipReason, Skipped, Started, Trigger,
+};
+use crate::settings::Settings;
+use crate::state::State;
+
+use redact::Redactor;
+use supervise::{Ending, Interrupt, Signals, Supervised};
+
+/// What one firing came to.
+#[derive(Debug)]
+pub enum Report {
+    /// It did not run, and why.
+    Skipped { reason: SkipReason, detail: String },
+    /// It ran (or failed before its command started) and was recorded.
+    Finished {
+        run: String,
+        finished: Box<Finished>,
+    },
+}
+
+impl Report {
+    /// Exit status of `run`: 0 ok or skipped, 1 anything else.
+    pub fn is_fine(&self) -> bool {
+        match self {
+            Report::Skipped { .. } => true,
+            Report::Finished { finished, .. } => finished.outcome == Outcome::Ok,
+        }
+    }
+
+    /// The one-line summary: `heartbeat: ok in 0.42 s · beats=1`.
+    pub fn summary(&self, name: &Name) -> String {
+        match self {
+            Report::Skipped { reason, detail } => {
+                format!("{name}: skipped ({}{detail})", reason.as_str())
+            }
+            Report::Finished { run, finished: f } => {
+                let mut line = format!(
+                    "{name}: {} in {:.2} s",
+                    f.outcome.as_str(),
+                    f.duration_ms as f64 / 1000.0
+                );
+                if let Some(h) = &f.headline
+                    && let Some(v) = f.facts.get(h)
+                {
+                    line.push_str(&format!(" · {h}={v}"));
+                }
+                if let Some(e) = &f.error {
+                    line.push_str(&format!(" · {}: {}", e.class, e.detail));
+                }
+                if f.leftover_processes > 0 {
+                    line.push_str(&format!(
+                        " · {} leftover process(es) killed",
+                        f.leftover_processes
+                    ));
+                }
+                if f.outcome != Outcome::Ok {
+                    line.push_str(&format!(" (automations show {run})"));
+                }
+                line
+            }
+        }
+    }
+}
+
+/// Why a firing could not even be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A manual run of a missing or invalid definition: bad input, nothing recorded.
+    #[error(transparent)]
+    Definition(LoadError),
+    /// The data root or the log cannot be used.
+    #[error(transparent)]
+    Io(#[from] anyhow::Error),
+}
+
+/// A new run id: UTC time to the millisecond and 24 random bits; sorts by start.
+pub fn new_run_id(now: chrono::DateTime<Utc>) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    format!(
+        "{}-{:06x}",
+        now.format("%Y%m%dT%H%M%S%.3fZ"),
+        h.finish() & 0xff_ffff
+    )
+}
+
+/// Runs one firing of `name`.
+pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
+    use anyhow::Context as _;
+    fsutil::private_dir(&s.data_root)
+        .with_context(|| format!("cannot create the data root {}", s.data_root.display()))?;
+    let log = RunLog::new(&s.data_root);
+    let checks = Checks {
+        home: s.home.clone(),
+        data_root: s.data_root.clone(),
+    };
+
+    // 1. The definition. On schedule a broken one is still a recorded (failed) run.
+    let def = match definition::load_one(&s.definitions_dir(), name, &checks) {
+        Ok(d) => d,
+        Err(e) if trigger == Trigger::Schedule => {
+            let class = match e {
+                LoadError::Missing(_) => "definition_missing",
+                LoadError::Invalid(_) => "definition_invalid",
+            };
+            return record_unstartable(&log, name, trigger, None, class, &e.to_string());
+        }
+        Err(e) => return Err(RunError::Definition(e)),
+    };
+
+    // 2. Kill switch and pause.
+    let state = State::new(&s.data_root);
+    if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
+        return skip(
+            &log,
+            name,
+            trigger,
+            SkipReason::Stopped,
+            format!(": {}", stop.reason),
+        );
+    }
+    if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
+        return skip(
+            &log,
+            name,
+            trigger,
+            SkipReason::Paused,
+            format!(": {}", p.reason),
+        );
+    }
+
+    // 3. One run per daily slot.
+    if trigger == Trigger::Schedule
+        && let Some(Schedule::DailyAt { daily_at, weekdays }) = &def.schedule
+        && let Some(slot_at) = slot::latest_slot(&chrono::Local::now(), *daily_at, weekdays)
+    {
+        let installed_at = state.installed_at(name).map_err(anyhow::Error::from)?;
+        if slot::slot_done(slot_at, None, installed_at)
+            || history::started_since(&log, name.as_str(), slot_at)
+        {
+            return skip(&log, name, trigger, SkipReason::SlotDone, String::new());
+        }
+    }
+
+    // 4. The lock.
+    let lock_path = locks::path(&s.data_root, name);
+    let _lock = match locks::try_acquire(&s.data_root, name)
+        .with_context(|| format!("cannot take the lock {}", lock_path.display()))?
+    {
+        Acquired::Held(l) => l,
+        Acquired::Busy => {
+            return skip(
+                &log,
+                name,
+                trigger,
+                SkipReason::AlreadyRunning,
+                String::new(),
+            );
+        }
+    };
+
+    // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
+    // runner between `started` and `finished`.
+    let mut signals = Signals::install().context("cannot install signal handlers")?;
+
+    // 5. started.
+    let run_id = new_run_id(Utc::now());
+    append(
+        &log,
+        name,
+        Event::Started(Started {
+            run: run_id.clone(),
+            trigger,
+            pid: std::process::id(),
+            definition: Some(def.sha256.clone()),
+            clock: clock::now(),
+        }),
+    )?;
+
+    // 6. The key gate (SPEC §8) plugs in here: it fetches the automation's key, refuses with
+    //    `key_refused` before the command starts, and adds the key to this redactor on a pass.
+    let redactor = Redactor::default();
+
+    // 7–10. The command and its whole process tree.
+    let finished = execute(s, &def, &run_id, trigger, redactor, &mut signals);
+    append(&log, name, Event::Finished(finished.clone()))?;
+
+    // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12) plug in here; their
+    //     failures print to stderr and never change the outcome recorded above.
+    Ok(Report::Finished {
+        run: run_id,
+        finished: Box::new(finished),
+    })
+}
+
+fn append(log: &RunLog, name: &Name, event: Event) -> Result<(), RunError> {
+    log.append(name.as_str(), event, Utc::now())
+        .map_err(|e| RunError::Io(anyhow::Error::from(e)))
+}
+
+fn skip(
+    log: &RunLog,
+    name: &Name,
+    trigger: Trigger,
+    reason: SkipReason,
+    detail: String,
+) -> Result<Report, RunError> {
+    append(log, name, Event::Skipped(Skipped { trigger, reason }))?;
+    Ok(Report::Skipped { reason, detail })
+}
+
+/// Records a run whose command could not start at all: `started` + `finished` failed.
+fn record_unstartable(
+    log: &RunLog,
+    name: &Name,
+    trigger: Trigger,
+    definition: Option<String>,
+    class: &str,
+    detail: &str,
+) -> Result<Report, RunError> {
+    let run_id = new_run_id(Utc::now());
+    let clock = clock::now();
+    append(
+        log,
+        name,
+        Event::Started(Started {
+            run: run_id.clone(),
+            trigger,
+            pid: std::process::id(),
+            definition,
+            clock: clock.clone(),
+        }),
+    )?;
+    let finished = failed_before_start(&run_id, class, detail, clock);
+    append(log, name, Event::Finished(finished.clone()))?;
+    Ok(Report::Finished {
+        run: run_id,
+        finished: Box::new(finished),
+    })
+}
+
+fn failed_before_start(run: &str, class: &str, detail: &str, clock: clock::Clock) -> Finished {
+    Finished {
+        run: run.to_owned(),
+        outcome: Outcome::Failed,
+        exit_code: None,
+        signal: None,
+        duration_ms: 0,
+        error: Some(ErrorInfo {
+            class: class.to_owned(),
+            detail: detail.to_owned(),
+        }),
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        dropped: Dropped::default(),
+        facts: Default::default(),
+        headline: None,
+        http: None,
+        leftover_processes: 0,
+        clock,
+    }
+}
+
+/// The per-run scratch folder: TMPDIR, the result file and the HTTP log; removed afterwards.
+struct Scratch {
+    dir: PathBuf,
+}
+
+impl Scratch {
+    fn create(data_root: &Path, run_id: &str) -> std::io::Result<Self> {
+        let dir = data_root.join("scratch").join(run_id);
+        fsutil::private_dir(&dir.join("tmp"))?;
+        Ok(Self { dir })
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.dir.join("tmp")
+    }
+
+    fn result(&self) -> PathBuf {
+        self.dir.join("result.json")
+    }
+
+    fn http_log(&self) -> PathBuf {
+        self.dir.join("http.jsonl")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
+/// outcome in the returned `finished`.
+fn execute(
+    s: &Settings,
+    def: &Definition,
+    run_id: &str,
+    trigger: Trigger,
+    mut redactor: Redactor,
+    signals: &mut Signals,
+) -> Finished {
+    let fail =
+        |class: &str, detail: String| failed_before_start(run_id, class, &detail, clock::now());
+    if let Some(sig) = signals.stop_requested() {
+        let mut f = fail(
+            "stopped",
+            format!("stopped by {sig} before the command started"),
+        );
+        f.outcome = Outcome::Stopped;
+        return f;
+    }
+    let scratch = match Scratch::create(&s.data_root, run_id) {
+        Ok(sc) => sc,
+        Err(e) => {
+            return fail(
+                "scratch",
+                format!("cannot create the run's scratch folder: {e}"),
+            );
+        }
+    };
+    let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
+    let env_file = s.data_root.join("env").join(format!("{}.env", def.name));
+    let vars = env::RunVars {
+        run_id,
+        trigger: trigger.as_str(),
+        result_file: &scratch.result(),
+        http_log: &scratch.http_log(),
+        tmpdir: &scratch.tmp(),
+        bin: &bin,
+        home: &s.home,
+    };
+    let command_env = match env::build(def, &vars, &env_file, &|k| std::env::var_os(k)) {
+        Ok(e) => e,
+        Err(e) => return fail("env_file", e.to_string()),
+    };
+    for secret in &command_env.secrets {
+        redactor.add(secret);
+    }
+
+    let argv = resolve_argv(&def.command, &s.root, &bin);
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env_clear()
+        .envs(command_env.vars.iter().map(|(k, v)| (k, v)))
+        .current_dir(&s.root);
+    supervise::become_subreaper();
+    let sup = supervise::supervise(
+        &mut cmd,
+        Duration::from_secs(u64::from(def.timeout_seconds)),
+        &redactor,
+        signals,
+    );
+
+    // 11. Facts from the result file (the HTTP log of SPEC §11 is read and validated here too).
+    let facts = result::read(&scratch.result());
+    finish(run_id, def, &argv[0], sup, facts, &redactor)
+}
+
+/// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root.
+fn resolve_argv(command: &[String], root: &Path, bin: &Path) -> Vec<OsString> {
+    let root_s = root.to_string_lossy();
+    let bin_s = bin.to_string_lossy();
+    command
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            let a = arg
+                .replace(PLACEHOLDER_ROOT, &root_s)
+                .replace(PLACEHOLDER_SELF, &bin_s);
+            if i == 0 && a.contains('/') && !a.starts_with('/') {
+                root.join(a).into_os_string()
+            } else {
+                a.into()
+            }
+        })
+        .collect()
+}
+
+/// Turns what supervision saw into the `finished` event.
+fn finish(
+    run_id: &str,
+    def: &Definition,
+    program: &OsString,
+    sup: Supervised,
+    facts: Result<result::Facts, result::ResultError>,
+    redactor: &Redactor,
+) -> Finished {
+    let (exit_code, signal) = match &sup.ending {
+        Ending::Exited(c) => (Some(*c), None),
+        Ending::Signaled(s) => (None, Some(*s as i32)),
+        Ending::NotStarted(_) => (None, None),
+    };
+    let timeout = def.timeout_seconds;
+    let (mut outcome, mut error) = match (&sup.interrupt, &sup.ending) {
+        (_, Ending::NotStarted(e)) => (
+            Outcome::Failed,
+            Some((
+                "spawn_failed",
+                format!("cannot start {}: {e}", program.to_string_lossy()),
+            )),
+        ),
+        (Some(Interrupt::Stop(sig)), _) => (
+            Outcome::Stopped,
+            Some(("stopped", format!("stopped by {sig}"))),
+        ),
+        (Some(Interrupt::Timeout), _) => (
+            Outcome::Timeout,
+            Some(("timeout", format!("timed out after {timeout} s"))),
+        ),
+        (None, Ending::Exited(0)) => (Outcome::Ok, None),
+        (None, Ending::Exited(c)) => (
+            Outcome::Failed,
+            Some(("exit_status", format!("exited with {c}"))),
+        ),
+        (None, Ending::Signaled(s)) => {
+            (Outcome::Failed, Some(("signal", format!("killed by {s}"))))
+        }
+    };
+    if sup.unkillable > 0 && error.is_none() {
+        outcome = Outcome::Failed;
+        error = Some((
+            "unkillable",
+            format!("{} process(es) survived SIGKILL", sup.unkillable),
+        ));
+    }
+    let (facts, headline) = match facts {
+        Ok(f) => {
+            let headline = f
+                .headline
+                .or_else(|| def.headline.as_ref().map(|h| h.to_string()))
+                .filter(|h| f.facts.contains_key(h));
+            (f.facts, headline)
+        }
+        Err(e) => {
+            if outcome == Outcome::Ok {
+                outcome = Outcome::Failed;
+                error = Some(("result_invalid", e.0));
+            }
+            (Default::default(), None)
+        }
+    };
+    Finished {
+        run: run_id.to_owned(),
+        outcome,
+        exit_code,
+        signal,
+        duration_ms: sup.duration.as_millis() as u64,
+        error: error.map(|(class, detail)| ErrorInfo {
+            class: class.to_owned(),
+            detail: redactor.scrub(&detail),
+        }),
+        stdout_tail: sup.stdout.0,
+        stderr_tail: sup.stderr.0,
+        dropped: Dropped {
+            stdout: sup.stdout.1,
+            stderr: sup.stderr.1,
+        },
+        facts,
+        headline,
+        http: None,
+        leftover_processes: sup.leftover_processes,
+        clock: clock::now(),
+    }
+}

@@ -1,0 +1,441 @@
+//! Spawning the command and owning its whole process tree until every process is gone
+//! (SPEC §5.7–§5.10). This is where the timeout is enforced.
+//!
+//! One thread, one `poll` loop over the two output pipes and a self-pipe fed by the signal handler
+//! (SIGCHLD wakes it, SIGTERM/SIGINT/SIGHUP ask it to stop). The command runs in its own process
+//! group; on Linux the runner is a child subreaper, so anything that escapes with `setsid` or a
+//! double fork is re-parented to the runner instead of init, and the child gets a parent-death
+//! signal. At the deadline (awake clock: `Instant` is CLOCK_MONOTONIC / mach absolute time, which
+//! stop during sleep): SIGTERM to the group and every descendant, up to 5 s grace — ended early
+//! as soon as nothing is left — then SIGKILL. After a normal exit, leftovers are found, counted and
+//! killed the same way. Output pipes are read as they fill but never waited on, so a process
+//! holding stdout open cannot keep the runner past the deadline.
+//!
+//! This module must never block without a deadline and never signal a process outside the tree.
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+
+use super::redact::{Redactor, Stream};
+use super::tail::Tail;
+
+/// Time between SIGTERM and SIGKILL.
+pub const GRACE: Duration = Duration::from_secs(5);
+/// How long SIGKILLed processes may take to disappear before the runner gives up on them.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+/// How long output still buffered in the pipes is read once the tree is gone.
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+/// Bytes read per pipe before looking at the clock again.
+const READ_BUDGET: usize = 1 << 20;
+
+static SIGNAL_PIPE: AtomicI32 = AtomicI32::new(-1);
+
+extern "C" fn on_signal(sig: nix::libc::c_int) {
+    let saved = Errno::last_raw();
+    let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+    if fd >= 0 {
+        let byte = sig as u8;
+        // SAFETY: write(2) is async-signal-safe; the buffer is one valid byte on the stack.
+        unsafe { nix::libc::write(fd, (&raw const byte).cast(), 1) };
+    }
+    Errno::set_raw(saved);
+}
+
+/// The runner's signal handling: SIGCHLD and stop requests arrive as bytes on a pipe.
+pub struct Signals {
+    read: OwnedFd,
+    _write: OwnedFd,
+    stop: Option<Signal>,
+}
+
+impl Signals {
+    /// Installs the handlers. From here on SIGTERM/SIGINT/SIGHUP no longer kill the runner; they
+    /// become a request to stop the command and record the run as `stopped`.
+    pub fn install() -> io::Result<Self> {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        SIGNAL_PIPE.store(write.as_raw_fd(), Ordering::Relaxed);
+        let action = SigAction::new(
+            SigHandler::Handler(on_signal),
+            SaFlags::SA_RESTART | SaFlags::SA_NOCLDSTOP,
+            SigSet::empty(),
+        );
+        for sig in [
+            Signal::SIGCHLD,
+            Signal::SIGTERM,
+            Signal::SIGINT,
+            Signal::SIGHUP,
+        ] {
+            // SAFETY: the handler only calls async-signal-safe functions.
+            unsafe { signal::sigaction(sig, &action) }?;
+        }
+        Ok(Self {
+            read,
+            _write: write,
+            stop: None,
+        })
+    }
+
+    /// Reads pending signals; returns whether a SIGCHLD arrived. Stop requests are remembered.
+    fn drain(&mut self) -> bool {
+        let mut chld = false;
+        let mut buf = [0u8; 64];
+        while let Ok(n) = nix::unistd::read(&self.read, &mut buf) {
+            if n == 0 {
+                break;
+            }
+            for &b in &buf[..n] {
+                match Signal::try_from(i32::from(b)) {
+                    Ok(Signal::SIGCHLD) => chld = true,
+                    Ok(s) => {
+                        self.stop.get_or_insert(s);
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        chld
+    }
+
+    /// The first stop signal received so far, if any.
+    pub fn stop_requested(&mut self) -> Option<Signal> {
+        self.drain();
+        self.stop
+    }
+}
+
+/// How the main process ended.
+#[derive(Debug)]
+pub enum Ending {
+    /// It could not be started.
+    NotStarted(io::Error),
+    /// It exited with a code.
+    Exited(i32),
+    /// A signal ended it.
+    Signaled(Signal),
+}
+
+/// Why the runner ended the tree before the command finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interrupt {
+    /// The deadline passed.
+    Timeout,
+    /// The runner was asked to stop.
+    Stop(Signal),
+}
+
+/// Everything the supervision observed.
+#[derive(Debug)]
+pub struct Supervised {
+    pub ending: Ending,
+    pub interrupt: Option<Interrupt>,
+    /// Processes other than the main one that were still alive and had to be terminated.
+    pub leftover_processes: u32,
+    /// Processes that outlived SIGKILL (stuck in the kernel); normally 0.
+    pub unkillable: u32,
+    pub stdout: (String, u64),
+    pub stderr: (String, u64),
+    pub duration: Duration,
+}
+
+/// Makes the runner the reaper of its orphaned descendants (Linux).
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    {
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+    }
+}
+
+/// Runs `cmd` to the end of its whole tree. `cmd` has its program, args, env and cwd set.
+pub fn supervise(
+    cmd: &mut Command,
+    timeout: Duration,
+    redactor: &Redactor,
+    signals: &mut Signals,
+) -> Supervised {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    std::os::unix::process::CommandExt::process_group(cmd, 0);
+    #[cfg(target_os = "linux")]
+    {
+        let parent = nix::unistd::getpid();
+        // SAFETY: only async-signal-safe calls (prctl, getppid, raise) between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(cmd, move || {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
+                // The runner may have died before the prctl took effect.
+                if nix::unistd::getppid() != parent {
+                    signal::raise(Signal::SIGKILL)?;
+                }
+                Ok(())
+            });
+        }
+    }
+    let mut out = redactor.stream(Tail::default());
+    let mut err = redactor.stream(Tail::default());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Supervised {
+                ending: Ending::NotStarted(e),
+                interrupt: None,
+                leftover_processes: 0,
+                unkillable: 0,
+                stdout: out.finish().finish(),
+                stderr: err.finish().finish(),
+                duration: started.elapsed(),
+            };
+        }
+    };
+    let main = Pid::from_raw(child.id() as i32);
+    let pipes = [
+        child.stdout.take().map(OwnedFd::from),
+        child.stderr.take().map(OwnedFd::from),
+    ];
+    for fd in pipes.iter().flatten() {
+        let _ = fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK));
+    }
+    let mut io = Io {
+        pipes,
+        streams: [&mut out, &mut err],
+        buf: vec![0u8; 64 * 1024],
+    };
+    let mut tree = Tree {
+        main,
+        main_status: None,
+        signaled: BTreeSet::new(),
+    };
+
+    // Run until the main process ends, the deadline passes, or the runner is asked to stop.
+    let mut interrupt = None;
+    while tree.main_status.is_none() {
+        if let Some(s) = signals.stop {
+            interrupt = Some(Interrupt::Stop(s));
+            break;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            interrupt = Some(Interrupt::Timeout);
+            break;
+        }
+        if io.wait(signals, deadline - now) {
+            tree.reap();
+        }
+    }
+
+    // End whatever is left of the tree: after an interrupt that includes the main process.
+    let mut unkillable = 0;
+    if interrupt.is_some() || tree.reap() {
+        unkillable = tree.terminate(&mut io, signals);
+    }
+
+    // Collect what is still buffered in the pipes; nothing of the tree can hold them any more.
+    let drain_until = Instant::now() + DRAIN_WAIT;
+    while io.pipes.iter().any(Option::is_some) {
+        let now = Instant::now();
+        if now >= drain_until {
+            break;
+        }
+        io.wait(signals, drain_until - now);
+    }
+    drop(io);
+    let ending = match tree.main_status {
+        Some(WaitStatus::Exited(_, code)) => Ending::Exited(code),
+        Some(WaitStatus::Signaled(_, sig, _)) => Ending::Signaled(sig),
+        _ => Ending::Signaled(Signal::SIGKILL),
+    };
+    Supervised {
+        ending,
+        interrupt,
+        leftover_processes: tree.signaled.len() as u32,
+        unkillable,
+        stdout: out.finish().finish(),
+        stderr: err.finish().finish(),
+        duration: started.elapsed(),
+    }
+}
+
+/// The two output pipes and their redacting tails.
+struct Io<'a, 'r> {
+    pipes: [Option<OwnedFd>; 2],
+    streams: [&'a mut Stream<'r, Tail>; 2],
+    buf: Vec<u8>,
+}
+
+impl Io<'_, '_> {
+    /// Waits up to `timeout` for output or a signal; reads what came. Returns whether a SIGCHLD
+    /// arrived.
+    fn wait(&mut self, signals: &mut Signals, timeout: Duration) -> bool {
+        let ms = timeout.as_millis().saturating_add(1).min(60_000) as u16;
+        let mut fds = vec![PollFd::new(signals.read.as_fd(), PollFlags::POLLIN)];
+        for p in self.pipes.iter().flatten() {
+            fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
+        }
+        let ready = match poll(&mut fds, PollTimeout::from(ms)) {
+            Ok(n) => n > 0,
+            Err(_) => false,
+        };
+        drop(fds);
+        if ready {
+            for i in 0..2 {
+                self.pump(i);
+            }
+        }
+        signals.drain()
+    }
+
+    /// Reads pipe `i` until it would block, closes it at EOF.
+    fn pump(&mut self, i: usize) {
+        let mut budget = READ_BUDGET;
+        while let Some(fd) = &self.pipes[i] {
+            match nix::unistd::read(fd, &mut self.buf) {
+                Ok(0) => self.pipes[i] = None,
+                Ok(n) => {
+                    self.streams[i].push(&self.buf[..n]);
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        break;
+                    }
+                }
+                Err(Errno::EINTR) => {}
+                Err(Errno::EAGAIN) => break,
+                Err(_) => self.pipes[i] = None,
+            }
+        }
+    }
+}
+
+/// The command's process tree, as seen from the runner.
+struct Tree {
+    main: Pid,
+    main_status: Option<WaitStatus>,
+    /// Every process other than the main one that was sent a signal.
+    signaled: BTreeSet<i32>,
+}
+
+impl Tree {
+    /// Reaps every exited child; returns whether any process of the tree may still be alive.
+    fn reap(&mut self) -> bool {
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => return true,
+                Ok(status) => {
+                    if status.pid() == Some(self.main) {
+                        self.main_status = Some(status);
+                    }
+                }
+                Err(Errno::EINTR) => {}
+                Err(_) => return self.group_alive(),
+            }
+        }
+    }
+
+    /// Whether any member of the command's process group is left (outside the runner's children
+    /// only where the OS cannot re-parent orphans to us).
+    fn group_alive(&self) -> bool {
+        cfg!(not(target_os = "linux")) && signal::killpg(self.main, None).is_ok()
+    }
+
+    /// Sends `sig` to the group and to every descendant of the runner.
+    fn signal_all(&mut self, sig: Signal) {
+        // Look before signalling: a process that dies of the group signal must still be counted.
+        let pids = descendants();
+        let _ = signal::killpg(self.main, sig);
+        for pid in pids {
+            if pid != self.main.as_raw() {
+                self.signaled.insert(pid);
+            }
+            let _ = signal::kill(Pid::from_raw(pid), sig);
+        }
+    }
+
+    /// SIGTERM, grace (ended as soon as nothing is left), SIGKILL. Returns how many processes
+    /// outlived SIGKILL.
+    fn terminate(&mut self, io: &mut Io, signals: &mut Signals) -> u32 {
+        let stops_before = signals.stop;
+        self.signal_all(Signal::SIGTERM);
+        let grace_end = Instant::now() + GRACE;
+        while self.reap() {
+            let now = Instant::now();
+            // A second stop request skips the rest of the grace.
+            let hurried = signals.stop.is_some() && signals.stop != stops_before;
+            if now >= grace_end || hurried {
+                break;
+            }
+            io.wait(signals, (grace_end - now).min(Duration::from_millis(50)));
+            // Processes re-parented to the runner since the last sweep get their SIGTERM too.
+            self.signal_all(Signal::SIGTERM);
+        }
+        let kill_end = Instant::now() + KILL_WAIT;
+        while self.reap() {
+            self.signal_all(Signal::SIGKILL);
+            let now = Instant::now();
+            if now >= kill_end {
+                return descendants().len() as u32;
+            }
+            io.wait(signals, (kill_end - now).min(Duration::from_millis(20)));
+        }
+        0
+    }
+}
+
+/// Every live (non-zombie) descendant of the runner (Linux: from /proc; elsewhere only the
+/// process group can be reached, through `killpg`).
+#[cfg(target_os = "linux")]
+fn descendants() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut procs: Vec<(i32, i32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // "pid (comm) state ppid ..." — comm may hold spaces and parentheses.
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            let mut fields = rest.split_ascii_whitespace();
+            let state = fields.next().unwrap_or("Z");
+            let ppid = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+            if state != "Z" && state != "X" {
+                procs.push((pid, ppid));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![me];
+    while let Some(parent) = frontier.pop() {
+        for &(pid, ppid) in &procs {
+            if ppid == parent && !out.contains(&pid) {
+                out.push(pid);
+                frontier.push(pid);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(not(target_os = "linux"))]
+fn descendants() -> Vec<i32> {
+    Vec::new()
+}

@@ -1,0 +1,175 @@
+//! Live switches in `<data root>/state/`: per-automation pause and the kill switch (SPEC §10).
+//!
+//! Each switch is one small JSON file written atomically, so the runner answers "paused?" with one
+//! `stat`-sized read and never scans the log for it. The log also records `paused` / `resumed`
+//! events (written by the callers) for history and auto-pause. This module must never run or
+//! signal anything.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+use crate::names::Name;
+use crate::runlog::By;
+
+/// Why an automation is paused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pause {
+    /// `hand` or `auto`.
+    pub by: By,
+    /// The reason given.
+    pub reason: String,
+    /// When (RFC 3339 UTC).
+    pub at: String,
+}
+
+/// The kill switch, when on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stop {
+    /// The reason given to `stop-all`.
+    pub reason: String,
+    /// When (RFC 3339 UTC).
+    pub at: String,
+}
+
+/// Why a state file could not be used; names the file.
+#[derive(Debug, thiserror::Error)]
+#[error("state file {path}: {problem}")]
+pub struct StateError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+/// The switches of one data root.
+#[derive(Clone, Debug)]
+pub struct State {
+    dir: PathBuf,
+}
+
+impl State {
+    /// The state folder of `data_root`.
+    pub fn new(data_root: &Path) -> Self {
+        Self {
+            dir: data_root.join("state"),
+        }
+    }
+
+    fn pause_path(&self, name: &Name) -> PathBuf {
+        self.dir.join("paused").join(format!("{name}.json"))
+    }
+
+    fn stop_path(&self) -> PathBuf {
+        self.dir.join("stop-all.json")
+    }
+
+    /// The pause of `name`, if paused.
+    pub fn paused(&self, name: &Name) -> Result<Option<Pause>, StateError> {
+        read_json(&self.pause_path(name))
+    }
+
+    /// Pauses `name` (replacing an earlier pause).
+    pub fn pause(&self, name: &Name, pause: &Pause) -> Result<(), StateError> {
+        write_json(&self.pause_path(name), pause)
+    }
+
+    /// Resumes `name`; returns whether it was paused.
+    pub fn resume(&self, name: &Name) -> Result<bool, StateError> {
+        let path = self.pause_path(name);
+        fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))
+    }
+
+    /// The kill switch, if on.
+    pub fn stopped(&self) -> Result<Option<Stop>, StateError> {
+        read_json(&self.stop_path())
+    }
+
+    /// Turns the kill switch on.
+    pub fn stop_all(&self, stop: &Stop) -> Result<(), StateError> {
+        write_json(&self.stop_path(), stop)
+    }
+
+    /// When the unit of `name` was installed on this machine, from its install record.
+    pub fn installed_at(
+        &self,
+        name: &Name,
+    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, StateError> {
+        #[derive(Deserialize)]
+        struct Installed {
+            installed_at: chrono::DateTime<chrono::Utc>,
+        }
+        let record: Option<Installed> =
+            read_json(&self.dir.join("installed").join(format!("{name}.json")))?;
+        Ok(record.map(|r| r.installed_at))
+    }
+
+    /// Turns the kill switch off; returns whether it was on.
+    pub fn resume_all(&self) -> Result<bool, StateError> {
+        let path = self.stop_path();
+        fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))
+    }
+}
+
+fn io_err(path: &Path, e: io::Error) -> StateError {
+    StateError {
+        path: path.to_path_buf(),
+        problem: e.to_string(),
+    }
+}
+
+/// Reads a JSON state file; a missing file is `None`, an unreadable one an error naming it.
+pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateError> {
+    match fsutil::read_optional(path).map_err(|e| io_err(path, e))? {
+        None => Ok(None),
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| StateError {
+                path: path.to_path_buf(),
+                problem: format!("not valid ({e}); remove it or fix it"),
+            }),
+    }
+}
+
+/// Writes a JSON state file atomically, 0600.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| io_err(path, e.into()))?;
+    bytes.push(b'\n');
+    fsutil::write_atomic(path, &bytes).map_err(|e| io_err(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pause_resume_and_kill_switch_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        let s = State::new(d.path());
+        let n = Name::new("x").unwrap();
+        assert_eq!(s.paused(&n).unwrap(), None);
+        let p = Pause {
+            by: By::Hand,
+            reason: "why".into(),
+            at: "t".into(),
+        };
+        s.pause(&n, &p).unwrap();
+        assert_eq!(s.paused(&n).unwrap(), Some(p));
+        assert!(s.resume(&n).unwrap());
+        assert!(!s.resume(&n).unwrap());
+        assert_eq!(s.stopped().unwrap(), None);
+        s.stop_all(&Stop {
+            reason: "r".into(),
+            at: "t".into(),
+        })
+        .unwrap();
+        assert!(s.stopped().unwrap().is_some());
+        assert!(s.resume_all().unwrap());
+        std::fs::write(d.path().join("state/stop-all.json"), "{").unwrap();
+        let e = s.stopped().unwrap_err().to_string();
+        assert!(
+            e.contains("stop-all.json") && e.contains("not valid"),
+            "{e}"
+        );
+    }
+}
