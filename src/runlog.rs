@@ -437,12 +437,11 @@ fn write_line(
         source: e.into(),
     })?;
     bytes.push(b'\n');
+    // One write for the whole line; a short write (a full disk) is finished or fails with the
+    // real error, which the truncation below then cleans up after.
     let result = match file.write(&bytes) {
         Ok(n) if n == bytes.len() => file.sync_data(),
-        Ok(n) => Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            format!("short write ({n} of {} bytes)", bytes.len()),
-        )),
+        Ok(n) => file.write_all(&bytes[n..]).and_then(|()| file.sync_data()),
         Err(e) => Err(e),
     };
     if let Err(source) = result {

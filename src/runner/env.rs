@@ -118,11 +118,18 @@ pub fn build(
     Ok(CommandEnv { vars, secrets })
 }
 
+/// The user name of this uid from `/etc/passwd`, read directly: the runner is linked statically
+/// on Linux (see the Makefile), where NSS lookups are unreliable, and USER is set by launchd,
+/// systemd and login shells anyway — this is only the fallback.
 fn current_user() -> Option<OsString> {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.name.into())
+    let uid = nix::unistd::getuid().as_raw().to_string();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut f = line.split(':');
+        let name = f.next()?;
+        let uid_field = f.nth(1)?;
+        (uid_field == uid).then(|| name.into())
+    })
 }
 
 /// Reads `NAME=value` lines (blank lines and `#` comments skipped); a missing file is empty.
@@ -165,6 +172,16 @@ pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn user_fallback_reads_passwd() {
+        let me = current_user().expect("this uid is in /etc/passwd");
+        let id = std::process::Command::new("id")
+            .arg("-un")
+            .output()
+            .unwrap();
+        assert_eq!(me, String::from_utf8_lossy(&id.stdout).trim());
+    }
 
     #[test]
     fn env_file_rules() {

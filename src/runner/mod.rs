@@ -293,34 +293,41 @@ fn failed_before_start(run: &str, class: &str, detail: &str, clock: clock::Clock
     }
 }
 
-/// The per-run scratch folder: TMPDIR, the result file and the HTTP log; removed afterwards.
+/// The per-run scratch space: a private TMPDIR folder, and beside it the result file and the HTTP
+/// log (outside TMPDIR, so a command cleaning its temp folder cannot lose them). All removed
+/// afterwards.
 struct Scratch {
-    dir: PathBuf,
+    base: PathBuf,
 }
 
 impl Scratch {
     fn create(data_root: &Path, run_id: &str) -> std::io::Result<Self> {
-        let dir = data_root.join("scratch").join(run_id);
-        fsutil::private_dir(&dir.join("tmp"))?;
-        Ok(Self { dir })
+        let base = data_root.join("scratch").join(run_id);
+        fsutil::private_dir(&base)?;
+        Ok(Self { base })
     }
 
     fn tmp(&self) -> PathBuf {
-        self.dir.join("tmp")
+        self.base.clone()
     }
 
     fn result(&self) -> PathBuf {
-        self.dir.join("result.json")
+        self.base.with_extension("result.json")
     }
 
     fn http_log(&self) -> PathBuf {
-        self.dir.join("http.jsonl")
+        self.base.with_extension("http.jsonl")
     }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // Usually empty: one rmdir; the recursive walk only when the command left files.
+        if std::fs::remove_dir(&self.base).is_err() {
+            let _ = std::fs::remove_dir_all(&self.base);
+        }
+        let _ = std::fs::remove_file(self.result());
+        let _ = std::fs::remove_file(self.http_log());
     }
 }
 

@@ -1,8 +1,7 @@
 //! `validate`, `list`, `completions` and `--help` through the real binary.
 
-use serde::Deserialize;
-
 use crate::harness::*;
+use crate::schema::*;
 
 #[test]
 fn validate_reports_every_broken_file_in_one_run() {
@@ -80,46 +79,6 @@ fn no_repository_root_is_an_environment_error() {
     assert!(stderr(&o).contains("no repository root"), "{}", stderr(&o));
 }
 
-/// The `list --json` format, version 1, deserialized strictly.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListDoc {
-    version: u32,
-    automations: Vec<ListEntry>,
-    invalid: Vec<Problem>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListEntry {
-    name: String,
-    label: String,
-    schedule: Option<ScheduleJson>,
-    schedule_words: String,
-    outbound: bool,
-    description: Option<String>,
-}
-
-#[derive(Deserialize, Debug, PartialEq)]
-#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
-enum ScheduleJson {
-    EveryMinutes {
-        every_minutes: u32,
-    },
-    DailyAt {
-        daily_at: String,
-        weekdays: Vec<String>,
-    },
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Problem {
-    file: String,
-    key: String,
-    message: String,
-}
-
 #[test]
 fn list_json_is_a_strict_versioned_document() {
     let sb = Sandbox::new();
@@ -133,9 +92,7 @@ fn list_json_is_a_strict_versioned_document() {
     );
     sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
     sb.definition("broken", "name = \"broken\"\n");
-    let o = sb.run(["list", "--json"]);
-    assert_code(&o, 0);
-    let doc: ListDoc = serde_json::from_slice(&o.stdout).unwrap();
+    let doc = list_doc(&sb);
     assert_eq!(doc.version, 1);
     let names: Vec<&str> = doc.automations.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["daily", "every", "manual"]);
@@ -159,6 +116,10 @@ fn list_json_is_a_strict_versioned_document() {
     );
     assert_eq!(doc.automations[1].schedule_words, "every 5 minutes");
     assert_eq!(doc.automations[2].schedule_words, "manual only");
+    assert!(doc.stopped.is_none());
+    for e in &doc.automations {
+        assert!(e.paused.is_none() && !e.running && e.last_run.is_none());
+    }
     assert_eq!(doc.invalid.len(), 1);
     assert_eq!(doc.invalid[0].file, "automations/broken.toml");
     assert_eq!(doc.invalid[0].key, "command");

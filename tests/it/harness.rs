@@ -151,3 +151,72 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+impl Sandbox {
+    /// Every line of the live run log, parsed.
+    pub fn log_lines(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.data.join("runs.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("invalid log line {l:?}: {e}"))
+            })
+            .collect()
+    }
+
+    /// The log events of one kind.
+    pub fn events(&self, event: &str) -> Vec<serde_json::Value> {
+        self.log_lines()
+            .into_iter()
+            .filter(|l| l["event"] == event)
+            .collect()
+    }
+
+    /// The last `finished` event.
+    pub fn last_finished(&self) -> serde_json::Value {
+        self.events("finished")
+            .pop()
+            .expect("no finished event in the log")
+    }
+
+    /// Asserts `log verify` passes.
+    #[track_caller]
+    pub fn assert_log_verifies(&self) {
+        let o = self.run(["log", "verify"]);
+        assert_code(&o, 0);
+        assert!(stdout(&o).contains("chain ok"), "{}", stdout(&o));
+    }
+}
+
+/// True while `pid` is a live (non-zombie) process.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => false,
+        Ok(stat) => {
+            let state = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 1..].split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+    }
+}
+
+/// Pids written one per line to `file` by a test command.
+pub fn read_pids(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Waits (bounded) for processes to disappear; returns the ones still alive.
+pub fn survivors(pids: &[i32], within: std::time::Duration) -> Vec<i32> {
+    let until = std::time::Instant::now() + within;
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.is_empty() || std::time::Instant::now() >= until {
+            return left;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1,5 +1,7 @@
 //! The integration tests: one binary, a small harness, one module per concern.
 
 mod harness;
+mod schema;
 
 mod definitions;
+mod runner;

@@ -1,0 +1,681 @@
+//! `automations run` with real processes in temporary data roots: tree kill, locks, the log,
+//! environment, output, results, pause and the kill switch, exit codes.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+use crate::schema::list_doc;
+
+/// A definition running `sh -c <script>` with `timeout` seconds.
+fn sh_def(sb: &Sandbox, name: &str, timeout: u32, script: &str) {
+    // A JSON string is a valid TOML basic string.
+    let script = serde_json::to_string(script).unwrap();
+    sb.definition(
+        name,
+        &format!(
+            "name = \"{name}\"\ncommand = [\"sh\", \"-c\", {script}]\ntimeout_seconds = {timeout}\n"
+        ),
+    );
+}
+
+const GRACE: u64 = 5;
+
+/// Runs a timeout case: the command writes its pids to `pids`, the run must end as `timeout`
+/// within timeout + grace + 1 s, and no process of the tree may be alive afterwards.
+fn assert_tree_dies(script_with_pids: &str) {
+    let sb = Sandbox::new();
+    let pids = sb.path("pids");
+    let script = script_with_pids.replace("PIDS", pids.to_str().unwrap());
+    sh_def(&sb, "t", 2, &script);
+    let t0 = Instant::now();
+    let o = sb.run(["run", "t"]);
+    let took = t0.elapsed();
+    assert_code(&o, 1);
+    assert!(took < Duration::from_secs(2 + GRACE + 1), "took {took:?}");
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "timeout", "{f}");
+    assert_eq!(f["error"]["class"], "timeout");
+    let pids = read_pids(&pids);
+    assert!(
+        pids.len() >= 2,
+        "the command did not report its pids: {pids:?}"
+    );
+    assert_eq!(
+        survivors(&pids, Duration::from_millis(500)),
+        Vec::<i32>::new(),
+        "alive after the run"
+    );
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn timeout_kills_background_children() {
+    assert_tree_dies("sleep 300 & echo $! >> PIDS; echo $$ >> PIDS; sleep 300");
+}
+
+#[test]
+fn timeout_kills_setsid_escapees() {
+    assert_tree_dies("setsid sleep 300 & echo $! >> PIDS; echo $$ >> PIDS; sleep 300");
+}
+
+#[test]
+fn timeout_kills_a_double_forking_daemon() {
+    // Fork, setsid, fork again, first child exits: the daemon is re-parented to the runner.
+    assert_tree_dies(
+        "python3 -c 'import os,time\nif os.fork()==0:\n    os.setsid()\n    if os.fork()==0:\n        open(\"PIDS\",\"a\").write(str(os.getpid())+\"\\n\"); time.sleep(300)\n    os._exit(0)\ntime.sleep(300)' & echo $! >> PIDS; echo $$ >> PIDS; wait",
+    );
+}
+
+#[test]
+fn timeout_kills_a_child_that_ignores_term() {
+    assert_tree_dies("trap '' TERM; sleep 300 & echo $! >> PIDS; echo $$ >> PIDS; wait");
+}
+
+#[test]
+fn timeout_is_not_held_by_an_escapee_keeping_stdout_open() {
+    assert_tree_dies(
+        "setsid sh -c 'echo $$ >> PIDS; exec sleep 300' & echo $$ >> PIDS; echo still-writing; sleep 300",
+    );
+}
+
+#[test]
+fn term_trapping_command_that_exits_zero_after_the_deadline_is_still_a_timeout() {
+    let sb = Sandbox::new();
+    sh_def(&sb, "t", 1, "trap 'exit 0' TERM; sleep 300 & wait");
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 1);
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "timeout");
+    assert_eq!(f["exit_code"], 0);
+    // It died on TERM, so the run did not wait out the 5 s grace.
+    assert!(
+        f["duration_ms"].as_u64().unwrap() < 1000 + GRACE * 1000,
+        "{f}"
+    );
+}
+
+#[test]
+fn leftovers_after_a_normal_exit_are_killed_and_counted() {
+    let sb = Sandbox::new();
+    let pids = sb.path("pids");
+    sh_def(
+        &sb,
+        "t",
+        60,
+        &format!(
+            "sleep 30 >/dev/null 2>&1 & echo $! > {}; exit 0",
+            pids.display()
+        ),
+    );
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("t: ok in") && stdout(&o).contains("1 leftover"),
+        "{}",
+        stdout(&o)
+    );
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "ok");
+    assert_eq!(f["leftover_processes"], 1);
+    assert!(f["duration_ms"].as_u64().unwrap() < 5000, "{f}");
+    assert_eq!(
+        survivors(&read_pids(&pids), Duration::from_millis(500)),
+        Vec::<i32>::new()
+    );
+}
+
+#[test]
+fn killed_runner_takes_its_command_along_and_the_run_reads_interrupted() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"sleep\", \"300\"]\n");
+    let mut child = sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap();
+    // Wait until the command runs: `started` is in the log and the runner has a child.
+    let until = Instant::now() + Duration::from_secs(10);
+    let sleeper = loop {
+        let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+            .unwrap_or_default();
+        if let Some(pid) = kids.split_whitespace().next() {
+            break pid.parse::<i32>().unwrap();
+        }
+        assert!(Instant::now() < until, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(list_doc(&sb).automations[0].running);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        survivors(&[sleeper], Duration::from_secs(2)),
+        Vec::<i32>::new(),
+        "the command outlived the runner"
+    );
+    let o = sb.run(["list", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["automations"][0]["running"], false);
+    assert_eq!(
+        doc["automations"][0]["last_run"]["status"], "interrupted",
+        "{doc}"
+    );
+    sb.assert_log_verifies();
+    // The next run is not blocked by the dead one.
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    assert_code(&sb.run(["run", "t"]), 0);
+}
+
+#[test]
+fn fifty_concurrent_runs_start_exactly_once() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"sleep\", \"2\"]\n");
+    let children: Vec<_> = (0..50)
+        .map(|_| sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap())
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let lines = sb.log_lines();
+    assert_eq!(lines.len(), 51, "1 started + 49 skipped + 1 finished");
+    assert_eq!(sb.events("started").len(), 1);
+    assert_eq!(sb.events("finished").len(), 1);
+    let skipped = sb.events("skipped");
+    assert_eq!(skipped.len(), 49);
+    assert!(skipped.iter().all(|s| s["reason"] == "already_running"));
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn torn_final_line_is_tolerated_and_sealed() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    assert_code(&sb.run(["run", "t"]), 0);
+    let log = sb.data.join("runs.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{\"v\":1,\"event\":\"fini");
+    std::fs::write(&log, bytes).unwrap();
+    let o = sb.run(["log", "verify"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("the last line is torn"),
+        "{}",
+        stdout(&o)
+    );
+    assert_code(&sb.run(["run", "t"]), 0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5);
+    assert!(serde_json::from_str::<serde_json::Value>(lines[2]).is_err());
+    for l in [lines[3], lines[4]] {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    let o = sb.run(["runs"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("1 unreadable line"), "{}", stdout(&o));
+    let o = sb.run(["runs", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["unreadable_lines"], 1);
+    assert_eq!(doc["runs"].as_array().unwrap().len(), 2);
+    sb.assert_log_verifies();
+}
+
+/// A tmpfs mounted for one test, unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn full_disk_names_the_log_and_leaves_no_half_line() {
+    let sb = Sandbox::new();
+    let Some(_fs) = Tmpfs::mount(&sb.data, "256k") else {
+        return skip(
+            "full_disk_names_the_log_and_leaves_no_half_line",
+            "cannot mount a tmpfs (needs root)",
+        );
+    };
+    sh_def(&sb, "t", 30, "head -c 20000 /dev/zero | tr '\\0' x");
+    assert_code(&sb.run(["run", "t"]), 0);
+    // Fill every free page, then run again: the finished line (with its 8 KiB tail) needs a page.
+    let mut filler = std::fs::File::create(sb.data.join("filler")).unwrap();
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
+    drop(filler);
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot append to the run log")
+            && err.contains("runs.jsonl")
+            && err.contains("No space left"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(sb.data.join("runs.jsonl")).unwrap();
+    assert!(text.ends_with('\n'), "a half line was left behind");
+    for l in text.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn environment_is_exactly_the_allowed_set() {
+    let mut sb = Sandbox::new();
+    sb.definition(
+        "e",
+        "name = \"e\"\ncommand = [\"env\"]\nenv = [\"GIVEN\", \"FROM_FILE\", \"ABSENT\"]\n",
+    );
+    sb.env("GIVEN", "from-runner")
+        .env("NOT_NAMED", "leak")
+        .env("TZ", "UTC");
+    std::fs::create_dir_all(sb.data.join("env")).unwrap();
+    let env_file = sb.data.join("env/e.env");
+    std::fs::write(&env_file, "FROM_FILE=from-file-value\nGIVEN=file-loses\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&env_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_code(&sb.run(["run", "e", "--trigger", "schedule"]), 0);
+    let f = sb.last_finished();
+    let tail = f["stdout_tail"].as_str().unwrap();
+    let mut names: Vec<&str> = tail
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "AUTOMATION_BIN",
+            "AUTOMATION_HTTP_LOG",
+            "AUTOMATION_NAME",
+            "AUTOMATION_RESULT",
+            "AUTOMATION_RUN_ID",
+            "AUTOMATION_TRIGGER",
+            "FROM_FILE",
+            "GIVEN",
+            "HOME",
+            "LANG",
+            "LOGNAME",
+            "PATH",
+            "TMPDIR",
+            "TZ",
+            "USER",
+        ]
+    );
+    assert!(tail.contains("GIVEN=from-runner\n"));
+    assert!(tail.contains("AUTOMATION_TRIGGER=schedule\n"));
+    assert!(tail.contains("LANG=C.UTF-8\n"));
+    assert!(!tail.contains("leak"));
+    // The env file's value is private: the command saw it, the stored tail does not.
+    assert!(tail.contains("FROM_FILE=[redacted]\n"), "{tail}");
+    let tmpdir = tail
+        .lines()
+        .find_map(|l| l.strip_prefix("TMPDIR="))
+        .unwrap();
+    assert!(
+        !Path::new(tmpdir).exists(),
+        "the per-run TMPDIR was not removed"
+    );
+
+    std::fs::set_permissions(&env_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = sb.run(["run", "e"]);
+    assert_code(&o, 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "env_file");
+    let detail = f["error"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(env_file.to_str().unwrap()) && detail.contains("644"),
+        "{detail}"
+    );
+}
+
+/// Peak RSS (KiB) of `automations run NAME` measured by GNU time, or None without it.
+fn peak_rss_kib(sb: &Sandbox, name: &str) -> Option<u64> {
+    let time = Path::new("/usr/bin/time");
+    if !time.exists() {
+        return None;
+    }
+    let mut c = sb.cmd(["run", name]);
+    let args: Vec<_> = std::iter::once(c.get_program().to_owned())
+        .chain(c.get_args().map(|a| a.to_owned()))
+        .collect();
+    let mut t = std::process::Command::new(time);
+    t.arg("-f").arg("RSS=%M").args(&args);
+    t.env_clear();
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            t.env(k, v);
+        }
+    }
+    t.current_dir(&sb.root);
+    let o = t.output().unwrap();
+    c.env_clear();
+    stderr(&o)
+        .lines()
+        .find_map(|l| l.strip_prefix("RSS="))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[test]
+fn twenty_megabytes_of_output_keep_the_last_8_kib_and_flat_memory() {
+    let sb = Sandbox::new();
+    sh_def(
+        &sb,
+        "big",
+        60,
+        "head -c 20000000 /dev/zero | tr '\\0' a; printf END",
+    );
+    sb.definition("noop", "name = \"noop\"\ncommand = [\"true\"]\n");
+    let o = sb.run(["run", "big"]);
+    assert_code(&o, 0);
+    let f = sb.last_finished();
+    let tail = f["stdout_tail"].as_str().unwrap();
+    assert_eq!(tail.len(), 8192);
+    assert!(tail.ends_with("aaaEND"));
+    assert_eq!(f["dropped"]["stdout"], 20_000_003 - 8192);
+    match (peak_rss_kib(&sb, "noop"), peak_rss_kib(&sb, "big")) {
+        (Some(quiet), Some(loud)) => {
+            eprintln!("peak RSS: noop {quiet} KiB, 20 MB of output {loud} KiB");
+            assert!(
+                loud <= quiet + 1024,
+                "RSS grew with output: {quiet} KiB -> {loud} KiB"
+            );
+        }
+        _ => skip(
+            "rss part of twenty_megabytes_of_output",
+            "/usr/bin/time (GNU time) is missing",
+        ),
+    }
+}
+
+#[test]
+fn binary_output_survives_as_replacement_characters() {
+    let sb = Sandbox::new();
+    sh_def(
+        &sb,
+        "bin",
+        10,
+        "printf 'before\\377\\376after\\n'; printf 'err\\200\\n' >&2",
+    );
+    assert_code(&sb.run(["run", "bin"]), 0);
+    let f = sb.last_finished();
+    assert_eq!(f["stdout_tail"], "before\u{fffd}\u{fffd}after\n");
+    assert_eq!(f["stderr_tail"], "err\u{fffd}\n");
+}
+
+#[test]
+fn result_facts_are_recorded_and_invalid_ones_refused() {
+    let sb = Sandbox::new();
+    sh_def(
+        &sb,
+        "good",
+        10,
+        "\"$AUTOMATION_BIN\" result beats=3 other=0 --headline beats",
+    );
+    let o = sb.run(["run", "good"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("· beats=3"), "{}", stdout(&o));
+    let f = sb.last_finished();
+    assert_eq!(f["facts"], serde_json::json!({"beats": 3, "other": 0}));
+    assert_eq!(f["headline"], "beats");
+
+    sh_def(
+        &sb,
+        "bad",
+        10,
+        "echo '{\"facts\": {\"x\": -1}}' > \"$AUTOMATION_RESULT\"",
+    );
+    assert_code(&sb.run(["run", "bad"]), 1);
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "failed");
+    assert_eq!(f["error"]["class"], "result_invalid");
+    assert!(f["error"]["detail"].as_str().unwrap().contains("0..=2^53"));
+
+    sh_def(&sb, "badarg", 10, "\"$AUTOMATION_BIN\" result Bad=1");
+    assert_code(&sb.run(["run", "badarg"]), 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "exit_status");
+    assert!(
+        f["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("not a valid fact name"),
+        "{f}"
+    );
+
+    // Outside a run there is no result file to write.
+    assert_code(&sb.run(["result", "a=1"]), 2);
+}
+
+#[test]
+fn pause_resume_and_the_kill_switch() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    assert_code(&sb.run(["pause", "t", "--reason", "maintenance"]), 0);
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("t: skipped (paused: maintenance)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "paused");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&sb.run(["list", "--json"]).stdout).unwrap();
+    assert_eq!(doc["automations"][0]["paused"]["reason"], "maintenance");
+    assert_code(&sb.run(["resume", "t"]), 0);
+    assert_code(&sb.run(["run", "t"]), 0);
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+    let last = list_doc(&sb).automations.remove(0).last_run.unwrap();
+    assert_eq!(
+        (last.status.as_str(), last.trigger.as_str()),
+        ("ok", "manual")
+    );
+    assert!(
+        last.duration_ms.is_some()
+            && last.headline.is_none()
+            && !last.run.is_empty()
+            && !last.at.is_empty()
+    );
+    assert_eq!(sb.events("paused").len(), 1);
+    assert_eq!(sb.events("resumed").len(), 1);
+    assert_code(&sb.run(["pause", "nope", "--reason", "x"]), 2);
+
+    // stop-all stops a running run and skips new ones.
+    sb.definition("long", "name = \"long\"\ncommand = [\"sleep\", \"300\"]\n");
+    let mut runner = sb
+        .cmd(["run", "long"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while sb.events("started").iter().all(|s| s["name"] != "long") {
+        assert!(Instant::now() < until, "long never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = sb.run(["stop-all", "--reason", "incident"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("stopped 1 running run"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(runner.wait().unwrap().code(), Some(1));
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "stopped");
+    assert_eq!(f["error"]["detail"], "stopped by SIGTERM");
+    assert_eq!(list_doc(&sb).stopped.unwrap().reason, "incident");
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("skipped (stopped: incident)"));
+    assert_code(&sb.run(["resume-all"]), 0);
+    assert_code(&sb.run(["run", "t"]), 0);
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn sigint_to_the_runner_stops_the_tree() {
+    let sb = Sandbox::new();
+    let pids = sb.path("pids");
+    sh_def(
+        &sb,
+        "t",
+        60,
+        &format!(
+            "sleep 300 & echo $! >> {0}; echo $$ >> {0}; wait",
+            pids.display()
+        ),
+    );
+    let runner = sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    while read_pids(&pids).len() < 2 {
+        assert!(Instant::now() < until, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(runner.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(sb.last_finished()["outcome"], "stopped");
+    assert_eq!(
+        survivors(&read_pids(&pids), Duration::from_millis(500)),
+        Vec::<i32>::new()
+    );
+}
+
+#[test]
+fn exit_codes() {
+    let sb = Sandbox::new();
+    sb.definition("ok", "name = \"ok\"\ncommand = [\"true\"]\n");
+    sb.definition(
+        "fail",
+        "name = \"fail\"\ncommand = [\"sh\", \"-c\", \"exit 3\"]\n",
+    );
+    sb.definition(
+        "nostart",
+        "name = \"nostart\"\ncommand = [\"scripts/missing.sh\"]\n",
+    );
+    sb.definition("broken", "name = \"broken\"\n");
+    assert_code(&sb.run(["run", "ok"]), 0);
+    let o = sb.run(["run", "fail"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("exit_status: exited with 3"),
+        "{}",
+        stdout(&o)
+    );
+    assert_code(&sb.run(["run", "nostart"]), 1);
+    assert_eq!(sb.last_finished()["error"]["class"], "spawn_failed");
+    // Invalid invocations: a bad name, an unknown trigger, a manual run of a broken definition.
+    assert_code(&sb.run(["run", "Bad_Name"]), 2);
+    assert_code(&sb.run(["run", "ok", "--trigger", "cron"]), 2);
+    let before = sb.log_lines().len();
+    let o = sb.run(["run", "broken"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("automations/broken.toml: command: missing"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        sb.log_lines().len(),
+        before,
+        "a manual run of a broken definition records nothing"
+    );
+    // On schedule, a missing or broken definition is a recorded failure, so a stale unit shows.
+    for (name, class) in [
+        ("gone", "definition_missing"),
+        ("broken", "definition_invalid"),
+    ] {
+        let o = sb.run(["run", name, "--trigger", "schedule"]);
+        assert_code(&o, 1);
+        assert!(stdout(&o).is_empty());
+        assert!(stderr(&o).contains(class), "{}", stderr(&o));
+        let f = sb.last_finished();
+        assert_eq!(f["error"]["class"], class);
+        assert_eq!(sb.events("started").last().unwrap()["name"], name);
+    }
+    // A scheduled ok run prints nothing.
+    let o = sb.run(["run", "ok", "--trigger", "schedule"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).is_empty() && stderr(&o).is_empty());
+}
+
+#[test]
+fn runs_and_show() {
+    let sb = Sandbox::new();
+    sh_def(
+        &sb,
+        "t",
+        10,
+        "echo visible-output; \"$AUTOMATION_BIN\" result n=7 --headline n",
+    );
+    for _ in 0..3 {
+        assert_code(&sb.run(["run", "t"]), 0);
+    }
+    let o = sb.run(["runs", "-n", "2"]);
+    assert_code(&o, 0);
+    let text = stdout(&o);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        !text.contains("visible-output"),
+        "runs must never print output"
+    );
+    assert!(text.contains("n=7"));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&sb.run(["runs", "t", "--json"]).stdout).unwrap();
+    assert_eq!(doc["version"], 1);
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[0]["status"], "ok");
+    assert_eq!(runs[0]["headline"]["value"], 7);
+    let id = runs[0]["run"].as_str().unwrap();
+    let o = sb.run(["show", &id[..20]]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("visible-output") && stdout(&o).contains("facts     n=7"),
+        "{}",
+        stdout(&o)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_slice(&sb.run(["show", id, "--json"]).stdout).unwrap();
+    assert_eq!(doc["finished"]["stdout_tail"], "visible-output\n");
+    assert_code(&sb.run(["show", "nope"]), 2);
+}
+
+#[test]
+fn the_shipped_heartbeat_runs() {
+    let sb = Sandbox::new();
+    copy_dir(
+        &repo_root().join("automations"),
+        &sb.root.join("automations"),
+    );
+    copy_dir(&repo_root().join("scripts"), &sb.root.join("scripts"));
+    let o = sb.run(["run", "heartbeat"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).starts_with("heartbeat: ok in ") && stdout(&o).contains("· beats=1"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -1,0 +1,85 @@
+//! Strict schemas of the JSON documents the binary prints; unknown fields fail the tests.
+
+#![allow(dead_code)]
+
+use serde::Deserialize;
+
+use crate::harness::{Sandbox, assert_code};
+
+/// `list --json`, parsed strictly.
+pub fn list_doc(sb: &Sandbox) -> ListDoc {
+    let o = sb.run(["list", "--json"]);
+    assert_code(&o, 0);
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("list --json: {e}\n{}", String::from_utf8_lossy(&o.stdout)))
+}
+
+/// The `list --json` format, version 1, deserialized strictly.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListDoc {
+    pub version: u32,
+    pub stopped: Option<StopJson>,
+    pub automations: Vec<ListEntry>,
+    pub invalid: Vec<Problem>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListEntry {
+    pub name: String,
+    pub label: String,
+    pub schedule: Option<ScheduleJson>,
+    pub schedule_words: String,
+    pub outbound: bool,
+    pub description: Option<String>,
+    pub paused: Option<PausedJson>,
+    pub running: bool,
+    pub last_run: Option<LastRunJson>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StopJson {
+    pub reason: String,
+    pub at: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PausedJson {
+    pub by: String,
+    pub reason: String,
+    pub at: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LastRunJson {
+    pub run: String,
+    pub at: String,
+    pub trigger: String,
+    pub status: String,
+    pub duration_ms: Option<u64>,
+    pub headline: Option<u64>,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields, tag = "kind", rename_all = "snake_case")]
+pub enum ScheduleJson {
+    EveryMinutes {
+        every_minutes: u32,
+    },
+    DailyAt {
+        daily_at: String,
+        weekdays: Vec<String>,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Problem {
+    pub file: String,
+    pub key: String,
+    pub message: String,
+}
