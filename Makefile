@@ -17,10 +17,14 @@ RELEASE := $(CARGO) build --locked --release --quiet
 BIN := target/release/automations
 endif
 AUTOMATIONS := $(BIN) --root $(CURDIR)
+# Where `make automations-install` puts the binary that installed units run: a stable path, never
+# a target/ folder that the next build or `cargo clean` replaces.
+STABLE_BIN ?= $(HOME)/.local/bin/automations
 
 .PHONY: build release test check lint bench \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
-	automations-pause automations-resume
+	automations-pause automations-resume automations-install automations-uninstall automations-check \
+	automations-units automations-plist automations-doctor
 
 build:
 	$(CARGO) build --locked
@@ -35,7 +39,7 @@ lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 
-check: lint test automations-defs-check
+check: lint test automations-defs-check automations-check
 
 bench: release
 	scripts/bench.sh $(BIN)
@@ -64,3 +68,30 @@ automations-pause: release
 automations-resume: release
 	@test -n "$(NAME)" || { echo "usage: make automations-resume NAME=<name>" >&2; exit 2; }
 	@$(AUTOMATIONS) resume $(NAME)
+
+automations-install: release
+	@test -n "$(NAME)" || { echo "usage: make automations-install NAME=<name> [DRY=1]" >&2; exit 2; }
+ifeq ($(DRY),1)
+	@$(AUTOMATIONS) install $(NAME) --dry-run --bin $(STABLE_BIN)
+else
+	@install -D -m 0755 $(BIN) $(STABLE_BIN)
+	@echo "installed the binary at $(STABLE_BIN)"
+	@$(STABLE_BIN) --root $(CURDIR) install $(NAME)
+endif
+
+automations-uninstall: release
+	@test -n "$(NAME)" || { echo "usage: make automations-uninstall NAME=<name> [DRY=1]" >&2; exit 2; }
+	@$(AUTOMATIONS) uninstall $(NAME) $(if $(filter 1,$(DRY)),--dry-run)
+
+automations-check: release
+	@$(AUTOMATIONS) check
+
+automations-units: release
+	@$(AUTOMATIONS) units
+
+automations-plist: release
+	@test -n "$(NAME)" || { echo "usage: make automations-plist NAME=<name>" >&2; exit 2; }
+	@$(AUTOMATIONS) render $(NAME) --bin $(STABLE_BIN)
+
+automations-doctor: release
+	@$(AUTOMATIONS) doctor

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::names::Name;
 use crate::runlog::Trigger;
+use crate::settings::Target;
 
 /// Turns automations/<name>.toml definitions into OS-native scheduled units and runs every firing
 /// safely: lock, pause state, clean environment, whole-tree timeout, redacted output, hash-chained
@@ -158,6 +159,86 @@ pub enum Command {
     /// The run log.
     #[command(subcommand)]
     Log(LogCommand),
+
+    /// Regenerate units/ (the portable rendering of every scheduled definition), or check it.
+    ///
+    /// units/ holds, for both launchd and systemd, what each scheduled definition renders to, with
+    /// @BIN@, @ROOT@ and @DATA_ROOT@ for machine paths. With --check nothing is written; any
+    /// stale, hand-edited, extra or missing file is reported with a diff and exits 1.
+    ///
+    /// Example: automations units --check
+    Units {
+        /// Compare instead of writing.
+        #[arg(long)]
+        check: bool,
+    },
+
+    /// Print the unit files this machine would install for an automation.
+    ///
+    /// Example: automations render heartbeat --target launchd
+    Render {
+        name: Name,
+        /// Render for this service manager instead of this machine's.
+        #[arg(long, value_enum)]
+        target: Option<Target>,
+        /// The binary the unit runs [default: this one].
+        #[arg(long, value_name = "PATH")]
+        bin: Option<PathBuf>,
+        /// Print {"version": 1, "files": [{"path", "content"}]}.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Install an automation's unit on this machine and load it.
+    ///
+    /// Prints the plan (files, load, record) with a diff, then asks you to type y: stdin and
+    /// stdout must be a terminal, and nothing skips the question. Refused from a linked git
+    /// worktree and for a binary inside a cargo target/ folder (use `make automations-install`,
+    /// which copies a release binary to ~/.local/bin first). On any failure the previous unit files
+    /// and install record are restored. --dry-run prints the plan and works anywhere.
+    ///
+    /// Example: automations install heartbeat --dry-run
+    Install {
+        name: Name,
+        /// Print the plan and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The binary the unit runs [default: this one]. It must exist and not be inside a
+        /// target/ folder.
+        #[arg(long, value_name = "PATH")]
+        bin: Option<PathBuf>,
+    },
+
+    /// Unload an automation's unit and remove its files and install record.
+    ///
+    /// Same terminal rule as install. A unit that will not unload keeps its files.
+    ///
+    /// Example: automations uninstall heartbeat
+    Uninstall {
+        name: Name,
+        /// Print the plan and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+
+    /// Drift check: units/ against the definitions, and this machine's installed units.
+    ///
+    /// One line per finding: changed (definition, a path, or edited by hand), missing (file gone
+    /// or not loaded), extra (our label prefix, never installed), orphaned (installed, definition
+    /// gone or unscheduled). Exits 1 on any finding. This is what `make automations-check` and CI
+    /// run.
+    ///
+    /// Example: automations check
+    Check {
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Look over this machine's setup: each line ok / warn / fail, with the fix.
+    ///
+    /// Example: automations doctor
+    Doctor,
 
     /// Print a shell completion script.
     ///

@@ -26,15 +26,19 @@ pub fn open_private(path: &Path) -> io::Result<File> {
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename), mode 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    private_dir(dir)?;
+    private_dir(path.parent().unwrap_or(Path::new(".")))?;
+    write_atomic_mode(path, bytes, 0o600)
+}
+
+/// Writes `bytes` to `path` atomically with `mode`; the folder must exist.
+pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let result = (|| {
         let mut f = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(0o600)
+            .mode(mode)
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;

@@ -10,12 +10,15 @@ pub mod definition;
 pub mod exit;
 pub mod fsutil;
 pub mod history;
+pub mod install;
 pub mod locks;
 pub mod names;
 pub mod runlog;
 pub mod runner;
+pub mod service;
 pub mod settings;
 pub mod state;
+pub mod units;
 
 mod commands;
 

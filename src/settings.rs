@@ -22,7 +22,9 @@ pub const DEFAULT_NAMESPACE: &str = "automations";
 pub const DEFINITIONS_DIR: &str = "automations";
 
 /// Which service manager this machine schedules with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Target {
     /// macOS LaunchAgents.

@@ -13,12 +13,17 @@ use std::path::{Path, PathBuf};
 use crate::definition::Definition;
 use crate::fsutil;
 
-/// The fixed `PATH` of every command (and of every rendered unit).
+/// The fixed `PATH` of commands on macOS (and of every LaunchAgent).
+pub const FIXED_PATH_MACOS: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+/// The fixed `PATH` of commands on Linux (and of every systemd unit).
+pub const FIXED_PATH_LINUX: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+
+/// The fixed `PATH` of every command on this machine.
 #[cfg(target_os = "macos")]
-pub const FIXED_PATH: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-/// The fixed `PATH` of every command (and of every rendered unit).
+pub const FIXED_PATH: &str = FIXED_PATH_MACOS;
+/// The fixed `PATH` of every command on this machine.
 #[cfg(not(target_os = "macos"))]
-pub const FIXED_PATH: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+pub const FIXED_PATH: &str = FIXED_PATH_LINUX;
 
 /// `LANG` when the runner has none.
 #[cfg(target_os = "macos")]
@@ -121,7 +126,7 @@ pub fn build(
 /// The user name of this uid from `/etc/passwd`, read directly: the runner is linked statically
 /// on Linux (see the Makefile), where NSS lookups are unreliable, and USER is set by launchd,
 /// systemd and login shells anyway — this is only the fallback.
-fn current_user() -> Option<OsString> {
+pub fn current_user() -> Option<OsString> {
     let uid = nix::unistd::getuid().as_raw().to_string();
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {

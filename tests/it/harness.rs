@@ -33,6 +33,8 @@ pub struct Sandbox {
     pub root: PathBuf,
     pub home: PathBuf,
     pub data: PathBuf,
+    /// The binary `cmd` runs: the one under test, or a stable copy (see `use_stable_bin`).
+    pub bin: PathBuf,
     env: Vec<(String, String)>,
 }
 
@@ -54,8 +56,15 @@ impl Sandbox {
             root,
             home,
             data,
+            bin: bin(),
             env: Vec::new(),
         }
+    }
+
+    /// Runs a copy of the binary outside target/, as an installed one would be.
+    pub fn use_stable_bin(&mut self) -> PathBuf {
+        self.bin = stable_bin(&self.dir.path().join("bin"));
+        self.bin.clone()
     }
 
     /// Writes `automations/<name>.toml`.
@@ -89,7 +98,7 @@ impl Sandbox {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        let mut c = Command::new(bin());
+        let mut c = Command::new(&self.bin);
         c.env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .env("HOME", &self.home)
@@ -219,4 +228,65 @@ pub fn survivors(pids: &[i32], within: std::time::Duration) -> Vec<i32> {
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
+}
+
+/// What a program printed on a pseudo-terminal, and how it ended.
+pub struct PtyRun {
+    pub output: String,
+    pub code: Option<i32>,
+}
+
+/// Runs `cmd` on a real pseudo-terminal (its stdin, stdout and stderr; it becomes the controlling
+/// terminal). When `prompt` appears in the output, types `answer` and a newline.
+pub fn run_on_pty(mut cmd: Command, prompt: &str, answer: &str) -> PtyRun {
+    use std::io::{Read, Write};
+    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::process::CommandExt;
+    let pty = nix::pty::openpty(None, None).expect("openpty");
+    let slave = pty.slave;
+    let fd = slave.as_raw_fd();
+    // SAFETY: dup of a valid fd; each Stdio owns its own copy.
+    let stdio = || unsafe { std::process::Stdio::from_raw_fd(nix::libc::dup(fd)) };
+    cmd.stdin(stdio()).stdout(stdio()).stderr(stdio());
+    // SAFETY: setsid and ioctl are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()?;
+            if nix::libc::ioctl(0, nix::libc::TIOCSCTTY as _, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn on pty");
+    // Only the child may hold the terminal's slave side, or reading the master never ends.
+    drop(cmd);
+    drop(slave);
+    let mut master = std::fs::File::from(pty.master);
+    let mut output = Vec::new();
+    let mut answered = false;
+    let mut buf = [0u8; 4096];
+    loop {
+        match master.read(&mut buf) {
+            Ok(0) | Err(_) => break, // EIO once the child side is closed
+            Ok(n) => output.extend_from_slice(&buf[..n]),
+        }
+        if !answered && String::from_utf8_lossy(&output).contains(prompt) {
+            master.write_all(format!("{answer}\n").as_bytes()).unwrap();
+            answered = true;
+        }
+    }
+    let status = child.wait().unwrap();
+    PtyRun {
+        output: String::from_utf8_lossy(&output).replace("\r\n", "\n"),
+        code: status.code(),
+    }
+}
+
+/// Copies the binary under test to `dir/automations`: units must not point into target/.
+pub fn stable_bin(dir: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let dest = dir.join("automations");
+    std::fs::copy(bin(), &dest).unwrap();
+    dest
 }

@@ -5,3 +5,5 @@ mod schema;
 
 mod definitions;
 mod runner;
+mod systemd;
+mod units;

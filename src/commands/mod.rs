@@ -3,6 +3,8 @@
 //! Output formatting of each command lives here; logic lives in its module. Errors are returned,
 //! never printed (see `lib.rs`).
 
+mod machine;
+
 use std::io::Write;
 
 use anyhow::Context;
@@ -41,6 +43,21 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::StopAll { reason } => stop_all(&settings(&cli.global)?, &reason),
         Command::ResumeAll => resume_all(&settings(&cli.global)?),
         Command::Log(LogCommand::Verify { json }) => log_verify(&settings(&cli.global)?, json),
+        Command::Units { check } => machine::units(&settings(&cli.global)?, check),
+        Command::Render {
+            name,
+            target,
+            bin,
+            json,
+        } => machine::render(&settings(&cli.global)?, &name, target, bin, json),
+        Command::Install { name, dry_run, bin } => {
+            machine::install(&settings(&cli.global)?, &name, dry_run, bin)
+        }
+        Command::Uninstall { name, dry_run } => {
+            machine::uninstall(&settings(&cli.global)?, &name, dry_run)
+        }
+        Command::Check { json } => machine::check(&settings(&cli.global)?, json),
+        Command::Doctor => machine::doctor(&settings(&cli.global)?),
     }
 }
 
@@ -55,7 +72,7 @@ pub fn settings(global: &Global) -> Result<Settings, Fail> {
     Ok(Settings::resolve(&flags, &os)?)
 }
 
-fn checks(s: &Settings) -> Checks {
+pub(crate) fn checks(s: &Settings) -> Checks {
     Checks {
         home: s.home.clone(),
         data_root: s.data_root.clone(),
@@ -63,7 +80,7 @@ fn checks(s: &Settings) -> Checks {
 }
 
 /// Loads every definition; an unreadable folder is an environment problem.
-fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
+pub(crate) fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
     let dir = s.definitions_dir();
     definition::load_all(&dir, &checks(s))
         .with_context(|| format!("cannot read {}", dir.display()))

@@ -1,0 +1,464 @@
+//! Commands about this machine's units: `units`, `render`, `install`, `uninstall`, `check`,
+//! `doctor`. Logic lives in `units`, `service` and `install`; this is parsing and printing.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+
+use super::{checks, load_all};
+use crate::definition::{self, Definition, LoadError};
+use crate::install::{self, Finding};
+use crate::names::Name;
+use crate::service::{self, ServiceManager};
+use crate::settings::{Settings, Target};
+use crate::units::{self, portable};
+use crate::{CmdResult, Exit, Fail};
+
+fn bad(msg: String) -> Fail {
+    Fail::new(Exit::BadInput, anyhow!(msg))
+}
+
+/// Every definition, or exit 2 with every problem.
+fn valid_definitions(s: &Settings) -> Result<Vec<Definition>, Fail> {
+    let loaded = load_all(s)?;
+    if !loaded.problems.is_empty() {
+        let lines: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
+        return Err(bad(format!(
+            "invalid definitions (run `automations validate`):\n{}",
+            lines.join("\n")
+        )));
+    }
+    Ok(loaded.definitions)
+}
+
+fn one_definition(s: &Settings, name: &Name) -> Result<Definition, Fail> {
+    definition::load_one(&s.definitions_dir(), name, &checks(s)).map_err(|e| match e {
+        LoadError::Missing(_) | LoadError::Invalid(_) => Fail::new(Exit::BadInput, e),
+    })
+}
+
+/// The binary units will run: `--bin`, else this one; absolute, links resolved when it exists.
+fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
+    let bin = match bin {
+        Some(b) if b.is_absolute() => b,
+        Some(b) => std::env::current_dir()?.join(b),
+        None => std::env::current_exe().context("cannot find this binary's path")?,
+    };
+    Ok(std::fs::canonicalize(&bin).unwrap_or(bin))
+}
+
+pub fn units(s: &Settings, check: bool) -> CmdResult {
+    let defs = valid_definitions(s)?;
+    let desired = portable::desired(&defs, &s.namespace);
+    let dir = s.root.join(portable::UNITS_DIR);
+    if check {
+        let present =
+            portable::present(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        let diffs = portable::compare(&present, &desired);
+        for d in &diffs {
+            println!("{}", d.line());
+            if let Some(diff) = d.diff() {
+                print!("{diff}");
+            }
+        }
+        if diffs.is_empty() {
+            println!("units/ matches the definitions ({} file(s))", desired.len());
+            return Ok(Exit::Success);
+        }
+        println!(
+            "units/ is out of date: run `automations units` (make automations-units) and commit"
+        );
+        return Ok(Exit::Failure);
+    }
+    let fixed = portable::write(&dir, &desired)
+        .with_context(|| format!("cannot write {}", dir.display()))?;
+    for d in &fixed {
+        println!("{}", d.line().replace(": ", ": rewrote, was "));
+    }
+    println!(
+        "units/: {} file(s), {} rewritten",
+        desired.len(),
+        fixed.len()
+    );
+    Ok(Exit::Success)
+}
+
+pub fn render(
+    s: &Settings,
+    name: &Name,
+    target: Option<Target>,
+    bin: Option<PathBuf>,
+    json: bool,
+) -> CmdResult {
+    let def = one_definition(s, name)?;
+    let target = target.unwrap_or(s.target);
+    let paths = install::machine_paths(s, &unit_binary(bin)?)?;
+    let files = units::render(&def, &s.namespace, &paths, target);
+    if files.is_empty() {
+        return Err(bad(format!(
+            "{name} has no [schedule]: there is no unit to render"
+        )));
+    }
+    let agents = match target {
+        t if t == s.target => s.agents_dir.clone(),
+        Target::Launchd => s.home.join("Library/LaunchAgents"),
+        Target::Systemd => s.home.join(".config/systemd/user"),
+    };
+    if json {
+        let files: Vec<_> = files
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "path": agents.join(&f.name),
+                    "content": String::from_utf8_lossy(&f.bytes),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::json!({"version": 1, "files": files}));
+        return Ok(Exit::Success);
+    }
+    let out = &mut std::io::stdout().lock();
+    for f in &files {
+        if files.len() > 1 {
+            writeln!(out, "# ==> {} <==", agents.join(&f.name).display())?;
+        }
+        out.write_all(&f.bytes)?;
+    }
+    Ok(Exit::Success)
+}
+
+/// Refuses when the root is a linked git worktree: its path can vanish with `git worktree remove`.
+fn refuse_linked_worktree(root: &Path) -> Result<(), Fail> {
+    let git = root.join(".git");
+    if git.is_file() {
+        let text = std::fs::read_to_string(&git).unwrap_or_default();
+        if text.contains("/worktrees/") {
+            return Err(Fail::new(
+                Exit::Environment,
+                anyhow!(
+                    "{} is a linked git worktree, which can be removed with its units still pointing at it; install from the main checkout",
+                    root.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Asks the person at the terminal to type y. There is deliberately no flag or variable that
+/// answers for them.
+fn confirm(question: &str) -> Result<bool, Fail> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(bad(format!(
+            "{question}: needs a person at a terminal (stdin and stdout must be a terminal) to type y; use --dry-run to see the plan"
+        )));
+    }
+    print!("{question}? Type y to confirm: ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+fn user_name() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(|| crate::runner::env::current_user().map(|u| u.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+/// On Linux, timers of a user without lingering run only while that user is logged in.
+fn linger_warning(s: &Settings) {
+    if s.target != Target::Systemd {
+        return;
+    }
+    let user = user_name();
+    if !user.is_empty() && !Path::new("/var/lib/systemd/linger").join(&user).exists() {
+        eprintln!(
+            "warning: lingering is off for {user}: the timer fires only while you are logged in; `loginctl enable-linger {user}` makes it fire after boot too"
+        );
+    }
+}
+
+pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -> CmdResult {
+    let def = one_definition(s, name)?;
+    let Some(schedule) = &def.schedule else {
+        return Err(bad(format!(
+            "{name} has no [schedule]: there is nothing to install (run it with `automations run {name}`)"
+        )));
+    };
+    let bin = unit_binary(bin)?;
+    let manager = service::for_target(s.target);
+    let plan = install::plan_install(s, &def, &bin, manager.as_ref())?;
+    println!(
+        "install {} ({}) running {}:",
+        plan.label,
+        schedule.words(),
+        bin.display()
+    );
+    print!("{}", plan.describe());
+    if dry_run {
+        println!("dry run: nothing changed");
+        return Ok(Exit::Success);
+    }
+    refuse_linked_worktree(&s.root)?;
+    if !bin.is_file() {
+        return Err(Fail::new(
+            Exit::Environment,
+            anyhow!(
+                "{} does not exist; the unit would have nothing to run",
+                bin.display()
+            ),
+        ));
+    }
+    if install::in_build_folder(&bin) {
+        return Err(Fail::new(
+            Exit::Environment,
+            anyhow!(
+                "{} is inside a cargo target/ folder, which the next build or `cargo clean` replaces; run `make automations-install NAME={name}`, which installs a release binary at ~/.local/bin/automations first",
+                bin.display()
+            ),
+        ));
+    }
+    if !confirm(&format!("Install {}", plan.label))? {
+        println!("not confirmed: nothing changed");
+        return Ok(Exit::Failure);
+    }
+    if plan.is_empty() {
+        println!("{} is already installed and up to date", plan.label);
+        return Ok(Exit::Success);
+    }
+    install::apply_install(s, &plan, manager.as_ref())?;
+    println!("installed {}", plan.label);
+    linger_warning(s);
+    Ok(Exit::Success)
+}
+
+pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
+    let manager = service::for_target(s.target);
+    let plan = install::plan_uninstall(s, name, manager.as_ref())?;
+    if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
+        println!(
+            "{} is not installed on this machine: nothing to do",
+            plan.label
+        );
+        return Ok(Exit::Success);
+    }
+    println!("uninstall {}:", plan.label);
+    print!("{}", plan.describe());
+    if dry_run {
+        println!("dry run: nothing changed");
+        return Ok(Exit::Success);
+    }
+    if !confirm(&format!("Uninstall {}", plan.label))? {
+        println!("not confirmed: nothing changed");
+        return Ok(Exit::Failure);
+    }
+    install::apply_uninstall(s, &plan, manager.as_ref())?;
+    println!("uninstalled {}", plan.label);
+    Ok(Exit::Success)
+}
+
+/// Both halves of the drift check.
+struct Drift {
+    units: Vec<portable::Difference>,
+    machine: Vec<Finding>,
+}
+
+fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
+    let defs = valid_definitions(s)?;
+    let dir = s.root.join(portable::UNITS_DIR);
+    let present =
+        portable::present(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    Ok(Drift {
+        units: portable::compare(&present, &portable::desired(&defs, &s.namespace)),
+        machine: install::check_machine(s, &defs, manager)?,
+    })
+}
+
+pub fn check(s: &Settings, json: bool) -> CmdResult {
+    let manager = service::for_target(s.target);
+    let d = drift(s, manager.as_ref())?;
+    let clean = d.units.is_empty() && d.machine.is_empty();
+    if json {
+        let units: Vec<String> = d.units.iter().map(portable::Difference::line).collect();
+        println!(
+            "{}",
+            serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine})
+        );
+    } else {
+        for u in &d.units {
+            println!("{}", u.line());
+            if let Some(diff) = u.diff() {
+                print!("{diff}");
+            }
+        }
+        for f in &d.machine {
+            println!("{}", f.line());
+        }
+        if clean {
+            println!(
+                "no drift: units/ matches the definitions and this machine matches its install records"
+            );
+        }
+    }
+    Ok(if clean { Exit::Success } else { Exit::Failure })
+}
+
+pub fn doctor(s: &Settings) -> CmdResult {
+    let mut failed = false;
+    let mut line = |level: &str, what: &str, detail: String| {
+        failed |= level == "fail";
+        println!("{level:4}  {what}: {detail}");
+    };
+    let manager = service::for_target(s.target);
+    match manager.reachable() {
+        Ok(()) => line(
+            "ok",
+            "service manager",
+            format!("{:?} answers", s.target).to_lowercase(),
+        ),
+        Err(e) => line(
+            "fail",
+            "service manager",
+            format!(
+                "{e}; fix: run from your login session (systemd: XDG_RUNTIME_DIR must name your user manager's runtime folder)"
+            ),
+        ),
+    }
+    if s.target == Target::Systemd {
+        let user = user_name();
+        if Path::new("/var/lib/systemd/linger").join(&user).exists() {
+            line(
+                "ok",
+                "lingering",
+                format!("on for {user}: timers fire without a login"),
+            );
+        } else {
+            line(
+                "warn",
+                "lingering",
+                format!(
+                    "off for {user}: timers fire only while you are logged in; fix: loginctl enable-linger {user}"
+                ),
+            );
+        }
+    }
+    // Look, never create: the nearest existing folder on the way must be writable.
+    let existing = s
+        .agents_dir
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("/"));
+    match nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => line(
+            "ok",
+            "agents folder",
+            format!("{} is writable", s.agents_dir.display()),
+        ),
+        Err(e) => line(
+            "fail",
+            "agents folder",
+            format!(
+                "{} is not writable ({e}); fix: make it writable by you",
+                existing.display()
+            ),
+        ),
+    }
+    match install::all_records(s) {
+        Ok(records) if records.is_empty() => line("ok", "binary", "nothing installed yet".into()),
+        Ok(records) => {
+            for (name, r) in records {
+                let bin = Path::new(&r.bin);
+                if !bin.exists() {
+                    line(
+                        "fail",
+                        "binary",
+                        format!(
+                            "{name}'s unit runs {}, which is gone; fix: make automations-install NAME={name}",
+                            r.bin
+                        ),
+                    );
+                } else if install::in_build_folder(bin) {
+                    line(
+                        "fail",
+                        "binary",
+                        format!(
+                            "{name}'s unit runs {}, inside a target/ folder; fix: make automations-install NAME={name}",
+                            r.bin
+                        ),
+                    );
+                } else {
+                    line("ok", "binary", format!("{name}'s unit runs {}", r.bin));
+                }
+            }
+        }
+        Err(e) => line("fail", "install records", format!("{e:#}")),
+    }
+    match std::fs::metadata(&s.data_root) {
+        Ok(m) => {
+            let mode = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777;
+            if mode & 0o077 == 0 {
+                line(
+                    "ok",
+                    "data root",
+                    format!("{} is private ({mode:o})", s.data_root.display()),
+                );
+            } else {
+                line(
+                    "fail",
+                    "data root",
+                    format!(
+                        "{} is mode {mode:o}; fix: chmod 700 {}",
+                        s.data_root.display(),
+                        s.data_root.display()
+                    ),
+                );
+            }
+        }
+        Err(_) => line(
+            "warn",
+            "data root",
+            format!(
+                "{} does not exist yet; the first run creates it 0700",
+                s.data_root.display()
+            ),
+        ),
+    }
+    let loaded = load_all(s)?;
+    if loaded.problems.is_empty() {
+        line(
+            "ok",
+            "definitions",
+            format!("{} valid", loaded.definitions.len()),
+        );
+    } else {
+        line(
+            "fail",
+            "definitions",
+            format!(
+                "{} problem(s); fix: automations validate",
+                loaded.problems.len()
+            ),
+        );
+    }
+    if loaded.problems.is_empty() {
+        match drift(s, manager.as_ref()) {
+            Ok(d) if d.units.is_empty() && d.machine.is_empty() => {
+                line("ok", "drift", "none".into())
+            }
+            Ok(d) => line(
+                "fail",
+                "drift",
+                format!(
+                    "{} finding(s); fix: see automations check",
+                    d.units.len() + d.machine.len()
+                ),
+            ),
+            Err(e) => line("fail", "drift", format!("{:#}", e.error)),
+        }
+    }
+    Ok(if failed { Exit::Failure } else { Exit::Success })
+}

@@ -1,0 +1,552 @@
+//! Install, uninstall and the machine half of `check` (SPEC §7), sharing one [`Plan`].
+//!
+//! A plan compares what a label should be on this machine (rendered files, loaded, recorded) with
+//! what it is. `install --dry-run` prints it, `install` applies it, `check` reports any plan that
+//! is not empty as drift. Applying writes unit files atomically, loads them only when their bytes
+//! changed (or they are not loaded), records the install in `state/installed/<name>.json`, and on
+//! any failure puts the previous files and record back. It touches only files of its own label.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::definition::{Definition, hex_sha256};
+use crate::fsutil;
+use crate::names::{Label, Name};
+use crate::service::ServiceManager;
+use crate::settings::{Settings, Target};
+use crate::state;
+use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
+
+/// What `state/installed/<name>.json` records about one install.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub label: String,
+    pub target: Target,
+    /// File name -> sha256 of the bytes installed.
+    pub files: BTreeMap<String, String>,
+    /// sha256 of the definition file installed from.
+    pub definition: String,
+    pub bin: String,
+    pub root: String,
+    pub data_root: String,
+    pub installed_at: DateTime<Utc>,
+}
+
+fn record_path(s: &Settings, name: &Name) -> PathBuf {
+    s.data_root
+        .join("state")
+        .join("installed")
+        .join(format!("{name}.json"))
+}
+
+/// The install record of `name`, if any.
+pub fn read_record(s: &Settings, name: &Name) -> anyhow::Result<Option<Record>> {
+    Ok(state::read_json(&record_path(s, name))?)
+}
+
+/// Every install record of this data root, by name.
+pub fn all_records(s: &Settings) -> anyhow::Result<BTreeMap<Name, Record>> {
+    let dir = s.data_root.join("state").join("installed");
+    let mut out = BTreeMap::new();
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    };
+    for entry in rd.flatten() {
+        let file = entry.file_name();
+        let Some(name) = file
+            .to_str()
+            .and_then(|f| f.strip_suffix(".json"))
+            .and_then(|n| Name::new(n).ok())
+        else {
+            continue;
+        };
+        if let Some(r) = read_record(s, &name)? {
+            out.insert(name, r);
+        }
+    }
+    Ok(out)
+}
+
+/// The unit files of our namespace in the agents folder, by name: file name -> bytes.
+pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>> {
+    let prefix = Label::prefix(&s.namespace);
+    let mut out: BTreeMap<Name, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
+    let rd = match std::fs::read_dir(&s.agents_dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!("cannot read the agents folder {}", s.agents_dir.display())
+            });
+        }
+    };
+    let exts: &[&str] = match s.target {
+        Target::Launchd => &[".plist"],
+        Target::Systemd => &[".service", ".timer"],
+    };
+    for entry in rd.flatten() {
+        let file = entry.file_name();
+        let Some(f) = file.to_str() else { continue };
+        let Some(stem) = f
+            .strip_prefix(&prefix)
+            .and_then(|rest| exts.iter().find_map(|e| rest.strip_suffix(e)))
+        else {
+            continue;
+        };
+        let Ok(name) = Name::new(stem) else { continue };
+        let bytes = std::fs::read(entry.path())
+            .with_context(|| format!("cannot read {}", entry.path().display()))?;
+        out.entry(name).or_default().insert(f.to_owned(), bytes);
+    }
+    Ok(out)
+}
+
+/// The machine paths units of this checkout point to.
+pub fn machine_paths(s: &Settings, bin: &Path) -> anyhow::Result<MachinePaths> {
+    let utf8 = |what: &str, p: &Path| {
+        p.to_str().map(str::to_owned).ok_or_else(|| {
+            anyhow!(
+                "the {what} path {} is not UTF-8; units cannot name it",
+                p.display()
+            )
+        })
+    };
+    let paths = MachinePaths {
+        bin: utf8("binary", bin)?,
+        root: utf8("repository root", &s.root)?,
+        data_root: utf8("data root", &s.data_root)?,
+    };
+    paths.check().map_err(|e| anyhow!(e))?;
+    Ok(paths)
+}
+
+/// True when `bin` lives in a cargo build folder (`…/target/{debug,release}/…`), which `cargo
+/// clean` or the next build can remove or replace under a running schedule.
+pub fn in_build_folder(bin: &Path) -> bool {
+    let parts: Vec<&std::ffi::OsStr> = bin.iter().collect();
+    parts
+        .windows(2)
+        .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
+        || parts
+            .windows(3)
+            .any(|w| w[0] == "target" && (w[2] == "debug" || w[2] == "release"))
+}
+
+/// One file of a plan.
+#[derive(Clone, Debug)]
+pub struct FileChange {
+    pub name: String,
+    pub path: PathBuf,
+    /// What is there now.
+    pub old: Option<Vec<u8>>,
+    /// What should be there (`None`: remove it).
+    pub new: Option<Vec<u8>>,
+}
+
+impl FileChange {
+    fn differs(&self) -> bool {
+        self.old != self.new
+    }
+}
+
+/// What installing (or uninstalling) one automation would change.
+#[derive(Debug)]
+pub struct Plan {
+    pub name: Name,
+    pub label: Label,
+    pub files: Vec<FileChange>,
+    pub loaded: bool,
+    pub record: Option<Record>,
+    /// The record after applying; `None` for an uninstall.
+    pub new_record: Option<Record>,
+}
+
+impl Plan {
+    /// Whether any file's bytes change.
+    pub fn files_change(&self) -> bool {
+        self.files.iter().any(FileChange::differs)
+    }
+
+    /// True when applying would change nothing.
+    pub fn is_empty(&self) -> bool {
+        let record_same = match (&self.record, &self.new_record) {
+            (Some(a), Some(b)) => {
+                a.files == b.files
+                    && a.definition == b.definition
+                    && a.bin == b.bin
+                    && a.root == b.root
+                    && a.data_root == b.data_root
+            }
+            (None, None) => true,
+            _ => false,
+        };
+        let load_same = self.new_record.is_some() == self.loaded;
+        !self.files_change() && record_same && load_same
+    }
+
+    /// The plan for people: one line per action, then the diffs.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        let installing = self.new_record.is_some();
+        for f in &self.files {
+            let verb = match (&f.old, &f.new) {
+                (None, Some(_)) => "create",
+                (Some(_), None) => "remove",
+                (Some(a), Some(b)) if a != b => "update",
+                _ => "keep (unchanged)",
+            };
+            out.push_str(&format!("  {verb:17} {}\n", f.path.display()));
+        }
+        let action = match (installing, self.loaded, self.files_change()) {
+            (true, false, _) => "load",
+            (true, true, true) => "reload",
+            (true, true, false) => "keep loaded (no reload: bytes unchanged)",
+            (false, true, _) => "unload",
+            (false, false, _) => "nothing to unload (not loaded)",
+        };
+        out.push_str(&format!("  {action:17} {}\n", self.label));
+        out.push_str(&format!(
+            "  {:17} state/installed/{}.json\n",
+            if installing { "record" } else { "forget" },
+            self.name
+        ));
+        for f in self.files.iter().filter(|f| f.differs()) {
+            out.push_str(&unified_diff(
+                &f.path.display().to_string(),
+                f.old.as_deref().unwrap_or_default(),
+                f.new.as_deref().unwrap_or_default(),
+            ));
+        }
+        out
+    }
+}
+
+fn file_changes(
+    s: &Settings,
+    desired: &[UnitFile],
+    present: &BTreeMap<String, Vec<u8>>,
+) -> Vec<FileChange> {
+    let mut files: Vec<FileChange> = desired
+        .iter()
+        .map(|u| FileChange {
+            name: u.name.clone(),
+            path: s.agents_dir.join(&u.name),
+            old: present.get(&u.name).cloned(),
+            new: Some(u.bytes.clone()),
+        })
+        .collect();
+    for (name, bytes) in present {
+        if !desired.iter().any(|u| &u.name == name) {
+            files.push(FileChange {
+                name: name.clone(),
+                path: s.agents_dir.join(name),
+                old: Some(bytes.clone()),
+                new: None,
+            });
+        }
+    }
+    files
+}
+
+/// The plan to install `def` from `bin` on this machine.
+pub fn plan_install(
+    s: &Settings,
+    def: &Definition,
+    bin: &Path,
+    manager: &dyn ServiceManager,
+) -> anyhow::Result<Plan> {
+    let label = s.label(&def.name);
+    let paths = machine_paths(s, bin)?;
+    let desired = units::render(def, &s.namespace, &paths, s.target);
+    let present = present_units(s)?.remove(&def.name).unwrap_or_default();
+    let record = read_record(s, &def.name)?;
+    let loaded = if present.is_empty() && record.is_none() {
+        false
+    } else {
+        manager
+            .loaded(std::slice::from_ref(&label))?
+            .contains(&label)
+    };
+    let new_record = Record {
+        label: label.to_string(),
+        target: s.target,
+        files: desired
+            .iter()
+            .map(|u| (u.name.clone(), hex_sha256(&u.bytes)))
+            .collect(),
+        definition: def.sha256.clone(),
+        bin: paths.bin,
+        root: paths.root,
+        data_root: paths.data_root,
+        installed_at: Utc::now(),
+    };
+    Ok(Plan {
+        name: def.name.clone(),
+        files: file_changes(s, &desired, &present),
+        label,
+        loaded,
+        record,
+        new_record: Some(new_record),
+    })
+}
+
+/// The plan to uninstall `name` from this machine.
+pub fn plan_uninstall(
+    s: &Settings,
+    name: &Name,
+    manager: &dyn ServiceManager,
+) -> anyhow::Result<Plan> {
+    let label = s.label(name);
+    let present = present_units(s)?.remove(name).unwrap_or_default();
+    let record = read_record(s, name)?;
+    let loaded = if present.is_empty() && record.is_none() {
+        false
+    } else {
+        manager
+            .loaded(std::slice::from_ref(&label))?
+            .contains(&label)
+    };
+    Ok(Plan {
+        name: name.clone(),
+        files: file_changes(s, &[], &present),
+        label,
+        loaded,
+        record,
+        new_record: None,
+    })
+}
+
+/// Applies an install plan; on failure restores the previous files and record.
+pub fn apply_install(
+    s: &Settings,
+    plan: &Plan,
+    manager: &dyn ServiceManager,
+) -> anyhow::Result<()> {
+    let new_record = plan.new_record.as_ref().expect("an install plan");
+    let changed = plan.files_change();
+    if s.target == Target::Launchd {
+        // launchd does not create the folder of StandardOutPath.
+        fsutil::private_dir(&s.data_root.join(units::launchd::LOG_DIR)).with_context(|| {
+            format!(
+                "cannot create {}",
+                s.data_root.join(units::launchd::LOG_DIR).display()
+            )
+        })?;
+    }
+    std::fs::create_dir_all(&s.agents_dir)
+        .with_context(|| format!("cannot create the agents folder {}", s.agents_dir.display()))?;
+    let result = (|| -> anyhow::Result<()> {
+        write_files(plan)?;
+        if changed || !plan.loaded {
+            manager
+                .load(&plan.label, &s.agents_dir, changed)
+                .with_context(|| format!("cannot load {}", plan.label))?;
+        }
+        state::write_json(&record_path(s, &plan.name), new_record)?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let restored = rollback(s, plan, manager);
+        return Err(match restored {
+            Ok(()) => {
+                e.context("install rolled back: the previous unit files and record are restored")
+            }
+            Err(r) => e.context(format!("install failed and the rollback failed too: {r:#}")),
+        });
+    }
+    Ok(())
+}
+
+fn write_files(plan: &Plan) -> anyhow::Result<()> {
+    for f in plan.files.iter().filter(|f| f.differs()) {
+        match &f.new {
+            Some(bytes) => fsutil::write_atomic_mode(&f.path, bytes, 0o644)
+                .with_context(|| format!("cannot write {}", f.path.display()))?,
+            None => {
+                fsutil::remove_if_exists(&f.path)
+                    .with_context(|| format!("cannot remove {}", f.path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Puts back the files and record a plan found, and reloads what was loaded before.
+fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::Result<()> {
+    for f in plan.files.iter().filter(|f| f.differs()) {
+        match &f.old {
+            Some(bytes) => fsutil::write_atomic_mode(&f.path, bytes, 0o644),
+            None => fsutil::remove_if_exists(&f.path).map(|_| ()),
+        }
+        .with_context(|| format!("restoring {} failed", f.path.display()))?;
+    }
+    let path = record_path(s, &plan.name);
+    match &plan.record {
+        Some(r) => state::write_json(&path, r).map_err(anyhow::Error::from),
+        None => fsutil::remove_if_exists(&path)
+            .map(|_| ())
+            .map_err(anyhow::Error::from),
+    }
+    .with_context(|| format!("restoring {} failed", path.display()))?;
+    let reload = manager.files_changed().and_then(|()| {
+        if plan.loaded {
+            manager.load(&plan.label, &s.agents_dir, true)
+        } else {
+            Ok(())
+        }
+    });
+    reload.context("the previous unit files and record are restored but reloading them failed")
+}
+
+/// Applies an uninstall plan. A unit that will not unload keeps its files and record.
+pub fn apply_uninstall(
+    s: &Settings,
+    plan: &Plan,
+    manager: &dyn ServiceManager,
+) -> anyhow::Result<()> {
+    if plan.loaded || !plan.files.is_empty() {
+        manager
+            .unload(&plan.label, &s.agents_dir)
+            .with_context(|| {
+                format!("cannot unload {}; its files are left in place", plan.label)
+            })?;
+    }
+    write_files(plan)?;
+    manager.files_changed()?;
+    fsutil::remove_if_exists(&record_path(s, &plan.name))?;
+    Ok(())
+}
+
+/// One drift finding of the machine check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// Installed, but the file differs from what the install would write now.
+    Changed { label: String, why: String },
+    /// Recorded, but the file is gone or the manager has not loaded it.
+    Missing { label: String, why: String },
+    /// A unit file of our namespace that was never recorded as installed.
+    Extra { file: String },
+    /// Recorded, but its definition is gone or no longer scheduled.
+    Orphaned { label: String, why: String },
+}
+
+impl Finding {
+    /// One line for people.
+    pub fn line(&self) -> String {
+        match self {
+            Finding::Changed { label, why } => format!("{label}: changed ({why}); reinstall it"),
+            Finding::Missing { label, why } => format!("{label}: missing ({why}); reinstall it"),
+            Finding::Extra { file } => format!(
+                "{file}: extra (never installed by automations here); remove it or install its automation"
+            ),
+            Finding::Orphaned { label, why } => format!("{label}: orphaned ({why}); uninstall it"),
+        }
+    }
+}
+
+/// Every drift between this machine and the definitions. Queries the manager once, and not at all
+/// when nothing of ours is installed or present.
+pub fn check_machine(
+    s: &Settings,
+    defs: &[Definition],
+    manager: &dyn ServiceManager,
+) -> anyhow::Result<Vec<Finding>> {
+    let records = all_records(s)?;
+    let present = present_units(s)?;
+    let mut findings = Vec::new();
+    for (name, files) in &present {
+        if !records.contains_key(name) {
+            for f in files.keys() {
+                findings.push(Finding::Extra {
+                    file: s.agents_dir.join(f).display().to_string(),
+                });
+            }
+        }
+    }
+    let labels: Vec<Label> = records.keys().map(|n| s.label(n)).collect();
+    let loaded: BTreeSet<Label> = if labels.is_empty() {
+        BTreeSet::new()
+    } else {
+        manager.loaded(&labels)?
+    };
+    for (name, record) in &records {
+        let label = s.label(name).to_string();
+        let files = present.get(name).cloned().unwrap_or_default();
+        let def = defs.iter().find(|d| &d.name == name);
+        match def {
+            None => {
+                findings.push(Finding::Orphaned {
+                    label,
+                    why: format!("automations/{name}.toml is gone"),
+                });
+                continue;
+            }
+            Some(d) if d.schedule.is_none() => {
+                findings.push(Finding::Orphaned {
+                    label,
+                    why: format!("automations/{name}.toml has no schedule any more"),
+                });
+                continue;
+            }
+            Some(_) => {}
+        }
+        let def = def.expect("checked above");
+        if let Some(gone) = record.files.keys().find(|f| !files.contains_key(*f)) {
+            findings.push(Finding::Missing {
+                label,
+                why: format!("{gone} is gone"),
+            });
+            continue;
+        }
+        if let Some(edited) = record
+            .files
+            .iter()
+            .find(|(f, h)| files.get(*f).map(|b| hex_sha256(b)).as_ref() != Some(h))
+        {
+            findings.push(Finding::Changed {
+                label,
+                why: format!("{} was edited by hand", edited.0),
+            });
+            continue;
+        }
+        if record.definition != def.sha256 {
+            findings.push(Finding::Changed {
+                label,
+                why: format!("automations/{name}.toml changed since it was installed"),
+            });
+            continue;
+        }
+        let mut moved = Vec::new();
+        if !Path::new(&record.bin).exists() {
+            moved.push(format!("the binary {} is gone", record.bin));
+        }
+        if Some(record.root.as_str()) != s.root.to_str() {
+            moved.push(format!("the repository root is now {}", s.root.display()));
+        }
+        if Some(record.data_root.as_str()) != s.data_root.to_str() {
+            moved.push(format!("the data root is now {}", s.data_root.display()));
+        }
+        if !moved.is_empty() {
+            findings.push(Finding::Changed {
+                label,
+                why: format!("a path: {}", moved.join("; ")),
+            });
+            continue;
+        }
+        if !loaded.contains(&s.label(name)) {
+            findings.push(Finding::Missing {
+                label,
+                why: "not loaded".into(),
+            });
+        }
+    }
+    Ok(findings)
+}

@@ -1,0 +1,105 @@
+//! launchd LaunchAgents: one property list per automation, built with the `plist` crate.
+//!
+//! `every_minutes` becomes `StartInterval` (seconds of awake time); `daily_at` becomes
+//! `StartCalendarInterval` (`{Hour, Minute}`, or an array with `Weekday`, Sunday = 0) plus
+//! `RunAtLoad`, so a slot missed while the Mac was off runs at the next login; the runner's slot
+//! guard makes that exactly one run per slot.
+
+use plist::{Dictionary, Value};
+
+use super::{MachinePaths, UnitFile, header_text, program_arguments};
+use crate::definition::{Definition, Schedule, Weekday};
+use crate::names::{Label, Namespace};
+use crate::runner::env::FIXED_PATH_MACOS as FIXED_PATH;
+
+/// The folder under the data root where launchd writes a job's own stdout/stderr.
+pub const LOG_DIR: &str = "launchd";
+
+/// The LaunchAgent of `def`.
+pub fn plist(
+    def: &Definition,
+    namespace: &Namespace,
+    label: &Label,
+    paths: &MachinePaths,
+) -> UnitFile {
+    let mut d = Dictionary::new();
+    d.insert("Label".into(), label.as_str().into());
+    d.insert(
+        "ProgramArguments".into(),
+        Value::Array(
+            program_arguments(def, namespace, paths)
+                .into_iter()
+                .map(Value::from)
+                .collect(),
+        ),
+    );
+    d.insert("WorkingDirectory".into(), paths.root.clone().into());
+    let mut env = Dictionary::new();
+    env.insert("PATH".into(), FIXED_PATH.into());
+    d.insert("EnvironmentVariables".into(), Value::Dictionary(env));
+    match def
+        .schedule
+        .as_ref()
+        .expect("render() only renders scheduled definitions")
+    {
+        Schedule::EveryMinutes { every_minutes } => {
+            d.insert(
+                "StartInterval".into(),
+                Value::Integer((u64::from(*every_minutes) * 60).into()),
+            );
+        }
+        Schedule::DailyAt { daily_at, weekdays } => {
+            let at = |weekday: Option<Weekday>| {
+                let mut c = Dictionary::new();
+                c.insert(
+                    "Hour".into(),
+                    Value::Integer(u64::from(daily_at.hour).into()),
+                );
+                c.insert(
+                    "Minute".into(),
+                    Value::Integer(u64::from(daily_at.minute).into()),
+                );
+                if let Some(w) = weekday {
+                    // launchd counts Sunday as 0.
+                    let n = (w.index_from_monday() + 1) % 7;
+                    c.insert("Weekday".into(), Value::Integer(u64::from(n).into()));
+                }
+                Value::Dictionary(c)
+            };
+            let value = if weekdays.is_empty() {
+                at(None)
+            } else {
+                let mut days = weekdays.clone();
+                days.sort();
+                Value::Array(days.into_iter().map(|w| at(Some(w))).collect())
+            };
+            d.insert("StartCalendarInterval".into(), value);
+            d.insert("RunAtLoad".into(), Value::Boolean(true));
+        }
+    }
+    let log = format!("{}/{LOG_DIR}/{}.log", paths.data_root, def.name);
+    d.insert("StandardOutPath".into(), log.clone().into());
+    d.insert("StandardErrorPath".into(), log.into());
+    d.insert("ProcessType".into(), "Background".into());
+
+    let mut xml = Vec::new();
+    Value::Dictionary(d)
+        .to_writer_xml(&mut xml)
+        .expect("writing a plist to memory cannot fail");
+    xml.push(b'\n');
+    UnitFile {
+        name: format!("{label}.plist"),
+        bytes: with_header(xml, &header_text(def)),
+    }
+}
+
+/// Inserts the header as an XML comment before `<plist`; `--` cannot appear inside a comment.
+fn with_header(xml: Vec<u8>, header: &str) -> Vec<u8> {
+    let comment = format!("<!-- {} -->\n", header.replace("--", "- -"));
+    let at = xml.windows(6).position(|w| w == b"<plist").unwrap_or(0);
+    let mut out = Vec::with_capacity(xml.len() + comment.len());
+    out.extend_from_slice(&xml[..at]);
+    out.extend_from_slice(comment.as_bytes());
+    out.extend_from_slice(&xml[at..]);
+    out
+}

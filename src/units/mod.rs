@@ -1,0 +1,131 @@
+//! Rendering: `(definition, machine paths) -> unit files`, for launchd and systemd (SPEC §7).
+//!
+//! Pure functions of their inputs: no files, no clock, no environment. The same rendering with the
+//! placeholders `@BIN@`, `@ROOT@`, `@DATA_ROOT@` is what `units/` in the repository holds, so CI can
+//! see a definition change that was not regenerated. Every file starts with a header naming its
+//! source definition and saying it is generated. This module must never write anything.
+
+pub mod launchd;
+pub mod portable;
+pub mod systemd;
+
+use crate::definition::Definition;
+use crate::names::{Label, Namespace};
+use crate::settings::Target;
+
+/// The placeholder for the binary's path in portable units.
+pub const BIN_PLACEHOLDER: &str = "@BIN@";
+/// The placeholder for the repository root in portable units.
+pub const ROOT_PLACEHOLDER: &str = "@ROOT@";
+/// The placeholder for the data root in portable units.
+pub const DATA_ROOT_PLACEHOLDER: &str = "@DATA_ROOT@";
+
+/// The machine paths a unit names, or their placeholders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MachinePaths {
+    /// The `automations` binary the unit runs.
+    pub bin: String,
+    /// The repository root.
+    pub root: String,
+    /// The private data root.
+    pub data_root: String,
+}
+
+impl MachinePaths {
+    /// The placeholders of `units/`.
+    pub fn portable() -> Self {
+        Self {
+            bin: BIN_PLACEHOLDER.into(),
+            root: ROOT_PLACEHOLDER.into(),
+            data_root: DATA_ROOT_PLACEHOLDER.into(),
+        }
+    }
+
+    /// Refuses paths a unit file cannot carry (control characters would end a line).
+    pub fn check(&self) -> Result<(), String> {
+        for (what, p) in [
+            ("binary", &self.bin),
+            ("repository root", &self.root),
+            ("data root", &self.data_root),
+        ] {
+            if p.chars().any(char::is_control) {
+                return Err(format!(
+                    "the {what} path {p:?} contains a control character"
+                ));
+            }
+            if p.trim() != p {
+                return Err(format!(
+                    "the {what} path {p:?} starts or ends with white space"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One rendered file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnitFile {
+    /// The file name, `<label>.plist` / `.service` / `.timer`.
+    pub name: String,
+    /// Its exact bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The files of `def` for `target`; empty when the definition has no schedule.
+pub fn render(
+    def: &Definition,
+    namespace: &Namespace,
+    paths: &MachinePaths,
+    target: Target,
+) -> Vec<UnitFile> {
+    if def.schedule.is_none() {
+        return Vec::new();
+    }
+    let label = Label::new(namespace, &def.name);
+    match target {
+        Target::Launchd => vec![launchd::plist(def, namespace, &label, paths)],
+        Target::Systemd => systemd::pair(def, namespace, &label, paths).to_vec(),
+    }
+}
+
+/// The argv a unit runs: `<bin> run <name> --trigger schedule --root … --data-root … --namespace …`.
+pub fn program_arguments(
+    def: &Definition,
+    namespace: &Namespace,
+    paths: &MachinePaths,
+) -> Vec<String> {
+    vec![
+        paths.bin.clone(),
+        "run".into(),
+        def.name.to_string(),
+        "--trigger".into(),
+        "schedule".into(),
+        "--root".into(),
+        paths.root.clone(),
+        "--data-root".into(),
+        paths.data_root.clone(),
+        "--namespace".into(),
+        namespace.to_string(),
+    ]
+}
+
+/// The one header line's words. It carries the definition's sha256, so drift checks can tell a
+/// definition changed since rendering from a file edited by hand.
+fn header_text(def: &Definition) -> String {
+    format!(
+        "Generated from automations/{}.toml (sha256 {}) by `automations` - do not edit; change the definition and reinstall.",
+        def.name, def.sha256
+    )
+}
+
+/// The definition hash named in a rendered file's header, if it has one.
+pub fn header_definition_hash(bytes: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(&bytes[..bytes.len().min(1024)]).ok()?;
+    let at = text.find("(sha256 ")? + "(sha256 ".len();
+    let hash = text[at..].split(')').next()?;
+    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then(|| hash.to_owned())
+}
+
+#[cfg(test)]
+mod tests;

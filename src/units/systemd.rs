@@ -1,0 +1,137 @@
+//! systemd user units: a `Type=oneshot` service and its timer.
+//!
+//! `every_minutes` uses monotonic timers (`OnActiveSec` + `OnUnitActiveSec`): CLOCK_MONOTONIC
+//! stops during suspend, like launchd's `StartInterval`. `daily_at` uses `OnCalendar=` with
+//! `Persistent=true`, so a slot missed while powered off runs at the next start (the runner's slot
+//! guard keeps that to one run per slot). Values are escaped for systemd: `%` specifiers, `$`
+//! expansion and quoting of `ExecStart=` arguments.
+
+use std::fmt::Write as _;
+
+use super::{MachinePaths, UnitFile, header_text, program_arguments};
+use crate::definition::{Definition, Schedule};
+use crate::names::{Label, Namespace};
+use crate::runner::env::FIXED_PATH_LINUX as FIXED_PATH;
+
+/// Seconds systemd waits beyond the runner's own timeout before it kills the service itself.
+pub const BACKSTOP_SECONDS: u32 = 30;
+
+/// The service and the timer of `def`.
+pub fn pair(
+    def: &Definition,
+    namespace: &Namespace,
+    label: &Label,
+    paths: &MachinePaths,
+) -> [UnitFile; 2] {
+    let header = format!("# {}\n", header_text(def));
+    let mut service = header.clone();
+    let what = def
+        .description
+        .as_deref()
+        .map_or_else(String::new, |d| format!(" - {d}"));
+    let _ = write!(
+        service,
+        "[Unit]\nDescription={}\n\n[Service]\nType=oneshot\nWorkingDirectory={}\nEnvironment=PATH={FIXED_PATH}\nExecStart={}\nTimeoutStartSec={}\nKillMode=control-group\n",
+        escape_specifiers(&format!("automations: {}{what}", def.name)),
+        escape_specifiers(&paths.root),
+        exec_start(&program_arguments(def, namespace, paths)),
+        def.timeout_seconds + BACKSTOP_SECONDS,
+    );
+
+    let mut timer = header;
+    let schedule = def
+        .schedule
+        .as_ref()
+        .expect("render() only renders scheduled definitions");
+    let _ = write!(
+        timer,
+        "[Unit]\nDescription={}\n\n[Timer]\n",
+        escape_specifiers(&format!("automations: {} ({})", def.name, schedule.words()))
+    );
+    match schedule {
+        Schedule::EveryMinutes { every_minutes } => {
+            let _ = write!(
+                timer,
+                "OnActiveSec={every_minutes}min\nOnUnitActiveSec={every_minutes}min\n"
+            );
+        }
+        Schedule::DailyAt { daily_at, weekdays } => {
+            let mut days: Vec<_> = weekdays.clone();
+            days.sort();
+            let prefix = if days.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = days.iter().map(|d| systemd_day(d.as_str())).collect();
+                format!("{} ", names.join(","))
+            };
+            let _ = write!(
+                timer,
+                "OnCalendar={prefix}*-*-* {daily_at}:00\nPersistent=true\n"
+            );
+        }
+    }
+    let _ = write!(
+        timer,
+        "AccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
+    );
+    [
+        UnitFile {
+            name: format!("{label}.service"),
+            bytes: service.into_bytes(),
+        },
+        UnitFile {
+            name: format!("{label}.timer"),
+            bytes: timer.into_bytes(),
+        },
+    ]
+}
+
+fn systemd_day(d: &str) -> &'static str {
+    match d {
+        "mon" => "Mon",
+        "tue" => "Tue",
+        "wed" => "Wed",
+        "thu" => "Thu",
+        "fri" => "Fri",
+        "sat" => "Sat",
+        _ => "Sun",
+    }
+}
+
+/// systemd refuses an executable path holding quotes, backslashes or control characters, though
+/// arguments may hold them.
+const UNSAFE_IN_EXECUTABLE: &[char] = &['"', '\'', '\\'];
+
+/// Where `env` lives on every Linux distribution.
+pub const ENV: &str = "/usr/bin/env";
+
+/// The `ExecStart=` value: the arguments quoted one by one. A binary path systemd will not take as
+/// an executable is passed to `/usr/bin/env` as an argument instead, which then runs it.
+fn exec_start(argv: &[String]) -> String {
+    let mut words: Vec<String> = Vec::with_capacity(argv.len() + 1);
+    if argv[0].contains(UNSAFE_IN_EXECUTABLE) {
+        words.push(ENV.into());
+    }
+    words.extend(argv.iter().map(|a| exec_arg(a)));
+    words.join(" ")
+}
+
+/// `%` starts a specifier in almost every unit setting; a literal one is `%%`.
+pub fn escape_specifiers(s: &str) -> String {
+    s.replace('%', "%%")
+}
+
+/// One `ExecStart=` argument: specifiers and `$` expansion escaped, quoted when it holds white
+/// space, quotes, backslashes or `;`, or is empty.
+pub fn exec_arg(s: &str) -> String {
+    let escaped = escape_specifiers(s).replace('$', "$$");
+    let plain = !escaped.is_empty()
+        && !escaped
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '"' | '\'' | '\\' | ';'));
+    if plain {
+        escaped
+    } else {
+        format!("\"{}\"", escaped.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}

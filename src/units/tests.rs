@@ -1,0 +1,165 @@
+//! Snapshots of rendered units, and the properties every rendering must have.
+
+use super::*;
+use crate::definition::{Checks, parse};
+
+fn def(name: &str, extra: &str) -> Definition {
+    let text = format!(
+        "name = \"{name}\"\ndescription = \"Proves 100% that it works\"\ncommand = [\"scripts/x.sh\"]\ntimeout_seconds = 60\n{extra}"
+    );
+    parse(
+        &format!("{name}.toml"),
+        text.as_bytes(),
+        &Checks {
+            home: "/nonexistent-home".into(),
+            data_root: "/nonexistent-data".into(),
+        },
+    )
+    .unwrap()
+}
+
+fn ns() -> Namespace {
+    Namespace::new("automations").unwrap()
+}
+
+/// The three schedule shapes the snapshots cover.
+pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
+    vec![
+        (
+            "every_minutes",
+            def("every", "[schedule]\nevery_minutes = 5\n"),
+        ),
+        (
+            "daily_at",
+            def("daily", "[schedule]\ndaily_at = \"08:30\"\n"),
+        ),
+        (
+            "daily_at_weekdays",
+            def(
+                "weekdays",
+                "[schedule]\ndaily_at = \"07:05\"\nweekdays = [\"fri\", \"mon\", \"sun\"]\n",
+            ),
+        ),
+    ]
+}
+
+/// Machine paths with a space, `%`, `&`, `<`, a quote and a non-ASCII letter.
+pub(crate) fn awkward_paths() -> MachinePaths {
+    MachinePaths {
+        bin: "/opt/My Tools/100% \"auto\" & <bin>/automations".into(),
+        root: "/srv/Répertoire & <repo> 50%/it's".into(),
+        data_root: "/var/lib/données 100%/<data> & \"x\"".into(),
+    }
+}
+
+fn text(files: &[UnitFile]) -> String {
+    files
+        .iter()
+        .map(|f| format!("==> {} <==\n{}", f.name, String::from_utf8_lossy(&f.bytes)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn snapshots() {
+    for (shape, d) in shapes() {
+        for (target, tname) in [(Target::Systemd, "systemd"), (Target::Launchd, "launchd")] {
+            insta::assert_snapshot!(
+                format!("{tname}_{shape}"),
+                text(&render(&d, &ns(), &MachinePaths::portable(), target))
+            );
+        }
+    }
+    let d = &shapes()[0].1;
+    insta::assert_snapshot!(
+        "systemd_awkward_paths",
+        text(&render(d, &ns(), &awkward_paths(), Target::Systemd))
+    );
+    insta::assert_snapshot!(
+        "launchd_awkward_paths",
+        text(&render(d, &ns(), &awkward_paths(), Target::Launchd))
+    );
+}
+
+#[test]
+fn rendering_is_deterministic_and_headed() {
+    for (_, d) in shapes() {
+        for target in [Target::Systemd, Target::Launchd] {
+            let a = render(&d, &ns(), &awkward_paths(), target);
+            let b = render(&d, &ns(), &awkward_paths(), target);
+            assert_eq!(a, b);
+            for f in &a {
+                let text = String::from_utf8(f.bytes.clone()).unwrap();
+                assert!(text.contains(&format!("Generated from automations/{}.toml", d.name)));
+                assert!(text.contains("do not edit"));
+                assert_eq!(
+                    header_definition_hash(&f.bytes).as_deref(),
+                    Some(d.sha256.as_str())
+                );
+            }
+        }
+    }
+    let manual = def("manual", "");
+    assert!(render(&manual, &ns(), &awkward_paths(), Target::Systemd).is_empty());
+}
+
+#[test]
+fn plists_parse_back_to_what_was_meant() {
+    let d = &shapes()[2].1;
+    let files = render(d, &ns(), &awkward_paths(), Target::Launchd);
+    let v: plist::Value = plist::from_bytes(&files[0].bytes).unwrap();
+    let dict = v.as_dictionary().unwrap();
+    assert_eq!(
+        dict["Label"].as_string(),
+        Some("local.automations.weekdays")
+    );
+    let args: Vec<&str> = dict["ProgramArguments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_string().unwrap())
+        .collect();
+    assert_eq!(args[0], awkward_paths().bin);
+    assert_eq!(&args[1..5], ["run", "weekdays", "--trigger", "schedule"]);
+    assert_eq!(args[6], awkward_paths().root);
+    assert_eq!(args[8], awkward_paths().data_root);
+    let cal = dict["StartCalendarInterval"].as_array().unwrap();
+    let days: Vec<u64> = cal
+        .iter()
+        .map(|c| {
+            c.as_dictionary().unwrap()["Weekday"]
+                .as_unsigned_integer()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(days, [1, 5, 0], "mon, fri, sun with Sunday = 0");
+    assert_eq!(dict["RunAtLoad"].as_boolean(), Some(true));
+    assert!(
+        dict["StandardOutPath"]
+            .as_string()
+            .unwrap()
+            .ends_with("/launchd/weekdays.log")
+    );
+}
+
+#[test]
+fn exec_args_are_quoted_for_systemd() {
+    use systemd::exec_arg;
+    assert_eq!(exec_arg("/usr/bin/x"), "/usr/bin/x");
+    assert_eq!(exec_arg("a b"), "\"a b\"");
+    assert_eq!(exec_arg("50%"), "50%%");
+    assert_eq!(exec_arg("$HOME"), "$$HOME");
+    assert_eq!(exec_arg("say \"hi\""), "\"say \\\"hi\\\"\"");
+    assert_eq!(exec_arg("back\\slash"), "\"back\\\\slash\"");
+    assert_eq!(exec_arg(""), "\"\"");
+    assert_eq!(exec_arg("it's"), "\"it's\"");
+    assert_eq!(exec_arg("é&<"), "é&<");
+}
+
+#[test]
+fn machine_paths_with_control_characters_are_refused() {
+    let mut p = awkward_paths();
+    assert!(p.check().is_ok());
+    p.root = "/a\nb".into();
+    assert!(p.check().unwrap_err().contains("repository root"));
+}

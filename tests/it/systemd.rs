@@ -1,0 +1,385 @@
+//! install / check / uninstall against a real, private systemd user manager (TESTING.md), typing
+//! `y` on a real pseudo-terminal. Needs root (a mount namespace); elsewhere these tests say
+//! SKIPPED, and fail under CI=true.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+
+/// A private `systemd --user`, stopped on drop.
+struct UserManager {
+    child: Child,
+    runtime: PathBuf,
+    home: PathBuf,
+}
+
+impl UserManager {
+    fn start(sb: &mut Sandbox, test: &str) -> Option<Self> {
+        if !nix::unistd::getuid().is_root() || !Path::new("/lib/systemd/systemd").exists() {
+            skip(
+                test,
+                "needs root and /lib/systemd/systemd for a private user manager",
+            );
+            return None;
+        }
+        let runtime = sb.path("runtime");
+        let child = Command::new(repo_root().join("scripts/systemd-sandbox.sh"))
+            .arg(&sb.home)
+            .arg(&runtime)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let m = UserManager {
+            child,
+            runtime: runtime.clone(),
+            home: sb.home.clone(),
+        };
+        let until = Instant::now() + Duration::from_secs(20);
+        while !m.systemctl(&["show-environment"]).status.success() {
+            assert!(
+                Instant::now() < until,
+                "the private user manager did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        sb.env("XDG_RUNTIME_DIR", runtime.to_str().unwrap());
+        Some(m)
+    }
+
+    fn systemctl(&self, args: &[&str]) -> Output {
+        Command::new("systemctl")
+            .arg("--user")
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .output()
+            .unwrap()
+    }
+
+    fn prop(&self, unit: &str, prop: &str) -> String {
+        let o = self.systemctl(&["show", "-p", prop, "--value", unit]);
+        stdout(&o).trim().to_owned()
+    }
+}
+
+impl Drop for UserManager {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A sandbox holding the shipped automations and scripts, running a stable copy of the binary.
+fn shipped() -> Sandbox {
+    let mut sb = Sandbox::new();
+    copy_dir(
+        &repo_root().join("automations"),
+        &sb.root.join("automations"),
+    );
+    copy_dir(&repo_root().join("scripts"), &sb.root.join("scripts"));
+    sb.use_stable_bin();
+    sb
+}
+
+fn install(sb: &Sandbox, name: &str) -> PtyRun {
+    run_on_pty(sb.cmd(["install", name]), "Type y to confirm", "y")
+}
+
+fn uninstall(sb: &Sandbox, name: &str) -> PtyRun {
+    run_on_pty(sb.cmd(["uninstall", name]), "Type y to confirm", "y")
+}
+
+#[track_caller]
+fn assert_pty_ok(r: &PtyRun) {
+    assert_eq!(r.code, Some(0), "{}", r.output);
+}
+
+/// `check` output and code.
+fn check(sb: &Sandbox) -> (String, Option<i32>) {
+    let o = sb.run(["check"]);
+    (stdout(&o), o.status.code())
+}
+
+fn agents(sb: &Sandbox) -> PathBuf {
+    sb.home.join(".config/systemd/user")
+}
+
+const TIMER: &str = "local.automations.heartbeat.timer";
+const SERVICE: &str = "local.automations.heartbeat.service";
+
+#[test]
+fn install_run_drift_and_uninstall_for_real() {
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(&mut sb, "install_run_drift_and_uninstall_for_real") else {
+        return;
+    };
+    assert_code(&sb.run(["units"]), 0);
+    // Files of other labels must come out byte-identical.
+    std::fs::create_dir_all(agents(&sb)).unwrap();
+    let others = [
+        (
+            agents(&sb).join("local.other.y.timer"),
+            b"[Timer]\nOnActiveSec=1h\n".to_vec(),
+        ),
+        (
+            agents(&sb).join("foo.service"),
+            b"[Service]\nExecStart=/bin/true\n".to_vec(),
+        ),
+    ];
+    for (p, b) in &others {
+        std::fs::write(p, b).unwrap();
+    }
+
+    // Typing anything but y changes nothing.
+    let r = run_on_pty(sb.cmd(["install", "heartbeat"]), "Type y to confirm", "n");
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(!agents(&sb).join(TIMER).exists());
+
+    let r = install(&sb, "heartbeat");
+    assert_pty_ok(&r);
+    assert!(
+        r.output.contains("create") && r.output.contains("installed local.automations.heartbeat"),
+        "{}",
+        r.output
+    );
+    assert_eq!(m.prop(TIMER, "UnitFileState"), "enabled");
+    assert_eq!(m.prop(TIMER, "ActiveState"), "active");
+    let timers = stdout(&m.systemctl(&["list-timers", "--all", "--no-pager"]));
+    let line = timers
+        .lines()
+        .find(|l| l.contains(TIMER))
+        .unwrap_or_else(|| panic!("{timers}"));
+    assert!(
+        !line.trim_start().starts_with("n/a"),
+        "no next elapse: {line}"
+    );
+    assert_ne!(m.prop(TIMER, "NextElapseUSecMonotonic"), "0");
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(sb.data.join("state/installed/heartbeat.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["label"], "local.automations.heartbeat");
+    assert_eq!(record["bin"], sb.bin.to_str().unwrap());
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(0), "{text}");
+
+    // Reinstalling unchanged bytes does not reload.
+    let r = install(&sb, "heartbeat");
+    assert_pty_ok(&r);
+    assert!(
+        r.output.contains("keep (unchanged)") && r.output.contains("already installed"),
+        "{}",
+        r.output
+    );
+
+    // The manager starting the service runs the automation as a scheduled run.
+    let o = m.systemctl(&["start", SERVICE]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let started = sb.events("started");
+    assert_eq!(started.last().unwrap()["trigger"], "schedule");
+    let finished = sb.last_finished();
+    assert_eq!(finished["outcome"], "ok", "{finished}");
+    assert_eq!(finished["facts"]["beats"], 1);
+
+    // Drift, each with its own line and exit 1, each repaired by reinstalling.
+    let heartbeat = sb.root.join("automations/heartbeat.toml");
+    let original = std::fs::read_to_string(&heartbeat).unwrap();
+    std::fs::write(
+        &heartbeat,
+        original.replace("every_minutes = 5", "every_minutes = 6"),
+    )
+    .unwrap();
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1));
+    assert!(text.contains("local.automations.heartbeat: changed (automations/heartbeat.toml changed since it was installed)"), "{text}");
+    std::fs::write(&heartbeat, &original).unwrap();
+    assert_eq!(check(&sb).1, Some(0));
+
+    let service_file = agents(&sb).join(SERVICE);
+    let mut edited = std::fs::read(&service_file).unwrap();
+    edited.extend_from_slice(b"# a hand edit\n");
+    std::fs::write(&service_file, edited).unwrap();
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("changed (local.automations.heartbeat.service was edited by hand)"),
+        "{text}"
+    );
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    assert_eq!(check(&sb).1, Some(0));
+
+    std::fs::remove_file(agents(&sb).join(TIMER)).unwrap();
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains(
+            "local.automations.heartbeat: missing (local.automations.heartbeat.timer is gone)"
+        ),
+        "{text}"
+    );
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    assert_eq!(check(&sb).1, Some(0));
+
+    assert!(m.systemctl(&["disable", "--now", TIMER]).status.success());
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("local.automations.heartbeat: missing (not loaded)"),
+        "{text}"
+    );
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    assert_eq!(m.prop(TIMER, "ActiveState"), "active");
+    assert_eq!(check(&sb).1, Some(0));
+
+    let stray = agents(&sb).join("local.automations.stray.timer");
+    std::fs::write(&stray, "[Timer]\nOnActiveSec=1h\n").unwrap();
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("local.automations.stray.timer: extra"),
+        "{text}"
+    );
+    std::fs::remove_file(&stray).unwrap();
+
+    std::fs::remove_file(&heartbeat).unwrap();
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1));
+    assert!(
+        text.contains("local.automations.heartbeat: orphaned (automations/heartbeat.toml is gone)"),
+        "{text}"
+    );
+    std::fs::write(&heartbeat, &original).unwrap();
+    assert_eq!(check(&sb).1, Some(0));
+
+    // Uninstall: refused without a terminal, then done for real.
+    let o = sb.run(["uninstall", "heartbeat"]);
+    assert_code(&o, 2);
+    assert!(agents(&sb).join(TIMER).exists());
+    let r = uninstall(&sb, "heartbeat");
+    assert_pty_ok(&r);
+    assert!(!agents(&sb).join(TIMER).exists() && !agents(&sb).join(SERVICE).exists());
+    assert!(!sb.data.join("state/installed/heartbeat.json").exists());
+    assert_eq!(m.prop(TIMER, "LoadState"), "not-found");
+    assert_eq!(m.prop(SERVICE, "LoadState"), "not-found");
+    for (p, b) in &others {
+        assert_eq!(&std::fs::read(p).unwrap(), b, "{} was touched", p.display());
+    }
+    assert_eq!(check(&sb).1, Some(0));
+}
+
+#[test]
+fn a_real_timer_fires_the_runner() {
+    let mut sb = shipped();
+    let Some(_m) = UserManager::start(&mut sb, "a_real_timer_fires_the_runner") else {
+        return;
+    };
+    sb.definition(
+        "minutely",
+        "name = \"minutely\"\ncommand = [\"sh\", \"-c\", \"echo fired\"]\n[schedule]\nevery_minutes = 1\n",
+    );
+    assert_pty_ok(&install(&sb, "minutely"));
+    // OnActiveSec=1min: the first firing comes a minute after install.
+    let until = Instant::now() + Duration::from_secs(100);
+    loop {
+        let done = sb.events("finished");
+        if let Some(f) = done.iter().find(|f| f["name"] == "minutely") {
+            assert_eq!(f["outcome"], "ok", "{f}");
+            assert_eq!(f["stdout_tail"], "fired\n");
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the timer did not fire within 100 s"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let started = sb.events("started");
+    assert_eq!(started[0]["trigger"], "schedule");
+    sb.assert_log_verifies();
+}
+
+/// A fake `systemctl` that answers like a healthy manager, except that the verb named in
+/// `fail-verb` beside it fails once with the manager's kind of message.
+fn fake_systemctl(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("systemctl");
+    std::fs::write(
+        &path,
+        r#"#!/bin/sh
+dir=$(dirname "$0")
+shift # --user
+echo "$*" >> "$dir/calls"
+if [ -e "$dir/fail-verb" ] && [ "$1" = "$(cat "$dir/fail-verb")" ]; then
+    rm "$dir/fail-verb"
+    echo "Failed to $1 unit: simulated manager refusal" >&2
+    exit 1
+fi
+if [ "$1" = show ]; then
+    for u in "$@"; do
+        case "$u" in *.timer) printf 'Id=%s\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n' "$u";; esac
+    done
+fi
+exit 0
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_failing_enable_rolls_back_files_and_record() {
+    let mut sb = shipped();
+    let fake = sb.path("fake");
+    fake_systemctl(&fake);
+    sb.env("PATH", &format!("{}:/usr/bin:/bin", fake.display()));
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    let timer = agents(&sb).join(TIMER);
+    let before = std::fs::read(&timer).unwrap();
+    let record = std::fs::read(sb.data.join("state/installed/heartbeat.json")).unwrap();
+
+    let heartbeat = sb.root.join("automations/heartbeat.toml");
+    let text = std::fs::read_to_string(&heartbeat).unwrap();
+    std::fs::write(
+        &heartbeat,
+        text.replace("every_minutes = 5", "every_minutes = 9"),
+    )
+    .unwrap();
+    std::fs::write(fake.join("fail-verb"), "enable").unwrap();
+    let r = install(&sb, "heartbeat");
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output.contains("simulated manager refusal"),
+        "{}",
+        r.output
+    );
+    assert!(r.output.contains("rolled back"), "{}", r.output);
+    assert_eq!(
+        std::fs::read(&timer).unwrap(),
+        before,
+        "previous unit bytes restored"
+    );
+    assert_eq!(
+        std::fs::read(sb.data.join("state/installed/heartbeat.json")).unwrap(),
+        record
+    );
+    let calls = std::fs::read_to_string(fake.join("calls")).unwrap();
+    assert!(
+        calls.lines().filter(|l| *l == "daemon-reload").count() >= 2,
+        "reloaded after restoring: {calls}"
+    );
+}

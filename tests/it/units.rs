@@ -1,0 +1,530 @@
+//! Rendering checked by the real tools: `systemd-analyze verify`, python's `plistlib`; `units/`
+//! checks; launchd logic against a recording fake `launchctl`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::harness::*;
+
+const SHAPES: &[(&str, &str)] = &[
+    ("every", "[schedule]\nevery_minutes = 5\n"),
+    ("daily", "[schedule]\ndaily_at = \"08:30\"\n"),
+    (
+        "weekdays",
+        "[schedule]\ndaily_at = \"07:05\"\nweekdays = [\"fri\", \"mon\", \"sun\"]\n",
+    ),
+];
+
+/// A sandbox whose root, data root and binary live under paths with a space, `%`, `&`, `<`, a
+/// non-ASCII letter and (when `quotes`) quotes, which systemd refuses in an executable's path.
+struct Awkward {
+    sb: Sandbox,
+    root: PathBuf,
+    data: PathBuf,
+    bin: PathBuf,
+}
+
+fn awkward(quotes: bool) -> Awkward {
+    let mut sb = Sandbox::new();
+    let base = sb.path(if quotes {
+        "Répertoire 100% & <x> \"q\" it's"
+    } else {
+        "Répertoire 100% & <x>"
+    });
+    let root = base.join("repo");
+    let data = base.join("data");
+    std::fs::create_dir_all(root.join("automations")).unwrap();
+    let bin = stable_bin(&base.join("bin dir"));
+    sb.bin = bin.clone();
+    for (name, schedule) in SHAPES {
+        std::fs::write(
+            root.join("automations").join(format!("{name}.toml")),
+            format!("name = \"{name}\"\ndescription = \"100% real & <ok>\"\ncommand = [\"true\"]\n{schedule}"),
+        )
+        .unwrap();
+    }
+    Awkward {
+        sb,
+        root,
+        data,
+        bin,
+    }
+}
+
+/// `render NAME --target T --json` through the awkwardly placed binary: file name -> content.
+fn render(a: &Awkward, name: &str, target: &str) -> Vec<(String, String)> {
+    let mut c = a.sb.cmd(["render", name, "--target", target, "--json"]);
+    c.env("AUTOMATIONS_ROOT", &a.root)
+        .env("AUTOMATIONS_DATA_ROOT", &a.data)
+        .current_dir(&a.root);
+    let o = c.output().unwrap();
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let path = f["path"].as_str().unwrap();
+            (
+                path.rsplit('/').next().unwrap().to_owned(),
+                f["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_rendered_systemd_pair_passes_systemd_analyze_verify() {
+    if which("systemd-analyze").is_none() {
+        return skip(
+            "systemd_analyze_verify",
+            "systemd-analyze is not installed (apt-get install systemd)",
+        );
+    }
+    for a in [awkward(false), awkward(true)] {
+        for (name, _) in SHAPES {
+            let files = render(&a, name, "systemd");
+            assert_eq!(files.len(), 2);
+            let dir = a.sb.path(&format!("units-{name}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut paths = Vec::new();
+            for (file, content) in &files {
+                std::fs::write(dir.join(file), content).unwrap();
+                paths.push(dir.join(file));
+            }
+            let runtime = a.sb.path("runtime");
+            std::fs::create_dir_all(&runtime).unwrap();
+            let o = Command::new("systemd-analyze")
+                .args(["verify", "--user"])
+                .args(&paths)
+                .env("HOME", &a.sb.home)
+                .env("XDG_RUNTIME_DIR", &runtime)
+                .env("SYSTEMD_LOG_LEVEL", "notice")
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success() && o.stderr.is_empty(),
+                "{name}: systemd-analyze verify said:\n{}{}",
+                stdout(&o),
+                stderr(&o)
+            );
+            let exec = &files[0].1;
+            assert_eq!(
+                exec.contains("ExecStart=/usr/bin/env "),
+                a.bin.to_str().unwrap().contains('"'),
+                "{exec}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
+    if which("python3").is_none() {
+        return skip("plistlib", "python3 is missing");
+    }
+    let a = awkward(true);
+    for (name, _) in SHAPES {
+        let files = render(&a, name, "launchd");
+        assert_eq!(files.len(), 1);
+        let (file, content) = &files[0];
+        assert_eq!(file, &format!("local.automations.{name}.plist"));
+        let ours: plist::Value = plist::from_bytes(content.as_bytes()).unwrap();
+        let ours = serde_json::to_value(&ours).unwrap();
+        let mut py = Command::new("python3")
+            .args(["-c", "import json, plistlib, sys; print(json.dumps(plistlib.loads(sys.stdin.buffer.read())))"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(py.stdin.as_mut().unwrap(), content.as_bytes()).unwrap();
+        let out = py.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let theirs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(ours, theirs, "{name}");
+        assert_eq!(theirs["ProgramArguments"][0], a.bin.to_str().unwrap());
+        assert_eq!(theirs["WorkingDirectory"], a.root.to_str().unwrap());
+    }
+}
+
+pub fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .chain(["/usr/bin".into(), "/bin".into()])
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+#[test]
+fn units_check_catches_a_stale_or_hand_edited_units_folder() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "x",
+        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("units/systemd/local.automations.x.timer: missing"),
+        "{}",
+        stdout(&o)
+    );
+    assert_code(&sb.run(["units"]), 0);
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 0);
+    assert_code(&sb.run(["check"]), 0);
+
+    // A definition edited without regenerating.
+    sb.definition(
+        "x",
+        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 7\n",
+    );
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    let text = stdout(&o);
+    assert!(
+        text.contains("units/systemd/local.automations.x.timer: stale"),
+        "{text}"
+    );
+    assert!(
+        text.contains("-OnActiveSec=5min") && text.contains("+OnActiveSec=7min"),
+        "{text}"
+    );
+    assert_code(&sb.run(["check"]), 1);
+    assert_code(&sb.run(["units"]), 0);
+
+    // A file edited by hand.
+    let timer = sb.root.join("units/systemd/local.automations.x.timer");
+    let edited = std::fs::read_to_string(&timer)
+        .unwrap()
+        .replace("AccuracySec=1s", "AccuracySec=1h");
+    std::fs::write(&timer, edited).unwrap();
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("local.automations.x.timer: edited by hand"),
+        "{}",
+        stdout(&o)
+    );
+
+    // An extra file, and a definition that lost its schedule.
+    assert_code(&sb.run(["units"]), 0);
+    std::fs::write(
+        sb.root.join("units/systemd/local.automations.gone.timer"),
+        "x",
+    )
+    .unwrap();
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("local.automations.gone.timer: extra"),
+        "{}",
+        stdout(&o)
+    );
+    assert_code(&sb.run(["units"]), 0);
+    assert!(
+        !sb.root
+            .join("units/systemd/local.automations.gone.timer")
+            .exists()
+    );
+    sb.definition("x", "name = \"x\"\ncommand = [\"true\"]\n");
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert_eq!(stdout(&o).matches(": extra").count(), 3);
+}
+
+#[test]
+fn the_committed_units_folder_is_current() {
+    let sb = Sandbox::new();
+    copy_dir(
+        &repo_root().join("automations"),
+        &sb.root.join("automations"),
+    );
+    copy_dir(&repo_root().join("units"), &sb.root.join("units"));
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 0);
+}
+
+#[test]
+fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
+    let mut sb = Sandbox::new();
+    sb.definition(
+        "x",
+        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
+    let debug_build = sb.run(["install", "x"]);
+    sb.use_stable_bin();
+    let run = |args: &[&str]| sb.run(args);
+    let agents = sb.home.join(".config/systemd/user");
+    let o = run(&["install", "x"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("needs a person at a terminal"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["uninstall", "x"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("not installed on this machine: nothing to do"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        !agents.exists(),
+        "a refused install changed the agents folder"
+    );
+    let o = run(&["install", "x", "--dry-run"]);
+    assert_code(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("create")
+            && text.contains("local.automations.x.timer")
+            && text.contains("dry run: nothing changed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("+OnActiveSec=5min"),
+        "the plan shows the diff: {text}"
+    );
+    assert!(!agents.exists());
+    let o = run(&["install", "manual", "--dry-run"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("has no [schedule]"));
+    // The binary under test lives in target/debug: install from there is refused before it asks.
+    assert_code(&debug_build, 3);
+    assert!(
+        stderr(&debug_build).contains("inside a cargo target/ folder"),
+        "{}",
+        stderr(&debug_build)
+    );
+}
+
+/// A fake `launchctl` that records every call and fails as told by files in its folder:
+/// `fail-<verb>` holds the exit codes to answer, one per call, before succeeding.
+fn fake_launchctl(dir: &Path) -> PathBuf {
+    let path = dir.join("launchctl");
+    std::fs::write(
+        &path,
+        r#"#!/bin/sh
+dir=$(dirname "$0")
+echo "$*" >> "$dir/calls"
+verb=$1
+f="$dir/fail-$verb"
+if [ -s "$f" ]; then
+    code=$(head -n 1 "$f"); sed -i 1d "$f"
+    echo "simulated $verb failure $code" >&2
+    exit "$code"
+fi
+case "$verb" in
+    bootstrap) touch "$dir/loaded" ;;
+    bootout) [ -e "$dir/loaded" ] || { echo "Boot-out failed: 3: No such process" >&2; exit 3; }; rm -f "$dir/loaded" ;;
+    print) [ -e "$dir/loaded" ] || exit 113 ;;
+    list) [ -e "$dir/loaded" ] && printf -- '-\t0\t%s\n' "$(cat "$dir/label")" ;;
+esac
+exit 0
+"#,
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn calls(dir: &Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("calls"))
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+mod launchd {
+    use super::*;
+    use automations::names::{Label, Name, Namespace};
+    use automations::service::ServiceManager;
+    use automations::service::launchd::Launchd;
+
+    fn setup() -> (tempfile::TempDir, Launchd, Label) {
+        let d = tempfile::tempdir().unwrap();
+        let fake = fake_launchctl(d.path());
+        let label = Label::new(
+            &Namespace::new("automations").unwrap(),
+            &Name::new("x").unwrap(),
+        );
+        std::fs::write(d.path().join("label"), label.as_str()).unwrap();
+        let mut l = Launchd::new(fake.to_str().unwrap(), 501);
+        l.pause = std::time::Duration::from_millis(1);
+        (d, l, label)
+    }
+
+    #[test]
+    fn install_sequence_is_pinned() {
+        let (d, l, label) = setup();
+        l.load(&label, Path::new("/agents"), true).unwrap();
+        assert_eq!(
+            calls(d.path()),
+            [
+                "enable gui/501/local.automations.x",
+                "bootout gui/501/local.automations.x",
+                "bootstrap gui/501 /agents/local.automations.x.plist",
+                "print gui/501/local.automations.x",
+            ]
+        );
+        assert!(
+            l.loaded(std::slice::from_ref(&label))
+                .unwrap()
+                .contains(&label)
+        );
+        // Unchanged and loaded: nothing is reloaded.
+        std::fs::remove_file(d.path().join("calls")).unwrap();
+        l.load(&label, Path::new("/agents"), false).unwrap();
+        assert_eq!(calls(d.path()), ["print gui/501/local.automations.x"]);
+        // Reinstalling a loaded job boots it out and waits until it is gone.
+        std::fs::remove_file(d.path().join("calls")).unwrap();
+        l.load(&label, Path::new("/agents"), true).unwrap();
+        assert_eq!(
+            calls(d.path()),
+            [
+                "enable gui/501/local.automations.x",
+                "bootout gui/501/local.automations.x",
+                "print gui/501/local.automations.x",
+                "bootstrap gui/501 /agents/local.automations.x.plist",
+                "print gui/501/local.automations.x",
+            ]
+        );
+    }
+
+    #[test]
+    fn bootstrap_retries_on_5_and_37() {
+        let (d, l, label) = setup();
+        std::fs::write(d.path().join("fail-bootstrap"), "5\n37\n5\n").unwrap();
+        l.load(&label, Path::new("/agents"), true).unwrap();
+        let bootstraps = calls(d.path())
+            .iter()
+            .filter(|c| c.starts_with("bootstrap"))
+            .count();
+        assert_eq!(bootstraps, 4);
+    }
+
+    #[test]
+    fn bootstrap_gives_up_after_five_attempts_and_other_codes_at_once() {
+        let (d, l, label) = setup();
+        std::fs::write(d.path().join("fail-bootstrap"), "5\n5\n5\n5\n5\n5\n").unwrap();
+        let e = l.load(&label, Path::new("/agents"), true).unwrap_err();
+        assert_eq!(e.code, Some(5));
+        assert!(
+            e.to_string().contains("simulated bootstrap failure 5"),
+            "{e}"
+        );
+        assert_eq!(
+            calls(d.path())
+                .iter()
+                .filter(|c| c.starts_with("bootstrap"))
+                .count(),
+            5
+        );
+        let (d, l, label) = setup();
+        std::fs::write(d.path().join("fail-bootstrap"), "1\n").unwrap();
+        assert_eq!(
+            l.load(&label, Path::new("/agents"), true).unwrap_err().code,
+            Some(1)
+        );
+        assert_eq!(
+            calls(d.path())
+                .iter()
+                .filter(|c| c.starts_with("bootstrap"))
+                .count(),
+            1
+        );
+    }
+
+    #[test]
+    fn bootout_tolerates_3_and_113_but_not_others() {
+        let (d, l, label) = setup();
+        for code in ["3", "113"] {
+            std::fs::write(d.path().join("fail-bootout"), format!("{code}\n")).unwrap();
+            l.unload(&label, Path::new("/agents")).unwrap();
+        }
+        std::fs::write(d.path().join("fail-bootout"), "1\n").unwrap();
+        assert_eq!(
+            l.unload(&label, Path::new("/agents")).unwrap_err().code,
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn install_rolls_back_when_bootstrap_keeps_failing() {
+        use automations::settings::{OsFacts, Overrides, Settings, Target};
+        let (d, l, _) = setup();
+        let sb = Sandbox::new();
+        sb.definition(
+            "x",
+            "name = \"x\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"08:00\"\n",
+        );
+        let os = OsFacts::new(sb.home.clone(), sb.root.clone(), Target::Launchd, vec![]);
+        let flags = Overrides {
+            root: Some(sb.root.clone()),
+            data_root: Some(sb.data.clone()),
+            ..Overrides::default()
+        };
+        let s = Settings::resolve(&flags, &os).unwrap();
+        let checks = automations::definition::Checks {
+            home: sb.home.clone(),
+            data_root: sb.data.clone(),
+        };
+        let def = automations::definition::load_one(
+            &s.definitions_dir(),
+            &Name::new("x").unwrap(),
+            &checks,
+        )
+        .unwrap();
+        let bin = stable_bin(&sb.path("bin"));
+        let agents = sb.home.join("Library/LaunchAgents");
+        std::fs::create_dir_all(&agents).unwrap();
+        let other = agents.join("com.example.other.plist");
+        std::fs::write(&other, "not ours").unwrap();
+        // A first install succeeds.
+        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
+        automations::install::apply_install(&s, &plan, &l).unwrap();
+        let plist = agents.join("local.automations.x.plist");
+        let before = std::fs::read(&plist).unwrap();
+        let record = automations::install::read_record(&s, &def.name)
+            .unwrap()
+            .unwrap();
+        assert!(sb.data.join("launchd").is_dir());
+        // The definition changes, and launchd refuses the new job every time.
+        sb.definition(
+            "x",
+            "name = \"x\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"09:00\"\n",
+        );
+        let def =
+            automations::definition::load_one(&s.definitions_dir(), &def.name, &checks).unwrap();
+        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
+        std::fs::write(d.path().join("fail-bootstrap"), "5\n5\n5\n5\n5\n").unwrap();
+        let e = automations::install::apply_install(&s, &plan, &l).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("rolled back") && msg.contains("simulated bootstrap failure 5"),
+            "{msg}"
+        );
+        assert_eq!(
+            std::fs::read(&plist).unwrap(),
+            before,
+            "previous plist restored"
+        );
+        assert_eq!(
+            automations::install::read_record(&s, &def.name)
+                .unwrap()
+                .unwrap(),
+            record
+        );
+        assert_eq!(std::fs::read(&other).unwrap(), b"not ours");
+        // The rollback loaded the previous job again.
+        assert!(calls(d.path()).last().unwrap().starts_with("print"));
+        assert!(d.path().join("loaded").exists());
+    }
+}
