@@ -235,6 +235,10 @@ pub enum Command {
         json: bool,
     },
 
+    /// An automation's AnyType key in the OS keychain (macOS Keychain, Linux Secret Service).
+    #[command(subcommand)]
+    Key(KeyCommand),
+
     /// Look over this machine's setup: each line ok / warn / fail, with the fix.
     ///
     /// Example: automations doctor
@@ -247,6 +251,28 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeyCommand {
+    /// Read a key (hidden) at a terminal, verify it against the declaration, then store it.
+    ///
+    /// The key is checked with AnyType (GET /v2/auth/whoami) first: only a key that grants
+    /// exactly what [anytype] declares is stored, replacing an earlier one in place. Needs a
+    /// terminal; the key never appears on a command line.
+    ///
+    /// Example: automations key store task-digest
+    Store { name: Name },
+
+    /// What the stored key reaches, against the declaration; exit 1 on any difference.
+    ///
+    /// Example: automations key check task-digest
+    Check { name: Name },
+
+    /// Delete the stored key.
+    ///
+    /// Example: automations key delete task-digest
+    Delete { name: Name },
 }
 
 #[derive(Debug, Subcommand)]

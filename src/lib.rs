@@ -4,13 +4,16 @@
 //! [`Exit`] or a [`Fail`], and [`run`] turns them into a message on stderr and an exit code.
 //! Commands never print their own errors and never call `std::process::exit`.
 
+pub mod anytype;
 pub mod cli;
 pub mod clock;
 pub mod definition;
 pub mod exit;
 pub mod fsutil;
+pub mod gate;
 pub mod history;
 pub mod install;
+pub mod keys;
 pub mod locks;
 pub mod names;
 pub mod runlog;

@@ -3,6 +3,7 @@
 //! Output formatting of each command lives here; logic lives in its module. Errors are returned,
 //! never printed (see `lib.rs`).
 
+mod keys;
 mod machine;
 
 use std::io::Write;
@@ -11,7 +12,7 @@ use anyhow::Context;
 use clap::CommandFactory;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, Global, LogCommand};
+use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand};
 use crate::definition::{self, Checks, Definition, Schedule};
 use crate::history::{self, RunView, Status};
 use crate::locks;
@@ -58,6 +59,9 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         }
         Command::Check { json } => machine::check(&settings(&cli.global)?, json),
         Command::Doctor => machine::doctor(&settings(&cli.global)?),
+        Command::Key(KeyCommand::Store { name }) => keys::store(&settings(&cli.global)?, &name),
+        Command::Key(KeyCommand::Check { name }) => keys::check(&settings(&cli.global)?, &name),
+        Command::Key(KeyCommand::Delete { name }) => keys::delete(&settings(&cli.global)?, &name),
     }
 }
 

@@ -25,7 +25,9 @@ use crate::definition::{
     self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF, Schedule,
 };
 use crate::fsutil;
+use crate::gate;
 use crate::history;
+use crate::keys;
 use crate::locks::{self, Acquired};
 use crate::names::Name;
 use crate::runlog::{
@@ -209,12 +211,35 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         }),
     )?;
 
-    // 6. The key gate (SPEC §8) plugs in here: it fetches the automation's key, refuses with
-    //    `key_refused` before the command starts, and adds the key to this redactor on a pass.
-    let redactor = Redactor::default();
+    // 6. The key gate (SPEC §8): only a declaring automation ever touches the keychain.
+    let mut redactor = Redactor::default();
+    let mut extra_env = Vec::new();
+    if let Some(access) = &def.anytype {
+        match gate::gate(
+            &s.label(name),
+            access,
+            &s.data_root,
+            keys::for_target(s.target).as_ref(),
+        ) {
+            Ok(pass) => {
+                redactor.add_key(pass.key.expose().as_bytes());
+                redactor.add(pass.headers.as_bytes());
+                extra_env.push(pass.env());
+            }
+            Err(refusal) => {
+                let finished =
+                    failed_before_start(&run_id, "key_refused", &refusal.to_string(), clock::now());
+                append(&log, name, Event::Finished(finished.clone()))?;
+                return Ok(Report::Finished {
+                    run: run_id,
+                    finished: Box::new(finished),
+                });
+            }
+        }
+    }
 
     // 7–10. The command and its whole process tree.
-    let finished = execute(s, &def, &run_id, trigger, redactor, &mut signals);
+    let finished = execute(s, &def, &run_id, trigger, redactor, extra_env, &mut signals);
     append(&log, name, Event::Finished(finished.clone()))?;
 
     // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12) plug in here; their
@@ -339,6 +364,7 @@ fn execute(
     run_id: &str,
     trigger: Trigger,
     mut redactor: Redactor,
+    extra_env: Vec<(String, OsString)>,
     signals: &mut Signals,
 ) -> Finished {
     let fail =
@@ -371,10 +397,11 @@ fn execute(
         bin: &bin,
         home: &s.home,
     };
-    let command_env = match env::build(def, &vars, &env_file, &|k| std::env::var_os(k)) {
+    let mut command_env = match env::build(def, &vars, &env_file, &|k| std::env::var_os(k)) {
         Ok(e) => e,
         Err(e) => return fail("env_file", e.to_string()),
     };
+    command_env.vars.extend(extra_env);
     for secret in &command_env.secrets {
         redactor.add(secret);
     }
@@ -465,6 +492,16 @@ fn finish(
             format!("{} process(es) survived SIGKILL", sup.unkillable),
         ));
     }
+    let facts = facts.and_then(|f| {
+        if f.facts
+            .keys()
+            .any(|name| redactor.contains_secret(name.as_bytes()))
+        {
+            Err(result::ResultError("a fact name contains a secret".into()))
+        } else {
+            Ok(f)
+        }
+    });
     let (facts, headline) = match facts {
         Ok(f) => {
             let headline = f

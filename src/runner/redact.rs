@@ -9,6 +9,9 @@
 /// What replaces a secret.
 pub const MARKER: &[u8] = b"[redacted]";
 
+/// Fragments of keys this long or longer are redacted too (see [`Redactor::add_key`]).
+pub const FRAGMENT: usize = 6;
+
 /// Secrets shorter than this are not redacted: a 1-3 byte "secret" would shred ordinary output.
 pub const MIN_SECRET_LEN: usize = 4;
 
@@ -52,6 +55,17 @@ impl Redactor {
         self.first[secret[0] as usize] = true;
         self.max_len = self.max_len.max(secret.len());
         self.secrets.push(secret.to_vec());
+    }
+
+    /// Adds a key, and every fragment of it of `FRAGMENT` bytes or more: a command printing half a
+    /// key (split across stdout and stderr, say) must not leak that half.
+    pub fn add_key(&mut self, key: &[u8]) {
+        self.add(key);
+        if key.len() > FRAGMENT {
+            for w in key.windows(FRAGMENT) {
+                self.add(w);
+            }
+        }
     }
 
     /// True when there is nothing to redact.
@@ -247,6 +261,34 @@ mod tests {
             assert_eq!(
                 String::from_utf8(chunked(&r, text.as_bytes(), chunk)).unwrap(),
                 "x [redacted] y [redacted] z [redacted]"
+            );
+        }
+    }
+
+    #[test]
+    fn key_fragments_of_six_bytes_or_more_are_redacted() {
+        let key = b"AbCdEfGhIjKlMnOpQrSt";
+        let mut r = Redactor::default();
+        r.add_key(key);
+        let text = [
+            &b"first half "[..],
+            &key[..10],
+            b" | second half ",
+            &key[10..],
+            b" | tiny ",
+            &key[3..8],
+        ]
+        .concat();
+        for chunk in [1, 3, 64] {
+            let out = chunked(&r, &text, chunk);
+            assert!(
+                fragments(&out, key, 6).is_empty(),
+                "{}",
+                String::from_utf8_lossy(&out)
+            );
+            assert!(
+                String::from_utf8_lossy(&out)
+                    .contains("first half [redacted] | second half [redacted]")
             );
         }
     }

@@ -54,6 +54,17 @@ impl Program {
 
     /// Runs the program with `args`; a non-zero exit is an error.
     pub fn run(&self, args: &[&str]) -> Result<Done, ExecError> {
+        self.run_with(args, None, DEADLINE)
+    }
+
+    /// Runs the program with `args`, writing `input` (a secret, for instance: never argv) to its
+    /// stdin, and killing it at `deadline`.
+    pub fn run_with(
+        &self,
+        args: &[&str],
+        input: Option<&[u8]>,
+        deadline: Duration,
+    ) -> Result<Done, ExecError> {
         let command = format!("{} {}", self.display, args.join(" "));
         let fail = |what: String, code, stderr: String| ExecError {
             command: command.clone(),
@@ -61,33 +72,54 @@ impl Program {
             code,
             stderr: stderr.trim().to_owned(),
         };
-        let mut child = Command::new(&self.path)
+        let mut cmd = Command::new(&self.path);
+        // Its own process group, so a deadline kills whatever it started too (which would
+        // otherwise hold the output pipes open).
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd
             .args(args)
-            .stdin(Stdio::null())
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| fail(format!("could not start: {e}"), None, String::new()))?;
-        // Small outputs: read both after exit is safe only while pipes do not fill, so read them on
-        // threads and wait with a deadline.
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            // A program that never reads must not block us: write on a thread, bounded by the
+            // deadline below like everything else.
+            let bytes = bytes.to_vec();
+            std::thread::spawn(move || {
+                let _ = std::io::Write::write_all(&mut stdin, &bytes);
+            });
+        }
+        // Read both outputs on threads (a full pipe must not stall the child) and wait with a
+        // deadline.
         let mut out = child.stdout.take().expect("piped");
         let mut err = child.stderr.take().expect("piped");
-        let t_out = std::thread::spawn(move || {
+        let (tx_out, rx_out) = std::sync::mpsc::channel();
+        let (tx_err, rx_err) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
             let mut s = Vec::new();
             let _ = out.read_to_end(&mut s);
-            s
+            let _ = tx_out.send(s);
         });
-        let t_err = std::thread::spawn(move || {
+        std::thread::spawn(move || {
             let mut s = Vec::new();
             let _ = err.read_to_end(&mut s);
-            s
+            let _ = tx_err.send(s);
         });
-        let until = Instant::now() + DEADLINE;
+        let until = Instant::now() + deadline;
         let status = loop {
             match child.try_wait() {
                 Ok(Some(s)) => break Some(s),
                 Ok(None) if Instant::now() >= until => {
-                    let _ = child.kill();
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(child.id() as i32),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
                     let _ = child.wait();
                     break None;
                 }
@@ -95,8 +127,12 @@ impl Program {
                 Err(_) => break None,
             }
         };
-        let stdout = String::from_utf8_lossy(&t_out.join().unwrap_or_default()).into_owned();
-        let stderr = String::from_utf8_lossy(&t_err.join().unwrap_or_default()).into_owned();
+        // Output still held open by something outside the group is not waited for long.
+        let grace = Duration::from_secs(1);
+        let stdout =
+            String::from_utf8_lossy(&rx_out.recv_timeout(grace).unwrap_or_default()).into_owned();
+        let stderr =
+            String::from_utf8_lossy(&rx_err.recv_timeout(grace).unwrap_or_default()).into_owned();
         match status {
             None => Err(fail(
                 format!("timed out after {} s", DEADLINE.as_secs()),

@@ -1,9 +1,11 @@
 //! The integration tests: one binary, a small harness, one module per concern.
 
+mod fixtures;
 mod harness;
 mod schema;
 
 mod definitions;
+mod keys;
 mod runner;
 mod systemd;
 mod units;

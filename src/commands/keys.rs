@@ -1,0 +1,168 @@
+//! `automations key store|check|delete NAME`: parsing and printing around `keys` and `gate`.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use anyhow::anyhow;
+
+use super::checks;
+use crate::definition::{self, AnyTypeAccess};
+use crate::gate;
+use crate::keys::{self, Secret};
+use crate::names::Name;
+use crate::settings::Settings;
+use crate::{CmdResult, Exit, Fail};
+
+fn access(s: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
+    let def = definition::load_one(&s.definitions_dir(), name, &checks(s))
+        .map_err(|e| Fail::new(Exit::BadInput, e))?;
+    def.anytype.ok_or_else(|| {
+        Fail::new(
+            Exit::BadInput,
+            anyhow!("{name} does not declare [anytype], so it needs no key (and never reads one)"),
+        )
+    })
+}
+
+/// Reads one line from the terminal with echo off, restoring the terminal whatever happens.
+fn read_hidden(prompt: &str) -> Result<String, Fail> {
+    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
+    let stdin = std::io::stdin();
+    let saved = tcgetattr(&stdin).map_err(|e| anyhow!("cannot read the terminal settings: {e}"))?;
+    let mut quiet = saved.clone();
+    quiet.local_flags.remove(LocalFlags::ECHO);
+    print!("{prompt}");
+    std::io::stdout().flush()?;
+    tcsetattr(&stdin, SetArg::TCSAFLUSH, &quiet)
+        .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
+    let mut line = String::new();
+    let read = stdin.lock().read_line(&mut line);
+    let _ = tcsetattr(&stdin, SetArg::TCSAFLUSH, &saved);
+    println!();
+    read?;
+    Ok(line)
+}
+
+pub fn store(s: &Settings, name: &Name) -> CmdResult {
+    let access = access(s, name)?;
+    let label = s.label(name);
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "key store needs a terminal: the key is typed or pasted there, hidden, and never passed on a command line"
+            ),
+        ));
+    }
+    let key = Secret::new(read_hidden(&format!(
+        "AnyType key for {label} (input hidden): "
+    ))?)
+    .map_err(|e| Fail::new(Exit::BadInput, e))?;
+    println!("checking the key with AnyType…");
+    match gate::verify_key(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
+        Ok(declared) => {
+            keys::for_target(s.target)
+                .set(&label, &key)
+                .map_err(|e| Fail::new(Exit::Failure, e))?;
+            let spaces: Vec<&str> = declared.spaces.iter().map(|(n, _)| n.as_str()).collect();
+            println!(
+                "stored the key of {label}: it grants exactly {} on {}",
+                declared.permission,
+                spaces.join(", ")
+            );
+            Ok(Exit::Success)
+        }
+        Err(refusal) => {
+            println!("not stored: the key does not match the declaration of {name}:");
+            for d in &refusal.0 {
+                println!("  - {d}");
+            }
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+pub fn check(s: &Settings, name: &Name) -> CmdResult {
+    let access = access(s, name)?;
+    let label = s.label(name);
+    let key = match keys::for_target(s.target).get(&label) {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            println!("no key is stored for {label}; store one with `automations key store {name}`");
+            return Ok(Exit::Failure);
+        }
+        Err(e) => {
+            return Err(Fail::new(
+                Exit::Failure,
+                anyhow!("cannot read the key of {label}: {e}"),
+            ));
+        }
+    };
+    let i = match gate::inspect(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
+        Ok(i) => i,
+        Err(refusal) => {
+            println!("cannot check the key of {label}:");
+            for d in &refusal.0 {
+                println!("  - {d}");
+            }
+            return Ok(Exit::Failure);
+        }
+    };
+    let k = &i.whoami.key;
+    let declared: Vec<String> = i
+        .declared
+        .spaces
+        .iter()
+        .map(|(n, id)| format!("{n} ({id})"))
+        .collect();
+    let reached: Vec<String> = k
+        .spaces
+        .iter()
+        .map(|g| format!("{} ({})", g.id, g.permission))
+        .collect();
+    println!(
+        "declared  {} on {}",
+        i.declared.permission,
+        declared.join(", ")
+    );
+    println!(
+        "key       {} {}{}, {}, expires {}",
+        k.kind,
+        if k.scoped { "scoped" } else { "unscoped" },
+        if k.all_spaces { ", all spaces" } else { "" },
+        k.permission,
+        k.expires_at
+            .map_or_else(|| "never".to_owned(), |t| t.to_rfc3339())
+    );
+    println!(
+        "reaches   {}",
+        if reached.is_empty() {
+            "no space".to_owned()
+        } else {
+            reached.join(", ")
+        }
+    );
+    if i.differences.is_empty() {
+        println!("ok: the stored key grants exactly what {name} declares");
+        return Ok(Exit::Success);
+    }
+    println!("differences:");
+    for d in &i.differences {
+        println!("  - {d}");
+    }
+    Ok(Exit::Failure)
+}
+
+pub fn delete(s: &Settings, name: &Name) -> CmdResult {
+    let label = s.label(name);
+    match keys::for_target(s.target).delete(&label) {
+        Ok(true) => println!("deleted the key of {label}"),
+        Ok(false) => println!("no key was stored for {label}"),
+        Err(e) => {
+            return Err(Fail::new(
+                Exit::Failure,
+                anyhow!("cannot delete the key of {label}: {e}"),
+            ));
+        }
+    }
+    Ok(Exit::Success)
+}

@@ -1,0 +1,289 @@
+//! Real and fake outside components for the key tests: a D-Bus session with a real gnome-keyring
+//! Secret Service, and a fake AnyType API on loopback.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::harness::{Sandbox, skip};
+
+/// A private D-Bus session bus with gnome-keyring's Secret Service, unlocked with a password.
+pub struct Keyring {
+    bus: Child,
+    pub address: String,
+    home: PathBuf,
+}
+
+impl Keyring {
+    /// Starts it and points the sandbox's commands at it; None (after a loud skip) without the
+    /// packages.
+    pub fn start(sb: &mut Sandbox, test: &str) -> Option<Self> {
+        for tool in [
+            "dbus-daemon",
+            "gnome-keyring-daemon",
+            "secret-tool",
+            "dbus-send",
+        ] {
+            if !["/usr/bin", "/bin"]
+                .iter()
+                .any(|d| Path::new(d).join(tool).exists())
+            {
+                skip(
+                    test,
+                    &format!(
+                        "{tool} is missing (apt-get install dbus gnome-keyring libsecret-tools)"
+                    ),
+                );
+                return None;
+            }
+        }
+        let mut bus = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--print-address=1"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut address = String::new();
+        BufReader::new(bus.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        let address = address.trim().to_owned();
+        let k = Keyring {
+            bus,
+            address: address.clone(),
+            home: sb.home.clone(),
+        };
+        let mut unlock = k
+            .command("gnome-keyring-daemon")
+            .args(["--unlock", "--components=secrets"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        unlock
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"test-password")
+            .unwrap();
+        assert!(unlock.wait().unwrap().success());
+        let started = k
+            .command("gnome-keyring-daemon")
+            .args(["--start", "--components=secrets"])
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(started.success());
+        sb.env("DBUS_SESSION_BUS_ADDRESS", &address);
+        Some(k)
+    }
+
+    /// A command in this session.
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address);
+        c
+    }
+
+    /// Stores `secret` under `label` with secret-tool (independent of our code).
+    pub fn store(&self, label: &str, secret: &str) {
+        let mut c = self
+            .command("secret-tool")
+            .args(["store", "--label", "test", "service", label])
+            .stdin(Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(secret.as_bytes())
+            .unwrap();
+        assert!(c.wait().unwrap().success());
+    }
+
+    /// The secret under `label`, read with secret-tool.
+    pub fn lookup(&self, label: &str) -> Option<String> {
+        let o = self
+            .command("secret-tool")
+            .args(["lookup", "service", label])
+            .output()
+            .unwrap();
+        o.status
+            .success()
+            .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+    }
+
+    /// How many items carry `service = label`.
+    pub fn count(&self, label: &str) -> usize {
+        let o = self
+            .command("secret-tool")
+            .args(["search", "--all", "service", label])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .chain(String::from_utf8_lossy(&o.stderr).lines())
+            .filter(|l| l.starts_with("label = "))
+            .count()
+    }
+
+    /// Locks the login collection, as a headless session finds it.
+    pub fn lock(&self) {
+        let o = self
+            .command("dbus-send")
+            .args([
+                "--session",
+                "--dest=org.freedesktop.secrets",
+                "--type=method_call",
+                "--print-reply",
+                "/org/freedesktop/secrets",
+                "org.freedesktop.Secret.Service.Lock",
+                "array:objpath:/org/freedesktop/secrets/collection/login",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
+impl Drop for Keyring {
+    fn drop(&mut self) {
+        // gnome-keyring-daemon leaves with its bus.
+        let _ = self.bus.kill();
+        let _ = self.bus.wait();
+    }
+}
+
+/// How the fake AnyType answers.
+#[derive(Clone, Debug)]
+pub enum Answer {
+    /// Status and body.
+    Reply(u16, String),
+    /// The body, after a pause.
+    Slow(Duration, String),
+    /// Close the connection without a word.
+    Hangup,
+}
+
+/// A fake AnyType API on 127.0.0.1 that records what it was asked.
+pub struct FakeAnytype {
+    pub url: String,
+    answer: Arc<Mutex<Answer>>,
+    /// (request line, Authorization header) of every request.
+    pub seen: Arc<Mutex<Vec<(String, String)>>>,
+    stop: Arc<AtomicBool>,
+    port: u16,
+}
+
+/// A whoami body: restricted, scoped, `permission` on the key and on each of `spaces`.
+pub fn whoami(permission: &str, spaces: &[&str]) -> String {
+    let spaces: Vec<String> = spaces
+        .iter()
+        .map(|s| format!("{{\"id\": \"{s}\", \"permission\": \"{permission}\"}}"))
+        .collect();
+    format!(
+        "{{\"key\": {{\"kind\": \"restricted\", \"scoped\": true, \"all_spaces\": false, \"permission\": \"{permission}\", \"expires_at\": null, \"spaces\": [{}]}}}}",
+        spaces.join(", ")
+    )
+}
+
+impl FakeAnytype {
+    pub fn start(answer: Answer) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let answer = Arc::new(Mutex::new(answer));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (a, s, st) = (answer.clone(), seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if st.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let (a, s) = (a.clone(), s.clone());
+                std::thread::spawn(move || serve(conn, &a, &s));
+            }
+        });
+        FakeAnytype {
+            url: format!("http://127.0.0.1:{port}"),
+            answer,
+            seen,
+            stop,
+            port,
+        }
+    }
+
+    pub fn set(&self, answer: Answer) {
+        *self.answer.lock().unwrap() = answer;
+    }
+}
+
+fn serve(mut conn: TcpStream, answer: &Mutex<Answer>, seen: &Mutex<Vec<(String, String)>>) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut request = String::new();
+    let _ = reader.read_line(&mut request);
+    let mut auth = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line
+            .strip_prefix("authorization: ")
+            .or_else(|| line.strip_prefix("Authorization: "))
+        {
+            auth = v.trim().to_owned();
+        }
+    }
+    seen.lock().unwrap().push((request.trim().to_owned(), auth));
+    let answer = answer.lock().unwrap().clone();
+    let (status, body) = match answer {
+        Answer::Hangup => return,
+        Answer::Reply(status, body) => (status, body),
+        Answer::Slow(pause, body) => {
+            std::thread::sleep(pause);
+            (200, body)
+        }
+    };
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut rest = Vec::new();
+    let _ = conn.set_read_timeout(Some(Duration::from_millis(10)));
+    let _ = reader.read_to_end(&mut rest);
+}
+
+impl Drop for FakeAnytype {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Writes a 0600 `spaces.json` into the sandbox's data root.
+pub fn write_spaces(sb: &Sandbox, json: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(&sb.data).unwrap();
+    let p = sb.data.join("spaces.json");
+    std::fs::write(&p, json).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
+/// The standard policy of these tests: agent is fully writable, work is read-only for agents.
+pub const SPACES: &str = r#"{"spaces": {
+    "agent": {"anytype_id": "id-agent", "agent_read": true, "agent_write": "full"},
+    "work": {"anytype_id": "id-work", "agent_read": true, "agent_write": "ask"}
+}}"#;
