@@ -290,10 +290,116 @@ pub enum LogCommand {
     },
 }
 
+/// The exact argv a rendered unit runs (`<bin> run NAME --trigger schedule --root R --data-root D
+/// --namespace N`, see `units::program_arguments`), parsed by hand; `None` for anything else. It
+/// yields the same `Cli` clap would (a test holds them equal).
+pub fn unit_firing(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let s: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    let [
+        _,
+        "run",
+        name,
+        "--trigger",
+        "schedule",
+        "--root",
+        root,
+        "--data-root",
+        data,
+        "--namespace",
+        ns,
+    ] = s[..]
+    else {
+        return None;
+    };
+    // Values clap would read as flags, or refuse, take the general path.
+    if [name, root, data, ns]
+        .iter()
+        .any(|v| v.starts_with('-') || v.is_empty())
+    {
+        return None;
+    }
+    Some(Cli {
+        global: Global {
+            root: Some(PathBuf::from(root)),
+            namespace: Some(ns.to_owned()),
+            data_root: Some(PathBuf::from(data)),
+        },
+        command: Command::Run {
+            name: Name::new(name).ok()?,
+            trigger: Trigger::Schedule,
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn the_unit_fast_path_parses_exactly_like_clap() {
+        let argv = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        let unit = argv(&[
+            "/bin/automations",
+            "run",
+            "heartbeat",
+            "--trigger",
+            "schedule",
+            "--root",
+            "/srv/r o",
+            "--data-root",
+            "/d/ata",
+            "--namespace",
+            "ns",
+        ]);
+        let fast = unit_firing(&unit).expect("the unit shape takes the fast path");
+        let slow = Cli::try_parse_from(&unit).unwrap();
+        assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+        for other in [
+            argv(&["a", "run", "heartbeat"]),
+            argv(&[
+                "a",
+                "run",
+                "Bad",
+                "--trigger",
+                "schedule",
+                "--root",
+                "r",
+                "--data-root",
+                "d",
+                "--namespace",
+                "n",
+            ]),
+            argv(&[
+                "a",
+                "run",
+                "x",
+                "--trigger",
+                "manual",
+                "--root",
+                "r",
+                "--data-root",
+                "d",
+                "--namespace",
+                "n",
+            ]),
+            argv(&[
+                "a",
+                "run",
+                "x",
+                "--trigger",
+                "schedule",
+                "--root",
+                "--help",
+                "--data-root",
+                "d",
+                "--namespace",
+                "n",
+            ]),
+        ] {
+            assert!(unit_firing(&other).is_none(), "{other:?}");
+        }
+    }
 
     #[test]
     fn cli_is_well_formed() {

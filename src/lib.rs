@@ -68,7 +68,14 @@ pub type CmdResult = Result<Exit, Fail>;
 
 /// Parses `args`, runs the command, prints any error once, and returns the exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
-    let cli = match cli::Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    // Every firing runs the argv its unit renders; parse that one shape without building the whole
+    // clap command tree (a fifth of a firing's own work). Anything else goes through clap.
+    let parsed = match cli::unit_firing(&args) {
+        Some(cli) => Ok(cli),
+        None => cli::Cli::try_parse_from(args),
+    };
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use crate::clock::Clock;
 use crate::definition::hex_sha256;
@@ -268,6 +269,9 @@ pub enum LogError {
 pub struct RunLog {
     dir: PathBuf,
     rotate_bytes: u64,
+    /// The inode, end offset and hash of the line this handle wrote last: when the log is still
+    /// that file and still ends there, the next append chains to it without reading it back.
+    last: std::cell::Cell<Option<(u64, u64, [u8; 32])>>,
 }
 
 impl RunLog {
@@ -276,6 +280,7 @@ impl RunLog {
         Self {
             dir: data_root.to_path_buf(),
             rotate_bytes: ROTATE_BYTES,
+            last: std::cell::Cell::new(None),
         }
     }
 
@@ -303,21 +308,26 @@ impl RunLog {
             source,
         })?;
         let mut file = open_log(&path)?;
-        let mut len = file
-            .metadata()
-            .map_err(|source| LogError::Read {
-                path: path.clone(),
-                source,
-            })?
-            .len();
+        let stat = |f: &File| {
+            f.metadata()
+                .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
+                .map_err(|source| LogError::Read {
+                    path: path.clone(),
+                    source,
+                })
+        };
+        let (mut len, mut ino) = stat(&file)?;
         if len >= self.rotate_bytes {
             file = self.rotate(&path, &file, len, at)?;
-            len = file.metadata().map_or(0, |m| m.len());
+            (len, ino) = stat(&file)?;
         }
-        let (prev, sealed) = last_line_hash(&file, len).map_err(|source| LogError::Read {
-            path: path.clone(),
-            source,
-        })?;
+        let (prev, sealed) = match self.last.get() {
+            Some((i, end, hash)) if i == ino && end == len => (hex(&hash), true),
+            _ => last_line_hash(&file, len).map_err(|source| LogError::Read {
+                path: path.clone(),
+                source,
+            })?,
+        };
         let record = Record {
             v: VERSION,
             event,
@@ -325,7 +335,10 @@ impl RunLog {
             at: stamp(at),
             prev,
         };
-        write_line(&mut file, &path, len, sealed, &record)
+        let written = write_line(&mut file, &path, len, sealed, &record);
+        self.last
+            .set(written.as_ref().ok().map(|(end, hash)| (ino, *end, *hash)));
+        written.map(|_| ())
     }
 
     fn rotate(
@@ -421,13 +434,14 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
     }
 }
 
+/// Writes one line; returns the file's new end and the line's sha256.
 fn write_line(
     file: &mut File,
     path: &Path,
     len: u64,
     sealed: bool,
     record: &Record,
-) -> Result<(), LogError> {
+) -> Result<(u64, [u8; 32]), LogError> {
     let mut bytes = Vec::with_capacity(1024);
     if !sealed {
         bytes.push(b'\n');
@@ -453,7 +467,12 @@ fn write_line(
             source,
         });
     }
-    Ok(())
+    let line = &bytes[usize::from(!sealed)..bytes.len() - 1];
+    Ok((len + bytes.len() as u64, sha2::Sha256::digest(line).into()))
+}
+
+fn hex(hash: &[u8; 32]) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Lines of a file from the end to the start, read in blocks.
@@ -462,11 +481,14 @@ pub struct RevLines {
     /// File offset of `buf[0]`.
     pos: u64,
     buf: Vec<u8>,
+    /// The size of the next read.
+    block: u64,
     /// Whether the file's last byte is a newline.
     pub ends_with_newline: bool,
 }
 
 const BLOCK: u64 = 64 * 1024;
+const FIRST_BLOCK: u64 = 2 * 1024;
 
 impl RevLines {
     /// Starts at `len` (the file's length).
@@ -481,6 +503,7 @@ impl RevLines {
             file,
             pos: end,
             buf: Vec::new(),
+            block: FIRST_BLOCK,
             ends_with_newline,
         })
     }
@@ -499,7 +522,9 @@ impl RevLines {
                 }
                 return Ok(Some(std::mem::take(&mut self.buf)));
             }
-            let n = BLOCK.min(self.pos);
+            // Start small (most lines are short, and appends read just one) and grow.
+            self.block = (self.block * 2).min(BLOCK);
+            let n = self.block.min(self.pos);
             self.pos -= n;
             let mut block = vec![0u8; n as usize];
             self.file.read_exact_at(&mut block, self.pos)?;

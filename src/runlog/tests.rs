@@ -177,3 +177,29 @@ fn failed_write_leaves_no_half_line() {
         "{msg}"
     );
 }
+
+#[test]
+fn handles_interleaving_appends_keep_the_chain() {
+    // Each handle remembers the line it wrote last; another writer in between must be noticed.
+    let d = tempfile::tempdir().unwrap();
+    let a = RunLog::new(d.path());
+    let b = RunLog::new(d.path());
+    a.append("a", skipped(SkipReason::Paused), Utc::now())
+        .unwrap();
+    b.append("b", skipped(SkipReason::Paused), Utc::now())
+        .unwrap();
+    a.append("a", skipped(SkipReason::Stopped), Utc::now())
+        .unwrap();
+    a.append("a", skipped(SkipReason::SlotDone), Utc::now())
+        .unwrap();
+    // A rotation by another handle replaces the file under the first one's cache.
+    let small = RunLog::new(d.path()).with_rotation(1);
+    small
+        .append("c", skipped(SkipReason::Paused), Utc::now())
+        .unwrap();
+    a.append("a", skipped(SkipReason::Paused), Utc::now())
+        .unwrap();
+    let v = verify(&a).unwrap();
+    assert!(v.breaks.is_empty(), "{:?}", v.breaks);
+    assert_eq!(v.lines, 7);
+}

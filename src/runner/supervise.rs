@@ -36,6 +36,9 @@ pub const GRACE: Duration = Duration::from_secs(5);
 const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long output still buffered in the pipes is read once the tree is gone.
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
+/// Bytes per read(2) of an output pipe (the pipe's own buffer is 64 KiB; a smaller buffer touches
+/// fewer pages in the common case of little output).
+const READ_BYTES: usize = 16 * 1024;
 /// Bytes read per pipe before looking at the clock again.
 const READ_BUDGET: usize = 1 << 20;
 
@@ -211,7 +214,7 @@ pub fn supervise(
     let mut io = Io {
         pipes,
         streams: [&mut out, &mut err],
-        buf: vec![0u8; 64 * 1024],
+        buf: vec![0u8; READ_BYTES],
     };
     let mut tree = Tree {
         main,

@@ -27,7 +27,7 @@ impl Tail {
     /// A tail keeping `cap` bytes.
     pub fn new(cap: usize) -> Self {
         Self {
-            buf: Vec::with_capacity(cap * 2),
+            buf: Vec::new(),
             cap,
             dropped: 0,
         }
