@@ -91,6 +91,30 @@ pub struct Recent {
     pub unreadable: u64,
 }
 
+/// The view of a started run, with its `finished` if one was seen.
+fn started_view(
+    data_root: &Path,
+    name: String,
+    at: String,
+    s: Started,
+    finished: Option<Finished>,
+) -> RunView {
+    let status = match &finished {
+        Some(f) => Status::of(f.outcome),
+        None => status_of_unfinished(data_root, &name, s.pid),
+    };
+    RunView {
+        run: Some(s.run.clone()),
+        name,
+        trigger: s.trigger,
+        at,
+        status,
+        reason: None,
+        started: Some(s),
+        finished,
+    }
+}
+
 fn status_of_unfinished(data_root: &Path, name: &str, pid: u32) -> Status {
     let held = Name::new(name)
         .ok()
@@ -119,20 +143,7 @@ pub fn recent(log: &RunLog, data_root: &Path, name: Option<&str>, n: usize) -> R
                 }
                 Event::Started(s) => {
                     let finished = pending.remove(&s.run);
-                    let status = match &finished {
-                        Some(f) => Status::of(f.outcome),
-                        None => status_of_unfinished(data_root, &r.name, s.pid),
-                    };
-                    runs.push(RunView {
-                        run: Some(s.run.clone()),
-                        name: r.name,
-                        trigger: s.trigger,
-                        at: r.at,
-                        status,
-                        reason: None,
-                        started: Some(s),
-                        finished,
-                    });
+                    runs.push(started_view(data_root, r.name, r.at, s, finished));
                 }
                 Event::Skipped(s) => runs.push(RunView {
                     run: None,
@@ -174,22 +185,9 @@ pub fn last_runs(log: &RunLog, data_root: &Path, names: &[&str]) -> HashMap<Stri
             }
             Event::Started(s) => {
                 let finished = pending.remove(&s.run);
-                let status = match &finished {
-                    Some(f) => Status::of(f.outcome),
-                    None => status_of_unfinished(data_root, &r.name, s.pid),
-                };
                 found.insert(
                     r.name.clone(),
-                    RunView {
-                        run: Some(s.run.clone()),
-                        name: r.name,
-                        trigger: s.trigger,
-                        at: r.at,
-                        status,
-                        reason: None,
-                        started: Some(s),
-                        finished,
-                    },
+                    started_view(data_root, r.name, r.at, s, finished),
                 );
                 if found.len() == names.len() {
                     break;
@@ -209,20 +207,7 @@ pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Option<RunView> {
             Event::Finished(f) if f.run.starts_with(id) && finished.is_none() => finished = Some(f),
             Event::Started(s) if s.run.starts_with(id) => {
                 let finished = finished.filter(|f: &Finished| f.run == s.run);
-                let status = match &finished {
-                    Some(f) => Status::of(f.outcome),
-                    None => status_of_unfinished(data_root, &r.name, s.pid),
-                };
-                return Some(RunView {
-                    run: Some(s.run.clone()),
-                    name: r.name,
-                    trigger: s.trigger,
-                    at: r.at,
-                    status,
-                    reason: None,
-                    started: Some(s),
-                    finished,
-                });
+                return Some(started_view(data_root, r.name, r.at, s, finished));
             }
             _ => {}
         }

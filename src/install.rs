@@ -255,6 +255,27 @@ fn file_changes(
     files
 }
 
+/// Unit files by file name.
+type UnitFiles = BTreeMap<String, Vec<u8>>;
+
+/// The unit files of `name` present, its record, and whether it is loaded (the manager is asked
+/// only when something of it is there).
+fn what_is_there(
+    s: &Settings,
+    name: &Name,
+    label: &Label,
+    manager: &dyn ServiceManager,
+) -> anyhow::Result<(UnitFiles, Option<Record>, bool)> {
+    let present = present_units(s)?.remove(name).unwrap_or_default();
+    let record = read_record(s, name)?;
+    let loaded = if present.is_empty() && record.is_none() {
+        false
+    } else {
+        manager.loaded(std::slice::from_ref(label))?.contains(label)
+    };
+    Ok((present, record, loaded))
+}
+
 /// The plan to install `def` from `bin` on this machine.
 pub fn plan_install(
     s: &Settings,
@@ -265,15 +286,7 @@ pub fn plan_install(
     let label = s.label(&def.name);
     let paths = machine_paths(s, bin)?;
     let desired = units::render(def, &s.namespace, &paths, s.target);
-    let present = present_units(s)?.remove(&def.name).unwrap_or_default();
-    let record = read_record(s, &def.name)?;
-    let loaded = if present.is_empty() && record.is_none() {
-        false
-    } else {
-        manager
-            .loaded(std::slice::from_ref(&label))?
-            .contains(&label)
-    };
+    let (present, record, loaded) = what_is_there(s, &def.name, &label, manager)?;
     let new_record = Record {
         label: label.to_string(),
         target: s.target,
@@ -304,15 +317,7 @@ pub fn plan_uninstall(
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<Plan> {
     let label = s.label(name);
-    let present = present_units(s)?.remove(name).unwrap_or_default();
-    let record = read_record(s, name)?;
-    let loaded = if present.is_empty() && record.is_none() {
-        false
-    } else {
-        manager
-            .loaded(std::slice::from_ref(&label))?
-            .contains(&label)
-    };
+    let (present, record, loaded) = what_is_there(s, name, &label, manager)?;
     Ok(Plan {
         name: name.clone(),
         files: file_changes(s, &[], &present),

@@ -43,25 +43,33 @@ fn connect() -> Result<SecretService<'static>, KeyError> {
     SecretService::connect(EncryptionType::Dh).map_err(map)
 }
 
+/// The items of `label`: the unlocked ones, or `Locked` when any is locked.
+fn items<'a>(
+    ss: &'a SecretService<'a>,
+    label: &str,
+) -> Result<Vec<secret_service::blocking::Item<'a>>, KeyError> {
+    let found = ss
+        .search_items(HashMap::from([(ATTRIBUTE, label)]))
+        .map_err(map)?;
+    if found.locked.is_empty() {
+        Ok(found.unlocked)
+    } else {
+        Err(KeyError::Locked)
+    }
+}
+
 impl KeyStore for SecretServiceStore {
     fn get(&self, label: &Label) -> Result<Option<Secret>, KeyError> {
         let label = label.to_string();
         with_deadline(DEADLINE, move || {
             let ss = connect()?;
-            let found = ss
-                .search_items(HashMap::from([(ATTRIBUTE, label.as_str())]))
-                .map_err(map)?;
-            if let Some(item) = found.unlocked.first() {
-                let bytes = item.get_secret().map_err(map)?;
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| KeyError::Invalid("the stored key is not text".into()))?;
-                return Secret::new(text).map(Some);
-            }
-            if found.locked.is_empty() {
-                Ok(None)
-            } else {
-                Err(KeyError::Locked)
-            }
+            let Some(item) = items(&ss, &label)?.into_iter().next() else {
+                return Ok(None);
+            };
+            let bytes = item.get_secret().map_err(map)?;
+            let text = String::from_utf8(bytes)
+                .map_err(|_| KeyError::Invalid("the stored key is not text".into()))?;
+            Secret::new(text).map(Some)
         })
     }
 
@@ -91,16 +99,11 @@ impl KeyStore for SecretServiceStore {
         let label = label.to_string();
         with_deadline(DEADLINE, move || {
             let ss = connect()?;
-            let found = ss
-                .search_items(HashMap::from([(ATTRIBUTE, label.as_str())]))
-                .map_err(map)?;
-            if !found.locked.is_empty() {
-                return Err(KeyError::Locked);
-            }
-            for item in &found.unlocked {
+            let found = items(&ss, &label)?;
+            for item in &found {
                 item.delete().map_err(map)?;
             }
-            Ok(!found.unlocked.is_empty())
+            Ok(!found.is_empty())
         })
     }
 }

@@ -290,3 +290,16 @@ pub fn stable_bin(dir: &Path) -> PathBuf {
     std::fs::copy(bin(), &dest).unwrap();
     dest
 }
+
+/// Polls `cond` every 10 ms until it holds; panics naming `what` after 10 s.
+#[track_caller]
+pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

@@ -504,11 +504,9 @@ fn pause_resume_and_the_kill_switch() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while sb.events("started").iter().all(|s| s["name"] != "long") {
-        assert!(Instant::now() < until, "long never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for("long to start", || {
+        sb.events("started").iter().any(|s| s["name"] == "long")
+    });
     let o = sb.run(["stop-all", "--reason", "incident"]);
     assert_code(&o, 0);
     assert!(
@@ -544,11 +542,7 @@ fn sigint_to_the_runner_stops_the_tree() {
         ),
     );
     let runner = sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
-    while read_pids(&pids).len() < 2 {
-        assert!(Instant::now() < until, "the command never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_for("the command to start", || read_pids(&pids).len() >= 2);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(runner.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -678,4 +672,55 @@ fn the_shipped_heartbeat_runs() {
         "{}",
         stdout(&o)
     );
+}
+
+/// A local `HH:MM` at least two minutes away from now, so no slot boundary falls inside a test.
+fn quiet_time_of_day() -> String {
+    let t = chrono::Local::now() - chrono::Duration::hours(3);
+    t.format("%H:%M").to_string()
+}
+
+#[test]
+fn daily_slot_runs_once_on_schedule_but_manual_runs_always_run() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "daily",
+        &format!(
+            "name = \"daily\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"{}\"\n",
+            quiet_time_of_day()
+        ),
+    );
+    assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("started").len(), 1);
+    // A second firing for the same slot (RunAtLoad, Persistent= catch-up, a DST fold) is skipped.
+    assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
+    assert_eq!(sb.events("started").len(), 1);
+    // A person can always run it.
+    assert_code(&sb.run(["run", "daily"]), 0);
+    assert_eq!(sb.events("started").len(), 2);
+}
+
+#[test]
+fn a_unit_installed_after_the_slot_does_not_catch_up_that_slot() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "daily",
+        &format!(
+            "name = \"daily\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"{}\"\n",
+            quiet_time_of_day()
+        ),
+    );
+    std::fs::create_dir_all(sb.data.join("state/installed")).unwrap();
+    std::fs::write(
+        sb.data.join("state/installed/daily.json"),
+        format!(
+            "{{\"installed_at\": \"{}\"}}",
+            chrono::Utc::now().to_rfc3339()
+        ),
+    )
+    .unwrap();
+    assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
+    assert!(sb.events("started").is_empty());
 }

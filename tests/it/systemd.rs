@@ -176,6 +176,19 @@ fn install_run_drift_and_uninstall_for_real() {
     assert_eq!(record["bin"], sb.bin.to_str().unwrap());
     let (text, code) = check(&sb);
     assert_eq!(code, Some(0), "{text}");
+    let o = sb.run(["doctor"]);
+    let report = stdout(&o);
+    for line in [
+        "ok    service manager",
+        "ok    agents folder",
+        "ok    binary: heartbeat's unit runs",
+        "ok    definitions",
+        "ok    drift: none",
+    ] {
+        assert!(report.contains(line), "{line:?} missing from:\n{report}");
+    }
+    assert!(!report.contains("fail"), "{report}");
+    assert_code(&o, 0);
 
     // Reinstalling unchanged bytes does not reload.
     let r = install(&sb, "heartbeat");
@@ -279,6 +292,16 @@ fn install_run_drift_and_uninstall_for_real() {
         assert_eq!(&std::fs::read(p).unwrap(), b, "{} was touched", p.display());
     }
     assert_eq!(check(&sb).1, Some(0));
+
+    // Without the manager, doctor says so and fails.
+    drop(m);
+    let o = sb.run(["doctor"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("fail  service manager"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
