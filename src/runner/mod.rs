@@ -336,12 +336,19 @@ impl Scratch {
         self.base.clone()
     }
 
+    /// `<base>.<suffix>`, spelled out: run ids hold a `.`, so `with_extension` would cut them.
+    fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.base.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    }
+
     fn result(&self) -> PathBuf {
-        self.base.with_extension("result.json")
+        self.beside(".result.json")
     }
 
     fn http_log(&self) -> PathBuf {
-        self.base.with_extension("http.jsonl")
+        self.beside(".http.jsonl")
     }
 }
 
@@ -539,5 +546,32 @@ fn finish(
         http: None,
         leftover_processes: sup.leftover_processes,
         clock: clock::now(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: the result file was named with `with_extension`, which cut the run id at its
+    /// `.` so two runs in the same second shared one result file.
+    #[test]
+    fn scratch_files_are_unique_per_run() {
+        let d = tempfile::tempdir().unwrap();
+        let a = Scratch::create(d.path(), "20261129T204512.123Z-aaaaaa").unwrap();
+        let b = Scratch::create(d.path(), "20261129T204512.123Z-bbbbbb").unwrap();
+        assert_ne!(a.result(), b.result());
+        assert!(
+            a.result()
+                .to_str()
+                .unwrap()
+                .ends_with("20261129T204512.123Z-aaaaaa.result.json")
+        );
+        assert!(
+            b.http_log()
+                .to_str()
+                .unwrap()
+                .ends_with("-bbbbbb.http.jsonl")
+        );
     }
 }
