@@ -101,7 +101,14 @@ pub fn whoami(base: &str, key: &Secret, deadline: Duration) -> Result<WhoAmI, St
             "AnyType's answer broke off".to_owned()
         }
     })?;
-    serde_json::from_slice(&body).map_err(|e| format!("unreadable whoami answer ({e})"))
+    // serde's message can quote the answer's strings; say where, never what.
+    serde_json::from_slice(&body).map_err(|e| {
+        format!(
+            "unreadable whoami answer (line {}, column {})",
+            e.line(),
+            e.column()
+        )
+    })
 }
 
 /// What a definition declares, with its spaces resolved to AnyType ids.

@@ -217,7 +217,12 @@ pub fn gate(
             )]));
         }
     };
-    verify_key(&key, access, data_root, anytype::DEADLINE)?;
+    verify_key(&key, access, data_root, anytype::DEADLINE).map_err(|r| {
+        // Differences quote what the server said; never let that carry the key.
+        let mut redactor = crate::runner::redact::Redactor::default();
+        redactor.add_key(key.expose().as_bytes());
+        Refusal(r.0.iter().map(|line| redactor.scrub(line)).collect())
+    })?;
     let headers = serde_json::json!({
         "Authorization": format!("Bearer {}", key.expose()),
         "Anytype-Version": anytype::API_VERSION,

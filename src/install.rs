@@ -349,12 +349,14 @@ pub fn apply_install(
         .with_context(|| format!("cannot create the agents folder {}", s.agents_dir.display()))?;
     let result = (|| -> anyhow::Result<()> {
         write_files(plan)?;
+        // The record (with its install time) goes first: a daily job that launchd starts at
+        // load (RunAtLoad) must already see it, or the slot guard would run the missed slot.
+        state::write_json(&record_path(s, &plan.name), new_record)?;
         if changed || !plan.loaded {
             manager
                 .load(&plan.label, &s.agents_dir, changed)
                 .with_context(|| format!("cannot load {}", plan.label))?;
         }
-        state::write_json(&record_path(s, &plan.name), new_record)?;
         Ok(())
     })();
     if let Err(e) = result {
@@ -385,6 +387,11 @@ fn write_files(plan: &Plan) -> anyhow::Result<()> {
 
 /// Puts back the files and record a plan found, and reloads what was loaded before.
 fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::Result<()> {
+    if !plan.loaded {
+        // This install may have loaded a unit that was not loaded before: take it down while its
+        // files still exist (an error only means it never got loaded).
+        let _ = manager.unload(&plan.label, &s.agents_dir);
+    }
     for f in plan.files.iter().filter(|f| f.differs()) {
         match &f.old {
             Some(bytes) => fsutil::write_atomic_mode(&f.path, bytes, 0o644),

@@ -7,7 +7,7 @@
 //! the lock up in `/proc/locks` instead. This module must never unlink a lock file.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -53,22 +53,16 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
 pub fn holder(data_root: &Path, name: &Name) -> Option<u32> {
-    let p = path(data_root, name);
-    let mut file = File::open(&p).ok()?;
-    if !is_held(&file) {
-        return None;
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+    let file = File::open(path(data_root, name)).ok()?;
+    owner(file)
 }
 
+/// Linux: the lock table names the holder itself, so a holder that has not yet written its pid
+/// into the file (or a stale pid left there) is never mistaken for it.
 #[cfg(target_os = "linux")]
-fn is_held(file: &File) -> bool {
+fn owner(file: File) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = file.metadata() else {
-        return false;
-    };
+    let meta = file.metadata().ok()?;
     let dev = meta.dev();
     let key = format!(
         "{:02x}:{:02x}:{}",
@@ -76,24 +70,29 @@ fn is_held(file: &File) -> bool {
         nix::sys::stat::minor(dev),
         meta.ino()
     );
-    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
-        locks.lines().any(|line| {
-            !line.contains("->")
-                && line.contains("FLOCK")
-                && line.split_ascii_whitespace().any(|field| field == key)
-        })
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    // "1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF"; "->" marks waiters, not holders.
+    locks.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        (f.get(1) == Some(&"FLOCK") && f.get(5) == Some(&key.as_str()))
+            .then(|| f.get(4).and_then(|p| p.parse().ok()))
+            .flatten()
     })
 }
 
 #[cfg(not(target_os = "linux"))]
-fn is_held(file: &File) -> bool {
-    // No lock table to read: probe, and let go at once.
+fn owner(mut file: File) -> Option<u32> {
+    // No lock table to read: probe, let go at once, and trust the pid the holder wrote.
     match file.try_lock_shared() {
         Ok(()) => {
             let _ = file.unlock();
-            false
+            None
         }
-        Err(_) => true,
+        Err(_) => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut file, &mut text).ok()?;
+            text.trim().parse().ok()
+        }
     }
 }
 

@@ -399,9 +399,31 @@ impl RunLog {
 
     /// Reads records backwards, newest first, across segments.
     pub fn backwards(&self) -> Backwards {
+        // Open the live segment before listing the rotated ones: if it is rotated in between, the
+        // open handle is the renamed file, which the listing then names too — skipped by inode.
+        let live = File::open(self.path()).and_then(|f| {
+            let meta = f.metadata()?;
+            Ok((
+                RevLines::new(f, meta.len())?,
+                std::os::unix::fs::MetadataExt::ino(&meta),
+            ))
+        });
+        let mut segments = self.segments();
+        segments.remove(0);
+        let (current, live_ino) = match live {
+            Ok((lines, ino)) => (Some((self.path(), lines)), Some(ino)),
+            Err(_) => (None, None),
+        };
+        segments.retain(|p| {
+            live_ino.is_none()
+                || std::fs::metadata(p)
+                    .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+                    .ok()
+                    != live_ino
+        });
         Backwards {
-            segments: self.segments(),
-            current: None,
+            segments,
+            current,
             unreadable: 0,
             error: None,
         }

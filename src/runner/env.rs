@@ -32,7 +32,7 @@ pub const DEFAULT_LANG: &str = "en_US.UTF-8";
 #[cfg(not(target_os = "macos"))]
 pub const DEFAULT_LANG: &str = "C.UTF-8";
 
-/// Values from the private env file shorter than this are not treated as secrets.
+/// Values of `env` variables shorter than this are not treated as secrets.
 pub const MIN_SECRET_VALUE: usize = 8;
 
 /// Why the environment could not be built; names the file and line, never a value.
@@ -111,13 +111,18 @@ pub fn build(
     };
     for name in &def.env {
         let name = name.as_str();
-        if let Some(v) = runner_env(name) {
-            vars.push((name.to_owned(), v));
-        } else if let Some((_, v)) = from_file.iter().find(|(k, _)| k == name) {
+        let value = runner_env(name).or_else(|| {
+            from_file
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into())
+        });
+        if let Some(v) = value {
+            // A variable a definition asks for is usually a credential: keep it out of the log.
             if v.len() >= MIN_SECRET_VALUE {
-                secrets.push(v.as_bytes().to_vec());
+                secrets.push(v.as_encoded_bytes().to_vec());
             }
-            vars.push((name.to_owned(), v.into()));
+            vars.push((name.to_owned(), v));
         }
     }
     Ok(CommandEnv { vars, secrets })

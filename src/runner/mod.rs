@@ -142,38 +142,12 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         Err(e) => return Err(RunError::Definition(e)),
     };
 
-    // 2. Kill switch and pause.
+    // 2–3. Kill switch, pause, slot: checked before the lock (a paused automation never
+    //      contends for it) and again once it is held, so a `stop-all` or a second firing that
+    //      lands in between is not missed.
     let state = State::new(&s.data_root);
-    if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
-        return skip(
-            &log,
-            name,
-            trigger,
-            SkipReason::Stopped,
-            format!(": {}", stop.reason),
-        );
-    }
-    if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
-        return skip(
-            &log,
-            name,
-            trigger,
-            SkipReason::Paused,
-            format!(": {}", p.reason),
-        );
-    }
-
-    // 3. One run per daily slot.
-    if trigger == Trigger::Schedule
-        && let Some(Schedule::DailyAt { daily_at, weekdays }) = &def.schedule
-        && let Some(slot_at) = slot::latest_slot(&chrono::Local::now(), *daily_at, weekdays)
-    {
-        let installed_at = state.installed_at(name).map_err(anyhow::Error::from)?;
-        if slot::slot_done(slot_at, None, installed_at)
-            || history::started_since(&log, name.as_str(), slot_at)
-        {
-            return skip(&log, name, trigger, SkipReason::SlotDone, String::new());
-        }
+    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger)? {
+        return Ok(skipped);
     }
 
     // 4. The lock.
@@ -192,6 +166,9 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
             );
         }
     };
+    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger)? {
+        return Ok(skipped);
+    }
 
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
@@ -248,6 +225,51 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         run: run_id,
         finished: Box::new(finished),
     })
+}
+
+/// Steps 2 and 3: the kill switch, the pause, the daily slot. `Some` is the recorded skip.
+fn switches_and_slot(
+    log: &RunLog,
+    state: &State,
+    def: &Definition,
+    name: &Name,
+    trigger: Trigger,
+) -> Result<Option<Report>, RunError> {
+    if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
+        return skip(
+            log,
+            name,
+            trigger,
+            SkipReason::Stopped,
+            format!(": {}", stop.reason),
+        )
+        .map(Some);
+    }
+    if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
+        return skip(
+            log,
+            name,
+            trigger,
+            SkipReason::Paused,
+            format!(": {}", p.reason),
+        )
+        .map(Some);
+    }
+
+    // 3. One run per daily slot.
+    if trigger == Trigger::Schedule
+        && let Some(Schedule::DailyAt { daily_at, weekdays }) = &def.schedule
+        && let Some(slot_at) = slot::latest_slot(&chrono::Local::now(), *daily_at, weekdays)
+    {
+        let installed_at = state.installed_at(name).map_err(anyhow::Error::from)?;
+        if slot::slot_done(slot_at, None, installed_at)
+            || history::started_since(log, name.as_str(), slot_at)
+        {
+            return skip(log, name, trigger, SkipReason::SlotDone, String::new()).map(Some);
+        }
+    }
+
+    Ok(None)
 }
 
 fn append(log: &RunLog, name: &Name, event: Event) -> Result<(), RunError> {

@@ -37,11 +37,27 @@ fn refuse(rule: impl Into<String>) -> ResultError {
 
 /// Reads and validates the result file at `path`; no file means no facts.
 pub fn read(path: &Path) -> Result<Facts, ResultError> {
-    match fsutil::read_optional(path) {
-        Ok(None) => Ok(Facts::default()),
-        Ok(Some(bytes)) => parse(&bytes),
-        Err(e) => Err(refuse(format!("cannot read the result file: {e}"))),
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    // The command controls this path: never follow a link, never block on a FIFO, never read
+    // more than the cap (a link to /dev/zero must not exhaust memory).
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Facts::default()),
+        Err(e) => return Err(refuse(format!("cannot read the result file: {e}"))),
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(refuse("the result file is not a regular file"));
     }
+    let mut bytes = Vec::new();
+    file.take(MAX_RESULT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refuse(format!("cannot read the result file: {e}")))?;
+    parse(&bytes)
 }
 
 /// Validates result file bytes.
@@ -215,6 +231,23 @@ mod tests {
             let e = parse(&bytes).unwrap_err().0;
             assert!(e.contains(rule), "{e} lacks {rule}");
         }
+    }
+
+    #[test]
+    fn links_fifos_and_huge_files_are_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let link = d.path().join("link.json");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(read(&link).is_err());
+        let fifo = d.path().join("fifo.json");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(
+            read(&fifo).unwrap_err().0,
+            "the result file is not a regular file"
+        );
+        let big = d.path().join("big.json");
+        std::fs::write(&big, vec![b' '; 10 * MAX_RESULT_BYTES]).unwrap();
+        assert!(read(&big).unwrap_err().0.contains("larger than 64 KiB"));
     }
 
     #[test]

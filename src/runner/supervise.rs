@@ -142,7 +142,7 @@ pub enum Interrupt {
 pub struct Supervised {
     pub ending: Ending,
     pub interrupt: Option<Interrupt>,
-    /// Processes other than the main one that were still alive and had to be terminated.
+    /// Processes still alive after the main process ended, which had to be terminated.
     pub leftover_processes: u32,
     /// Processes that outlived SIGKILL (stuck in the kernel); normally 0.
     pub unkillable: u32,
@@ -220,6 +220,8 @@ pub fn supervise(
         main,
         main_status: None,
         signaled: BTreeSet::new(),
+        leftovers: BTreeSet::new(),
+        group_signaled: false,
     };
 
     // Run until the main process ends, the deadline passes, or the runner is asked to stop.
@@ -263,7 +265,7 @@ pub fn supervise(
     Supervised {
         ending,
         interrupt,
-        leftover_processes: tree.signaled.len() as u32,
+        leftover_processes: tree.leftovers.len() as u32,
         unkillable,
         stdout: out.finish().finish(),
         stderr: err.finish().finish(),
@@ -327,6 +329,10 @@ struct Tree {
     main_status: Option<WaitStatus>,
     /// Every process other than the main one that was sent a signal.
     signaled: BTreeSet<i32>,
+    /// Processes found alive after the main process ended.
+    leftovers: BTreeSet<i32>,
+    /// Whether the group has been signalled (once is enough for SIGTERM).
+    group_signaled: bool,
 }
 
 impl Tree {
@@ -352,16 +358,33 @@ impl Tree {
         cfg!(not(target_os = "linux")) && signal::killpg(self.main, None).is_ok()
     }
 
-    /// Sends `sig` to the group and to every descendant of the runner.
-    fn signal_all(&mut self, sig: Signal) {
+    /// Sends `sig` to the group (while its leader is unreaped, so the group id cannot have been
+    /// reused) and to every descendant of the runner. With `only_new`, processes already sent a
+    /// signal are left alone: a second SIGTERM means "exit now" to many programs, which would cut
+    /// the grace short.
+    fn signal_all(&mut self, sig: Signal, only_new: bool) {
         // Look before signalling: a process that dies of the group signal must still be counted.
         let pids = descendants();
-        let _ = signal::killpg(self.main, sig);
+        if self.main_status.is_none() && !(only_new && self.group_signaled) {
+            let _ = signal::killpg(self.main, sig);
+            self.group_signaled = true;
+        }
         for pid in pids {
-            if pid != self.main.as_raw() {
-                self.signaled.insert(pid);
+            if pid == self.main.as_raw() {
+                continue;
             }
-            let _ = signal::kill(Pid::from_raw(pid), sig);
+            if self.main_status.is_some() {
+                // Alive after the main process ended: left behind.
+                self.leftovers.insert(pid);
+            }
+            if self.signaled.insert(pid) || !only_new {
+                let _ = signal::kill(Pid::from_raw(pid), sig);
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        if self.main_status.is_some() && !only_new {
+            // No /proc to find members by: the group is all there is to signal.
+            let _ = signal::killpg(self.main, sig);
         }
     }
 
@@ -369,7 +392,7 @@ impl Tree {
     /// outlived SIGKILL.
     fn terminate(&mut self, io: &mut Io, signals: &mut Signals) -> u32 {
         let stops_before = signals.stop;
-        self.signal_all(Signal::SIGTERM);
+        self.signal_all(Signal::SIGTERM, false);
         let grace_end = Instant::now() + GRACE;
         while self.reap() {
             let now = Instant::now();
@@ -380,11 +403,11 @@ impl Tree {
             }
             io.wait(signals, (grace_end - now).min(Duration::from_millis(50)));
             // Processes re-parented to the runner since the last sweep get their SIGTERM too.
-            self.signal_all(Signal::SIGTERM);
+            self.signal_all(Signal::SIGTERM, true);
         }
         let kill_end = Instant::now() + KILL_WAIT;
         while self.reap() {
-            self.signal_all(Signal::SIGKILL);
+            self.signal_all(Signal::SIGKILL, false);
             let now = Instant::now();
             if now >= kill_end {
                 return descendants().len() as u32;

@@ -168,6 +168,20 @@ fn refusals_fail_closed_and_name_every_difference() {
         "{detail}"
     );
 
+    // Whatever the server says is scrubbed: an answer quoting the key never reaches the log.
+    reader_definition(&sb, "read", "[\"agent\", \"work\"]", &script);
+    api.set(Answer::Reply(
+        200,
+        whoami("read", &["id-agent", "id-work"]).replace("\"restricted\"", &format!("\"{KEY}\"")),
+    ));
+    assert_code(&sb.run(["run", "reader"]), 1);
+    let detail = sb.last_finished()["error"]["detail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(detail.contains("unknown kind \"[redacted]\""), "{detail}");
+    assert!(leaks(&sb.data, KEY, 6).is_empty());
+
     // AnyType down.
     reader_definition(&sb, "read", "[\"agent\", \"work\"]", &script);
     api.set(Answer::Reply(500, "oops".into()));

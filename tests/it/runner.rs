@@ -318,7 +318,10 @@ fn environment_is_exactly_the_allowed_set() {
             "USER",
         ]
     );
-    assert!(tail.contains("GIVEN=from-runner\n"));
+    // Values a definition asks for are treated as credentials: the command saw them, the stored
+    // tail does not.
+    assert!(tail.contains("GIVEN=[redacted]\n"), "{tail}");
+    assert!(!tail.contains("from-runner"));
     assert!(tail.contains("AUTOMATION_TRIGGER=schedule\n"));
     assert!(tail.contains("LANG=C.UTF-8\n"));
     assert!(!tail.contains("leak"));
@@ -723,4 +726,28 @@ fn a_unit_installed_after_the_slot_does_not_catch_up_that_slot() {
     assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
     assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
     assert!(sb.events("started").is_empty());
+}
+
+/// Regression: during the grace every sweep re-sent SIGTERM, so a command that handles one TERM
+/// (to clean up) got a second one 50 ms later.
+#[test]
+fn the_grace_sends_sigterm_once() {
+    let sb = Sandbox::new();
+    let terms = sb.path("terms");
+    sh_def(
+        &sb,
+        "t",
+        1,
+        &format!(
+            "trap 'echo term >> {}' TERM; while :; do sleep 0.1; done",
+            terms.display()
+        ),
+    );
+    assert_code(&sb.run(["run", "t"]), 1);
+    assert_eq!(sb.last_finished()["outcome"], "timeout");
+    let n = std::fs::read_to_string(&terms)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert_eq!(n, 1, "the command got {n} SIGTERMs");
 }

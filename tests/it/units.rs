@@ -487,6 +487,23 @@ mod launchd {
         std::fs::create_dir_all(&agents).unwrap();
         let other = agents.join("com.example.other.plist");
         std::fs::write(&other, "not ours").unwrap();
+        // A first install whose bootstrap keeps failing leaves nothing behind: no plist, no
+        // record, and the job taken down again.
+        std::fs::write(d.path().join("fail-bootstrap"), "5\n5\n5\n5\n5\n").unwrap();
+        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
+        assert!(automations::install::apply_install(&s, &plan, &l).is_err());
+        assert!(!agents.join("local.automations.x.plist").exists());
+        assert!(
+            automations::install::read_record(&s, &def.name)
+                .unwrap()
+                .is_none()
+        );
+        let c = calls(d.path());
+        let last_bootstrap = c.iter().rposition(|x| x.starts_with("bootstrap")).unwrap();
+        assert!(
+            c[last_bootstrap..].iter().any(|x| x.starts_with("bootout")),
+            "{c:?}"
+        );
         // A first install succeeds.
         let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
         automations::install::apply_install(&s, &plan, &l).unwrap();
