@@ -74,7 +74,12 @@ pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
-/// The mode bits of an open file that let group or others read or write it.
-pub fn exposed_bits(file: &File) -> io::Result<u32> {
-    Ok(file.metadata()?.permissions().mode() & 0o077)
+/// The permission bits of an open file.
+pub fn mode(file: &File) -> io::Result<u32> {
+    Ok(file.metadata()?.permissions().mode() & 0o777)
+}
+
+/// True when `mode` lets group or others read or write: not private.
+pub fn exposed(mode: u32) -> bool {
+    mode & 0o077 != 0
 }

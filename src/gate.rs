@@ -100,13 +100,13 @@ pub fn read_spaces(data_root: &Path) -> Result<Spaces, Refusal> {
             e.to_string()
         })
     })?;
-    match fsutil::exposed_bits(&file) {
-        Ok(0) => {}
-        Ok(_) => {
-            return Err(refuse(
-                "readable or writable by group or others; run chmod 600 on it".into(),
-            ));
+    match fsutil::mode(&file) {
+        Ok(mode) if fsutil::exposed(mode) => {
+            return Err(refuse(format!(
+                "mode {mode:o}: readable or writable by group or others; run chmod 600 on it"
+            )));
         }
+        Ok(_) => {}
         Err(e) => return Err(refuse(e.to_string())),
     }
     serde_json::from_reader(std::io::BufReader::new(file))

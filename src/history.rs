@@ -12,7 +12,9 @@ use serde::Serialize;
 
 use crate::locks;
 use crate::names::Name;
-use crate::runlog::{Event, Finished, Outcome, RunLog, SkipReason, Started, Trigger};
+use crate::runlog::{
+    Backwards, Event, Finished, Outcome, Record, RunLog, SkipReason, Started, Trigger,
+};
 
 /// Where a run stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -127,73 +129,88 @@ fn status_of_unfinished(data_root: &Path, name: &str, pid: u32) -> Status {
     }
 }
 
-/// The `n` newest runs (of `name` only, when given), newest first.
-pub fn recent(log: &RunLog, data_root: &Path, name: Option<&str>, n: usize) -> Recent {
-    let mut pending: HashMap<String, Finished> = HashMap::new();
-    let mut runs = Vec::new();
-    let mut records = log.backwards();
-    if n > 0 {
-        for r in records.by_ref() {
-            if name.is_some_and(|want| want != r.name) {
+/// Runs assembled from the log read backwards, newest start first: each `finished` is held until
+/// its `started` comes by. `keep` picks the records that matter before any pairing, so a search
+/// holds on to nothing it will not report.
+struct Runs<'a, F: Fn(&Record) -> bool> {
+    records: Backwards,
+    pending: HashMap<String, Finished>,
+    data_root: &'a Path,
+    keep: F,
+}
+
+impl<'a, F: Fn(&Record) -> bool> Runs<'a, F> {
+    fn new(log: &RunLog, data_root: &'a Path, keep: F) -> Self {
+        Self {
+            records: log.backwards(),
+            pending: HashMap::new(),
+            data_root,
+            keep,
+        }
+    }
+}
+
+impl<F: Fn(&Record) -> bool> Iterator for Runs<'_, F> {
+    type Item = RunView;
+
+    fn next(&mut self) -> Option<RunView> {
+        loop {
+            let r = self.records.next()?;
+            if !(self.keep)(&r) {
                 continue;
             }
             match r.event {
                 Event::Finished(f) => {
-                    pending.insert(f.run.clone(), f);
+                    self.pending.insert(f.run.clone(), f);
                 }
                 Event::Started(s) => {
-                    let finished = pending.remove(&s.run);
-                    runs.push(started_view(data_root, r.name, r.at, s, finished));
+                    let finished = self.pending.remove(&s.run);
+                    return Some(started_view(self.data_root, r.name, r.at, s, finished));
                 }
-                Event::Skipped(s) => runs.push(RunView {
-                    run: None,
-                    name: r.name,
-                    trigger: s.trigger,
-                    at: r.at,
-                    status: Status::Skipped,
-                    reason: Some(s.reason),
-                    started: None,
-                    finished: None,
-                }),
+                Event::Skipped(s) => {
+                    return Some(RunView {
+                        run: None,
+                        name: r.name,
+                        trigger: s.trigger,
+                        at: r.at,
+                        status: Status::Skipped,
+                        reason: Some(s.reason),
+                        started: None,
+                        finished: None,
+                    });
+                }
                 _ => {}
-            }
-            if runs.len() >= n {
-                break;
             }
         }
     }
+}
+
+/// The `n` newest runs (of `name` only, when given), newest first.
+pub fn recent(log: &RunLog, data_root: &Path, name: Option<&str>, n: usize) -> Recent {
+    let mut runs = Runs::new(log, data_root, |r: &Record| {
+        name.is_none_or(|want| want == r.name)
+    });
+    let views = runs.by_ref().take(n).collect();
     Recent {
-        runs,
-        unreadable: records.unreadable,
+        runs: views,
+        unreadable: runs.records.unreadable,
     }
 }
 
 /// The last run (not a skip) of each name in `names`, reading back until each is found.
 pub fn last_runs(log: &RunLog, data_root: &Path, names: &[&str]) -> HashMap<String, RunView> {
-    let mut pending: HashMap<String, Finished> = HashMap::new();
     let mut found: HashMap<String, RunView> = HashMap::new();
     if names.is_empty() {
         return found;
     }
-    for r in log.backwards() {
-        if !names.contains(&r.name.as_str()) || found.contains_key(&r.name) {
-            continue;
-        }
-        match r.event {
-            Event::Finished(f) => {
-                pending.insert(f.run.clone(), f);
+    for view in Runs::new(log, data_root, |r: &Record| {
+        names.contains(&r.name.as_str())
+    }) {
+        if view.run.is_some() && !found.contains_key(&view.name) {
+            found.insert(view.name.clone(), view);
+            if found.len() == names.len() {
+                break;
             }
-            Event::Started(s) => {
-                let finished = pending.remove(&s.run);
-                found.insert(
-                    r.name.clone(),
-                    started_view(data_root, r.name, r.at, s, finished),
-                );
-                if found.len() == names.len() {
-                    break;
-                }
-            }
-            _ => {}
         }
     }
     found
@@ -201,18 +218,12 @@ pub fn last_runs(log: &RunLog, data_root: &Path, names: &[&str]) -> HashMap<Stri
 
 /// One run by id (or by a unique prefix of its id).
 pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Option<RunView> {
-    let mut finished = None;
-    for r in log.backwards() {
-        match r.event {
-            Event::Finished(f) if f.run.starts_with(id) && finished.is_none() => finished = Some(f),
-            Event::Started(s) if s.run.starts_with(id) => {
-                let finished = finished.filter(|f: &Finished| f.run == s.run);
-                return Some(started_view(data_root, r.name, r.at, s, finished));
-            }
-            _ => {}
-        }
-    }
-    None
+    let matches = |r: &Record| match &r.event {
+        Event::Started(s) => s.run.starts_with(id),
+        Event::Finished(f) => f.run.starts_with(id),
+        _ => false,
+    };
+    Runs::new(log, data_root, matches).next()
 }
 
 /// Whether `name` has a `started` at or after `since`. Reads back only a little past `since`.

@@ -4,8 +4,8 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::anyhow;
 
-use super::checks;
-use crate::definition::{self, AnyTypeAccess};
+use super::one_definition;
+use crate::definition::AnyTypeAccess;
 use crate::gate;
 use crate::keys::{self, Secret};
 use crate::names::Name;
@@ -13,8 +13,7 @@ use crate::settings::Settings;
 use crate::{CmdResult, Exit, Fail};
 
 fn access(s: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
-    let def = definition::load_one(&s.definitions_dir(), name, &checks(s))
-        .map_err(|e| Fail::new(Exit::BadInput, e))?;
+    let def = one_definition(s, name)?;
     def.anytype.ok_or_else(|| {
         Fail::new(
             Exit::BadInput,

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 
-use super::{checks, load_all};
-use crate::definition::{self, Definition, LoadError};
+use super::{load_all, one_definition};
+use crate::definition::Definition;
 use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
@@ -30,12 +30,6 @@ fn valid_definitions(s: &Settings) -> Result<Vec<Definition>, Fail> {
         )));
     }
     Ok(loaded.definitions)
-}
-
-fn one_definition(s: &Settings, name: &Name) -> Result<Definition, Fail> {
-    definition::load_one(&s.definitions_dir(), name, &checks(s)).map_err(|e| match e {
-        LoadError::Missing(_) | LoadError::Invalid(_) => Fail::new(Exit::BadInput, e),
-    })
 }
 
 /// The binary units will run: `--bin`, else this one; absolute, links resolved when it exists.

@@ -83,6 +83,12 @@ pub(crate) fn checks(s: &Settings) -> Checks {
     }
 }
 
+/// The definition of `name`; missing or invalid is bad input (exit 2).
+pub(crate) fn one_definition(s: &Settings, name: &Name) -> Result<Definition, Fail> {
+    definition::load_one(&s.definitions_dir(), name, &checks(s))
+        .map_err(|e| Fail::new(Exit::BadInput, e))
+}
+
 /// Loads every definition; an unreadable folder is an environment problem.
 pub(crate) fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
     let dir = s.definitions_dir();

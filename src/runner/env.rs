@@ -149,12 +149,8 @@ pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(EnvError::Io(path.to_path_buf(), e)),
     };
-    let exposed = fsutil::exposed_bits(&file).map_err(|e| EnvError::Io(path.to_path_buf(), e))?;
-    if exposed != 0 {
-        let mode = file
-            .metadata()
-            .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
-            .unwrap_or(exposed);
+    let mode = fsutil::mode(&file).map_err(|e| EnvError::Io(path.to_path_buf(), e))?;
+    if fsutil::exposed(mode) {
         return Err(EnvError::Exposed(path.to_path_buf(), mode));
     }
     let mut text = String::new();

@@ -25,6 +25,14 @@ fn reader_definition(sb: &Sandbox, permission: &str, spaces: &str, script: &str)
     );
 }
 
+/// The detail of the last run's error.
+fn refusal(sb: &Sandbox) -> String {
+    sb.last_finished()["error"]["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 fn access(permission: &str, spaces: &[&str]) -> AnyTypeAccess {
     AnyTypeAccess {
         permission: permission.into(),
@@ -147,10 +155,7 @@ fn refusals_fail_closed_and_name_every_difference() {
     // A key reaching one space too many.
     keyring.store(LABEL, KEY);
     assert_code(&sb.run(["run", "reader"]), 1);
-    let detail = sb.last_finished()["error"]["detail"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let detail = refusal(&sb);
     assert!(
         detail.contains("the key also reaches space id-work"),
         "{detail}"
@@ -159,10 +164,7 @@ fn refusals_fail_closed_and_name_every_difference() {
     // A write declaration on a space agents may not write.
     reader_definition(&sb, "readwrite", "[\"agent\", \"work\"]", &script);
     assert_code(&sb.run(["run", "reader"]), 1);
-    let detail = sb.last_finished()["error"]["detail"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let detail = refusal(&sb);
     assert!(
         detail.contains("space work: policy agent_write is \"ask\""),
         "{detail}"
@@ -175,10 +177,7 @@ fn refusals_fail_closed_and_name_every_difference() {
         whoami("read", &["id-agent", "id-work"]).replace("\"restricted\"", &format!("\"{KEY}\"")),
     ));
     assert_code(&sb.run(["run", "reader"]), 1);
-    let detail = sb.last_finished()["error"]["detail"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let detail = refusal(&sb);
     assert!(detail.contains("unknown kind \"[redacted]\""), "{detail}");
     assert!(leaks(&sb.data, KEY, 6).is_empty());
 

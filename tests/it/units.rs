@@ -257,16 +257,15 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
     sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
     let debug_build = sb.run(["install", "x"]);
     sb.use_stable_bin();
-    let run = |args: &[&str]| sb.run(args);
     let agents = sb.home.join(".config/systemd/user");
-    let o = run(&["install", "x"]);
+    let o = sb.run(["install", "x"]);
     assert_code(&o, 2);
     assert!(
         stderr(&o).contains("needs a person at a terminal"),
         "{}",
         stderr(&o)
     );
-    let o = run(&["uninstall", "x"]);
+    let o = sb.run(["uninstall", "x"]);
     assert_code(&o, 0);
     assert!(
         stdout(&o).contains("not installed on this machine: nothing to do"),
@@ -277,7 +276,7 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
         !agents.exists(),
         "a refused install changed the agents folder"
     );
-    let o = run(&["install", "x", "--dry-run"]);
+    let o = sb.run(["install", "x", "--dry-run"]);
     assert_code(&o, 0);
     let text = stdout(&o);
     assert!(
@@ -291,7 +290,7 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
         "the plan shows the diff: {text}"
     );
     assert!(!agents.exists());
-    let o = run(&["install", "manual", "--dry-run"]);
+    let o = sb.run(["install", "manual", "--dry-run"]);
     assert_code(&o, 2);
     assert!(stderr(&o).contains("has no [schedule]"));
     // The binary under test lives in target/debug: install from there is refused before it asks.
