@@ -17,12 +17,12 @@ else
 RELEASE := $(CARGO) build --locked --release --quiet
 BIN := target/release/automations
 endif
-AUTOMATIONS := $(BIN) --root $(CURDIR)
+AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # Where `make automations-install` puts the binary that installed units run: a stable path, never
 # a target/ folder that the next build or `cargo clean` replaces.
 STABLE_BIN ?= $(HOME)/.local/bin/automations
 
-.PHONY: build release test check lint bench \
+.PHONY: build release test check check-macos lint bench \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
@@ -34,8 +34,14 @@ build:
 release:
 	$(RELEASE)
 
+# Checks the test prerequisites first (installing them as root on Debian, else printing the one
+# command that does), then runs every test; see scripts/test.sh.
 test:
-	$(CARGO) test --locked
+	CARGO="$(CARGO)" scripts/test.sh
+
+# clippy for aarch64-apple-darwin and x86_64-apple-darwin, on Linux (compile and lint only).
+check-macos:
+	CARGO="$(CARGO)" scripts/check-macos.sh
 
 lint:
 	$(CARGO) fmt --check
@@ -44,7 +50,7 @@ lint:
 check: lint test automations-defs-check automations-check
 
 bench: release
-	scripts/bench.sh $(BIN)
+	scripts/bench.sh "$(BIN)"
 
 automations-list: release
 	@$(AUTOMATIONS) list
@@ -54,36 +60,39 @@ automations-defs-check: release
 
 automations-run: release
 	@test -n "$(NAME)" || { echo "usage: make automations-run NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) run $(NAME)
+	@$(AUTOMATIONS) run "$(NAME)"
 
 automations-runs: release
-	@$(AUTOMATIONS) runs $(NAME)
+	@$(AUTOMATIONS) runs $(if $(NAME),"$(NAME)")
 
 automations-show: release
 	@test -n "$(RUN)" || { echo "usage: make automations-show RUN=<run id>" >&2; exit 2; }
-	@$(AUTOMATIONS) show $(RUN)
+	@$(AUTOMATIONS) show "$(RUN)"
 
 automations-pause: release
 	@test -n "$(NAME)" -a -n "$(REASON)" || { echo "usage: make automations-pause NAME=<name> REASON=\"why\"" >&2; exit 2; }
-	@$(AUTOMATIONS) pause $(NAME) --reason "$(REASON)"
+	@$(AUTOMATIONS) pause "$(NAME)" --reason "$(REASON)"
 
 automations-resume: release
 	@test -n "$(NAME)" || { echo "usage: make automations-resume NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) resume $(NAME)
+	@$(AUTOMATIONS) resume "$(NAME)"
 
+# The binary goes in with mkdir + install (BSD install has no -D); install replaces the file
+# instead of writing into it, so a firing running the old binary is never disturbed.
 automations-install: release
 	@test -n "$(NAME)" || { echo "usage: make automations-install NAME=<name> [DRY=1]" >&2; exit 2; }
 ifeq ($(DRY),1)
-	@$(AUTOMATIONS) install $(NAME) --dry-run --bin $(STABLE_BIN)
+	@$(AUTOMATIONS) install "$(NAME)" --dry-run --bin "$(STABLE_BIN)"
 else
-	@install -D -m 0755 $(BIN) $(STABLE_BIN)
+	@mkdir -p "$$(dirname "$(STABLE_BIN)")"
+	@install -m 0755 "$(BIN)" "$(STABLE_BIN)"
 	@echo "installed the binary at $(STABLE_BIN)"
-	@$(STABLE_BIN) --root $(CURDIR) install $(NAME)
+	@"$(STABLE_BIN)" --root "$(CURDIR)" install "$(NAME)"
 endif
 
 automations-uninstall: release
 	@test -n "$(NAME)" || { echo "usage: make automations-uninstall NAME=<name> [DRY=1]" >&2; exit 2; }
-	@$(AUTOMATIONS) uninstall $(NAME) $(if $(filter 1,$(DRY)),--dry-run)
+	@$(AUTOMATIONS) uninstall "$(NAME)" $(if $(filter 1,$(DRY)),--dry-run)
 
 automations-check: release
 	@$(AUTOMATIONS) check
@@ -93,19 +102,19 @@ automations-units: release
 
 automations-plist: release
 	@test -n "$(NAME)" || { echo "usage: make automations-plist NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) render $(NAME) --bin $(STABLE_BIN)
+	@$(AUTOMATIONS) render "$(NAME)" --bin "$(STABLE_BIN)"
 
 automations-doctor: release
 	@$(AUTOMATIONS) doctor
 
 automations-key-store: release
 	@test -n "$(NAME)" || { echo "usage: make automations-key-store NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) key store $(NAME)
+	@$(AUTOMATIONS) key store "$(NAME)"
 
 automations-key-check: release
 	@test -n "$(NAME)" || { echo "usage: make automations-key-check NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) key check $(NAME)
+	@$(AUTOMATIONS) key check "$(NAME)"
 
 automations-key-delete: release
 	@test -n "$(NAME)" || { echo "usage: make automations-key-delete NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) key delete $(NAME)
+	@$(AUTOMATIONS) key delete "$(NAME)"

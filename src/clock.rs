@@ -30,10 +30,11 @@ pub fn now() -> Clock {
 const AWAKE: nix::time::ClockId = nix::time::ClockId::CLOCK_MONOTONIC;
 #[cfg(target_os = "linux")]
 const TOTAL: nix::time::ClockId = nix::time::ClockId::CLOCK_BOOTTIME;
+// nix names no Apple clocks; libc has their ids.
 #[cfg(target_os = "macos")]
-const AWAKE: nix::time::ClockId = nix::time::ClockId::CLOCK_UPTIME_RAW;
+const AWAKE: nix::time::ClockId = nix::time::ClockId::from_raw(nix::libc::CLOCK_UPTIME_RAW);
 #[cfg(target_os = "macos")]
-const TOTAL: nix::time::ClockId = nix::time::ClockId::CLOCK_MONOTONIC_RAW;
+const TOTAL: nix::time::ClockId = nix::time::ClockId::from_raw(nix::libc::CLOCK_MONOTONIC_RAW);
 
 fn read_ms(id: nix::time::ClockId) -> u64 {
     nix::time::clock_gettime(id)

@@ -66,7 +66,7 @@ impl Signals {
     /// Installs the handlers. From here on SIGTERM/SIGINT/SIGHUP no longer kill the runner; they
     /// become a request to stop the command and record the run as `stopped`.
     pub fn install() -> io::Result<Self> {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        let (read, write) = nonblocking_pipe()?;
         SIGNAL_PIPE.store(write.as_raw_fd(), Ordering::Relaxed);
         let action = SigAction::new(
             SigHandler::Handler(on_signal),
@@ -114,6 +114,24 @@ impl Signals {
     pub fn stop_requested(&mut self) -> Option<Signal> {
         self.drain();
         self.stop
+    }
+}
+
+/// A close-on-exec, non-blocking pipe. Linux makes it in one call; macOS has no `pipe2`, so the
+/// flags are set right after (before any command is spawned, so no child can inherit it).
+fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    #[cfg(target_os = "linux")]
+    {
+        Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let (read, write) = nix::unistd::pipe()?;
+        for fd in [&read, &write] {
+            fcntl(fd, FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))?;
+            fcntl(fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK))?;
+        }
+        Ok((read, write))
     }
 }
 

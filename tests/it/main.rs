@@ -6,6 +6,8 @@ mod schema;
 
 mod definitions;
 mod keys;
+mod prereqs;
+mod repo;
 mod runner;
 mod systemd;
 mod units;

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# What the test suite needs besides Rust, checked before any test runs (called by `make test`).
+#
+#   - everything present: prints one line and exits 0;
+#   - something missing, and this is root on a machine with apt-get: installs it, says so, exits 0;
+#   - something missing otherwise: prints the one command that installs it and exits 3;
+#   - AUTOMATIONS_TEST_SKIP_REAL=1 (never under CI): says what is missing, exits 0, and the tests
+#     that need it are skipped (make test's summary counts them).
+#
+# A package counts as present when dpkg says it is installed; on a machine without dpkg, when the
+# command that proves it is on PATH.
+#
+# Usage: scripts/test-prereqs.sh            check (and maybe install)
+#        scripts/test-prereqs.sh --list     print the packages, one per line
+set -euo pipefail
+
+# package                 proving command   needed for
+PREREQS=(
+    "make                 make              the Makefile itself"
+    "time                 /usr/bin/time     peak RSS of a run (GNU time)"
+    "python3              python3           a double-forking daemon; plistlib; the synthetic log"
+    "util-linux           unshare           setsid, flock, mount and unshare in the runner and systemd tests"
+    "systemd              systemd-analyze   a private systemd user manager; systemd-analyze verify"
+    "dbus                 dbus-daemon       a private D-Bus session for the keyring tests"
+    "gnome-keyring        gnome-keyring-daemon  a real Secret Service"
+    "libsecret-tools      secret-tool       reading and writing the keyring independently of our code"
+    "curl                 curl              the HTTP client's baseline and its loopback tests"
+    "openssl              openssl           a self-signed certificate for the TLS refusal test"
+    "chromium             chromium          the dashboard's browser test"
+    "chromium-driver      chromedriver      WebDriver for the dashboard's browser test"
+)
+
+packages=()
+for row in "${PREREQS[@]}"; do
+    read -r pkg _ <<<"$row"
+    packages+=("$pkg")
+done
+if [[ ${1:-} == --list ]]; then
+    printf '%s\n' "${packages[@]}"
+    exit 0
+fi
+
+present() { # package proving-command
+    if command -v dpkg >/dev/null 2>&1; then
+        dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+    else
+        command -v "$2" >/dev/null 2>&1
+    fi
+}
+
+missing_now() {
+    local row pkg cmd
+    for row in "${PREREQS[@]}"; do
+        read -r pkg cmd _ <<<"$row"
+        present "$pkg" "$cmd" || printf '%s\n' "$pkg"
+    done
+}
+
+mapfile -t missing < <(missing_now)
+if ((${#missing[@]} == 0)); then
+    echo "test prerequisites: all ${#packages[@]} present"
+    exit 0
+fi
+
+ci=false
+case ${CI:-} in "" | 0 | false) ;; *) ci=true ;; esac
+list=${missing[*]}
+
+if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
+    echo "test prerequisites: missing $list; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need them will be SKIPPED" >&2
+    exit 0
+fi
+
+if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    echo "test prerequisites: installing $list (apt-get install -y $list)" >&2
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >&2; then
+        echo "test prerequisites: apt-get could not install $list; install them and run make test again" >&2
+        exit 3
+    fi
+    mapfile -t still < <(missing_now)
+    if ((${#still[@]})); then
+        echo "test prerequisites: still missing after apt-get: ${still[*]}" >&2
+        exit 3
+    fi
+    echo "test prerequisites: installed $list" >&2
+    exit 0
+fi
+
+{
+    echo "test prerequisites: missing $list"
+    if command -v apt-get >/dev/null 2>&1; then
+        echo "install them with:"
+        echo "    sudo apt-get install -y $list"
+    else
+        echo "install them with your package manager (Debian package names: $list)"
+    fi
+    echo "or skip the tests that need them (never under CI): AUTOMATIONS_TEST_SKIP_REAL=1 make test"
+} >&2
+exit 3

@@ -1,0 +1,166 @@
+//! `make test`'s prerequisite check (scripts/test-prereqs.sh) against a fake `dpkg`, `apt-get` and
+//! `id` on PATH: installs what is missing as root, stops with the install command otherwise, and
+//! skipping is only ever what the person asked for, never under CI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::harness::*;
+
+/// A folder of fakes: `dpkg -s P` answers "installed" for the packages listed in `installed`,
+/// `apt-get` records its arguments in `apt.log` (and "installs" by appending to `installed`, unless
+/// `apt-fails` exists), `id -u` prints the uid in `uid`.
+struct Fakes {
+    dir: tempfile::TempDir,
+}
+
+impl Fakes {
+    fn new(installed: &[&str], uid: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("installed"), installed.join("\n") + "\n").unwrap();
+        std::fs::write(d.join("uid"), format!("{uid}\n")).unwrap();
+        let script = |name: &str, body: &str| {
+            use std::os::unix::fs::PermissionsExt;
+            let p = d.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\nD={}\n{body}", d.display())).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        script(
+            "dpkg",
+            r#"[ "$1" = -s ] || exit 2
+grep -qx "$2" "$D/installed" || { echo "dpkg-query: package '$2' is not installed" >&2; exit 1; }
+printf 'Package: %s\nStatus: install ok installed\n' "$2""#,
+        );
+        script(
+            "apt-get",
+            r#"echo "$*" >> "$D/apt.log"
+[ -e "$D/apt-fails" ] && exit 100
+[ "$1" = install ] || exit 0
+for a; do case $a in -*|install) ;; *) echo "$a" >> "$D/installed";; esac; done"#,
+        );
+        script("id", r#"[ "$1" = -u ] && cat "$D/uid""#);
+        Self { dir }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn apt_calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path().join("apt.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn run(&self, env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new(script());
+        c.env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", self.path().display()));
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+}
+
+fn script() -> PathBuf {
+    repo_root().join("scripts/test-prereqs.sh")
+}
+
+/// Every package the script checks.
+fn all_packages() -> Vec<String> {
+    let o = Command::new(script()).arg("--list").output().unwrap();
+    assert_code(&o, 0);
+    stdout(&o).lines().map(str::to_owned).collect()
+}
+
+fn all_but<'a>(packages: &'a [String], missing: &[&str]) -> Vec<&'a str> {
+    packages
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !missing.contains(p))
+        .collect()
+}
+
+#[test]
+fn everything_present_runs_nothing() {
+    let packages = all_packages();
+    assert!(
+        packages.contains(&"gnome-keyring".to_owned()),
+        "{packages:?}"
+    );
+    let f = Fakes::new(&all_but(&packages, &[]), 1000);
+    let o = f.run(&[]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("all"), "{}", stdout(&o));
+    assert!(f.apt_calls().is_empty());
+}
+
+#[test]
+fn root_with_apt_installs_exactly_what_is_missing_and_says_so() {
+    let packages = all_packages();
+    let missing = ["gnome-keyring", "libsecret-tools"];
+    let f = Fakes::new(&all_but(&packages, &missing), 0);
+    let o = f.run(&[]);
+    assert_code(&o, 0);
+    let calls = f.apt_calls();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(calls[0].starts_with("update"), "{calls:?}");
+    assert_eq!(calls[1], "install -y -qq gnome-keyring libsecret-tools");
+    let err = stderr(&o);
+    assert!(
+        err.contains("installing gnome-keyring libsecret-tools")
+            && err.contains("installed gnome-keyring libsecret-tools"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failed_install_stops_before_the_tests() {
+    let packages = all_packages();
+    let f = Fakes::new(&all_but(&packages, &["dbus"]), 0);
+    std::fs::write(f.path().join("apt-fails"), "").unwrap();
+    let o = f.run(&[]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("could not install dbus"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn without_root_it_stops_with_the_one_install_command() {
+    let packages = all_packages();
+    let f = Fakes::new(&all_but(&packages, &["gnome-keyring", "dbus"]), 1000);
+    let o = f.run(&[]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("sudo apt-get install -y dbus gnome-keyring"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(f.apt_calls().is_empty(), "{:?}", f.apt_calls());
+}
+
+#[test]
+fn skipping_is_only_what_was_asked_for_and_never_under_ci() {
+    let packages = all_packages();
+    let f = Fakes::new(&all_but(&packages, &["gnome-keyring"]), 1000);
+    let o = f.run(&[("AUTOMATIONS_TEST_SKIP_REAL", "1")]);
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("will be SKIPPED"), "{}", stderr(&o));
+    // CI wins over the opt-out: missing means stop.
+    let o = f.run(&[("AUTOMATIONS_TEST_SKIP_REAL", "1"), ("CI", "true")]);
+    assert_code(&o, 3);
+
+    // The same rule inside the tests themselves.
+    use std::ffi::OsStr;
+    assert!(may_skip(false, Some(OsStr::new("1"))));
+    assert!(!may_skip(false, None));
+    assert!(!may_skip(false, Some(OsStr::new("yes"))));
+    assert!(!may_skip(true, Some(OsStr::new("1"))));
+}
