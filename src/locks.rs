@@ -14,10 +14,18 @@ use std::path::{Path, PathBuf};
 use crate::fsutil;
 use crate::names::Name;
 
-/// A held run lock; released when dropped (or when the process dies).
+/// A held run lock; released when dropped (or when the process dies and no keeper holds it).
 #[derive(Debug)]
 pub struct RunLock {
-    _file: File,
+    file: File,
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        // An explicit unlock, not just a close: the run's keeper shares this open file description
+        // and would otherwise hold the lock until it has exited too.
+        let _ = self.file.unlock();
+    }
 }
 
 /// The result of trying to take a lock.
@@ -48,7 +56,7 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
     }
     // Fixed width, written in place: no truncation (a journalled metadata change) on the hot path.
     file.write_all_at(format!("{:<10}\n", std::process::id()).as_bytes(), 0)?;
-    Ok(Acquired::Held(RunLock { _file: file }))
+    Ok(Acquired::Held(RunLock { file }))
 }
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.

@@ -7,11 +7,13 @@
 //! leave a `started` without trying to write its `finished`.
 
 pub mod env;
+pub mod keeper;
 pub mod redact;
 pub mod result;
 pub mod slot;
 pub mod supervise;
 pub mod tail;
+pub mod tree;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,7 @@ use crate::runlog::{
 use crate::settings::Settings;
 use crate::state::State;
 
+use keeper::Keeper;
 use redact::Redactor;
 use supervise::{Ending, Interrupt, Signals, Supervised};
 
@@ -106,6 +109,12 @@ pub enum RunError {
     Io(#[from] anyhow::Error),
 }
 
+/// The environment entry every process of a run inherits; how its tree is recognised wherever it
+/// went (see tree.rs).
+pub fn run_marker(run_id: &str) -> String {
+    format!("AUTOMATION_RUN_ID={run_id}")
+}
+
 /// A new run id: UTC time to the millisecond and 24 random bits; sorts by start.
 pub fn new_run_id(now: chrono::DateTime<Utc>) -> String {
     use std::hash::{BuildHasher, Hasher};
@@ -170,12 +179,20 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         return Ok(skipped);
     }
 
+    // The keeper kills the command's tree if this runner dies mid-run, and holds the lock until
+    // it has (see keeper.rs). Forked here, while the runner is still single-threaded.
+    let run_id = new_run_id(Utc::now());
+    let mut keeper = Keeper::start(run_marker(&run_id).as_bytes())
+        .context("cannot start the run's keeper process")?;
+    // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
+    // scratch folder belongs to runs that were interrupted.
+    Scratch::clear_leftovers(&s.data_root, name);
+
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
     let mut signals = Signals::install().context("cannot install signal handlers")?;
 
     // 5. started.
-    let run_id = new_run_id(Utc::now());
     append(
         &log,
         name,
@@ -216,7 +233,16 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     }
 
     // 7–10. The command and its whole process tree.
-    let finished = execute(s, &def, &run_id, trigger, redactor, extra_env, &mut signals);
+    let finished = execute(
+        s,
+        &def,
+        &run_id,
+        trigger,
+        redactor,
+        extra_env,
+        &mut signals,
+        &mut keeper,
+    );
     append(&log, name, Event::Finished(finished.clone()))?;
 
     // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12) plug in here; their
@@ -348,10 +374,29 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn create(data_root: &Path, run_id: &str) -> std::io::Result<Self> {
-        let base = data_root.join("scratch").join(run_id);
+    /// `<data root>/scratch/<name>`: the scratch of every run of one automation.
+    fn dir(data_root: &Path, name: &Name) -> PathBuf {
+        data_root.join("scratch").join(name.as_str())
+    }
+
+    fn create(data_root: &Path, name: &Name, run_id: &str) -> std::io::Result<Self> {
+        let base = Self::dir(data_root, name).join(run_id);
         fsutil::private_dir(&base)?;
         Ok(Self { base })
+    }
+
+    /// Removes what interrupted runs of `name` left behind. Only called with `name`'s lock held,
+    /// when no run of it can be using its scratch.
+    fn clear_leftovers(data_root: &Path, name: &Name) {
+        if let Ok(entries) = std::fs::read_dir(Self::dir(data_root, name)) {
+            for e in entries.flatten() {
+                // Never follow a link a command may have planted: remove the link itself.
+                let _ = match e.file_type() {
+                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
+                    _ => std::fs::remove_file(e.path()),
+                };
+            }
+        }
     }
 
     fn tmp(&self) -> PathBuf {
@@ -395,6 +440,7 @@ fn execute(
     mut redactor: Redactor,
     extra_env: Vec<(String, OsString)>,
     signals: &mut Signals,
+    keeper: &mut Keeper,
 ) -> Finished {
     let fail =
         |class: &str, detail: String| failed_before_start(run_id, class, &detail, clock::now());
@@ -406,7 +452,7 @@ fn execute(
         f.outcome = Outcome::Stopped;
         return f;
     }
-    let scratch = match Scratch::create(&s.data_root, run_id) {
+    let scratch = match Scratch::create(&s.data_root, &def.name, run_id) {
         Ok(sc) => sc,
         Err(e) => {
             return fail(
@@ -435,19 +481,39 @@ fn execute(
         redactor.add(secret);
     }
 
+    keeper.settle();
     let argv = resolve_argv(&def.command, &s.root, &bin);
+    // The command runs in the root. The runner moves there itself instead of asking std to: every
+    // path it still uses is absolute, and a Command without a working directory is spawned with
+    // posix_spawn (a static glibc cannot look up posix_spawn_file_actions_addchdir_np), which
+    // costs a fraction of a full fork of the runner.
+    if let Err(e) = std::env::set_current_dir(&s.root) {
+        return fail(
+            "spawn_failed",
+            format!("cannot enter the repository root {}: {e}", s.root.display()),
+        );
+    }
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .env_clear()
-        .envs(command_env.vars.iter().map(|(k, v)| (k, v)))
-        .current_dir(&s.root);
-    supervise::become_subreaper();
+        .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
+    let subreaper = supervise::become_subreaper(
+        std::env::var_os(supervise::ENV_SUBREAPER).is_none_or(|v| v != "off"),
+    );
     let sup = supervise::supervise(
         &mut cmd,
         Duration::from_secs(u64::from(def.timeout_seconds)),
         &redactor,
         signals,
+        supervise::TreeSpec {
+            subreaper,
+            marker: run_marker(run_id).into_bytes(),
+            table: tree::system(),
+        },
+        &mut |group| keeper.spawned(group),
     );
+    // The whole tree is gone: the keeper has nothing left to guard.
+    keeper.done();
 
     // 11. Facts from the result file (the HTTP log of SPEC §11 is read and validated here too).
     let facts = result::read(&scratch.result());
@@ -580,8 +646,9 @@ mod tests {
     #[test]
     fn scratch_files_are_unique_per_run() {
         let d = tempfile::tempdir().unwrap();
-        let a = Scratch::create(d.path(), "20261129T204512.123Z-aaaaaa").unwrap();
-        let b = Scratch::create(d.path(), "20261129T204512.123Z-bbbbbb").unwrap();
+        let n = Name::new("x").unwrap();
+        let a = Scratch::create(d.path(), &n, "20261129T204512.123Z-aaaaaa").unwrap();
+        let b = Scratch::create(d.path(), &n, "20261129T204512.123Z-bbbbbb").unwrap();
         assert_ne!(a.result(), b.result());
         assert!(
             a.result()

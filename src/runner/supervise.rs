@@ -29,6 +29,7 @@ use nix::unistd::Pid;
 
 use super::redact::{Redactor, Stream};
 use super::tail::Tail;
+use super::tree::{self, ProcessTable, Walk};
 
 /// Time between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(5);
@@ -169,12 +170,29 @@ pub struct Supervised {
     pub duration: Duration,
 }
 
-/// Makes the runner the reaper of its orphaned descendants (Linux).
-pub fn become_subreaper() {
+/// The variable that turns the Linux subreaper off, so the runner finds its tree only by walking
+/// the process table, as it must on macOS. For tests of that walk; nothing else should set it.
+pub const ENV_SUBREAPER: &str = "AUTOMATIONS_SUBREAPER";
+
+/// Makes the runner the reaper of its orphaned descendants (Linux); returns whether it is one.
+pub fn become_subreaper(wanted: bool) -> bool {
     #[cfg(target_os = "linux")]
     {
-        let _ = nix::sys::prctl::set_child_subreaper(true);
+        wanted && nix::sys::prctl::set_child_subreaper(true).is_ok()
     }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = wanted;
+        false
+    }
+}
+
+/// How the command's tree is found: whether the runner is its subreaper, and the environment
+/// entry every member inherits.
+pub struct TreeSpec<'a> {
+    pub subreaper: bool,
+    pub marker: Vec<u8>,
+    pub table: &'a dyn ProcessTable,
 }
 
 /// Runs `cmd` to the end of its whole tree. `cmd` has its program, args, env and cwd set.
@@ -183,6 +201,8 @@ pub fn supervise(
     timeout: Duration,
     redactor: &Redactor,
     signals: &mut Signals,
+    spec: TreeSpec,
+    on_spawn: &mut dyn FnMut(i32),
 ) -> Supervised {
     let started = Instant::now();
     let deadline = started + timeout;
@@ -190,21 +210,9 @@ pub fn supervise(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(cmd, 0);
-    #[cfg(target_os = "linux")]
-    {
-        let parent = nix::unistd::getpid();
-        // SAFETY: only async-signal-safe calls (prctl, getppid, raise) between fork and exec.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(cmd, move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)?;
-                // The runner may have died before the prctl took effect.
-                if nix::unistd::getppid() != parent {
-                    signal::raise(Signal::SIGKILL)?;
-                }
-                Ok(())
-            });
-        }
-    }
+    // No pre_exec hook (a parent-death signal used to live here): the run's keeper kills the whole
+    // tree if the runner dies, on both OSes, and without a hook std spawns with posix_spawn
+    // instead of a full fork of the runner.
     let mut out = redactor.stream(Tail::default());
     let mut err = redactor.stream(Tail::default());
     let mut child = match cmd.spawn() {
@@ -222,6 +230,8 @@ pub fn supervise(
         }
     };
     let main = Pid::from_raw(child.id() as i32);
+    on_spawn(main.as_raw());
+    let walk = Walk::new(tree::me(), Some(main.as_raw()), spec.marker);
     let pipes = [
         child.stdout.take().map(OwnedFd::from),
         child.stderr.take().map(OwnedFd::from),
@@ -240,6 +250,9 @@ pub fn supervise(
         signaled: BTreeSet::new(),
         leftovers: BTreeSet::new(),
         group_signaled: false,
+        subreaper: spec.subreaper,
+        walk,
+        table: spec.table,
     };
 
     // Run until the main process ends, the deadline passes, or the runner is asked to stop.
@@ -342,7 +355,7 @@ impl Io<'_, '_> {
 }
 
 /// The command's process tree, as seen from the runner.
-struct Tree {
+struct Tree<'t> {
     main: Pid,
     main_status: Option<WaitStatus>,
     /// Every process other than the main one that was sent a signal.
@@ -351,9 +364,13 @@ struct Tree {
     leftovers: BTreeSet<i32>,
     /// Whether the group has been signalled (once is enough for SIGTERM).
     group_signaled: bool,
+    /// Whether orphans of the tree come back to the runner (Linux subreaper).
+    subreaper: bool,
+    walk: Walk,
+    table: &'t dyn ProcessTable,
 }
 
-impl Tree {
+impl Tree<'_> {
     /// Reaps every exited child; returns whether any process of the tree may still be alive.
     fn reap(&mut self) -> bool {
         loop {
@@ -370,10 +387,16 @@ impl Tree {
         }
     }
 
-    /// Whether any member of the command's process group is left (outside the runner's children
-    /// only where the OS cannot re-parent orphans to us).
-    fn group_alive(&self) -> bool {
-        cfg!(not(target_os = "linux")) && signal::killpg(self.main, None).is_ok()
+    /// Whether any member of the tree is left outside the runner's children. With a subreaper
+    /// nothing can be: every orphan of the tree is re-parented to the runner. Without one (macOS)
+    /// only a walk of the process table can tell.
+    fn group_alive(&mut self) -> bool {
+        !self.subreaper && !self.members().is_empty()
+    }
+
+    /// The live members of the tree.
+    fn members(&mut self) -> Vec<i32> {
+        self.walk.members(self.table)
     }
 
     /// Sends `sig` to the group (while its leader is unreaped, so the group id cannot have been
@@ -382,7 +405,7 @@ impl Tree {
     /// the grace short.
     fn signal_all(&mut self, sig: Signal, only_new: bool) {
         // Look before signalling: a process that dies of the group signal must still be counted.
-        let pids = descendants();
+        let pids = self.members();
         if self.main_status.is_none() && !(only_new && self.group_signaled) {
             let _ = signal::killpg(self.main, sig);
             self.group_signaled = true;
@@ -398,11 +421,6 @@ impl Tree {
             if self.signaled.insert(pid) || !only_new {
                 let _ = signal::kill(Pid::from_raw(pid), sig);
             }
-        }
-        #[cfg(not(target_os = "linux"))]
-        if self.main_status.is_some() && !only_new {
-            // No /proc to find members by: the group is all there is to signal.
-            let _ = signal::killpg(self.main, sig);
         }
     }
 
@@ -428,58 +446,10 @@ impl Tree {
             self.signal_all(Signal::SIGKILL, false);
             let now = Instant::now();
             if now >= kill_end {
-                return descendants().len() as u32;
+                return self.members().len() as u32;
             }
             io.wait(signals, (kill_end - now).min(Duration::from_millis(20)));
         }
         0
     }
-}
-
-/// Every live (non-zombie) descendant of the runner (Linux: from /proc; elsewhere only the
-/// process group can be reached, through `killpg`).
-#[cfg(target_os = "linux")]
-fn descendants() -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let mut procs: Vec<(i32, i32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for entry in dir.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            // "pid (comm) state ppid ..." — comm may hold spaces and parentheses.
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            let mut fields = rest.split_ascii_whitespace();
-            let state = fields.next().unwrap_or("Z");
-            let ppid = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-            if state != "Z" && state != "X" {
-                procs.push((pid, ppid));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut frontier = vec![me];
-    while let Some(parent) = frontier.pop() {
-        for &(pid, ppid) in &procs {
-            if ppid == parent && !out.contains(&pid) {
-                out.push(pid);
-                frontier.push(pid);
-            }
-        }
-    }
-    out
-}
-
-#[cfg(not(target_os = "linux"))]
-fn descendants() -> Vec<i32> {
-    Vec::new()
 }

@@ -5,6 +5,7 @@ mod harness;
 mod schema;
 
 mod definitions;
+mod faults;
 mod keys;
 mod prereqs;
 mod repo;

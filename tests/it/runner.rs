@@ -751,3 +751,87 @@ fn the_grace_sends_sigterm_once() {
         .count();
     assert_eq!(n, 1, "the command got {n} SIGTERMs");
 }
+
+/// An orphan maker: `orphan.py DIR TAG single|double`. It forks a child that leaves the session
+/// (`setsid`), and for `double` forks again and lets the middle process exit, like a daemon. The
+/// orphan waits until its first parent is gone, then records "pid parent" in DIR/TAG.
+const ORPHAN_PY: &str = r#"#!/usr/bin/env python3
+import os, sys, time
+d, tag, mode = sys.argv[1:4]
+first = os.getpid()
+if os.fork() == 0:
+    os.setsid()
+    if mode == "double":
+        first = os.getpid()
+        if os.fork() != 0:
+            os._exit(0)
+    while os.getppid() == first:
+        time.sleep(0.01)
+    with open(os.path.join(d, tag + ".tmp"), "w") as f:
+        f.write("%d %d\n" % (os.getpid(), os.getppid()))
+    os.rename(os.path.join(d, tag + ".tmp"), os.path.join(d, tag))
+    time.sleep(300)
+    os._exit(0)
+if mode == "single":
+    os._exit(0)
+os.wait()
+"#;
+
+/// macOS has no subreaper: with it turned off on Linux, orphans go to init and only the walk of the
+/// process table (parents, groups, sessions, the run's environment marker) can find them. Each
+/// orphan records the parent it ends up with, proving the runner was not it.
+fn walk_only_case(exit_normally: bool) {
+    let mut sb = Sandbox::new();
+    sb.env("AUTOMATIONS_SUBREAPER", "off");
+    let dir = sb.path("w");
+    std::fs::create_dir_all(&dir).unwrap();
+    let py = sb.script("orphan.py", ORPHAN_PY);
+    let d = dir.display();
+    let script = format!(
+        "{py} {d} escapee single; {py} {d} daemon double; \
+         while [ ! -e {d}/escapee ] || [ ! -e {d}/daemon ]; do sleep 0.02; done; {}",
+        if exit_normally { "exit 0" } else { "sleep 300" },
+        py = py.display(),
+    );
+    sh_def(&sb, "w", if exit_normally { 60 } else { 3 }, &script);
+    let mut child = sb.cmd(["run", "w"]).stdout(Stdio::piped()).spawn().unwrap();
+    let runner = child.id() as i32;
+    let status = child.wait().unwrap();
+    let f = sb.last_finished();
+    let read = |tag: &str| -> (i32, i32) {
+        let text = std::fs::read_to_string(dir.join(tag))
+            .unwrap_or_else(|e| panic!("{tag} never recorded itself ({e}): {f}"));
+        let v: Vec<i32> = text
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        (v[0], v[1])
+    };
+    let (escapee, escapee_parent) = read("escapee");
+    let (daemon, daemon_parent) = read("daemon");
+    assert_ne!(escapee_parent, runner, "the subreaper was on");
+    assert_ne!(daemon_parent, runner, "the subreaper was on");
+    if exit_normally {
+        assert!(status.success(), "{f}");
+        assert_eq!(f["outcome"], "ok", "{f}");
+        assert_eq!(f["leftover_processes"], 2, "{f}");
+    } else {
+        assert_eq!(f["outcome"], "timeout", "{f}");
+    }
+    assert_eq!(
+        survivors(&[escapee, daemon], Duration::from_secs(2)),
+        Vec::<i32>::new(),
+        "orphans outside the subreaper survived: {f}"
+    );
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn without_a_subreaper_the_walk_kills_orphans_at_the_deadline() {
+    walk_only_case(false);
+}
+
+#[test]
+fn without_a_subreaper_the_walk_kills_orphans_left_after_a_normal_exit() {
+    walk_only_case(true);
+}
