@@ -233,16 +233,13 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     }
 
     // 7–10. The command and its whole process tree.
-    let finished = execute(
+    let firing = Firing {
         s,
-        &def,
-        &run_id,
+        def: &def,
+        run_id: &run_id,
         trigger,
-        redactor,
-        extra_env,
-        &mut signals,
-        &mut keeper,
-    );
+    };
+    let finished = execute(&firing, redactor, extra_env, &mut signals, &mut keeper);
     append(&log, name, Event::Finished(finished.clone()))?;
 
     // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12) plug in here; their
@@ -430,18 +427,30 @@ impl Drop for Scratch {
     }
 }
 
+/// What one firing is: where, which definition, which run, started by what.
+#[derive(Clone, Copy)]
+struct Firing<'a> {
+    s: &'a Settings,
+    def: &'a Definition,
+    run_id: &'a str,
+    trigger: Trigger,
+}
+
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
 /// outcome in the returned `finished`.
 fn execute(
-    s: &Settings,
-    def: &Definition,
-    run_id: &str,
-    trigger: Trigger,
+    firing: &Firing,
     mut redactor: Redactor,
     extra_env: Vec<(String, OsString)>,
     signals: &mut Signals,
     keeper: &mut Keeper,
 ) -> Finished {
+    let Firing {
+        s,
+        def,
+        run_id,
+        trigger,
+    } = *firing;
     let fail =
         |class: &str, detail: String| failed_before_start(run_id, class, &detail, clock::now());
     if let Some(sig) = signals.stop_requested() {
