@@ -120,7 +120,8 @@ impl Serialize for TimeOfDay {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Schedule {
-    /// Every N minutes of awake time (1..=1440).
+    /// Every N minutes (1..=1440): on the wall clock when N is a grid (`schedule::is_grid`),
+    /// else N minutes of awake time.
     EveryMinutes { every_minutes: u32 },
     /// Once a day at a local time, optionally only on some weekdays (empty = every day).
     DailyAt {
@@ -138,7 +139,12 @@ impl Schedule {
             Schedule::EveryMinutes { every_minutes: m } if m % 60 == 0 => {
                 format!("every {} hours", m / 60)
             }
-            Schedule::EveryMinutes { every_minutes: m } => format!("every {m} minutes"),
+            Schedule::EveryMinutes { every_minutes: m } if crate::schedule::is_grid(*m) => {
+                format!("every {m} minutes")
+            }
+            Schedule::EveryMinutes { every_minutes: m } => {
+                format!("every {m} minutes ({})", crate::schedule::AWAKE_NOTE)
+            }
             Schedule::DailyAt { daily_at, weekdays } => {
                 let mut days = weekdays.clone();
                 days.sort();

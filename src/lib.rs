@@ -18,6 +18,7 @@ pub mod locks;
 pub mod names;
 pub mod runlog;
 pub mod runner;
+pub mod schedule;
 pub mod service;
 pub mod settings;
 pub mod state;

@@ -382,7 +382,11 @@ fn schedules_in_words() {
     assert_eq!(words(5), "every 5 minutes");
     assert_eq!(words(60), "every hour");
     assert_eq!(words(120), "every 2 hours");
-    assert_eq!(words(90), "every 90 minutes");
+    assert_eq!(
+        words(90),
+        "every 90 minutes (counts awake time; does not fire on wake)"
+    );
+    assert_eq!(words(360), "every 6 hours");
     let daily = |days: &[Weekday]| {
         Schedule::DailyAt {
             daily_at: TimeOfDay { hour: 8, minute: 5 },

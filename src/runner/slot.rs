@@ -5,9 +5,10 @@
 //! runs only if nothing started since the latest slot and the unit was installed before it. The
 //! slot arithmetic here is pure: no clock, no files.
 
-use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
 
 use crate::definition::{TimeOfDay, Weekday};
+use crate::schedule;
 
 /// The most recent slot at or before `now`: `at` local time on an allowed weekday. In a DST gap the
 /// slot moves to the first valid minute after it; in a fold it is the earlier instant.
@@ -20,26 +21,12 @@ pub fn latest_slot<Tz: TimeZone>(
     let today = now.date_naive();
     (0..=8).find_map(|back| {
         let day: NaiveDate = today - Duration::days(back);
-        let weekday = Weekday::ALL[day.weekday().num_days_from_monday() as usize];
-        if !weekdays.is_empty() && !weekdays.contains(&weekday) {
+        if !schedule::allowed(day, weekdays) {
             return None;
         }
-        let slot = resolve(&tz, day, at)?;
+        let slot = schedule::resolve_local(&tz, day, at)?;
         (slot <= now.with_timezone(&Utc)).then_some(slot)
     })
-}
-
-fn resolve<Tz: TimeZone>(tz: &Tz, day: NaiveDate, at: TimeOfDay) -> Option<DateTime<Utc>> {
-    let naive = day.and_hms_opt(u32::from(at.hour), u32::from(at.minute), 0)?;
-    match tz.from_local_datetime(&naive) {
-        LocalResult::Single(t) => Some(t.with_timezone(&Utc)),
-        LocalResult::Ambiguous(a, _) => Some(a.with_timezone(&Utc)),
-        LocalResult::None => (1..=180).find_map(|m| {
-            tz.from_local_datetime(&(naive + Duration::minutes(m)))
-                .earliest()
-                .map(|t| t.with_timezone(&Utc))
-        }),
-    }
 }
 
 /// True when the slot is already done: a run started at or after it, or the unit was installed
@@ -94,6 +81,65 @@ mod tests {
             latest_slot(&now, at(8, 30), &weekdays),
             Some(utc("2026-11-27T07:30:00Z"))
         );
+    }
+
+    /// Fires at each of `firings` (UTC) in Berlin, running only what the guard lets through, the
+    /// way the runner decides (a start at or after the latest slot means done); returns the runs.
+    fn simulate(firings: &[&str], earlier_starts: &[&str]) -> Vec<DateTime<Utc>> {
+        let mut starts: Vec<DateTime<Utc>> = earlier_starts.iter().map(|s| utc(s)).collect();
+        let mut runs = Vec::new();
+        for f in firings {
+            let now = utc(f).with_timezone(&chrono_tz::Europe::Berlin);
+            let Some(slot) = latest_slot(&now, at(2, 30), &[]) else {
+                continue;
+            };
+            let last_start = starts.iter().copied().max();
+            if !slot_done(slot, last_start, None) {
+                starts.push(utc(f));
+                runs.push(utc(f));
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn a_0230_job_runs_exactly_once_on_the_spring_forward_day_in_berlin() {
+        // 2026-03-29: clocks jump 02:00 CET -> 03:00 CEST; 02:30 does not exist, the slot is 03:00.
+        // Firings: just before the jump, at the jump (systemd's Persistent/launchd's wake), again
+        // a minute later (RunAtLoad after a login), in the afternoon, and just before midnight.
+        let runs = simulate(
+            &[
+                "2026-03-29T00:59:00Z",
+                "2026-03-29T01:00:00Z",
+                "2026-03-29T01:01:00Z",
+                "2026-03-29T13:00:00Z",
+                "2026-03-29T21:59:00Z",
+            ],
+            &["2026-03-28T01:30:00Z"],
+        );
+        assert_eq!(runs, [utc("2026-03-29T01:00:00Z")]);
+    }
+
+    #[test]
+    fn a_0230_job_runs_exactly_once_on_the_fall_back_day_in_berlin() {
+        // 2026-10-25: clocks go back 03:00 CEST -> 02:00 CET; 02:30 happens twice (00:30Z and
+        // 01:30Z), and a calendar timer may fire at both.
+        let runs = simulate(
+            &[
+                "2026-10-25T00:30:00Z",
+                "2026-10-25T01:30:00Z",
+                "2026-10-25T05:00:00Z",
+                "2026-10-25T22:59:00Z",
+            ],
+            &["2026-10-24T00:30:00Z"],
+        );
+        assert_eq!(runs, [utc("2026-10-25T00:30:00Z")]);
+        // Asleep across both 02:30s, woken at 09:00 CET: one catch-up run, then nothing.
+        let runs = simulate(
+            &["2026-10-25T08:00:00Z", "2026-10-25T08:00:01Z"],
+            &["2026-10-24T00:30:00Z"],
+        );
+        assert_eq!(runs, [utc("2026-10-25T08:00:00Z")]);
     }
 
     #[test]

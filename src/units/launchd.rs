@@ -1,13 +1,17 @@
 //! launchd LaunchAgents: one property list per automation, built with the `plist` crate.
 //!
-//! `every_minutes` becomes `StartInterval` (seconds of awake time); `daily_at` becomes
-//! `StartCalendarInterval` (`{Hour, Minute}`, or an array with `Weekday`, Sunday = 0) plus
-//! `RunAtLoad`, so a slot missed while the Mac was off runs at the next login; the runner's slot
-//! guard makes that exactly one run per slot.
+//! `daily_at` becomes `StartCalendarInterval` (`{Hour, Minute}`, or an array with `Weekday`,
+//! Sunday = 0) plus `RunAtLoad`, so a slot missed while the Mac was off runs at the next login; the
+//! runner's slot guard makes that exactly one run per slot. An `every_minutes` that is a wall-clock
+//! grid (`schedule::is_grid`) becomes an array of `StartCalendarInterval` entries, one per point, so
+//! slots missed in sleep coalesce into one run on wake. Any other `every_minutes` becomes
+//! `StartInterval`, which counts awake time and does not fire on wake (the header says so).
+//! `ExitTimeOut` is the run's timeout plus the backstop, so launchd never cuts the runner's own
+//! tree kill short.
 
 use plist::{Dictionary, Value};
 
-use super::{MachinePaths, UnitFile, header_text, program_arguments};
+use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
 use crate::definition::{Definition, Schedule, Weekday};
 use crate::names::{Label, Namespace};
 use crate::runner::env::FIXED_PATH_MACOS as FIXED_PATH;
@@ -42,6 +46,20 @@ pub fn plist(
         .as_ref()
         .expect("render() only renders scheduled definitions")
     {
+        Schedule::EveryMinutes { every_minutes } if crate::schedule::is_grid(*every_minutes) => {
+            let points = crate::schedule::grid_points(*every_minutes)
+                .into_iter()
+                .map(|(hour, minute)| {
+                    let mut c = Dictionary::new();
+                    if let Some(h) = hour {
+                        c.insert("Hour".into(), Value::Integer(u64::from(h).into()));
+                    }
+                    c.insert("Minute".into(), Value::Integer(u64::from(minute).into()));
+                    Value::Dictionary(c)
+                })
+                .collect();
+            d.insert("StartCalendarInterval".into(), Value::Array(points));
+        }
         Schedule::EveryMinutes { every_minutes } => {
             d.insert(
                 "StartInterval".into(),
@@ -81,6 +99,10 @@ pub fn plist(
     d.insert("StandardOutPath".into(), log.clone().into());
     d.insert("StandardErrorPath".into(), log.into());
     d.insert("ProcessType".into(), "Background".into());
+    d.insert(
+        "ExitTimeOut".into(),
+        Value::Integer(u64::from(stop_timeout(def)).into()),
+    );
 
     let mut xml = Vec::new();
     Value::Dictionary(d)
@@ -89,13 +111,17 @@ pub fn plist(
     xml.push(b'\n');
     UnitFile {
         name: format!("{label}.plist"),
-        bytes: with_header(xml, &header_text(def)),
+        bytes: with_header(xml, &header_text(def), awake_note(def).as_deref()),
     }
 }
 
-/// Inserts the header as an XML comment before `<plist`; `--` cannot appear inside a comment.
-fn with_header(xml: Vec<u8>, header: &str) -> Vec<u8> {
-    let comment = format!("<!-- {} -->\n", header.replace("--", "- -"));
+/// Inserts the header (and a note) as XML comments before `<plist`; `--` cannot appear inside a
+/// comment.
+fn with_header(xml: Vec<u8>, header: &str, note: Option<&str>) -> Vec<u8> {
+    let mut comment = format!("<!-- {} -->\n", header.replace("--", "- -"));
+    if let Some(n) = note {
+        comment.push_str(&format!("<!-- {} -->\n", n.replace("--", "- -")));
+    }
     let at = xml.windows(6).position(|w| w == b"<plist").unwrap_or(0);
     let mut out = Vec::with_capacity(xml.len() + comment.len());
     out.extend_from_slice(&xml[..at]);

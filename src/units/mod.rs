@@ -13,6 +13,30 @@ use crate::definition::Definition;
 use crate::names::{Label, Namespace};
 use crate::settings::Target;
 
+/// Seconds the service manager waits beyond a run's own timeout before it stops the run itself
+/// (systemd `TimeoutStartSec`, launchd `ExitTimeOut`): room for the runner's own tree kill.
+pub const BACKSTOP_SECONDS: u32 = 30;
+
+/// How long the service manager may let one run take: the timeout plus the backstop.
+pub fn stop_timeout(def: &Definition) -> u32 {
+    def.timeout_seconds + BACKSTOP_SECONDS
+}
+
+/// A second header line for an interval that counts awake time, so the unit itself says it.
+fn awake_note(def: &Definition) -> Option<String> {
+    match def.schedule {
+        Some(crate::definition::Schedule::EveryMinutes { every_minutes })
+            if !crate::schedule::is_grid(every_minutes) =>
+        {
+            Some(format!(
+                "every {every_minutes} minutes {}: it is not a divisor of the hour or the day, so it is not a wall-clock grid",
+                crate::schedule::AWAKE_NOTE
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// The placeholder for the binary's path in portable units.
 pub const BIN_PLACEHOLDER: &str = "@BIN@";
 /// The placeholder for the repository root in portable units.

@@ -1,20 +1,19 @@
 //! systemd user units: a `Type=oneshot` service and its timer.
 //!
-//! `every_minutes` uses monotonic timers (`OnActiveSec` + `OnUnitActiveSec`): CLOCK_MONOTONIC
-//! stops during suspend, like launchd's `StartInterval`. `daily_at` uses `OnCalendar=` with
-//! `Persistent=true`, so a slot missed while powered off runs at the next start (the runner's slot
-//! guard keeps that to one run per slot). Values are escaped for systemd: `%` specifiers, `$`
+//! `daily_at`, and an `every_minutes` that is a wall-clock grid (see `schedule::is_grid`), use
+//! `OnCalendar=` with `Persistent=true`: slots missed while the machine slept or was off coalesce
+//! into one run at wake or boot (the runner's slot guard keeps a daily job to one run per slot).
+//! Any other `every_minutes` uses monotonic timers (`OnActiveSec` + `OnUnitActiveSec`), whose
+//! CLOCK_MONOTONIC stops during suspend: they count awake time and do not fire on wake, which the
+//! unit's header says. Values are escaped for systemd: `%` specifiers, `$`
 //! expansion and quoting of `ExecStart=` arguments.
 
 use std::fmt::Write as _;
 
-use super::{MachinePaths, UnitFile, header_text, program_arguments};
+use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
 use crate::definition::{Definition, Schedule};
 use crate::names::{Label, Namespace};
 use crate::runner::env::FIXED_PATH_LINUX as FIXED_PATH;
-
-/// Seconds systemd waits beyond the runner's own timeout before it kills the service itself.
-pub const BACKSTOP_SECONDS: u32 = 30;
 
 /// The service and the timer of `def`.
 pub fn pair(
@@ -23,7 +22,10 @@ pub fn pair(
     label: &Label,
     paths: &MachinePaths,
 ) -> [UnitFile; 2] {
-    let header = format!("# {}\n", header_text(def));
+    let mut header = format!("# {}\n", header_text(def));
+    if let Some(note) = awake_note(def) {
+        header.push_str(&format!("# {note}\n"));
+    }
     let mut service = header.clone();
     let what = def
         .description
@@ -35,7 +37,7 @@ pub fn pair(
         escape_specifiers(&format!("automations: {}{what}", def.name)),
         escape_specifiers(&paths.root),
         exec_start(&program_arguments(def, namespace, paths)),
-        def.timeout_seconds + BACKSTOP_SECONDS,
+        stop_timeout(def),
     );
 
     let mut timer = header;
@@ -49,6 +51,13 @@ pub fn pair(
         escape_specifiers(&format!("automations: {} ({})", def.name, schedule.words()))
     );
     match schedule {
+        Schedule::EveryMinutes { every_minutes } if crate::schedule::is_grid(*every_minutes) => {
+            let _ = write!(
+                timer,
+                "OnCalendar={}\nPersistent=true\n",
+                crate::schedule::grid_calendar(*every_minutes)
+            );
+        }
         Schedule::EveryMinutes { every_minutes } => {
             let _ = write!(
                 timer,

@@ -30,6 +30,14 @@ pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
             def("every", "[schedule]\nevery_minutes = 5\n"),
         ),
         (
+            "every_hours",
+            def("hours", "[schedule]\nevery_minutes = 360\n"),
+        ),
+        (
+            "every_minutes_awake",
+            def("awake", "[schedule]\nevery_minutes = 7\n"),
+        ),
+        (
             "daily_at",
             def("daily", "[schedule]\ndaily_at = \"08:30\"\n"),
         ),
@@ -105,7 +113,12 @@ fn rendering_is_deterministic_and_headed() {
 
 #[test]
 fn plists_parse_back_to_what_was_meant() {
-    let d = &shapes()[2].1;
+    let all = shapes();
+    let d = &all
+        .iter()
+        .find(|(s, _)| *s == "daily_at_weekdays")
+        .unwrap()
+        .1;
     let files = render(d, &ns(), &awkward_paths(), Target::Launchd);
     let v: plist::Value = plist::from_bytes(&files[0].bytes).unwrap();
     let dict = v.as_dictionary().unwrap();

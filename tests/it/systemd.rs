@@ -167,7 +167,28 @@ fn install_run_drift_and_uninstall_for_real() {
         !line.trim_start().starts_with("n/a"),
         "no next elapse: {line}"
     );
-    assert_ne!(m.prop(TIMER, "NextElapseUSecMonotonic"), "0");
+    // A 5-minute interval is a wall-clock grid: the next elapse is on a :00/:05 boundary, and
+    // slots missed in sleep or power-off are caught up (Persistent).
+    assert_eq!(m.prop(TIMER, "Persistent"), "yes");
+    let shown = m.prop(TIMER, "NextElapseUSecRealtime");
+    let epoch = Command::new("date")
+        .args(["-d", &shown, "+%s"])
+        .output()
+        .unwrap();
+    let next: u64 = stdout(&epoch)
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("NextElapseUSecRealtime {shown:?}: {e}"));
+    assert_eq!(
+        next % 300,
+        0,
+        "next elapse {next} is not on a 5-minute boundary"
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(next > now && next <= now + 300, "next {next}, now {now}");
     let record: serde_json::Value = serde_json::from_slice(
         &std::fs::read(sb.data.join("state/installed/heartbeat.json")).unwrap(),
     )
@@ -315,7 +336,7 @@ fn a_real_timer_fires_the_runner() {
         "name = \"minutely\"\ncommand = [\"sh\", \"-c\", \"echo fired\"]\n[schedule]\nevery_minutes = 1\n",
     );
     assert_pty_ok(&install(&sb, "minutely"));
-    // OnActiveSec=1min: the first firing comes a minute after install.
+    // A one-minute grid: the first firing comes at the next minute boundary.
     let until = Instant::now() + Duration::from_secs(100);
     loop {
         let done = sb.events("finished");

@@ -8,6 +8,9 @@ use crate::harness::*;
 
 const SHAPES: &[(&str, &str)] = &[
     ("every", "[schedule]\nevery_minutes = 5\n"),
+    ("minutely", "[schedule]\nevery_minutes = 1\n"),
+    ("sixhourly", "[schedule]\nevery_minutes = 360\n"),
+    ("awake", "[schedule]\nevery_minutes = 7\n"),
     ("daily", "[schedule]\ndaily_at = \"08:30\"\n"),
     (
         "weekdays",
@@ -145,6 +148,45 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
         assert_eq!(ours, theirs, "{name}");
         assert_eq!(theirs["ProgramArguments"][0], a.bin.to_str().unwrap());
         assert_eq!(theirs["WorkingDirectory"], a.root.to_str().unwrap());
+        // The default timeout (300 s) plus the 30 s backstop.
+        assert_eq!(theirs["ExitTimeOut"], 330, "{name}");
+        let calendar = &theirs["StartCalendarInterval"];
+        match *name {
+            "every" => {
+                let minutes: Vec<u64> = calendar
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["Minute"].as_u64().unwrap())
+                    .collect();
+                assert_eq!(minutes, (0..60).step_by(5).collect::<Vec<u64>>());
+                assert!(calendar[0].get("Hour").is_none());
+                assert!(theirs.get("StartInterval").is_none() && theirs.get("RunAtLoad").is_none());
+            }
+            "minutely" => assert_eq!(calendar.as_array().unwrap().len(), 60),
+            "sixhourly" => {
+                let hours: Vec<u64> = calendar
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["Hour"].as_u64().unwrap())
+                    .collect();
+                assert_eq!(hours, [0, 6, 12, 18]);
+                assert!(
+                    calendar
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|c| c["Minute"] == 0)
+                );
+            }
+            "awake" => {
+                assert_eq!(theirs["StartInterval"], 420);
+                assert!(calendar.is_null());
+                assert!(content.contains("counts awake time; does not fire on wake"));
+            }
+            _ => assert_eq!(theirs["RunAtLoad"], true, "{name}"),
+        }
     }
 }
 
@@ -179,7 +221,7 @@ fn units_check_catches_a_stale_or_hand_edited_units_folder() {
     // A definition edited without regenerating.
     sb.definition(
         "x",
-        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 7\n",
+        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 10\n",
     );
     let o = sb.run(["units", "--check"]);
     assert_code(&o, 1);
@@ -189,7 +231,8 @@ fn units_check_catches_a_stale_or_hand_edited_units_folder() {
         "{text}"
     );
     assert!(
-        text.contains("-OnActiveSec=5min") && text.contains("+OnActiveSec=7min"),
+        text.contains("-OnCalendar=*-*-* *:00/5:00")
+            && text.contains("+OnCalendar=*-*-* *:00/10:00"),
         "{text}"
     );
     assert_code(&sb.run(["check"]), 1);
@@ -286,7 +329,7 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
         "{text}"
     );
     assert!(
-        text.contains("+OnActiveSec=5min"),
+        text.contains("+OnCalendar=*-*-* *:00/5:00"),
         "the plan shows the diff: {text}"
     );
     assert!(!agents.exists());
