@@ -15,7 +15,8 @@ use crate::definition::{Schedule, TimeOfDay, Weekday};
 /// interval counts awake time and does not fire on wake.
 pub fn is_grid(every_minutes: u32) -> bool {
     every_minutes > 0
-        && (60 % every_minutes == 0 || (every_minutes % 60 == 0 && 1440 % every_minutes == 0))
+        && (60 % every_minutes == 0
+            || (every_minutes.is_multiple_of(60) && 1440 % every_minutes == 0))
 }
 
 /// The words every place uses for an interval that counts awake time.
