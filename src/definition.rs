@@ -18,6 +18,8 @@ use crate::settings::DEFINITIONS_DIR;
 
 /// Definition files larger than this are refused unread.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;
+/// The largest `timeout_seconds`.
+pub const MAX_TIMEOUT_SECONDS: u32 = 3600;
 /// `timeout_seconds` when the definition does not say.
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
 /// The placeholder for the repository root in `command`.
@@ -397,7 +399,13 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             },
             "command" => command = check_command(&mut r, value, checks),
             "timeout_seconds" => {
-                if let Some(t) = check_int(&mut r, "timeout_seconds", value, 1, 3600) {
+                if let Some(t) = check_int(
+                    &mut r,
+                    "timeout_seconds",
+                    value,
+                    1,
+                    i64::from(MAX_TIMEOUT_SECONDS),
+                ) {
                     timeout_seconds = t;
                 }
             }

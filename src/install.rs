@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, anyhow};
 use chrono::{DateTime, Utc};
@@ -139,6 +140,24 @@ pub fn in_build_folder(bin: &Path) -> bool {
             .any(|w| w[0] == "target" && (w[2] == "debug" || w[2] == "release"))
 }
 
+/// The folder macOS privacy protection (TCC) guards that `path` lies in, if any: `~/Documents`,
+/// `~/Desktop`, `~/Downloads` and iCloud Drive (`~/Library/Mobile Documents`). A LaunchAgent gets
+/// EPERM there without a prompt.
+pub fn privacy_folder(home: &Path, path: &Path) -> Option<&'static str> {
+    [
+        ("Documents", "~/Documents"),
+        ("Desktop", "~/Desktop"),
+        ("Downloads", "~/Downloads"),
+        (
+            "Library/Mobile Documents",
+            "iCloud Drive (~/Library/Mobile Documents)",
+        ),
+    ]
+    .into_iter()
+    .find(|(dir, _)| path.starts_with(home.join(dir)))
+    .map(|(_, name)| name)
+}
+
 /// One file of a plan.
 #[derive(Clone, Debug)]
 pub struct FileChange {
@@ -166,6 +185,47 @@ pub struct Plan {
     pub record: Option<Record>,
     /// The record after applying; `None` for an uninstall.
     pub new_record: Option<Record>,
+    /// How long a running copy of the unit may take to stop when it is reloaded or unloaded.
+    pub stop_wait: Duration,
+}
+
+/// The wait for a unit whose manager lets a run take `stop_timeout` seconds: that plus 5 s.
+fn stop_wait(stop_timeout: u64) -> Duration {
+    Duration::from_secs(stop_timeout + 5)
+}
+
+/// The stop wait of what is installed now: its own stop timeout (plist `ExitTimeOut`, systemd
+/// `TimeoutStartSec=`), else the longest any definition can have.
+fn stop_wait_present(present: &UnitFiles) -> Duration {
+    let from_plist = |bytes: &Vec<u8>| {
+        plist::from_bytes::<plist::Dictionary>(bytes)
+            .ok()?
+            .get("ExitTimeOut")?
+            .as_unsigned_integer()
+    };
+    let from_service = |bytes: &Vec<u8>| {
+        String::from_utf8_lossy(bytes).lines().find_map(|l| {
+            l.strip_prefix("TimeoutStartSec=")?
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+    };
+    let longest = u64::from(crate::definition::MAX_TIMEOUT_SECONDS + units::BACKSTOP_SECONDS);
+    stop_wait(
+        present
+            .iter()
+            .find_map(|(name, bytes)| {
+                if name.ends_with(".plist") {
+                    from_plist(bytes)
+                } else if name.ends_with(".service") {
+                    from_service(bytes)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(longest),
+    )
 }
 
 impl Plan {
@@ -300,6 +360,13 @@ pub fn plan_install(
         data_root: paths.data_root,
         installed_at: Utc::now(),
     };
+    // A reload stops the copy that is running now: give it as long as its own unit allows, or
+    // the new one, whichever is longer.
+    let wait = stop_wait(u64::from(units::stop_timeout(def))).max(if present.is_empty() {
+        Duration::ZERO
+    } else {
+        stop_wait_present(&present)
+    });
     Ok(Plan {
         name: def.name.clone(),
         files: file_changes(s, &desired, &present),
@@ -307,6 +374,7 @@ pub fn plan_install(
         loaded,
         record,
         new_record: Some(new_record),
+        stop_wait: wait,
     })
 }
 
@@ -318,6 +386,7 @@ pub fn plan_uninstall(
 ) -> anyhow::Result<Plan> {
     let label = s.label(name);
     let (present, record, loaded) = what_is_there(s, name, &label, manager)?;
+    let wait = stop_wait_present(&present);
     Ok(Plan {
         name: name.clone(),
         files: file_changes(s, &[], &present),
@@ -325,6 +394,7 @@ pub fn plan_uninstall(
         loaded,
         record,
         new_record: None,
+        stop_wait: wait,
     })
 }
 
@@ -335,6 +405,7 @@ pub fn apply_install(
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<()> {
     let new_record = plan.new_record.as_ref().expect("an install plan");
+    manager.preflight()?;
     let changed = plan.files_change();
     if s.target == Target::Launchd {
         // launchd does not create the folder of StandardOutPath.
@@ -354,7 +425,7 @@ pub fn apply_install(
         state::write_json(&record_path(s, &plan.name), new_record)?;
         if changed || !plan.loaded {
             manager
-                .load(&plan.label, &s.agents_dir, changed)
+                .load(&plan.label, &s.agents_dir, changed, plan.stop_wait)
                 .with_context(|| format!("cannot load {}", plan.label))?;
         }
         Ok(())
@@ -390,7 +461,7 @@ fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::
     if !plan.loaded {
         // This install may have loaded a unit that was not loaded before: take it down while its
         // files still exist (an error only means it never got loaded).
-        let _ = manager.unload(&plan.label, &s.agents_dir);
+        let _ = manager.unload(&plan.label, &s.agents_dir, plan.stop_wait);
     }
     for f in plan.files.iter().filter(|f| f.differs()) {
         match &f.old {
@@ -409,7 +480,7 @@ fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::
     .with_context(|| format!("restoring {} failed", path.display()))?;
     let reload = manager.files_changed().and_then(|()| {
         if plan.loaded {
-            manager.load(&plan.label, &s.agents_dir, true)
+            manager.load(&plan.label, &s.agents_dir, true, plan.stop_wait)
         } else {
             Ok(())
         }
@@ -423,9 +494,10 @@ pub fn apply_uninstall(
     plan: &Plan,
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<()> {
+    manager.preflight()?;
     if plan.loaded || !plan.files.is_empty() {
         manager
-            .unload(&plan.label, &s.agents_dir)
+            .unload(&plan.label, &s.agents_dir, plan.stop_wait)
             .with_context(|| {
                 format!("cannot unload {}; its files are left in place", plan.label)
             })?;
@@ -561,4 +633,50 @@ pub fn check_machine(
         }
     }
     Ok(findings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn privacy_folders_are_recognised_by_whole_path() {
+        let home = Path::new("/Users/al");
+        for (p, want) in [
+            ("/Users/al/Documents/repo", Some("~/Documents")),
+            ("/Users/al/Desktop", Some("~/Desktop")),
+            ("/Users/al/Downloads/x/y", Some("~/Downloads")),
+            (
+                "/Users/al/Library/Mobile Documents/com~apple~CloudDocs/r",
+                Some("iCloud Drive (~/Library/Mobile Documents)"),
+            ),
+            ("/Users/al/DocumentsOld/repo", None),
+            ("/Users/al/src/repo", None),
+            ("/Users/al/Library/Application Support/automations", None),
+            ("/Users/alice/Documents", None),
+        ] {
+            assert_eq!(privacy_folder(home, Path::new(p)), want, "{p}");
+        }
+    }
+
+    #[test]
+    fn stop_wait_comes_from_the_installed_unit() {
+        let mut present = UnitFiles::new();
+        assert_eq!(
+            stop_wait_present(&present),
+            Duration::from_secs(3600 + 30 + 5)
+        );
+        present.insert(
+            "l.service".into(),
+            b"[Service]\nTimeoutStartSec=90\n".to_vec(),
+        );
+        assert_eq!(stop_wait_present(&present), Duration::from_secs(95));
+        let mut present = UnitFiles::new();
+        let mut d = plist::Dictionary::new();
+        d.insert("ExitTimeOut".into(), plist::Value::Integer(330.into()));
+        let mut xml = Vec::new();
+        plist::Value::Dictionary(d).to_writer_xml(&mut xml).unwrap();
+        present.insert("l.plist".into(), xml);
+        assert_eq!(stop_wait_present(&present), Duration::from_secs(335));
+    }
 }

@@ -140,14 +140,20 @@ fn refuse_linked_worktree(root: &Path) -> Result<(), Fail> {
     Ok(())
 }
 
-/// Asks the person at the terminal to type y. There is deliberately no flag or variable that
-/// answers for them.
-fn confirm(question: &str) -> Result<bool, Fail> {
+/// Refuses unless stdin and stdout are a terminal, where a person can type y.
+fn require_terminal(question: &str) -> Result<(), Fail> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(bad(format!(
             "{question}: needs a person at a terminal (stdin and stdout must be a terminal) to type y; use --dry-run to see the plan"
         )));
     }
+    Ok(())
+}
+
+/// Asks the person at the terminal to type y. There is deliberately no flag or variable that
+/// answers for them.
+fn confirm(question: &str) -> Result<bool, Fail> {
+    require_terminal(question)?;
     print!("{question}? Type y to confirm: ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
@@ -161,6 +167,41 @@ fn user_name() -> String {
         .filter(|u| !u.is_empty())
         .or_else(|| crate::runner::env::current_user().map(|u| u.to_string_lossy().into_owned()))
         .unwrap_or_default()
+}
+
+/// Refuses, before anything is asked or written, a machine where the manager cannot take units.
+fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
+    manager
+        .preflight()
+        .map_err(|e| Fail::new(Exit::Environment, e))
+}
+
+/// The next firing and the command that runs the job now, after an install.
+fn after_install(
+    schedule: &crate::definition::Schedule,
+    label: &crate::names::Label,
+    manager: &dyn ServiceManager,
+) {
+    let now = chrono::Local::now();
+    if let Some(next) = crate::schedule::next_firing(schedule, &now, None) {
+        println!("next firing: {}", next.words(&now));
+    }
+    println!("run it now: {}", manager.run_now_command(label));
+}
+
+/// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
+fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
+    if s.target != Target::Launchd {
+        return;
+    }
+    for (what, path) in [("repository root", &s.root), ("data root", &s.data_root)] {
+        if let Some(folder) = install::privacy_folder(&s.home, path) {
+            warn(format!(
+                "the {what} {} is inside {folder}, which macOS privacy protection guards: a LaunchAgent gets \"Operation not permitted\" there, with no prompt, so scheduled runs would fail; move it outside ~/Documents, ~/Desktop, ~/Downloads and iCloud Drive (for example to ~/src)",
+                path.display()
+            ));
+        }
+    }
 }
 
 /// On Linux, timers of a user without lingering run only while that user is logged in.
@@ -216,16 +257,22 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
             ),
         ));
     }
-    if !confirm(&format!("Install {}", plan.label))? {
+    let question = format!("Install {}", plan.label);
+    require_terminal(&question)?;
+    preflight(manager.as_ref())?;
+    privacy_warnings(s, &mut |w| eprintln!("warning: {w}"));
+    if !confirm(&question)? {
         println!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
     if plan.is_empty() {
         println!("{} is already installed and up to date", plan.label);
+        after_install(schedule, &plan.label, manager.as_ref());
         return Ok(Exit::Success);
     }
     install::apply_install(s, &plan, manager.as_ref())?;
     println!("installed {}", plan.label);
+    after_install(schedule, &plan.label, manager.as_ref());
     linger_warning(s);
     Ok(Exit::Success)
 }
@@ -246,7 +293,10 @@ pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
         println!("dry run: nothing changed");
         return Ok(Exit::Success);
     }
-    if !confirm(&format!("Uninstall {}", plan.label))? {
+    let question = format!("Uninstall {}", plan.label);
+    require_terminal(&question)?;
+    preflight(manager.as_ref())?;
+    if !confirm(&question)? {
         println!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
@@ -420,6 +470,20 @@ pub fn doctor(s: &Settings) -> CmdResult {
                 s.data_root.display()
             ),
         ),
+    }
+    if s.target == Target::Launchd {
+        let mut warned = false;
+        privacy_warnings(s, &mut |w| {
+            warned = true;
+            line("warn", "privacy folders", w);
+        });
+        if !warned {
+            line(
+                "ok",
+                "privacy folders",
+                "the root and the data root are outside folders macOS guards".into(),
+            );
+        }
     }
     let loaded = load_all(s)?;
     if loaded.problems.is_empty() {

@@ -1,41 +1,56 @@
-//! launchd through `launchctl`, in the `gui/<uid>` domain.
+//! launchd through `/bin/launchctl`, always in the `gui/<uid>` domain (SPEC §7).
 //!
-//! Loading is: enable the label (it may have been disabled), boot out any loaded copy (exit 3 or 113
-//! mean "not loaded", which is fine), wait until launchd has really let go, bootstrap the plist —
-//! retried on 5 (I/O error) and 37 (operation already in progress), which launchd answers while it
-//! is still tearing the old job down — and verify the job is loaded.
+//! Whether a job is loaded comes from `launchctl print gui/<uid>/<label>` (exit 113: not loaded),
+//! never from the legacy `list`, which answers for the caller's own domain and is wrong over SSH.
+//! Before anything is written: refuse root (sudo would load the job into root's domain) and check
+//! the GUI domain exists (exit 125 means nobody is logged in at the screen).
+//!
+//! Loading is: enable the label (it may have been disabled), boot out any loaded copy (3 or 113:
+//! it was not loaded; 36: it is still stopping), wait until launchd has let go — at least the
+//! plist's `ExitTimeOut` plus 5 s, since a running job gets that long to stop —, bootstrap the
+//! plist, retrying 5 (I/O error) and 37 (operation already in progress) with backoff for up to
+//! 15 s, and verify the job is loaded.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::ServiceManager;
 use super::exec::{ExecError, Program};
+use super::{PreflightError, ServiceManager};
 use crate::names::Label;
 use crate::settings::Target;
 
-/// Exit codes of `bootout` that mean the job was not loaded.
+/// launchctl, by absolute path: a LaunchAgent's PATH or a user's shell must not pick another one.
+pub const LAUNCHCTL: &str = "/bin/launchctl";
+/// Exit codes that mean the job is not loaded (`bootout`, `print`).
 pub const NOT_LOADED: [i32; 2] = [3, 113];
-/// Exit codes of `bootstrap` worth retrying.
+/// `bootout`: the job is still stopping.
+pub const STILL_STOPPING: i32 = 36;
+/// `bootstrap` exit codes worth retrying.
 pub const RETRYABLE: [i32; 2] = [5, 37];
-/// Bootstrap attempts before giving up.
-pub const ATTEMPTS: u32 = 5;
+/// `print gui/<uid>`: there is no GUI session for this user.
+pub const NO_GUI_SESSION: i32 = 125;
+/// How long `bootstrap` is retried.
+pub const RETRY_FOR: Duration = Duration::from_secs(15);
 
 /// `launchctl` for one user's GUI domain.
 pub struct Launchd {
     program: Program,
     uid: u32,
-    /// Pause between retries and polls (shortened by tests).
+    /// The first pause between retries and polls; retries back off from it (shortened by tests).
     pub pause: Duration,
+    /// How long bootstrap is retried (shortened by tests).
+    pub retry_for: Duration,
 }
 
 impl Launchd {
-    /// A backend calling `launchctl` (a name on PATH or a path) for `uid`.
+    /// A backend calling `launchctl` (a path) for `uid`.
     pub fn new(launchctl: &str, uid: u32) -> Self {
         Self {
             program: Program::new(launchctl),
             uid,
             pause: Duration::from_millis(250),
+            retry_for: RETRY_FOR,
         }
     }
 
@@ -47,22 +62,32 @@ impl Launchd {
         format!("gui/{}/{label}", self.uid)
     }
 
-    fn is_loaded(&self, label: &Label) -> bool {
-        self.program.run(&["print", &self.service(label)]).is_ok()
+    /// `print gui/<uid>/<label>`: 0 is loaded, 113 (or 3) is not; anything else is an error.
+    fn is_loaded(&self, label: &Label) -> Result<bool, ExecError> {
+        match self.program.run(&["print", &self.service(label)]) {
+            Ok(_) => Ok(true),
+            Err(e) if e.code.is_some_and(|c| NOT_LOADED.contains(&c)) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
-    fn bootout(&self, label: &Label) -> Result<(), ExecError> {
+    fn bootout(&self, label: &Label, stop_wait: Duration) -> Result<(), ExecError> {
         match self.program.run(&["bootout", &self.service(label)]) {
             Ok(_) => {}
             Err(e) if e.code.is_some_and(|c| NOT_LOADED.contains(&c)) => return Ok(()),
+            // Still stopping: launchd is waiting for the job to exit; poll below until it has.
+            Err(e) if e.code == Some(STILL_STOPPING) => {}
             Err(e) => return Err(e),
         }
-        let until = Instant::now() + Duration::from_secs(10);
-        while self.is_loaded(label) {
+        let until = Instant::now() + stop_wait;
+        while self.is_loaded(label)? {
             if Instant::now() >= until {
                 return Err(ExecError {
                     command: format!("launchctl bootout {}", self.service(label)),
-                    what: "returned but the job is still loaded after 10 s".into(),
+                    what: format!(
+                        "returned but the job is still loaded after {} s",
+                        stop_wait.as_secs()
+                    ),
                     code: None,
                     stderr: String::new(),
                 });
@@ -71,6 +96,24 @@ impl Launchd {
         }
         Ok(())
     }
+
+    fn bootstrap(&self, plist: &str) -> Result<(), ExecError> {
+        let until = Instant::now() + self.retry_for;
+        let mut pause = self.pause;
+        loop {
+            match self.program.run(&["bootstrap", &self.domain(), plist]) {
+                Ok(_) => return Ok(()),
+                Err(e)
+                    if e.code.is_some_and(|c| RETRYABLE.contains(&c))
+                        && Instant::now() + pause < until =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(2));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
 impl ServiceManager for Launchd {
@@ -78,40 +121,45 @@ impl ServiceManager for Launchd {
         Target::Launchd
     }
 
-    fn loaded(&self, labels: &[Label]) -> Result<BTreeSet<Label>, ExecError> {
-        if labels.is_empty() {
-            return Ok(BTreeSet::new());
+    fn preflight(&self) -> Result<(), PreflightError> {
+        if self.uid == 0 {
+            return Err(PreflightError::Root);
         }
-        // `launchctl list`: "PID\tStatus\tLabel" per loaded job of this user.
-        let out = self.program.run(&["list"])?.stdout;
-        let listed: BTreeSet<&str> = out.lines().filter_map(|l| l.split('\t').nth(2)).collect();
-        Ok(labels
-            .iter()
-            .filter(|l| listed.contains(l.as_str()))
-            .cloned()
-            .collect())
+        match self.program.run(&["print", &self.domain()]) {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == Some(NO_GUI_SESSION) => {
+                Err(PreflightError::NoGuiSession { uid: self.uid })
+            }
+            Err(e) => Err(PreflightError::Unreachable(e)),
+        }
     }
 
-    fn load(&self, label: &Label, agents_dir: &Path, changed: bool) -> Result<(), ExecError> {
-        if !changed && self.is_loaded(label) {
+    fn loaded(&self, labels: &[Label]) -> Result<BTreeSet<Label>, ExecError> {
+        let mut loaded = BTreeSet::new();
+        for label in labels {
+            if self.is_loaded(label)? {
+                loaded.insert(label.clone());
+            }
+        }
+        Ok(loaded)
+    }
+
+    fn load(
+        &self,
+        label: &Label,
+        agents_dir: &Path,
+        changed: bool,
+        stop_wait: Duration,
+    ) -> Result<(), ExecError> {
+        if !changed && self.is_loaded(label)? {
             return Ok(());
         }
         self.program.run(&["enable", &self.service(label)])?;
-        self.bootout(label)?;
+        self.bootout(label, stop_wait)?;
         let plist = agents_dir.join(format!("{label}.plist"));
         let plist = plist.to_string_lossy();
-        let mut attempt = 1;
-        loop {
-            match self.program.run(&["bootstrap", &self.domain(), &plist]) {
-                Ok(_) => break,
-                Err(e) if attempt < ATTEMPTS && e.code.is_some_and(|c| RETRYABLE.contains(&c)) => {
-                    attempt += 1;
-                    std::thread::sleep(self.pause);
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        if self.is_loaded(label) {
+        self.bootstrap(&plist)?;
+        if self.is_loaded(label)? {
             Ok(())
         } else {
             Err(ExecError {
@@ -123,8 +171,13 @@ impl ServiceManager for Launchd {
         }
     }
 
-    fn unload(&self, label: &Label, _agents_dir: &Path) -> Result<(), ExecError> {
-        self.bootout(label)
+    fn unload(
+        &self,
+        label: &Label,
+        _agents_dir: &Path,
+        stop_wait: Duration,
+    ) -> Result<(), ExecError> {
+        self.bootout(label, stop_wait)
     }
 
     fn files_changed(&self) -> Result<(), ExecError> {
@@ -133,5 +186,9 @@ impl ServiceManager for Launchd {
 
     fn reachable(&self) -> Result<(), ExecError> {
         self.program.run(&["print", &self.domain()]).map(|_| ())
+    }
+
+    fn run_now_command(&self, label: &Label) -> String {
+        format!("launchctl kickstart {}", self.service(label))
     }
 }

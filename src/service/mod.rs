@@ -11,33 +11,73 @@ pub mod systemd;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 pub use exec::ExecError;
 
 use crate::names::Label;
 use crate::settings::Target;
 
+/// Why this machine cannot install or uninstall units right now; checked before anything is
+/// written.
+#[derive(Debug, thiserror::Error)]
+pub enum PreflightError {
+    /// launchd as root: the job would land in root's domain, not the user's.
+    #[error(
+        "refusing to run as root: with sudo, launchd would load the job into root's domain instead of yours; run it as yourself, without sudo"
+    )]
+    Root,
+    /// launchd without a GUI session (exit 125).
+    #[error(
+        "there is no GUI session for uid {uid} (`launchctl print gui/{uid}` exited 125), which LaunchAgents need: log in at the Mac's screen (a login over SSH alone is not enough), then try again; nothing was changed"
+    )]
+    NoGuiSession { uid: u32 },
+    /// The manager does not answer.
+    #[error("the service manager does not answer; nothing was changed")]
+    Unreachable(#[source] ExecError),
+}
+
 /// A service manager backend.
 pub trait ServiceManager {
     /// Which target it manages.
     fn target(&self) -> Target;
+
+    /// Whether units can be installed or uninstalled here at all (right user, a session the
+    /// manager serves). Called before any file is written.
+    fn preflight(&self) -> Result<(), PreflightError>;
 
     /// The labels among `labels` that are loaded and scheduled (systemd: timer enabled and
     /// active; launchd: job loaded). One query for all of them.
     fn loaded(&self, labels: &[Label]) -> Result<BTreeSet<Label>, ExecError>;
 
     /// Makes the unit files of `label` in `agents_dir` take effect. `changed` says whether the files
-    /// were just written; unchanged and loaded units are not reloaded.
-    fn load(&self, label: &Label, agents_dir: &Path, changed: bool) -> Result<(), ExecError>;
+    /// were just written; unchanged and loaded units are not reloaded. `stop_wait` bounds the wait
+    /// for a running copy to stop (at least the unit's own stop timeout plus 5 s).
+    fn load(
+        &self,
+        label: &Label,
+        agents_dir: &Path,
+        changed: bool,
+        stop_wait: Duration,
+    ) -> Result<(), ExecError>;
 
-    /// Unloads `label`; an error means it may still be loaded, so its files must stay.
-    fn unload(&self, label: &Label, agents_dir: &Path) -> Result<(), ExecError>;
+    /// Unloads `label`, waiting up to `stop_wait` for a running copy to stop; an error means it
+    /// may still be loaded, so its files must stay.
+    fn unload(
+        &self,
+        label: &Label,
+        agents_dir: &Path,
+        stop_wait: Duration,
+    ) -> Result<(), ExecError>;
 
     /// Tells the manager unit files were removed or restored (systemd: daemon-reload).
     fn files_changed(&self) -> Result<(), ExecError>;
 
     /// Whether the manager answers at all, for `doctor`.
     fn reachable(&self) -> Result<(), ExecError>;
+
+    /// What a person types to run the job now, outside its schedule.
+    fn run_now_command(&self, label: &Label) -> String;
 }
 
 /// The backend for `target`, using the programs on PATH.
@@ -45,7 +85,7 @@ pub fn for_target(target: Target) -> Box<dyn ServiceManager> {
     match target {
         Target::Systemd => Box::new(systemd::Systemd::new("systemctl")),
         Target::Launchd => Box::new(launchd::Launchd::new(
-            "launchctl",
+            launchd::LAUNCHCTL,
             nix::unistd::getuid().as_raw(),
         )),
     }

@@ -2,9 +2,10 @@
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
-use super::ServiceManager;
 use super::exec::{ExecError, Program};
+use super::{PreflightError, ServiceManager};
 use crate::names::Label;
 use crate::settings::Target;
 
@@ -31,6 +32,10 @@ impl Systemd {
 impl ServiceManager for Systemd {
     fn target(&self) -> Target {
         Target::Systemd
+    }
+
+    fn preflight(&self) -> Result<(), PreflightError> {
+        self.reachable().map_err(PreflightError::Unreachable)
     }
 
     fn loaded(&self, labels: &[Label]) -> Result<BTreeSet<Label>, ExecError> {
@@ -65,7 +70,13 @@ impl ServiceManager for Systemd {
         Ok(loaded)
     }
 
-    fn load(&self, label: &Label, _agents_dir: &Path, changed: bool) -> Result<(), ExecError> {
+    fn load(
+        &self,
+        label: &Label,
+        _agents_dir: &Path,
+        changed: bool,
+        _stop_wait: Duration,
+    ) -> Result<(), ExecError> {
         let timer = format!("{label}.timer");
         if changed {
             self.user(&["daemon-reload"])?;
@@ -87,7 +98,13 @@ impl ServiceManager for Systemd {
         }
     }
 
-    fn unload(&self, label: &Label, _agents_dir: &Path) -> Result<(), ExecError> {
+    /// `stop` blocks until the service has stopped (systemd itself bounds it).
+    fn unload(
+        &self,
+        label: &Label,
+        _agents_dir: &Path,
+        _stop_wait: Duration,
+    ) -> Result<(), ExecError> {
         self.user(&["disable", "--now", &format!("{label}.timer")])?;
         self.user(&["stop", &format!("{label}.service")])?;
         Ok(())
@@ -99,5 +116,9 @@ impl ServiceManager for Systemd {
 
     fn reachable(&self) -> Result<(), ExecError> {
         self.user(&["show-environment"]).map(|_| ())
+    }
+
+    fn run_now_command(&self, label: &Label) -> String {
+        format!("systemctl --user start {label}.service")
     }
 }

@@ -156,6 +156,14 @@ fn install_run_drift_and_uninstall_for_real() {
         "{}",
         r.output
     );
+    // What happens next, and how to run it now.
+    assert!(
+        r.output.contains("next firing: ")
+            && r.output
+                .contains("run it now: systemctl --user start local.automations.heartbeat.service"),
+        "{}",
+        r.output
+    );
     assert_eq!(m.prop(TIMER, "UnitFileState"), "enabled");
     assert_eq!(m.prop(TIMER, "ActiveState"), "active");
     let timers = stdout(&m.systemctl(&["list-timers", "--all", "--no-pager"]));

@@ -346,7 +346,11 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
 }
 
 /// A fake `launchctl` that records every call and fails as told by files in its folder:
-/// `fail-<verb>` holds the exit codes to answer, one per call, before succeeding.
+/// `fail-<verb>` holds the exit codes to answer, one per call, before succeeding; `no-gui` makes
+/// `print gui/<uid>` answer 125; `refuse-if` holds a pattern: `bootstrap` of a plist containing it
+/// always fails with 5; `stopping` holds how many more `print`s still see a job that
+/// `bootout` answered 36 for. Its `list` always claims the job is loaded, as the caller's own domain
+/// might, so trusting `list` would show.
 fn fake_launchctl(dir: &Path) -> PathBuf {
     let path = dir.join("launchctl");
     std::fs::write(
@@ -362,10 +366,27 @@ if [ -s "$f" ]; then
     exit "$code"
 fi
 case "$verb" in
-    bootstrap) touch "$dir/loaded" ;;
-    bootout) [ -e "$dir/loaded" ] || { echo "Boot-out failed: 3: No such process" >&2; exit 3; }; rm -f "$dir/loaded" ;;
-    print) [ -e "$dir/loaded" ] || exit 113 ;;
-    list) [ -e "$dir/loaded" ] && printf -- '-\t0\t%s\n' "$(cat "$dir/label")" ;;
+    bootstrap)
+        if [ -s "$dir/refuse-if" ] && grep -qF "$(cat "$dir/refuse-if")" "$3"; then
+            echo "simulated bootstrap failure 5: Input/output error" >&2; exit 5
+        fi
+        touch "$dir/loaded" ;;
+    bootout)
+        [ -e "$dir/loaded" ] || { echo "Boot-out failed: 3: No such process" >&2; exit 3; }
+        if [ -s "$dir/stopping" ]; then echo "Boot-out failed: 36: Operation now in progress" >&2; exit 36; fi
+        rm -f "$dir/loaded" ;;
+    print)
+        case "$2" in
+            */*/*)
+                if [ -s "$dir/stopping" ]; then
+                    n=$(cat "$dir/stopping")
+                    if [ "$n" -le 1 ]; then rm -f "$dir/stopping" "$dir/loaded"; else echo $((n - 1)) > "$dir/stopping"; fi
+                    exit 0
+                fi
+                [ -e "$dir/loaded" ] || { echo "Could not find service" >&2; exit 113; } ;;
+            *) [ -e "$dir/no-gui" ] && { echo "Domain does not support specified action" >&2; exit 125; } ;;
+        esac ;;
+    list) printf -- '-\t0\t%s\n' "$(cat "$dir/label")" ;;
 esac
 exit 0
 "#,
@@ -387,10 +408,18 @@ fn calls(dir: &Path) -> Vec<String> {
 mod launchd {
     use super::*;
     use automations::names::{Label, Name, Namespace};
-    use automations::service::ServiceManager;
     use automations::service::launchd::Launchd;
+    use automations::service::{PreflightError, ServiceManager};
+    use automations::settings::{OsFacts, Overrides, Settings, Target};
+    use std::time::{Duration, Instant};
+
+    const WAIT: Duration = Duration::from_secs(5);
 
     fn setup() -> (tempfile::TempDir, Launchd, Label) {
+        setup_uid(501)
+    }
+
+    fn setup_uid(uid: u32) -> (tempfile::TempDir, Launchd, Label) {
         let d = tempfile::tempdir().unwrap();
         let fake = fake_launchctl(d.path());
         let label = Label::new(
@@ -398,15 +427,19 @@ mod launchd {
             &Name::new("x").unwrap(),
         );
         std::fs::write(d.path().join("label"), label.as_str()).unwrap();
-        let mut l = Launchd::new(fake.to_str().unwrap(), 501);
-        l.pause = std::time::Duration::from_millis(1);
+        let mut l = Launchd::new(fake.to_str().unwrap(), uid);
+        l.pause = Duration::from_millis(1);
         (d, l, label)
+    }
+
+    fn count(d: &Path, prefix: &str) -> usize {
+        calls(d).iter().filter(|c| c.starts_with(prefix)).count()
     }
 
     #[test]
     fn install_sequence_is_pinned() {
         let (d, l, label) = setup();
-        l.load(&label, Path::new("/agents"), true).unwrap();
+        l.load(&label, Path::new("/agents"), true, WAIT).unwrap();
         assert_eq!(
             calls(d.path()),
             [
@@ -423,11 +456,11 @@ mod launchd {
         );
         // Unchanged and loaded: nothing is reloaded.
         std::fs::remove_file(d.path().join("calls")).unwrap();
-        l.load(&label, Path::new("/agents"), false).unwrap();
+        l.load(&label, Path::new("/agents"), false, WAIT).unwrap();
         assert_eq!(calls(d.path()), ["print gui/501/local.automations.x"]);
         // Reinstalling a loaded job boots it out and waits until it is gone.
         std::fs::remove_file(d.path().join("calls")).unwrap();
-        l.load(&label, Path::new("/agents"), true).unwrap();
+        l.load(&label, Path::new("/agents"), true, WAIT).unwrap();
         assert_eq!(
             calls(d.path()),
             [
@@ -438,50 +471,83 @@ mod launchd {
                 "print gui/501/local.automations.x",
             ]
         );
+        assert_eq!(
+            l.run_now_command(&label),
+            "launchctl kickstart gui/501/local.automations.x"
+        );
+    }
+
+    /// Regression: `loaded` read the legacy `launchctl list`, which answers for the caller's own
+    /// domain (wrong over SSH). Here `list` claims the job is loaded; `print` says it is not.
+    #[test]
+    fn loaded_comes_from_print_never_from_list() {
+        let (d, l, label) = setup();
+        assert!(l.loaded(std::slice::from_ref(&label)).unwrap().is_empty());
+        assert_eq!(calls(d.path()), ["print gui/501/local.automations.x"]);
+        assert_eq!(count(d.path(), "list"), 0);
+        // Any other answer of print is an error, never "not loaded".
+        std::fs::write(d.path().join("fail-print"), "5\n").unwrap();
+        assert_eq!(
+            l.loaded(std::slice::from_ref(&label)).unwrap_err().code,
+            Some(5)
+        );
     }
 
     #[test]
-    fn bootstrap_retries_on_5_and_37() {
+    fn bootout_36_means_still_stopping_and_is_polled_until_gone() {
         let (d, l, label) = setup();
-        std::fs::write(d.path().join("fail-bootstrap"), "5\n37\n5\n").unwrap();
-        l.load(&label, Path::new("/agents"), true).unwrap();
-        let bootstraps = calls(d.path())
-            .iter()
-            .filter(|c| c.starts_with("bootstrap"))
-            .count();
-        assert_eq!(bootstraps, 4);
+        l.load(&label, Path::new("/agents"), true, WAIT).unwrap();
+        std::fs::remove_file(d.path().join("calls")).unwrap();
+        // Booting out answers 36, and the job stays loaded for three more looks.
+        std::fs::write(d.path().join("stopping"), "3\n").unwrap();
+        l.unload(&label, Path::new("/agents"), WAIT).unwrap();
+        let c = calls(d.path());
+        assert_eq!(c[0], "bootout gui/501/local.automations.x");
+        assert_eq!(count(d.path(), "print"), 4, "{c:?}");
+        assert!(!d.path().join("loaded").exists());
+        // Still loaded when the wait is over: an error, so its files stay.
+        l.load(&label, Path::new("/agents"), true, WAIT).unwrap();
+        std::fs::write(d.path().join("stopping"), "1000000\n").unwrap();
+        let e = l
+            .unload(&label, Path::new("/agents"), Duration::from_millis(50))
+            .unwrap_err();
+        assert!(e.to_string().contains("still loaded"), "{e}");
     }
 
     #[test]
-    fn bootstrap_gives_up_after_five_attempts_and_other_codes_at_once() {
+    fn bootstrap_retries_5_and_37_with_backoff_until_it_succeeds() {
         let (d, l, label) = setup();
-        std::fs::write(d.path().join("fail-bootstrap"), "5\n5\n5\n5\n5\n5\n").unwrap();
-        let e = l.load(&label, Path::new("/agents"), true).unwrap_err();
+        std::fs::write(d.path().join("fail-bootstrap"), "5\n37\n5\n5\n37\n5\n").unwrap();
+        let t0 = Instant::now();
+        l.load(&label, Path::new("/agents"), true, WAIT).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(15));
+        assert_eq!(count(d.path(), "bootstrap"), 7);
+    }
+
+    #[test]
+    fn bootstrap_gives_up_when_the_retry_time_is_over_and_at_once_on_other_codes() {
+        let (d, mut l, label) = setup();
+        l.retry_for = Duration::from_millis(40);
+        std::fs::write(d.path().join("fail-bootstrap"), "5\n".repeat(1000)).unwrap();
+        let e = l
+            .load(&label, Path::new("/agents"), true, WAIT)
+            .unwrap_err();
         assert_eq!(e.code, Some(5));
         assert!(
             e.to_string().contains("simulated bootstrap failure 5"),
             "{e}"
         );
-        assert_eq!(
-            calls(d.path())
-                .iter()
-                .filter(|c| c.starts_with("bootstrap"))
-                .count(),
-            5
-        );
+        let n = count(d.path(), "bootstrap");
+        assert!((2..1000).contains(&n), "{n} attempts");
         let (d, l, label) = setup();
         std::fs::write(d.path().join("fail-bootstrap"), "1\n").unwrap();
         assert_eq!(
-            l.load(&label, Path::new("/agents"), true).unwrap_err().code,
+            l.load(&label, Path::new("/agents"), true, WAIT)
+                .unwrap_err()
+                .code,
             Some(1)
         );
-        assert_eq!(
-            calls(d.path())
-                .iter()
-                .filter(|c| c.starts_with("bootstrap"))
-                .count(),
-            1
-        );
+        assert_eq!(count(d.path(), "bootstrap"), 1);
     }
 
     #[test]
@@ -489,20 +555,19 @@ mod launchd {
         let (d, l, label) = setup();
         for code in ["3", "113"] {
             std::fs::write(d.path().join("fail-bootout"), format!("{code}\n")).unwrap();
-            l.unload(&label, Path::new("/agents")).unwrap();
+            l.unload(&label, Path::new("/agents"), WAIT).unwrap();
         }
         std::fs::write(d.path().join("fail-bootout"), "1\n").unwrap();
         assert_eq!(
-            l.unload(&label, Path::new("/agents")).unwrap_err().code,
+            l.unload(&label, Path::new("/agents"), WAIT)
+                .unwrap_err()
+                .code,
             Some(1)
         );
     }
 
-    #[test]
-    fn install_rolls_back_when_bootstrap_keeps_failing() {
-        use automations::settings::{OsFacts, Overrides, Settings, Target};
-        let (d, l, _) = setup();
-        let sb = Sandbox::new();
+    /// Settings and the definition of `x` (daily) for a launchd install in a sandbox.
+    fn launchd_install(sb: &Sandbox) -> (Settings, automations::definition::Definition) {
         sb.definition(
             "x",
             "name = \"x\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"08:00\"\n",
@@ -514,16 +579,77 @@ mod launchd {
             ..Overrides::default()
         };
         let s = Settings::resolve(&flags, &os).unwrap();
+        let def = automations::definition::load_one(
+            &s.definitions_dir(),
+            &Name::new("x").unwrap(),
+            &automations::definition::Checks {
+                home: sb.home.clone(),
+                data_root: sb.data.clone(),
+            },
+        )
+        .unwrap();
+        (s, def)
+    }
+
+    #[test]
+    fn no_gui_session_says_log_in_at_the_screen_and_writes_nothing() {
+        let (d, l, _) = setup();
+        std::fs::write(d.path().join("no-gui"), "").unwrap();
+        let sb = Sandbox::new();
+        let (s, def) = launchd_install(&sb);
+        let bin = stable_bin(&sb.path("bin"));
+        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
+        let e = format!(
+            "{:#}",
+            automations::install::apply_install(&s, &plan, &l).unwrap_err()
+        );
+        assert!(e.contains("log in at the Mac's screen"), "{e}");
+        assert!(matches!(
+            l.preflight(),
+            Err(PreflightError::NoGuiSession { uid: 501 })
+        ));
+        let agents = sb.home.join("Library/LaunchAgents");
+        assert!(
+            !agents.join("local.automations.x.plist").exists(),
+            "a plist was written"
+        );
+        assert!(!sb.data.join("state/installed/x.json").exists());
+        assert_eq!(count(d.path(), "bootstrap") + count(d.path(), "enable"), 0);
+    }
+
+    #[test]
+    fn root_is_refused_before_anything_is_asked_or_written() {
+        let (d, l, _) = setup_uid(0);
+        assert!(matches!(l.preflight(), Err(PreflightError::Root)));
+        assert!(calls(d.path()).is_empty(), "launchctl was not even asked");
+        let sb = Sandbox::new();
+        let (s, def) = launchd_install(&sb);
+        let bin = stable_bin(&sb.path("bin"));
+        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
+        let e = format!(
+            "{:#}",
+            automations::install::apply_install(&s, &plan, &l).unwrap_err()
+        );
+        assert!(e.contains("without sudo"), "{e}");
+        assert!(
+            !sb.home
+                .join("Library/LaunchAgents/local.automations.x.plist")
+                .exists()
+        );
+        let plan = automations::install::plan_uninstall(&s, &def.name, &l).unwrap();
+        assert!(automations::install::apply_uninstall(&s, &plan, &l).is_err());
+    }
+
+    #[test]
+    fn install_rolls_back_when_bootstrap_keeps_failing() {
+        let (d, mut l, _) = setup();
+        l.retry_for = Duration::from_millis(20);
+        let sb = Sandbox::new();
+        let (s, def) = launchd_install(&sb);
         let checks = automations::definition::Checks {
             home: sb.home.clone(),
             data_root: sb.data.clone(),
         };
-        let def = automations::definition::load_one(
-            &s.definitions_dir(),
-            &Name::new("x").unwrap(),
-            &checks,
-        )
-        .unwrap();
         let bin = stable_bin(&sb.path("bin"));
         let agents = sb.home.join("Library/LaunchAgents");
         std::fs::create_dir_all(&agents).unwrap();
@@ -531,9 +657,10 @@ mod launchd {
         std::fs::write(&other, "not ours").unwrap();
         // A first install whose bootstrap keeps failing leaves nothing behind: no plist, no
         // record, and the job taken down again.
-        std::fs::write(d.path().join("fail-bootstrap"), "5\n5\n5\n5\n5\n").unwrap();
+        std::fs::write(d.path().join("refuse-if"), "local.automations.x").unwrap();
         let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
         assert!(automations::install::apply_install(&s, &plan, &l).is_err());
+        std::fs::remove_file(d.path().join("refuse-if")).unwrap();
         assert!(!agents.join("local.automations.x.plist").exists());
         assert!(
             automations::install::read_record(&s, &def.name)
@@ -563,7 +690,8 @@ mod launchd {
         let def =
             automations::definition::load_one(&s.definitions_dir(), &def.name, &checks).unwrap();
         let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
-        std::fs::write(d.path().join("fail-bootstrap"), "5\n5\n5\n5\n5\n").unwrap();
+        // launchd refuses the new job (Hour 9) every time, but takes the previous one back.
+        std::fs::write(d.path().join("refuse-if"), "<integer>9</integer>").unwrap();
         let e = automations::install::apply_install(&s, &plan, &l).unwrap_err();
         let msg = format!("{e:#}");
         assert!(
