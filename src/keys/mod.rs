@@ -67,6 +67,10 @@ pub enum KeyError {
     Unavailable(String),
     #[error("the keychain did not answer within {} s (is it waiting on a prompt?)", DEADLINE.as_secs())]
     Timeout,
+    #[error("the keychain refused: authorization failed (a wrong keychain password)")]
+    AuthFailed,
+    #[error("the keychain prompt was cancelled")]
+    Cancelled,
     #[error("{0}")]
     Invalid(String),
     #[error("the keychain refused: {0}")]
@@ -87,7 +91,7 @@ pub trait KeyStore {
 pub fn for_target(target: Target) -> Box<dyn KeyStore> {
     match target {
         Target::Systemd => Box::new(secret_service::SecretServiceStore::new()),
-        Target::Launchd => Box::new(security::SecurityCli::new("/usr/bin/security")),
+        Target::Launchd => Box::new(security::SecurityCli::new(security::SECURITY)),
     }
 }
 

@@ -417,6 +417,9 @@ fn the_whoami_exchange_against_a_fake_anytype() {
 }
 
 /// A fake `security` that records argv and stdin, keeps one password in a file, and can hang.
+/// A fake `security`: records argv and stdin; `exit-<verb>` makes that verb print `stderr-<verb>`
+/// (if any) and exit with the code in it; `i-stderr` is what `security -i` prints on stderr while
+/// still exiting 0, as the real one does after a failed command; `hang` makes it sleep.
 fn fake_security(dir: &Path) -> String {
     let path = dir.join("security");
     std::fs::write(
@@ -425,17 +428,24 @@ fn fake_security(dir: &Path) -> String {
 dir=$(dirname "$0")
 echo "$*" >> "$dir/argv"
 [ -e "$dir/hang" ] && sleep 30
-case "$1" in
+verb=$1
+if [ -e "$dir/exit-$verb" ]; then
+    [ -e "$dir/stderr-$verb" ] && cat "$dir/stderr-$verb" >&2
+    exit "$(cat "$dir/exit-$verb")"
+fi
+case "$verb" in
     -i)
         input=$(cat)
         echo "$input" >> "$dir/stdin"
+        if [ -e "$dir/i-stderr" ]; then cat "$dir/i-stderr" >&2; exit 0; fi
+        if [ -e "$dir/password" ]; then echo "security: SecKeychainItemCreateFromContent (<default>): The specified item already exists in the keychain." >&2; exit 0; fi
         pw=$(printf '%s' "$input" | sed -n 's/.* -w "\(.*\)"$/\1/p')
         printf '%s' "$pw" > "$dir/password" ;;
     find-generic-password)
         [ -e "$dir/password" ] || { echo "security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain." >&2; exit 44; }
         cat "$dir/password"; echo ;;
     delete-generic-password)
-        [ -e "$dir/password" ] || exit 44
+        [ -e "$dir/password" ] || { echo "security: SecKeychainSearchCopyNext: The specified item could not be found in the keychain." >&2; exit 44; }
         rm "$dir/password" ;;
 esac
 "#,
@@ -446,15 +456,19 @@ esac
     path.to_str().unwrap().to_owned()
 }
 
+fn label_of(name: &str) -> Label {
+    Label::new(
+        &Namespace::new("automations").unwrap(),
+        &Name::new(name).unwrap(),
+    )
+}
+
 #[test]
 fn macos_backend_keeps_the_secret_off_argv_and_fails_after_the_deadline() {
     use automations::keys::security::SecurityCli;
     let d = tempfile::tempdir().unwrap();
     let store = SecurityCli::new(&fake_security(d.path()));
-    let label = Label::new(
-        &Namespace::new("automations").unwrap(),
-        &Name::new("reader").unwrap(),
-    );
+    let label = label_of("reader");
     assert_eq!(store.get(&label).unwrap(), None);
     store.set(&label, &secret(KEY)).unwrap();
     assert_eq!(store.get(&label).unwrap().unwrap().expose(), KEY);
@@ -463,13 +477,36 @@ fn macos_backend_keeps_the_secret_off_argv_and_fails_after_the_deadline() {
         store.get(&label).unwrap().unwrap().expose(),
         "Another-Key_42"
     );
+    // Store is delete, then add (never an update in place with -U): the new item carries a fresh
+    // access list naming /usr/bin/security.
     let stdin = std::fs::read_to_string(d.path().join("stdin")).unwrap();
     assert_eq!(
-        stdin.matches("add-generic-password -U ").count(),
+        stdin
+            .matches("add-generic-password -s \"local.automations.reader\" -a \"local.automations.reader\" -l \"local.automations.reader\" -T /usr/bin/security -w ")
+            .count(),
         2,
         "{stdin}"
     );
-    assert!(stdin.contains(&format!("-s \"{LABEL}\"")));
+    assert!(!stdin.contains(" -U"), "{stdin}");
+    let argv: Vec<String> = std::fs::read_to_string(d.path().join("argv"))
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let deletes_then_adds: Vec<&str> = argv
+        .iter()
+        .map(|l| l.split(' ').next().unwrap())
+        .filter(|v| *v != "find-generic-password")
+        .collect();
+    assert_eq!(
+        deletes_then_adds,
+        [
+            "delete-generic-password",
+            "-i",
+            "delete-generic-password",
+            "-i"
+        ]
+    );
     assert!(store.delete(&label).unwrap());
     assert!(!store.delete(&label).unwrap());
     let argv = std::fs::read_to_string(d.path().join("argv")).unwrap();
@@ -477,7 +514,6 @@ fn macos_backend_keeps_the_secret_off_argv_and_fails_after_the_deadline() {
         !argv.contains(KEY) && !argv.contains("Another-Key_42"),
         "a secret reached argv: {argv}"
     );
-    assert!(argv.lines().any(|l| l == "-i"));
 
     std::fs::write(d.path().join("hang"), "").unwrap();
     let mut store = SecurityCli::new(&fake_security(d.path()));
@@ -486,4 +522,81 @@ fn macos_backend_keeps_the_secret_off_argv_and_fails_after_the_deadline() {
     assert_eq!(store.get(&label), Err(KeyError::Timeout));
     assert_eq!(store.set(&label, &secret(KEY)), Err(KeyError::Timeout));
     assert!(t0.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn macos_backend_classifies_by_exit_code_never_by_text_holding_the_label() {
+    use automations::keys::security::SecurityCli;
+    let d = tempfile::tempdir().unwrap();
+    let store = SecurityCli::new(&fake_security(d.path()));
+    // A label with "locked" in it, which the stderr of every failure repeats.
+    let label = label_of("unlocked-sync");
+    let fail = |verb: &str, code: i32, stderr: &str| {
+        std::fs::write(d.path().join(format!("exit-{verb}")), code.to_string()).unwrap();
+        std::fs::write(d.path().join(format!("stderr-{verb}")), stderr).unwrap();
+    };
+    let said = |msg: &str| format!("security: SecKeychainSearchCopyNext ({label}): {msg}");
+    for (code, want) in [
+        (36, KeyError::Locked),
+        (51, KeyError::AuthFailed),
+        (128, KeyError::Cancelled),
+    ] {
+        fail("find-generic-password", code, &said("an error"));
+        assert_eq!(store.get(&label), Err(want.clone()), "exit {code}");
+        fail("delete-generic-password", code, &said("an error"));
+        assert_eq!(store.delete(&label), Err(want), "exit {code}");
+    }
+    // 44 with the label (and "locked" in it) on stderr: not found, never locked.
+    fail(
+        "find-generic-password",
+        44,
+        &said("The specified item could not be found in the keychain."),
+    );
+    assert_eq!(store.get(&label), Ok(None));
+    fail(
+        "delete-generic-password",
+        44,
+        &said("The specified item could not be found in the keychain."),
+    );
+    assert_eq!(store.delete(&label), Ok(false));
+    // Another code, with the label in the text: a plain failure, and the label is not quoted.
+    fail("find-generic-password", 1, &said("unlocked and locked"));
+    match store.get(&label) {
+        Err(KeyError::Failed(m)) => {
+            assert!(!m.contains("unlocked-sync"), "{m}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // `security -i` exits 0 and says what failed on stderr.
+    for f in ["exit-find-generic-password", "exit-delete-generic-password"] {
+        std::fs::remove_file(d.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        d.path().join("i-stderr"),
+        format!("security: add-generic-password {label}: The user name or passphrase you entered is not correct.\n"),
+    )
+    .unwrap();
+    assert_eq!(store.set(&label, &secret(KEY)), Err(KeyError::AuthFailed));
+    std::fs::write(
+        d.path().join("i-stderr"),
+        format!("security: add-generic-password {label}: User interaction is not allowed.\n"),
+    )
+    .unwrap();
+    assert_eq!(store.set(&label, &secret(KEY)), Err(KeyError::Locked));
+}
+
+#[test]
+fn macos_backend_refuses_an_oversized_key_before_spawning_anything() {
+    use automations::keys::security::SecurityCli;
+    let d = tempfile::tempdir().unwrap();
+    let store = SecurityCli::new(&fake_security(d.path()));
+    let huge = secret(&"k".repeat(2048));
+    assert!(matches!(
+        store.set(&label_of("reader"), &huge),
+        Err(KeyError::Invalid(_))
+    ));
+    assert!(
+        !d.path().join("argv").exists(),
+        "security was run for an oversized key"
+    );
 }
