@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes a valid, hash-chained run log of N lines into DATA_ROOT, for benchmarks.
 
-Usage: synth_log.py N DATA_ROOT
+Usage: synth_log.py N DATA_ROOT [AUTOMATIONS]
+
+With AUTOMATIONS (default 1) the runs are spread round-robin over that many automations named
+job-01, job-02, ... (one, "synthetic", without it).
 
 Lines alternate started/finished pairs and skipped events, like a busy machine's log. Past
 60 MiB a segment is closed as runs-<stamp>.jsonl and the next starts with a `rotated` line,
@@ -17,6 +20,8 @@ SEGMENT = 60 * 1024 * 1024
 
 def main():
     n, root = int(sys.argv[1]), sys.argv[2]
+    count = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    names = ["job-%02d" % (k + 1) for k in range(count)] or ["synthetic"]
     os.makedirs(root, mode=0o700, exist_ok=True)
     prev = "genesis"
     seg_bytes, seg_no, written = 0, 0, 0
@@ -35,7 +40,7 @@ def main():
                   "leftover_processes": 0, "clock": clock}
         else:
             ev = {"v": 1, "event": "skipped", "trigger": "schedule", "reason": "already_running"}
-        ev.update({"name": "synthetic", "at": at, "prev": prev})
+        ev.update({"name": names[(i // 3) % len(names)], "at": at, "prev": prev})
         line = json.dumps(ev, separators=(",", ":")).encode()
         if seg_bytes + len(line) + 1 > SEGMENT:
             out.close()

@@ -240,7 +240,7 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml") && !p.is_dir())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();
     files.sort();
     let mut loaded = Loaded::default();
@@ -263,7 +263,7 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
 pub fn load_one(dir: &Path, name: &Name, checks: &Checks) -> Result<Definition, LoadError> {
     let file_name = format!("{name}.toml");
     let path = dir.join(&file_name);
-    if !path.is_file() {
+    if !path.exists() {
         return Err(LoadError::Missing(name.clone()));
     }
     read_capped(&path)
@@ -274,7 +274,9 @@ pub fn load_one(dir: &Path, name: &Name, checks: &Checks) -> Result<Definition, 
 fn read_capped(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
     let file_name = path.file_name().unwrap_or_default().to_string_lossy();
     let fail = |message: String| vec![problem(&file_name, "file", message)];
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read: {e}")))?;
+    // A FIFO or device named like a definition must never block validate, list, units or check.
+    let file = crate::fsutil::open_regular_following(path)
+        .map_err(|e| fail(format!("cannot read: {e}")))?;
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)

@@ -1,27 +1,260 @@
-//! Small filesystem helpers for the private data root: 0700 folders, 0600 files, atomic writes.
+//! Small filesystem helpers for the private data root: the root's own check, 0700 folders, 0600
+//! files, safe opens, atomic writes (SPEC §3).
 //!
-//! Everything private goes through here so permissions are decided in one place. This module must
-//! never follow a path outside what its caller passed.
+//! Everything in the data root goes through here so the rules are decided in one place: the data
+//! root is a directory the user owns that group and others cannot write (else it is refused, exit
+//! 3); a file in it is opened without following a link, never waited on when it is a FIFO, and
+//! refused unless it is a regular file; what is read whole is read under a size cap. This module
+//! must never follow a path outside what its caller passed.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// Why a file where one belongs was refused (wrapped in an `io::Error`; the caller names the path).
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// A symbolic link: never followed in the data root.
+    #[error("it is a symbolic link, which is never followed in the data root; remove it")]
+    Link,
+    /// A FIFO, device, socket or directory where a regular file belongs.
+    #[error("it is a {0}, not a regular file; remove it")]
+    NotRegular(&'static str),
+    /// Larger than the cap of what is read.
+    #[error("it is larger than {0} bytes; refused")]
+    TooLarge(u64),
+    /// A private file group or others can read or write.
+    #[error("it is readable or writable by group or others (mode {0:o}); run chmod 600 on it")]
+    Exposed(u32),
+}
+
+impl FileError {
+    fn io(self) -> io::Error {
+        io::Error::other(self)
+    }
+
+    /// The refusal inside `e`, if `e` is one.
+    pub fn of(e: &io::Error) -> Option<&FileError> {
+        e.get_ref()?.downcast_ref()
+    }
+}
+
+fn kind_of(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "directory"
+    } else if t.is_fifo() {
+        "FIFO"
+    } else if t.is_socket() {
+        "socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "device"
+    } else if t.is_symlink() {
+        "symbolic link"
+    } else {
+        "special file"
+    }
+}
+
+/// Opens `path` with `options`, never following a link in its last component and never blocking
+/// on a FIFO, and refuses anything but a regular file.
+pub fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    let file = options
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => FileError::Link.io(),
+            // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
+            Some(nix::libc::ENXIO) => FileError::NotRegular("FIFO").io(),
+            Some(nix::libc::EISDIR) => FileError::NotRegular("directory").io(),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(FileError::NotRegular(kind_of(&meta)).io());
+    }
+    Ok(file)
+}
+
+/// Opens `path` for reading, following links (for files outside the data root, such as
+/// definitions) but never blocking on a FIFO, and refuses anything but a regular file.
+pub fn open_regular_following(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(FileError::NotRegular(kind_of(&meta)).io());
+    }
+    Ok(file)
+}
+
+/// Reads `path` whole (at most `cap` bytes) under the rules of [`open_regular`]; `None` when it
+/// does not exist.
+pub fn read_capped(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
+    read_opened(path, cap, false)
+}
+
+/// [`read_capped`] for a file holding private values: also refused when group or others can read
+/// or write it.
+pub fn read_private(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
+    read_opened(path, cap, true)
+}
+
+fn read_opened(path: &Path, cap: u64, private: bool) -> io::Result<Option<Vec<u8>>> {
+    let file = match open_regular(path, OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if private {
+        let m = mode(&file)?;
+        if exposed(m) {
+            return Err(FileError::Exposed(m).io());
+        }
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(FileError::TooLarge(cap).io());
+    }
+    Ok(Some(bytes))
+}
+
+/// The cap of small private files read whole (state, settings).
+pub const SMALL_FILE: u64 = 1024 * 1024;
+
+/// Why the data root cannot be used; each message says how to fix it. Exit 3.
+#[derive(Debug, thiserror::Error)]
+pub enum DataRootError {
+    #[error(
+        "the data root {path} is not a directory (a {kind} is in the way); move it aside or choose another data root with --data-root"
+    )]
+    NotDirectory { path: PathBuf, kind: &'static str },
+    #[error(
+        "the data root {path} belongs to uid {owner}, not to you (uid {me}), so it is not private; use a data root of your own (--data-root), or as its owner: chown -R {me} {path}"
+    )]
+    Foreign { path: PathBuf, owner: u32, me: u32 },
+    #[error(
+        "the data root {path} is writable by group or others (mode {mode:o}), so anyone could plant files in it; fix: chmod 700 {path}"
+    )]
+    Exposed { path: PathBuf, mode: u32 },
+    #[error(
+        "the data root {path} cannot be written ({source}); make it writable, or choose another data root with --data-root"
+    )]
+    ReadOnly {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot use the data root {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// What a command needs of the data root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// Only reads: a missing data root is fine (nothing recorded yet).
+    Read,
+    /// Writes: created 0700 when missing, and must be writable.
+    Write,
+}
+
+/// Checks the data root at `path`: a directory this user owns, not writable by group or others
+/// (and writable by us, for `Use::Write`, which creates it 0700 when missing). Returns whether it
+/// exists.
+pub fn check_data_root(path: &Path, usage: Use) -> Result<bool, DataRootError> {
+    if usage == Use::Write {
+        private_dir(path).map_err(|source| match source.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::NotADirectory => {
+                DataRootError::NotDirectory {
+                    path: path.into(),
+                    kind: fs::metadata(path).map_or("file", |m| kind_of(&m)),
+                }
+            }
+            _ if read_only(&source) => DataRootError::ReadOnly {
+                path: path.into(),
+                source,
+            },
+            _ => DataRootError::Io {
+                path: path.into(),
+                source,
+            },
+        })?;
+    }
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(DataRootError::Io {
+                path: path.into(),
+                source,
+            });
+        }
+    };
+    if !meta.is_dir() {
+        return Err(DataRootError::NotDirectory {
+            path: path.into(),
+            kind: kind_of(&meta),
+        });
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    if meta.uid() != me {
+        return Err(DataRootError::Foreign {
+            path: path.into(),
+            owner: meta.uid(),
+            me,
+        });
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(DataRootError::Exposed {
+            path: path.into(),
+            mode,
+        });
+    }
+    if usage == Use::Write {
+        nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).map_err(|errno| {
+            DataRootError::ReadOnly {
+                path: path.into(),
+                source: io::Error::from_raw_os_error(errno as i32),
+            }
+        })?;
+    }
+    Ok(true)
+}
+
+/// Whether an error means "this filesystem or folder cannot be written".
+pub fn read_only(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::EROFS | nix::libc::EACCES | nix::libc::EPERM)
+    )
+}
 
 /// Creates `dir` (and missing parents) with mode 0700.
 pub fn private_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
-/// Opens `path` for reading and writing, creating it 0600.
+/// Opens `path` for reading and writing, creating it 0600, under the rules of [`open_regular`].
 pub fn open_private(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
+    open_regular(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600),
+    )
 }
 
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename), mode 0600.
@@ -30,15 +263,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_mode(path, bytes, 0o600)
 }
 
-/// Writes `bytes` to `path` atomically with `mode`; the folder must exist.
+/// Writes `bytes` to `path` atomically with `mode`; the folder must exist. The temporary file is
+/// created new (a link or FIFO planted at its name is removed, never followed); the rename
+/// replaces whatever is at `path`, a link included, without following it.
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = tmp_sibling(path);
+    let _ = fs::remove_file(&tmp);
     let result = (|| {
         let mut f = OpenOptions::new()
             .write(true)
-            .create(true)
-            .truncate(true)
+            .create_new(true)
             .mode(mode)
+            .custom_flags(nix::libc::O_NOFOLLOW)
             .open(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
@@ -65,15 +301,6 @@ pub fn remove_if_exists(path: &Path) -> io::Result<bool> {
     }
 }
 
-/// Reads `path`, `None` when it does not exist.
-pub fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
-    match fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The permission bits of an open file.
 pub fn mode(file: &File) -> io::Result<u32> {
     Ok(file.metadata()?.permissions().mode() & 0o777)
@@ -82,4 +309,94 @@ pub fn mode(file: &File) -> io::Result<u32> {
 /// True when `mode` lets group or others read or write: not private.
 pub fn exposed(mode: u32) -> bool {
     mode & 0o077 != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_open_and_nothing_blocks() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink("/etc/hostname", &link).unwrap();
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).unwrap();
+        let dir = d.path().join("dir");
+        fs::create_dir(&dir).unwrap();
+        for (p, want) in [
+            (&fifo, "FIFO"),
+            (&link, "symbolic link"),
+            (&dangling, "symbolic link"),
+            (&dir, "directory"),
+        ] {
+            for opts in [
+                OpenOptions::new().read(true),
+                OpenOptions::new().read(true).write(true).create(true),
+                OpenOptions::new().append(true).create(true),
+            ] {
+                let e = open_regular(p, opts).unwrap_err();
+                assert!(e.to_string().contains(want), "{}: {e}", p.display());
+                assert!(FileError::of(&e).is_some());
+            }
+        }
+        assert!(
+            !d.path().join("nowhere").exists(),
+            "a dangling link created its target"
+        );
+        let dev = Path::new("/dev/null");
+        assert!(
+            open_regular(dev, OpenOptions::new().read(true))
+                .unwrap_err()
+                .to_string()
+                .contains("device")
+        );
+        let big = d.path().join("big");
+        fs::write(&big, vec![b'x'; 100]).unwrap();
+        assert!(matches!(
+            read_capped(&big, 99).map_err(|e| FileError::of(&e).map(|f| f.to_string())),
+            Err(Some(_))
+        ));
+        assert_eq!(read_capped(&big, 100).unwrap().unwrap().len(), 100);
+        assert_eq!(read_capped(&d.path().join("none"), 1).unwrap(), None);
+    }
+
+    #[test]
+    fn atomic_writes_replace_a_planted_link_without_following_it() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        fs::write(&target, "keep").unwrap();
+        let p = d.path().join("state.json");
+        std::os::unix::fs::symlink(&target, &p).unwrap();
+        std::os::unix::fs::symlink(&target, tmp_sibling(&p)).unwrap();
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"keep");
+        assert_eq!(fs::read(&p).unwrap(), b"new");
+        assert!(!fs::symlink_metadata(&p).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn the_data_root_must_be_a_private_directory_of_ours() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("data");
+        assert!(!check_data_root(&root, Use::Read).unwrap());
+        assert!(check_data_root(&root, Use::Write).unwrap());
+        assert_eq!(
+            fs::metadata(&root).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = check_data_root(&root, Use::Read).unwrap_err().to_string();
+        assert!(e.contains("mode 777") && e.contains("chmod 700"), "{e}");
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(check_data_root(&root, Use::Write).unwrap());
+        let file = d.path().join("file");
+        fs::write(&file, "").unwrap();
+        for usage in [Use::Read, Use::Write] {
+            let e = check_data_root(&file, usage).unwrap_err().to_string();
+            assert!(e.contains("not a directory"), "{e}");
+        }
+    }
 }

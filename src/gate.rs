@@ -93,24 +93,12 @@ impl Drop for Pass {
 pub fn read_spaces(data_root: &Path) -> Result<Spaces, Refusal> {
     let path: PathBuf = data_root.join(SPACES_FILE);
     let refuse = |why: String| Refusal(vec![format!("{}: {why}", path.display())]);
-    let file = std::fs::File::open(&path).map_err(|e| {
-        refuse(if e.kind() == std::io::ErrorKind::NotFound {
-            "missing; it names the AnyType spaces and the agent policy for each".into()
-        } else {
-            e.to_string()
-        })
-    })?;
-    match fsutil::mode(&file) {
-        Ok(mode) if fsutil::exposed(mode) => {
-            return Err(refuse(format!(
-                "mode {mode:o}: readable or writable by group or others; run chmod 600 on it"
-            )));
-        }
-        Ok(_) => {}
-        Err(e) => return Err(refuse(e.to_string())),
-    }
-    serde_json::from_reader(std::io::BufReader::new(file))
-        .map_err(|e| refuse(format!("not valid ({e})")))
+    let bytes = fsutil::read_private(&path, fsutil::SMALL_FILE)
+        .map_err(|e| refuse(e.to_string()))?
+        .ok_or_else(|| {
+            refuse("missing; it names the AnyType spaces and the agent policy for each".into())
+        })?;
+    serde_json::from_slice(&bytes).map_err(|e| refuse(format!("not valid ({e})")))
 }
 
 /// The declaration against the agent policy, spaces resolved to AnyType ids.

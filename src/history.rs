@@ -2,7 +2,9 @@
 //!
 //! A `started` with its `finished` is a finished run; a `started` without one is **running** while
 //! its lock is held by the pid that started it, else **interrupted**; a `skipped` is shown as such.
-//! Every reader here stops as soon as it has what it reports. This module never writes.
+//! Every reader here stops as soon as it has what it reports; readers of one automation go through
+//! the index (`runlog::index`), so they cost what they report even for a name that never ran. This
+//! module writes nothing but the index.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,8 +14,9 @@ use serde::Serialize;
 
 use crate::locks;
 use crate::names::Name;
+use crate::runlog::index::{self, Index, Snapshot};
 use crate::runlog::{
-    Backwards, Event, Finished, Outcome, Record, RunLog, SkipReason, Started, Trigger,
+    Event, Finished, LogError, Outcome, Record, RunLog, SkipReason, Started, Trigger,
 };
 
 /// Where a run stands.
@@ -129,36 +132,32 @@ fn status_of_unfinished(data_root: &Path, name: &str, pid: u32) -> Status {
     }
 }
 
-/// Runs assembled from the log read backwards, newest start first: each `finished` is held until
-/// its `started` comes by. `keep` picks the records that matter before any pairing, so a search
-/// holds on to nothing it will not report.
-struct Runs<'a, F: Fn(&Record) -> bool> {
-    records: Backwards,
+/// Runs assembled from records read newest first: each `finished` is held until its `started`
+/// comes by. The source is the whole log read backwards, or one automation's records through the
+/// index; either way a reader holds on to nothing it will not report.
+pub struct Runs<'a, I: Iterator<Item = Record>> {
+    records: I,
     pending: HashMap<String, Finished>,
     data_root: &'a Path,
-    keep: F,
 }
 
-impl<'a, F: Fn(&Record) -> bool> Runs<'a, F> {
-    fn new(log: &RunLog, data_root: &'a Path, keep: F) -> Self {
+impl<'a, I: Iterator<Item = Record>> Runs<'a, I> {
+    /// Runs from `records`, newest first.
+    pub fn new(records: I, data_root: &'a Path) -> Self {
         Self {
-            records: log.backwards(),
+            records,
             pending: HashMap::new(),
             data_root,
-            keep,
         }
     }
 }
 
-impl<F: Fn(&Record) -> bool> Iterator for Runs<'_, F> {
+impl<I: Iterator<Item = Record>> Iterator for Runs<'_, I> {
     type Item = RunView;
 
     fn next(&mut self) -> Option<RunView> {
         loop {
             let r = self.records.next()?;
-            if !(self.keep)(&r) {
-                continue;
-            }
             match r.event {
                 Event::Finished(f) => {
                     self.pending.insert(f.run.clone(), f);
@@ -185,45 +184,128 @@ impl<F: Fn(&Record) -> bool> Iterator for Runs<'_, F> {
     }
 }
 
-/// The `n` newest runs (of `name` only, when given), newest first.
-pub fn recent(log: &RunLog, data_root: &Path, name: Option<&str>, n: usize) -> Recent {
-    let mut runs = Runs::new(log, data_root, |r: &Record| {
-        name.is_none_or(|want| want == r.name)
-    });
-    let views = runs.by_ref().take(n).collect();
-    Recent {
-        runs: views,
-        unreadable: runs.records.unreadable,
-    }
+/// The runs of `name`, newest first, through the index (O(what is read), also for a name that
+/// never ran).
+pub fn runs_of<'a>(
+    snapshot: &'a Snapshot,
+    data_root: &'a Path,
+    name: &str,
+) -> Runs<'a, index::Records<'a>> {
+    Runs::new(snapshot.records(name), data_root)
 }
 
-/// The last run (not a skip) of each name in `names`, reading back until each is found.
-pub fn last_runs(log: &RunLog, data_root: &Path, names: &[&str]) -> HashMap<String, RunView> {
-    let mut found: HashMap<String, RunView> = HashMap::new();
-    if names.is_empty() {
-        return found;
-    }
-    for view in Runs::new(log, data_root, |r: &Record| {
-        names.contains(&r.name.as_str())
-    }) {
-        if view.run.is_some() && !found.contains_key(&view.name) {
-            found.insert(view.name.clone(), view);
-            if found.len() == names.len() {
-                break;
+/// The `n` newest runs (of `name` only, when given), newest first.
+pub fn recent(
+    log: &RunLog,
+    data_root: &Path,
+    name: Option<&str>,
+    n: usize,
+) -> Result<Recent, LogError> {
+    match name {
+        Some(name) => {
+            let snapshot = Index::new(log).refresh()?;
+            let runs = runs_of(&snapshot, data_root, name).take(n).collect();
+            Ok(Recent {
+                runs,
+                unreadable: snapshot.unreadable,
+            })
+        }
+        None => {
+            let mut runs = Runs::new(log.backwards(), data_root);
+            let views = runs.by_ref().take(n).collect();
+            if let Some(e) = runs.records.error.take() {
+                return Err(e);
             }
+            Ok(Recent {
+                runs: views,
+                unreadable: runs.records.unreadable,
+            })
         }
     }
-    found
 }
 
-/// One run by id (or by a unique prefix of its id).
-pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Option<RunView> {
-    let matches = |r: &Record| match &r.event {
-        Event::Started(s) => s.run.starts_with(id),
-        Event::Finished(f) => f.run.starts_with(id),
-        _ => false,
+/// The last run (not a skip) of each name in `names`, through the index.
+pub fn last_runs(
+    log: &RunLog,
+    data_root: &Path,
+    names: &[&str],
+) -> Result<HashMap<String, RunView>, LogError> {
+    let mut found = HashMap::new();
+    if names.is_empty() {
+        return Ok(found);
+    }
+    let snapshot = Index::new(log).refresh()?;
+    for name in names {
+        if let Some(view) = runs_of(&snapshot, data_root, name).find(|v| v.run.is_some()) {
+            found.insert((*name).to_owned(), view);
+        }
+    }
+    Ok(found)
+}
+
+/// What a run id or prefix names.
+#[derive(Debug)]
+pub enum Found {
+    /// Exactly one run: the id itself, or the only one it is a prefix of.
+    One(Box<RunView>),
+    /// No run.
+    Nothing,
+    /// Several runs share the prefix: the newest few, and how many there are in all.
+    Ambiguous { some: Vec<String>, all: usize },
+}
+
+/// How many candidates an ambiguous prefix lists.
+const CANDIDATES: usize = 10;
+
+/// One run by its id, or by a prefix only it has: an exact id always wins. Reads the whole log
+/// (a prefix can match anywhere).
+pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Result<Found, LogError> {
+    let mut records = log.backwards();
+    let mut ids: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut kept: Vec<Record> = Vec::new();
+    let mut exact: Vec<Record> = Vec::new();
+    for r in records.by_ref() {
+        let run = match &r.event {
+            Event::Started(s) => &s.run,
+            Event::Finished(f) => &f.run,
+            _ => continue,
+        };
+        if run == id {
+            exact.push(r);
+            continue;
+        }
+        if !run.starts_with(id) {
+            continue;
+        }
+        if seen.insert(run.clone()) {
+            ids.push(run.clone());
+        }
+        // Keep the records of the first candidate only: a second makes it ambiguous anyway.
+        if ids.len() == 1 && ids[0] == *run {
+            kept.push(r);
+        }
+    }
+    if let Some(e) = records.error.take() {
+        return Err(e);
+    }
+    let one = |recs: Vec<Record>| {
+        Runs::new(recs.into_iter(), data_root)
+            .next()
+            .map_or(Found::Nothing, |v| Found::One(Box::new(v)))
     };
-    Runs::new(log, data_root, matches).next()
+    Ok(if !exact.is_empty() {
+        one(exact)
+    } else if ids.len() == 1 {
+        one(kept)
+    } else if ids.is_empty() {
+        Found::Nothing
+    } else {
+        Found::Ambiguous {
+            all: ids.len(),
+            some: ids.into_iter().take(CANDIDATES).collect(),
+        }
+    })
 }
 
 /// Whether `name` has a `started` at or after `since`. Reads back only a little past `since`.

@@ -102,7 +102,16 @@ pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<Str
             continue;
         };
         let Ok(name) = Name::new(stem) else { continue };
-        let bytes = std::fs::read(entry.path())
+        // A FIFO or device with our prefix must never hang `check`.
+        let bytes = crate::fsutil::open_regular_following(&entry.path())
+            .and_then(|f| {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(
+                    &mut std::io::Read::take(f, crate::fsutil::SMALL_FILE),
+                    &mut b,
+                )
+                .map(|_| b)
+            })
             .with_context(|| format!("cannot read {}", entry.path().display()))?;
         out.entry(name).or_default().insert(f.to_owned(), bytes);
     }

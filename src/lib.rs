@@ -55,12 +55,31 @@ impl Fail {
 impl<E: Into<anyhow::Error>> From<E> for Fail {
     fn from(error: E) -> Self {
         let error = error.into();
-        let exit = if error.downcast_ref::<settings::SettingsError>().is_some() {
-            Exit::Environment
-        } else {
-            Exit::Failure
-        };
-        Self { exit, error }
+        Self {
+            exit: exit_for(&error),
+            error,
+        }
+    }
+}
+
+/// Exit 3 when anything in the chain says the environment is unusable: settings, the data root,
+/// a file in it that is not a regular file (or is a link), a run log that cannot be opened.
+fn exit_for(error: &anyhow::Error) -> Exit {
+    let environment = error.chain().any(|cause| {
+        cause.is::<settings::SettingsError>()
+            || cause.is::<fsutil::DataRootError>()
+            || matches!(
+                cause.downcast_ref::<runlog::LogError>(),
+                Some(runlog::LogError::Open { .. })
+            )
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| fsutil::FileError::of(e).is_some())
+    });
+    if environment {
+        Exit::Environment
+    } else {
+        Exit::Failure
     }
 }
 

@@ -61,7 +61,11 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
 pub fn holder(data_root: &Path, name: &Name) -> Option<u32> {
-    let file = File::open(path(data_root, name)).ok()?;
+    let file = fsutil::open_regular(
+        &path(data_root, name),
+        std::fs::OpenOptions::new().read(true),
+    )
+    .ok()?;
     owner(file)
 }
 

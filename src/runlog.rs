@@ -401,7 +401,7 @@ impl RunLog {
     pub fn backwards(&self) -> Backwards {
         // Open the live segment before listing the rotated ones: if it is rotated in between, the
         // open handle is the renamed file, which the listing then names too — skipped by inode.
-        let live = File::open(self.path()).and_then(|f| {
+        let live = open_segment(&self.path()).and_then(|f| {
             let meta = f.metadata()?;
             Ok((
                 RevLines::new(f, meta.len())?,
@@ -410,9 +410,19 @@ impl RunLog {
         });
         let mut segments = self.segments();
         segments.remove(0);
+        let mut error = None;
         let (current, live_ino) = match live {
             Ok((lines, ino)) => (Some((self.path(), lines)), Some(ino)),
-            Err(_) => (None, None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => (None, None),
+            Err(source) => {
+                // A FIFO, link or directory where the log belongs: say so, never read past it.
+                error = Some(LogError::Read {
+                    path: self.path(),
+                    source,
+                });
+                segments.clear();
+                (None, None)
+            }
         };
         segments.retain(|p| {
             live_ino.is_none()
@@ -425,22 +435,31 @@ impl RunLog {
             segments,
             current,
             unreadable: 0,
-            error: None,
+            error,
         }
     }
 }
 
+/// Opens the live segment for appending: a link, FIFO or directory there is refused, never
+/// followed or waited on (a dangling link must not create its target).
 fn open_log(path: &Path) -> Result<File, LogError> {
-    OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| LogError::Open {
-            path: path.to_path_buf(),
-            source,
-        })
+    fsutil::open_regular(
+        path,
+        OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600),
+    )
+    .map_err(|source| LogError::Open {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Opens a segment for reading under the same rules.
+fn open_segment(path: &Path) -> io::Result<File> {
+    fsutil::open_regular(path, OpenOptions::new().read(true))
 }
 
 /// Hash of the last line and whether the file ends with a newline (an empty file counts as sealed).
@@ -577,7 +596,7 @@ impl Backwards {
                     return None;
                 }
                 let path = self.segments.remove(0);
-                let opened = File::open(&path).and_then(|f| {
+                let opened = open_segment(&path).and_then(|f| {
                     let len = f.metadata()?.len();
                     RevLines::new(f, len)
                 });
@@ -643,9 +662,13 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
     let mut prev_hash: Option<String> = None;
     let n_segments = segments.len();
     for (si, path) in segments.iter().enumerate() {
-        let bytes = match fsutil::read_optional(path) {
-            Ok(Some(b)) => b,
-            Ok(None) => continue,
+        let read = open_segment(path).and_then(|mut f| {
+            let mut b = Vec::new();
+            io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+        });
+        let bytes = match read {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(source) => {
                 return Err(LogError::Read {
                     path: path.clone(),
@@ -703,6 +726,8 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
 fn short(h: &str) -> &str {
     &h[..h.len().min(12)]
 }
+
+pub mod index;
 
 #[cfg(test)]
 mod tests;

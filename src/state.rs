@@ -120,7 +120,7 @@ fn io_err(path: &Path, e: io::Error) -> StateError {
 
 /// Reads a JSON state file; a missing file is `None`, an unreadable one an error naming it.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateError> {
-    match fsutil::read_optional(path).map_err(|e| io_err(path, e))? {
+    match fsutil::read_capped(path, fsutil::SMALL_FILE).map_err(|e| io_err(path, e))? {
         None => Ok(None),
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)

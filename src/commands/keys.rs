@@ -43,6 +43,7 @@ fn read_hidden(prompt: &str) -> Result<String, Fail> {
 
 pub fn store(s: &Settings, name: &Name) -> CmdResult {
     let access = access(s, name)?;
+    super::data_root(s, crate::fsutil::Use::Read)?;
     let label = s.label(name);
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(Fail::new(
@@ -82,6 +83,7 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
 
 pub fn check(s: &Settings, name: &Name) -> CmdResult {
     let access = access(s, name)?;
+    super::data_root(s, crate::fsutil::Use::Read)?;
     let label = s.label(name);
     let key = match keys::for_target(s.target).get(&label) {
         Ok(Some(k)) => k,

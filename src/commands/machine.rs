@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 
-use super::{load_all, one_definition};
+use super::{data_root, load_all, one_definition};
 use crate::definition::Definition;
+use crate::fsutil::Use;
 use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
@@ -219,6 +220,7 @@ fn linger_warning(s: &Settings) {
 
 pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -> CmdResult {
     let def = one_definition(s, name)?;
+    data_root(s, if dry_run { Use::Read } else { Use::Write })?;
     let Some(schedule) = &def.schedule else {
         return Err(bad(format!(
             "{name} has no [schedule]: there is nothing to install (run it with `automations run {name}`)"
@@ -278,6 +280,7 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
 }
 
 pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
+    data_root(s, if dry_run { Use::Read } else { Use::Write })?;
     let manager = service::for_target(s.target);
     let plan = install::plan_uninstall(s, name, manager.as_ref())?;
     if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
@@ -323,6 +326,7 @@ fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
 }
 
 pub fn check(s: &Settings, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
     let manager = service::for_target(s.target);
     let d = drift(s, manager.as_ref())?;
     let clean = d.units.is_empty() && d.machine.is_empty();
@@ -441,28 +445,9 @@ pub fn doctor(s: &Settings) -> CmdResult {
         }
         Err(e) => line("fail", "install records", format!("{e:#}")),
     }
-    match std::fs::metadata(&s.data_root) {
-        Ok(m) => {
-            let mode = std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777;
-            if mode & 0o077 == 0 {
-                line(
-                    "ok",
-                    "data root",
-                    format!("{} is private ({mode:o})", s.data_root.display()),
-                );
-            } else {
-                line(
-                    "fail",
-                    "data root",
-                    format!(
-                        "{} is mode {mode:o}; fix: chmod 700 {}",
-                        s.data_root.display(),
-                        s.data_root.display()
-                    ),
-                );
-            }
-        }
-        Err(_) => line(
+    // The same check every command makes, so doctor never calls usable what they refuse.
+    match crate::fsutil::check_data_root(&s.data_root, crate::fsutil::Use::Read) {
+        Ok(false) => line(
             "warn",
             "data root",
             format!(
@@ -470,6 +455,29 @@ pub fn doctor(s: &Settings) -> CmdResult {
                 s.data_root.display()
             ),
         ),
+        Ok(true) => {
+            let mode = std::fs::metadata(&s.data_root)
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+                .unwrap_or(0);
+            if mode & 0o077 == 0 {
+                line(
+                    "ok",
+                    "data root",
+                    format!("{} is yours and private ({mode:o})", s.data_root.display()),
+                );
+            } else {
+                line(
+                    "warn",
+                    "data root",
+                    format!(
+                        "{} is readable by others (mode {mode:o}); its files stay 0600, but fix: chmod 700 {}",
+                        s.data_root.display(),
+                        s.data_root.display()
+                    ),
+                );
+            }
+        }
+        Err(e) => line("fail", "data root", e.to_string()),
     }
     if s.target == Target::Launchd {
         let mut warned = false;

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand};
 use crate::definition::{self, Checks, Definition, Schedule};
+use crate::fsutil::Use;
 use crate::history::{self, RunView, Status};
 use crate::locks;
 use crate::names::{self, Name};
@@ -74,6 +75,12 @@ pub fn settings(global: &Global) -> Result<Settings, Fail> {
         data_root: global.data_root.clone(),
     };
     Ok(Settings::resolve(&flags, &os)?)
+}
+
+/// Checks the data root for `usage` (SPEC §3): not ours, writable by others, not a directory or
+/// not writable when it must be is exit 3 with the fix. Returns whether it exists.
+pub(crate) fn data_root(s: &Settings, usage: crate::fsutil::Use) -> Result<bool, Fail> {
+    crate::fsutil::check_data_root(&s.data_root, usage).map_err(|e| Fail::new(Exit::Environment, e))
 }
 
 pub(crate) fn checks(s: &Settings) -> Checks {
@@ -182,10 +189,11 @@ fn entry<'a>(
 }
 
 fn list(s: &Settings, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
     let loaded = load_all(s)?;
     let state = State::new(&s.data_root);
     let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();
-    let last = history::last_runs(&RunLog::new(&s.data_root), &s.data_root, &names);
+    let last = history::last_runs(&RunLog::new(&s.data_root), &s.data_root, &names)?;
     let entries = loaded
         .definitions
         .iter()
@@ -267,7 +275,7 @@ fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
     let report = match runner::run(s, name, trigger) {
         Ok(r) => r,
         Err(RunError::Definition(e)) => return Err(Fail::new(Exit::BadInput, e)),
-        Err(RunError::Io(e)) => return Err(Fail::new(Exit::Failure, e)),
+        Err(RunError::Io(e)) => return Err(Fail::from(e)),
     };
     let fine = report.is_fine();
     if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
@@ -322,8 +330,9 @@ fn run_json(v: &RunView) -> RunJson<'_> {
 }
 
 fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
     let log = RunLog::new(&s.data_root);
-    let recent = history::recent(&log, &s.data_root, name.map(Name::as_str), limit);
+    let recent = history::recent(&log, &s.data_root, name.map(Name::as_str), limit)?;
     let out = &mut std::io::stdout().lock();
     if json {
         let doc = serde_json::json!({
@@ -387,13 +396,31 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
 }
 
 fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
     let log = RunLog::new(&s.data_root);
-    let view = history::find(&log, &s.data_root, id).ok_or_else(|| {
-        Fail::new(
-            Exit::BadInput,
-            anyhow::anyhow!("no run {id:?} in {}", log.path().display()),
-        )
-    })?;
+    let view = match history::find(&log, &s.data_root, id)? {
+        history::Found::One(v) => *v,
+        history::Found::Nothing => {
+            return Err(Fail::new(
+                Exit::BadInput,
+                anyhow::anyhow!("no run {id:?} in {}", log.path().display()),
+            ));
+        }
+        history::Found::Ambiguous { some, all } => {
+            let more = if all > some.len() {
+                format!(" and {} more", all - some.len())
+            } else {
+                String::new()
+            };
+            return Err(Fail::new(
+                Exit::BadInput,
+                anyhow::anyhow!(
+                    "{id:?} is the start of {all} run ids; give more of it: {}{more}",
+                    some.join(", ")
+                ),
+            ));
+        }
+    };
     let out = &mut std::io::stdout().lock();
     if json {
         let doc = serde_json::json!({
@@ -440,13 +467,40 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
                 String::new()
             };
             writeln!(out, "--- {label}{note}")?;
-            write!(out, "{tail}")?;
-            if !tail.is_empty() && !tail.ends_with('\n') {
+            // On a terminal a command's escape sequences would be obeyed: show them instead.
+            let shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                escape_controls(tail)
+            } else {
+                std::borrow::Cow::Borrowed(tail.as_str())
+            };
+            write!(out, "{shown}")?;
+            if !shown.is_empty() && !shown.ends_with('\n') {
                 writeln!(out)?;
             }
         }
     }
     Ok(Exit::Success)
+}
+
+/// Output as text a terminal shows but never obeys: control characters other than newline and tab
+/// (ESC, BEL, CSI, OSC, …) become `\u{1b}`-style escapes.
+pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect::<String>()
+        .into()
 }
 
 /// An automation must exist to be paused or resumed, so a typo is not silently accepted.
@@ -464,6 +518,7 @@ fn require_definition(s: &Settings, name: &Name) -> Result<(), Fail> {
 
 fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
     require_definition(s, name)?;
+    data_root(s, Use::Write)?;
     let reason = reason.trim();
     if reason.is_empty() || reason.chars().any(char::is_control) {
         return Err(Fail::new(
@@ -494,6 +549,7 @@ fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
 
 fn resume(s: &Settings, name: &Name) -> CmdResult {
     require_definition(s, name)?;
+    data_root(s, Use::Write)?;
     if !State::new(&s.data_root).resume(name)? {
         println!("{name}: was not paused");
         return Ok(Exit::Success);
@@ -515,7 +571,7 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
             anyhow::anyhow!("--reason must be one non-empty line"),
         ));
     }
-    crate::fsutil::private_dir(&s.data_root)?;
+    data_root(s, Use::Write)?;
     State::new(&s.data_root).stop_all(&Stop {
         reason: reason.to_owned(),
         at: runlog::stamp(chrono::Utc::now()),
@@ -571,6 +627,7 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
 }
 
 fn resume_all(s: &Settings) -> CmdResult {
+    data_root(s, Use::Write)?;
     if State::new(&s.data_root).resume_all()? {
         println!("kill switch off");
     } else {
@@ -580,6 +637,7 @@ fn resume_all(s: &Settings) -> CmdResult {
 }
 
 fn log_verify(s: &Settings, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
     let log = RunLog::new(&s.data_root);
     let v = runlog::verify(&log)?;
     let broken = !v.breaks.is_empty();

@@ -162,20 +162,40 @@ fn backwards_reads_long_lines_across_blocks() {
     assert_eq!(reasons, ['2', '1', '0']);
 }
 
+/// Regression: a `runs.jsonl` link made appends write (output tails included) into its target, and
+/// a dangling one created it. Links, FIFOs and directories are refused, naming the log. (A full
+/// disk is tested for real, on a tmpfs, in tests/it.)
 #[test]
-fn failed_write_leaves_no_half_line() {
-    // /dev/full answers every write with ENOSPC: the append must fail naming the log.
+fn a_linked_or_special_log_is_refused_never_written_through() {
     let d = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink("/dev/full", d.path().join(LOG_FILE)).unwrap();
+    let target = d.path().join("elsewhere");
+    std::fs::write(&target, "untouched").unwrap();
+    std::os::unix::fs::symlink(&target, d.path().join(LOG_FILE)).unwrap();
     let log = RunLog::new(d.path());
     let err = log
         .append("a", skipped(SkipReason::Paused), Utc::now())
         .unwrap_err();
     let msg = format!("{err}: {}", std::error::Error::source(&err).unwrap());
     assert!(
-        msg.contains("runs.jsonl") && msg.contains("No space left"),
+        msg.contains("runs.jsonl") && msg.contains("symbolic link"),
         "{msg}"
     );
+    assert_eq!(std::fs::read(&target).unwrap(), b"untouched");
+    std::fs::remove_file(d.path().join(LOG_FILE)).unwrap();
+    std::os::unix::fs::symlink(d.path().join("nowhere"), d.path().join(LOG_FILE)).unwrap();
+    assert!(
+        log.append("a", skipped(SkipReason::Paused), Utc::now())
+            .is_err()
+    );
+    assert!(!d.path().join("nowhere").exists());
+    std::fs::remove_file(d.path().join(LOG_FILE)).unwrap();
+    nix::unistd::mkfifo(&d.path().join(LOG_FILE), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let err = log
+        .append("a", skipped(SkipReason::Paused), Utc::now())
+        .unwrap_err();
+    let msg = format!("{err}: {}", std::error::Error::source(&err).unwrap());
+    assert!(msg.contains("FIFO"), "{msg}");
+    assert_eq!(log.backwards().count(), 0);
 }
 
 #[test]

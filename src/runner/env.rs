@@ -7,7 +7,6 @@
 //! This module must never put a value in an error message.
 
 use std::ffi::OsString;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::definition::Definition;
@@ -38,14 +37,12 @@ pub const MIN_SECRET_VALUE: usize = 8;
 /// Why the environment could not be built; names the file and line, never a value.
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
-    #[error(
-        "env file {0} is readable or writable by group or others (mode {1:o}); run chmod 600 on it"
-    )]
-    Exposed(PathBuf, u32),
     #[error("env file {0}: line {1} is not NAME=value")]
     BadLine(PathBuf, usize),
     #[error("env file {0}: {1}")]
     Io(PathBuf, std::io::Error),
+    #[error("env file {0}: not UTF-8 text")]
+    NotUtf8(PathBuf),
 }
 
 /// The per-run values the runner itself provides.
@@ -142,20 +139,19 @@ pub fn current_user() -> Option<OsString> {
     })
 }
 
-/// Reads `NAME=value` lines (blank lines and `#` comments skipped); a missing file is empty.
+/// The largest env file read.
+pub const MAX_ENV_FILE: u64 = 64 * 1024;
+
+/// Reads `NAME=value` lines (blank lines and `#` comments skipped); a missing file is empty. The
+/// file must be a regular file (no link, FIFO or device), private (0600) and at most
+/// [`MAX_ENV_FILE`] bytes.
 pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+    let bytes = match fsutil::read_private(path, MAX_ENV_FILE) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(Vec::new()),
         Err(e) => return Err(EnvError::Io(path.to_path_buf(), e)),
     };
-    let mode = fsutil::mode(&file).map_err(|e| EnvError::Io(path.to_path_buf(), e))?;
-    if fsutil::exposed(mode) {
-        return Err(EnvError::Exposed(path.to_path_buf(), mode));
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text)
-        .map_err(|e| EnvError::Io(path.to_path_buf(), e))?;
+    let text = String::from_utf8(bytes).map_err(|_| EnvError::NotUtf8(path.to_path_buf()))?;
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
@@ -206,5 +202,14 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = read_env_file(&p).unwrap_err().to_string();
         assert!(e.contains("mode 644") && e.contains("x.env"), "{e}");
+        // Never waited on, never followed, never read past the cap.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&p, vec![b'#'; MAX_ENV_FILE as usize + 1]).unwrap();
+        let e = read_env_file(&p).unwrap_err().to_string();
+        assert!(e.contains("larger than"), "{e}");
+        let fifo = d.path().join("f.env");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read_env_file(&fifo).unwrap_err().to_string();
+        assert!(e.contains("FIFO") && e.contains("f.env"), "{e}");
     }
 }

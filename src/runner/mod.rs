@@ -130,8 +130,7 @@ pub fn new_run_id(now: chrono::DateTime<Utc>) -> String {
 /// Runs one firing of `name`.
 pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
     use anyhow::Context as _;
-    fsutil::private_dir(&s.data_root)
-        .with_context(|| format!("cannot create the data root {}", s.data_root.display()))?;
+    fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
     let log = RunLog::new(&s.data_root);
     let checks = Checks {
         home: s.home.clone(),
@@ -377,15 +376,37 @@ impl Scratch {
     }
 
     fn create(data_root: &Path, name: &Name, run_id: &str) -> std::io::Result<Self> {
-        let base = Self::dir(data_root, name).join(run_id);
+        let dir = Self::dir(data_root, name);
+        fsutil::private_dir(&dir)?;
+        // The run's files are created inside: a linked `scratch` or `scratch/<name>` would put
+        // them (and the cleanup after the run) somewhere else.
+        for d in [data_root.join("scratch"), dir.clone()] {
+            if !std::fs::symlink_metadata(&d)?.is_dir() {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a folder (a link?); remove it",
+                    d.display()
+                )));
+            }
+        }
+        let base = dir.join(run_id);
         fsutil::private_dir(&base)?;
         Ok(Self { base })
     }
 
     /// Removes what interrupted runs of `name` left behind. Only called with `name`'s lock held,
-    /// when no run of it can be using its scratch.
+    /// when no run of it can be using its scratch. A link where the folder belongs is removed,
+    /// never followed.
     fn clear_leftovers(data_root: &Path, name: &Name) {
-        if let Ok(entries) = std::fs::read_dir(Self::dir(data_root, name)) {
+        let dir = Self::dir(data_root, name);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                let _ = std::fs::remove_file(&dir);
+                return;
+            }
+            Err(_) => return,
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
                 // Never follow a link a command may have planted: remove the link itself.
                 let _ = match e.file_type() {

@@ -332,3 +332,53 @@ pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// A private (0700) tmpfs of `size` mounted at a path for one test, unmounted on drop: a small
+/// disk to fill. Needs root.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(at: &Path, size: &str) -> Option<Self> {
+        Self::mount_with(at, &format!("size={size},mode=0700"))
+    }
+
+    /// With explicit mount options (`ro`, `size=…`).
+    pub fn mount_with(at: &Path, options: &str) -> Option<Self> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+
+    /// Remounts it read-only or read-write.
+    pub fn remount(&self, options: &str) {
+        let ok = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,{options}")])
+            .arg(&self.0)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "remount {options}");
+    }
+
+    /// Fills every free byte with a file `filler`.
+    pub fn fill(&self) {
+        let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
+        let one = [0u8; 1];
+        while std::io::Write::write_all(&mut filler, &one).is_ok() {}
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}

@@ -1,0 +1,550 @@
+//! A per-automation index of the run log, so readers cost what they report (SPEC §6), also for an
+//! automation that never ran or ran less than asked for.
+//!
+//! `<data root>/state/index/` holds one `<name>.idx` per automation — fixed 16-byte entries, the
+//! segment id (u32) and the byte offset (u64) of each line of that automation, oldest first — and
+//! `cursor`, how far the index has read: the segments it knows, each identified by the hash of its
+//! first line (stable across the rename at rotation, inode reuse, and a copy of the data root), the
+//! position after the last line read and that line's hash.
+//!
+//! Readers keep it. Before answering, [`Index::refresh`] reads only the lines appended since the
+//! cursor (under `state/index/lock`, so two readers never add the same entries) and appends their
+//! entries; the runner never touches the index, so a firing pays nothing for it. The first reader
+//! after N appended lines pays O(N) once; a reader after that pays O(what it reports). The index
+//! is a cache: missing, unreadable, or disagreeing with the log (a line before the cursor changed,
+//! a segment vanished under it) it is rebuilt from the log. An entry is trusted only if the line it
+//! points at still carries its automation's name; entries of deleted segments are skipped.
+//! Without write access (a read-only data root) the catch-up happens in memory and is not kept.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Seek, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{LogError, Record, RunLog, VERSION, open_segment};
+use crate::definition::hex_sha256;
+use crate::fsutil;
+use crate::names::Name;
+
+const ENTRY: u64 = 16;
+const CURSOR: &str = "cursor";
+const LOCK: &str = "lock";
+
+/// Where the index reads up to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Cursor {
+    v: u32,
+    /// Known segments: id -> hash of the first line.
+    segments: BTreeMap<u32, String>,
+    /// The segment and offset after the last line read, with that line's start and hash.
+    at: Option<Position>,
+    /// Lines read that were not valid records (torn writes, damage).
+    unreadable: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Position {
+    segment: u32,
+    offset: u64,
+    last_start: u64,
+    last_hash: String,
+}
+
+/// One segment of the log as found now, oldest first.
+#[derive(Debug)]
+struct Segment {
+    path: PathBuf,
+    first: String,
+    len: u64,
+}
+
+/// Just enough of a line to index it.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(borrow)]
+    name: &'a str,
+}
+
+/// The index of one data root's log.
+pub struct Index {
+    dir: PathBuf,
+    log: RunLog,
+}
+
+/// The index brought up to date: where each automation's lines are.
+pub struct Snapshot {
+    dir: PathBuf,
+    /// Segment id -> path, for the segments that exist.
+    paths: HashMap<u32, PathBuf>,
+    /// Entries found in memory only (a read-only data root), by name.
+    memory: HashMap<String, Vec<(u32, u64)>>,
+    /// Unreadable lines met in the whole log.
+    pub unreadable: u64,
+}
+
+impl Index {
+    /// The index of `log` (in `<data root>/state/index`).
+    pub fn new(log: &RunLog) -> Self {
+        Self {
+            dir: log.dir.join("state").join("index"),
+            log: log.clone(),
+        }
+    }
+
+    /// Catches up with the log and returns what it knows. Only an unreadable log is an error.
+    pub fn refresh(&self) -> Result<Snapshot, LogError> {
+        let segments = self.segments()?;
+        let persist = fsutil::private_dir(&self.dir).is_ok();
+        let _lock = if persist { self.lock() } else { None };
+        let persist = persist && _lock.is_some();
+        let mut cursor = if persist {
+            self.read_cursor().unwrap_or_default()
+        } else {
+            Cursor::default()
+        };
+        // Map today's segments to ids; a segment the cursor does not know gets the next id.
+        let mut ids: Vec<u32> = Vec::with_capacity(segments.len());
+        let mut next_id = cursor.segments.keys().max().map_or(0, |m| m + 1);
+        for seg in &segments {
+            let id = cursor
+                .segments
+                .iter()
+                .find(|(_, h)| **h == seg.first)
+                .map(|(id, _)| *id)
+                .unwrap_or_else(|| {
+                    let id = next_id;
+                    next_id += 1;
+                    cursor.segments.insert(id, seg.first.clone());
+                    id
+                });
+            ids.push(id);
+        }
+        // Where to start: after the cursor, if the log still agrees with it; else from scratch.
+        let start = match &cursor.at {
+            Some(p) => ids
+                .iter()
+                .position(|id| *id == p.segment)
+                .filter(|&i| agrees(&segments[i], p))
+                .map(|i| (i, p.offset)),
+            None => Some((0, 0)),
+        };
+        let (from_segment, from_offset) = match start {
+            Some(s) => s,
+            None => {
+                self.clear();
+                cursor = Cursor::default();
+                ids.clear();
+                for (id, seg) in segments.iter().enumerate() {
+                    cursor.segments.insert(id as u32, seg.first.clone());
+                    ids.push(id as u32);
+                }
+                (0, 0)
+            }
+        };
+        cursor.segments.retain(|id, _| ids.contains(id));
+        let mut found: HashMap<String, Vec<(u32, u64)>> = HashMap::new();
+        for (i, seg) in segments.iter().enumerate().skip(from_segment) {
+            let offset = if i == from_segment { from_offset } else { 0 };
+            read_forward(seg, ids[i], offset, &mut found, &mut cursor).map_err(|source| {
+                LogError::Read {
+                    path: seg.path.clone(),
+                    source,
+                }
+            })?;
+        }
+        cursor.v = VERSION;
+        let persisted = persist && self.write(&found, &cursor).is_ok();
+        Ok(Snapshot {
+            dir: self.dir.clone(),
+            paths: ids
+                .iter()
+                .zip(&segments)
+                .map(|(id, s)| (*id, s.path.clone()))
+                .collect(),
+            // Not kept on disk: what was found is answered from memory (on top of whatever index
+            // could be read; repeats are dropped).
+            memory: if persisted { HashMap::new() } else { found },
+            unreadable: cursor.unreadable,
+        })
+    }
+
+    /// Every segment, oldest first, with its first line's hash; empty segments are left out.
+    fn segments(&self) -> Result<Vec<Segment>, LogError> {
+        let mut paths = self.log.segments();
+        paths.reverse();
+        let mut out = Vec::with_capacity(paths.len());
+        for path in paths {
+            let file = match open_segment(&path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(LogError::Read { path, source }),
+            };
+            let len = file
+                .metadata()
+                .map_err(|source| LogError::Read {
+                    path: path.clone(),
+                    source,
+                })?
+                .len();
+            let mut first = Vec::new();
+            BufReader::new(&file)
+                .read_until(b'\n', &mut first)
+                .map_err(|source| LogError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
+            if first.last() != Some(&b'\n') {
+                // Empty, or a single torn line: nothing to index yet.
+                continue;
+            }
+            first.pop();
+            out.push(Segment {
+                path,
+                first: hex_sha256(&first),
+                len,
+            });
+        }
+        Ok(out)
+    }
+
+    fn lock(&self) -> Option<File> {
+        let f = fsutil::open_private(&self.dir.join(LOCK)).ok()?;
+        f.lock().ok()?;
+        Some(f)
+    }
+
+    fn read_cursor(&self) -> Option<Cursor> {
+        let bytes = fsutil::read_capped(&self.dir.join(CURSOR), fsutil::SMALL_FILE).ok()??;
+        serde_json::from_slice::<Cursor>(&bytes)
+            .ok()
+            .filter(|c| c.v == VERSION)
+    }
+
+    /// Forgets everything (a rebuild follows).
+    fn clear(&self) {
+        if let Ok(rd) = std::fs::read_dir(&self.dir) {
+            for e in rd.flatten() {
+                if e.path().extension().is_some_and(|x| x == "idx") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_file(self.dir.join(CURSOR));
+    }
+
+    /// Appends the new entries, then moves the cursor. A crash in between only repeats entries,
+    /// which readers drop.
+    fn write(&self, found: &HashMap<String, Vec<(u32, u64)>>, cursor: &Cursor) -> io::Result<()> {
+        for (name, entries) in found {
+            let mut bytes = Vec::with_capacity(entries.len() * ENTRY as usize);
+            for (seg, offset) in entries {
+                bytes.extend_from_slice(&seg.to_le_bytes());
+                bytes.extend_from_slice(&[0u8; 4]);
+                bytes.extend_from_slice(&offset.to_le_bytes());
+            }
+            let mut f = fsutil::open_regular(
+                &self.dir.join(format!("{name}.idx")),
+                OpenOptions::new().append(true).create(true).mode(0o600),
+            )?;
+            f.write_all(&bytes)?;
+        }
+        let mut json = serde_json::to_vec(cursor).map_err(io::Error::other)?;
+        json.push(b'\n');
+        fsutil::write_atomic_mode(&self.dir.join(CURSOR), &json, 0o600)
+    }
+}
+
+/// Whether the line the cursor says it read last is still there, unchanged.
+fn agrees(seg: &Segment, p: &Position) -> bool {
+    if p.offset > seg.len || p.last_start >= p.offset {
+        return false;
+    }
+    let Ok(file) = open_segment(&seg.path) else {
+        return false;
+    };
+    let mut line = vec![0u8; (p.offset - p.last_start) as usize];
+    if file.read_exact_at(&mut line, p.last_start).is_err() || line.pop() != Some(b'\n') {
+        return false;
+    }
+    hex_sha256(&line) == p.last_hash
+}
+
+/// Reads complete lines of `seg` from `offset` to its end, noting each named line's position.
+fn read_forward(
+    seg: &Segment,
+    id: u32,
+    offset: u64,
+    found: &mut HashMap<String, Vec<(u32, u64)>>,
+    cursor: &mut Cursor,
+) -> io::Result<()> {
+    let mut file = open_segment(&seg.path)?;
+    file.seek(io::SeekFrom::Start(offset))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut pos = offset;
+    let mut line = Vec::with_capacity(1024);
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            // The end, or a line still being written: leave it for the next reader.
+            return Ok(());
+        }
+        let start = pos;
+        pos += n as u64;
+        line.pop();
+        match serde_json::from_slice::<Head>(&line) {
+            Ok(h) if !h.name.is_empty() => {
+                if Name::new(h.name).is_ok() {
+                    found
+                        .entry(h.name.to_owned())
+                        .or_default()
+                        .push((id, start));
+                }
+            }
+            Ok(_) => {}
+            Err(_) => cursor.unreadable += 1,
+        }
+        cursor.at = Some(Position {
+            segment: id,
+            offset: pos,
+            last_start: start,
+            last_hash: hex_sha256(&line),
+        });
+    }
+}
+
+impl Snapshot {
+    /// The records of `name`, newest first, read from the lines the index points at.
+    pub fn records(&self, name: &str) -> Records<'_> {
+        let file = fsutil::open_regular(
+            &self.dir.join(format!("{name}.idx")),
+            OpenOptions::new().read(true),
+        )
+        .ok();
+        let entries = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len() / ENTRY);
+        Records {
+            snapshot: self,
+            name: name.to_owned(),
+            file,
+            next: entries,
+            block: Vec::new(),
+            memory: self.memory.get(name).cloned().unwrap_or_default(),
+            seen: std::collections::HashSet::new(),
+            files: HashMap::new(),
+        }
+    }
+}
+
+/// Records of one automation, newest first: entries read backwards from its index file in blocks.
+pub struct Records<'a> {
+    snapshot: &'a Snapshot,
+    name: String,
+    file: Option<File>,
+    /// Entries of the file not yet read (they come before `block`).
+    next: u64,
+    block: Vec<(u32, u64)>,
+    /// Entries only in memory (read-only data root): newer than the file's.
+    memory: Vec<(u32, u64)>,
+    /// Entries already returned (repeats after an interrupted index write are dropped).
+    seen: std::collections::HashSet<(u32, u64)>,
+    files: HashMap<u32, File>,
+}
+
+impl Records<'_> {
+    fn next_entry(&mut self) -> Option<(u32, u64)> {
+        if let Some(e) = self.memory.pop() {
+            return Some(e);
+        }
+        if self.block.is_empty() {
+            let file = self.file.as_ref()?;
+            if self.next == 0 {
+                return None;
+            }
+            let n = self.next.min(256);
+            self.next -= n;
+            let mut bytes = vec![0u8; (n * ENTRY) as usize];
+            file.read_exact_at(&mut bytes, self.next * ENTRY).ok()?;
+            self.block = bytes
+                .chunks_exact(ENTRY as usize)
+                .map(|c| {
+                    (
+                        u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                        u64::from_le_bytes([c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]]),
+                    )
+                })
+                .collect();
+        }
+        self.block.pop()
+    }
+
+    fn read(&mut self, seg: u32, offset: u64) -> Option<Record> {
+        let path = self.snapshot.paths.get(&seg)?;
+        let file = match self.files.entry(seg) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => v.insert(open_segment(path).ok()?),
+        };
+        // A line starts at the file's start or right after a newline.
+        if offset > 0 {
+            let mut before = [0u8; 1];
+            file.read_exact_at(&mut before, offset - 1).ok()?;
+            if before[0] != b'\n' {
+                return None;
+            }
+        }
+        let mut line = Vec::new();
+        let mut chunk = vec![0u8; 4096];
+        let mut at = offset;
+        loop {
+            let n = file.read_at(&mut chunk, at).ok()?;
+            if n == 0 {
+                return None;
+            }
+            if let Some(i) = chunk[..n].iter().position(|&b| b == b'\n') {
+                line.extend_from_slice(&chunk[..i]);
+                break;
+            }
+            line.extend_from_slice(&chunk[..n]);
+            at += n as u64;
+        }
+        serde_json::from_slice::<Record>(&line)
+            .ok()
+            .filter(|r| r.v == VERSION && r.name == self.name)
+    }
+}
+
+impl Iterator for Records<'_> {
+    type Item = Record;
+
+    fn next(&mut self) -> Option<Record> {
+        loop {
+            let e = self.next_entry()?;
+            if !self.seen.insert(e) {
+                continue;
+            }
+            if let Some(r) = self.read(e.0, e.1) {
+                return Some(r);
+            }
+        }
+    }
+}
+
+/// The path of the index folder of a data root (for tests and `doctor`).
+pub fn dir(data_root: &Path) -> PathBuf {
+    data_root.join("state").join("index")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runlog::{Event, SkipReason, Skipped, Trigger};
+    use chrono::Utc;
+
+    fn skip(log: &RunLog, name: &str, reason: SkipReason) {
+        log.append(
+            name,
+            Event::Skipped(Skipped {
+                trigger: Trigger::Manual,
+                reason,
+            }),
+            Utc::now(),
+        )
+        .unwrap();
+    }
+
+    fn reasons(snapshot: &Snapshot, name: &str) -> Vec<SkipReason> {
+        snapshot
+            .records(name)
+            .map(|r| match r.event {
+                Event::Skipped(s) => s.reason,
+                e => panic!("{e:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn catches_up_incrementally_and_answers_per_name_newest_first() {
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path());
+        let index = Index::new(&log);
+        assert_eq!(index.refresh().unwrap().records("a").count(), 0);
+        skip(&log, "a", SkipReason::Paused);
+        skip(&log, "b", SkipReason::Stopped);
+        skip(&log, "a", SkipReason::SlotDone);
+        let s = index.refresh().unwrap();
+        assert_eq!(reasons(&s, "a"), [SkipReason::SlotDone, SkipReason::Paused]);
+        assert_eq!(reasons(&s, "b"), [SkipReason::Stopped]);
+        assert_eq!(s.records("never").count(), 0);
+        let idx = d.path().join("state/index/a.idx");
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 2 * ENTRY);
+        // Only what was appended since is read and added.
+        skip(&log, "a", SkipReason::AlreadyRunning);
+        let s = index.refresh().unwrap();
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 3 * ENTRY);
+        assert_eq!(reasons(&s, "a")[0], SkipReason::AlreadyRunning);
+        // An interrupted index write (entries appended, cursor not moved) repeats entries: dropped.
+        let cursor = std::fs::read(d.path().join("state/index/cursor")).unwrap();
+        skip(&log, "a", SkipReason::Paused);
+        index.refresh().unwrap();
+        std::fs::write(d.path().join("state/index/cursor"), cursor).unwrap();
+        let s = index.refresh().unwrap();
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 5 * ENTRY);
+        assert_eq!(
+            reasons(&s, "a"),
+            [
+                SkipReason::Paused,
+                SkipReason::AlreadyRunning,
+                SkipReason::SlotDone,
+                SkipReason::Paused
+            ]
+        );
+    }
+
+    #[test]
+    fn follows_rotation_skips_deleted_segments_and_rebuilds_a_replaced_log() {
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path()).with_rotation(600);
+        let index = Index::new(&log);
+        for _ in 0..12 {
+            skip(&log, "a", SkipReason::Paused);
+        }
+        assert!(log.segments().len() > 2, "{:?}", log.segments());
+        assert_eq!(index.refresh().unwrap().records("a").count(), 12);
+        for _ in 0..6 {
+            skip(&log, "a", SkipReason::Stopped);
+        }
+        let s = index.refresh().unwrap();
+        assert_eq!(s.records("a").count(), 18);
+        // The oldest segment goes (retention): its entries are skipped, the rest still found.
+        let oldest = log.segments().pop().unwrap();
+        let gone = std::fs::read_to_string(&oldest).unwrap().lines().count();
+        std::fs::remove_file(&oldest).unwrap();
+        let s = index.refresh().unwrap();
+        assert_eq!(s.records("a").count(), 18 - gone);
+        // A log replaced by another: the cursor no longer agrees, so the index is rebuilt.
+        for seg in log.segments() {
+            let _ = std::fs::remove_file(seg);
+        }
+        skip(&log, "b", SkipReason::Paused);
+        let s = index.refresh().unwrap();
+        assert_eq!(s.records("a").count(), 0);
+        assert_eq!(reasons(&s, "b"), [SkipReason::Paused]);
+    }
+
+    #[test]
+    fn a_read_only_index_answers_from_memory() {
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path());
+        skip(&log, "a", SkipReason::Paused);
+        // The index folder cannot be made: a file is in its way.
+        std::fs::create_dir_all(d.path().join("state")).unwrap();
+        std::fs::write(d.path().join("state/index"), "").unwrap();
+        let s = Index::new(&log).refresh().unwrap();
+        assert_eq!(reasons(&s, "a"), [SkipReason::Paused]);
+    }
+}
