@@ -4,6 +4,31 @@
 //! [`Exit`] or a [`Fail`], and [`run`] turns them into a message on stderr and an exit code.
 //! Commands never print their own errors and never call `std::process::exit`.
 
+/// `println!` that never panics: when stdout is gone (`automations runs | head -1`), output
+/// just stops. Every command prints through this, `out!` and `errln!`.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` that never panics (see `outln!`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics when stderr is gone.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod anytype;
 pub mod cli;
 pub mod clock;
@@ -108,11 +133,20 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     };
     match commands::dispatch(cli) {
         Ok(exit) => exit.into(),
+        // The reader went away (`automations runs | head -1`): nothing is wrong.
+        Err(Fail { error, .. }) if broken_pipe(&error) => Exit::Success.into(),
         Err(Fail { exit, error }) => {
-            eprintln!("automations: error: {}", chain(&error));
+            errln!("automations: error: {}", chain(&error));
             exit.into()
         }
     }
+}
+
+fn broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// `error: cause: cause`, the whole chain on one line.

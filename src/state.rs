@@ -36,10 +36,17 @@ pub struct Stop {
 
 /// Why a state file could not be used; names the file.
 #[derive(Debug, thiserror::Error)]
-#[error("state file {path}: {problem}")]
-pub struct StateError {
-    pub path: PathBuf,
-    pub problem: String,
+pub enum StateError {
+    /// It cannot be read or written (or is not a regular file).
+    #[error("state file {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// It is not what it should hold.
+    #[error("state file {path}: not valid ({problem}); remove it or fix it")]
+    Invalid { path: PathBuf, problem: String },
 }
 
 /// The switches of one data root.
@@ -111,10 +118,10 @@ impl State {
     }
 }
 
-fn io_err(path: &Path, e: io::Error) -> StateError {
-    StateError {
+fn io_err(path: &Path, source: io::Error) -> StateError {
+    StateError::Io {
         path: path.to_path_buf(),
-        problem: e.to_string(),
+        source,
     }
 }
 
@@ -124,9 +131,9 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>,
         None => Ok(None),
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|e| StateError {
+            .map_err(|e| StateError::Invalid {
                 path: path.to_path_buf(),
-                problem: format!("not valid ({e}); remove it or fix it"),
+                problem: e.to_string(),
             }),
     }
 }

@@ -29,14 +29,14 @@ fn read_hidden(prompt: &str) -> Result<String, Fail> {
     let saved = tcgetattr(&stdin).map_err(|e| anyhow!("cannot read the terminal settings: {e}"))?;
     let mut quiet = saved.clone();
     quiet.local_flags.remove(LocalFlags::ECHO);
-    print!("{prompt}");
+    out!("{prompt}");
     std::io::stdout().flush()?;
     tcsetattr(&stdin, SetArg::TCSAFLUSH, &quiet)
         .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
     let mut line = String::new();
     let read = stdin.lock().read_line(&mut line);
     let _ = tcsetattr(&stdin, SetArg::TCSAFLUSH, &saved);
-    println!();
+    outln!();
     read?;
     Ok(line)
 }
@@ -57,14 +57,14 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
         "AnyType key for {label} (input hidden): "
     ))?)
     .map_err(|e| Fail::new(Exit::BadInput, e))?;
-    println!("checking the key with AnyType…");
+    outln!("checking the key with AnyType…");
     match gate::verify_key(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
         Ok(declared) => {
             keys::for_target(s.target)
                 .set(&label, &key)
                 .map_err(|e| Fail::new(Exit::Failure, e))?;
             let spaces: Vec<&str> = declared.spaces.iter().map(|(n, _)| n.as_str()).collect();
-            println!(
+            outln!(
                 "stored the key of {label}: it grants exactly {} on {}",
                 declared.permission,
                 spaces.join(", ")
@@ -72,9 +72,9 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
             Ok(Exit::Success)
         }
         Err(refusal) => {
-            println!("not stored: the key does not match the declaration of {name}:");
+            outln!("not stored: the key does not match the declaration of {name}:");
             for d in &refusal.0 {
-                println!("  - {d}");
+                outln!("  - {d}");
             }
             Ok(Exit::Failure)
         }
@@ -88,7 +88,7 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
     let key = match keys::for_target(s.target).get(&label) {
         Ok(Some(k)) => k,
         Ok(None) => {
-            println!("no key is stored for {label}; store one with `automations key store {name}`");
+            outln!("no key is stored for {label}; store one with `automations key store {name}`");
             return Ok(Exit::Failure);
         }
         Err(e) => {
@@ -101,9 +101,9 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
     let i = match gate::inspect(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
         Ok(i) => i,
         Err(refusal) => {
-            println!("cannot check the key of {label}:");
+            outln!("cannot check the key of {label}:");
             for d in &refusal.0 {
-                println!("  - {d}");
+                outln!("  - {d}");
             }
             return Ok(Exit::Failure);
         }
@@ -120,12 +120,12 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
         .iter()
         .map(|g| format!("{} ({})", g.id, g.permission))
         .collect();
-    println!(
+    outln!(
         "declared  {} on {}",
         i.declared.permission,
         declared.join(", ")
     );
-    println!(
+    outln!(
         "key       {} {}{}, {}, expires {}",
         k.kind,
         if k.scoped { "scoped" } else { "unscoped" },
@@ -134,7 +134,7 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
         k.expires_at
             .map_or_else(|| "never".to_owned(), |t| t.to_rfc3339())
     );
-    println!(
+    outln!(
         "reaches   {}",
         if reached.is_empty() {
             "no space".to_owned()
@@ -143,12 +143,12 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
         }
     );
     if i.differences.is_empty() {
-        println!("ok: the stored key grants exactly what {name} declares");
+        outln!("ok: the stored key grants exactly what {name} declares");
         return Ok(Exit::Success);
     }
-    println!("differences:");
+    outln!("differences:");
     for d in &i.differences {
-        println!("  - {d}");
+        outln!("  - {d}");
     }
     Ok(Exit::Failure)
 }
@@ -156,8 +156,8 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
 pub fn delete(s: &Settings, name: &Name) -> CmdResult {
     let label = s.label(name);
     match keys::for_target(s.target).delete(&label) {
-        Ok(true) => println!("deleted the key of {label}"),
-        Ok(false) => println!("no key was stored for {label}"),
+        Ok(true) => outln!("deleted the key of {label}"),
+        Ok(false) => outln!("no key was stored for {label}"),
         Err(e) => {
             return Err(Fail::new(
                 Exit::Failure,

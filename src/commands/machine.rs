@@ -52,16 +52,16 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
             portable::present(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
         let diffs = portable::compare(&present, &desired);
         for d in &diffs {
-            println!("{}", d.line());
+            outln!("{}", d.line());
             if let Some(diff) = d.diff() {
-                print!("{diff}");
+                out!("{diff}");
             }
         }
         if diffs.is_empty() {
-            println!("units/ matches the definitions ({} file(s))", desired.len());
+            outln!("units/ matches the definitions ({} file(s))", desired.len());
             return Ok(Exit::Success);
         }
-        println!(
+        outln!(
             "units/ is out of date: run `automations units` (make automations-units) and commit"
         );
         return Ok(Exit::Failure);
@@ -69,9 +69,9 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
     let fixed = portable::write(&dir, &desired)
         .with_context(|| format!("cannot write {}", dir.display()))?;
     for d in &fixed {
-        println!("{}", d.line().replace(": ", ": rewrote, was "));
+        outln!("{}", d.line().replace(": ", ": rewrote, was "));
     }
-    println!(
+    outln!(
         "units/: {} file(s), {} rewritten",
         desired.len(),
         fixed.len()
@@ -110,7 +110,7 @@ pub fn render(
                 })
             })
             .collect();
-        println!("{}", serde_json::json!({"version": 1, "files": files}));
+        outln!("{}", serde_json::json!({"version": 1, "files": files}));
         return Ok(Exit::Success);
     }
     let out = &mut std::io::stdout().lock();
@@ -155,7 +155,7 @@ fn require_terminal(question: &str) -> Result<(), Fail> {
 /// answers for them.
 fn confirm(question: &str) -> Result<bool, Fail> {
     require_terminal(question)?;
-    print!("{question}? Type y to confirm: ");
+    out!("{question}? Type y to confirm: ");
     std::io::stdout().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -185,9 +185,9 @@ fn after_install(
 ) {
     let now = chrono::Local::now();
     if let Some(next) = crate::schedule::next_firing(schedule, &now, None) {
-        println!("next firing: {}", next.words(&now));
+        outln!("next firing: {}", next.words(&now));
     }
-    println!("run it now: {}", manager.run_now_command(label));
+    outln!("run it now: {}", manager.run_now_command(label));
 }
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
@@ -212,7 +212,7 @@ fn linger_warning(s: &Settings) {
     }
     let user = user_name();
     if !user.is_empty() && !Path::new("/var/lib/systemd/linger").join(&user).exists() {
-        eprintln!(
+        errln!(
             "warning: lingering is off for {user}: the timer fires only while you are logged in; `loginctl enable-linger {user}` makes it fire after boot too"
         );
     }
@@ -229,15 +229,15 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
     let bin = unit_binary(bin)?;
     let manager = service::for_target(s.target);
     let plan = install::plan_install(s, &def, &bin, manager.as_ref())?;
-    println!(
+    outln!(
         "install {} ({}) running {}:",
         plan.label,
         schedule.words(),
         bin.display()
     );
-    print!("{}", plan.describe());
+    out!("{}", plan.describe());
     if dry_run {
-        println!("dry run: nothing changed");
+        outln!("dry run: nothing changed");
         return Ok(Exit::Success);
     }
     refuse_linked_worktree(&s.root)?;
@@ -262,18 +262,18 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
     let question = format!("Install {}", plan.label);
     require_terminal(&question)?;
     preflight(manager.as_ref())?;
-    privacy_warnings(s, &mut |w| eprintln!("warning: {w}"));
+    privacy_warnings(s, &mut |w| errln!("warning: {w}"));
     if !confirm(&question)? {
-        println!("not confirmed: nothing changed");
+        outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
     if plan.is_empty() {
-        println!("{} is already installed and up to date", plan.label);
+        outln!("{} is already installed and up to date", plan.label);
         after_install(schedule, &plan.label, manager.as_ref());
         return Ok(Exit::Success);
     }
     install::apply_install(s, &plan, manager.as_ref())?;
-    println!("installed {}", plan.label);
+    outln!("installed {}", plan.label);
     after_install(schedule, &plan.label, manager.as_ref());
     linger_warning(s);
     Ok(Exit::Success)
@@ -284,27 +284,27 @@ pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
     let manager = service::for_target(s.target);
     let plan = install::plan_uninstall(s, name, manager.as_ref())?;
     if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
-        println!(
+        outln!(
             "{} is not installed on this machine: nothing to do",
             plan.label
         );
         return Ok(Exit::Success);
     }
-    println!("uninstall {}:", plan.label);
-    print!("{}", plan.describe());
+    outln!("uninstall {}:", plan.label);
+    out!("{}", plan.describe());
     if dry_run {
-        println!("dry run: nothing changed");
+        outln!("dry run: nothing changed");
         return Ok(Exit::Success);
     }
     let question = format!("Uninstall {}", plan.label);
     require_terminal(&question)?;
     preflight(manager.as_ref())?;
     if !confirm(&question)? {
-        println!("not confirmed: nothing changed");
+        outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
     install::apply_uninstall(s, &plan, manager.as_ref())?;
-    println!("uninstalled {}", plan.label);
+    outln!("uninstalled {}", plan.label);
     Ok(Exit::Success)
 }
 
@@ -332,22 +332,22 @@ pub fn check(s: &Settings, json: bool) -> CmdResult {
     let clean = d.units.is_empty() && d.machine.is_empty();
     if json {
         let units: Vec<String> = d.units.iter().map(portable::Difference::line).collect();
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine})
         );
     } else {
         for u in &d.units {
-            println!("{}", u.line());
+            outln!("{}", u.line());
             if let Some(diff) = u.diff() {
-                print!("{diff}");
+                out!("{diff}");
             }
         }
         for f in &d.machine {
-            println!("{}", f.line());
+            outln!("{}", f.line());
         }
         if clean {
-            println!(
+            outln!(
                 "no drift: units/ matches the definitions and this machine matches its install records"
             );
         }
@@ -359,7 +359,7 @@ pub fn doctor(s: &Settings) -> CmdResult {
     let mut failed = false;
     let mut line = |level: &str, what: &str, detail: String| {
         failed |= level == "fail";
-        println!("{level:4}  {what}: {detail}");
+        outln!("{level:4}  {what}: {detail}");
     };
     let manager = service::for_target(s.target);
     match manager.reachable() {

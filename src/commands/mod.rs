@@ -107,7 +107,7 @@ pub(crate) fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
 fn validate(s: &Settings) -> CmdResult {
     let loaded = load_all(s)?;
     if loaded.problems.is_empty() {
-        println!("{} definitions valid", loaded.definitions.len());
+        outln!("{} definitions valid", loaded.definitions.len());
         return Ok(Exit::Success);
     }
     let mut files: Vec<&str> = loaded.problems.iter().map(|p| p.file.as_str()).collect();
@@ -279,9 +279,9 @@ fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
     };
     let fine = report.is_fine();
     if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
-        println!("{}", report.summary(name));
+        outln!("{}", report.summary(name));
     } else if !fine {
-        eprintln!("{}", report.summary(name));
+        errln!("{}", report.summary(name));
     }
     Ok(if fine { Exit::Success } else { Exit::Failure })
 }
@@ -543,7 +543,7 @@ fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
         }),
         now,
     )?;
-    println!("{name}: paused ({reason})");
+    outln!("{name}: paused ({reason})");
     Ok(Exit::Success)
 }
 
@@ -551,7 +551,7 @@ fn resume(s: &Settings, name: &Name) -> CmdResult {
     require_definition(s, name)?;
     data_root(s, Use::Write)?;
     if !State::new(&s.data_root).resume(name)? {
-        println!("{name}: was not paused");
+        outln!("{name}: was not paused");
         return Ok(Exit::Success);
     }
     RunLog::new(&s.data_root).append(
@@ -559,7 +559,7 @@ fn resume(s: &Settings, name: &Name) -> CmdResult {
         Event::Resumed(runlog::Resumed { by: By::Hand }),
         chrono::Utc::now(),
     )?;
-    println!("{name}: resumed");
+    outln!("{name}: resumed");
     Ok(Exit::Success)
 }
 
@@ -613,7 +613,7 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
         .filter(|(n, pid)| locks::holder(&s.data_root, n) == Some(*pid))
         .map(|(n, _)| n.as_str())
         .collect();
-    println!(
+    outln!(
         "kill switch on: every firing is skipped until `automations resume-all`; stopped {} running run(s)",
         running.len() - still.len()
     );
@@ -629,9 +629,9 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
 fn resume_all(s: &Settings) -> CmdResult {
     data_root(s, Use::Write)?;
     if State::new(&s.data_root).resume_all()? {
-        println!("kill switch off");
+        outln!("kill switch off");
     } else {
-        println!("kill switch was not on");
+        outln!("kill switch was not on");
     }
     Ok(Exit::Success)
 }
@@ -650,15 +650,15 @@ fn log_verify(s: &Settings, json: bool) -> CmdResult {
         writeln!(out)?;
     } else {
         for b in &v.breaks {
-            println!("broken chain: {b}");
+            outln!("broken chain: {b}");
         }
         for u in &v.unreadable {
-            println!("unreadable line (torn write or invalid JSON, still chained): {u}");
+            outln!("unreadable line (torn write or invalid JSON, still chained): {u}");
         }
         if v.torn_tail {
-            println!("the last line is torn (an interrupted write); the next append seals it");
+            outln!("the last line is torn (an interrupted write); the next append seals it");
         }
-        println!(
+        outln!(
             "{}: {} line(s) in {} segment(s) of {}",
             if broken { "chain BROKEN" } else { "chain ok" },
             v.lines,

@@ -170,9 +170,13 @@ fn keep(read: OwnedFd, runner: Proc, marker: &[u8]) -> ! {
     // The runner is gone without saying it was done.
     let killed = kill_tree(runner, group, marker);
     if killed > 0 {
-        eprintln!(
-            "automations: the runner (pid {}) died mid-run; its keeper killed {killed} process(es) it left behind",
-            runner.pid
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "automations: the runner (pid {}) died mid-run; its keeper killed {killed} process(es) it left behind\n",
+                runner.pid
+            )
+            .as_bytes(),
         );
     }
     exit(0)

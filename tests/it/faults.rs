@@ -2,6 +2,7 @@
 //! and exposed data roots, full disks. Each test first stages the attack or fault, then checks the
 //! fixed behaviour, and that the log still verifies.
 
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -125,4 +126,507 @@ fn the_next_run_clears_the_scratch_an_interrupted_run_left() {
     }
     assert!(!left.exists(), "the next run cleared {}", left.display());
     assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+}
+
+/// Regression: `validate`, `list`, `units` and `check` blocked forever on a definition that is a
+/// FIFO; a directory named like a definition is refused too, each with its path.
+#[test]
+fn a_fifo_or_directory_definition_is_refused_without_blocking() {
+    let sb = Sandbox::new();
+    sb.definition("ok", "name = \"ok\"\ncommand = [\"true\"]\n");
+    mkfifo(&sb.root.join("automations/f.toml"));
+    std::fs::create_dir(sb.root.join("automations/d.toml")).unwrap();
+    for (args, code) in [
+        (vec!["validate"], 2),
+        (vec!["units", "--check"], 2),
+        (vec!["check"], 2),
+        (vec!["run", "f"], 2),
+    ] {
+        let o = run_within(sb.cmd(&args), 10, &args.join(" "));
+        assert_code(&o, code);
+        let err = stderr(&o);
+        assert!(
+            err.contains("automations/f.toml") && err.contains("FIFO"),
+            "{args:?}: {err}"
+        );
+        if args[0] != "run" {
+            assert!(
+                err.contains("automations/d.toml") && err.contains("directory"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    let o = run_within(sb.cmd(["list"]), 10, "list");
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("2 invalid definition problem(s)"),
+        "{}",
+        stdout(&o)
+    );
+    // A scheduled firing of it is recorded as a failed run naming the problem, not a hang.
+    let mut sched = sb.cmd(["run", "f", "--trigger", "schedule"]);
+    sched.env("AUTOMATIONS_NOTIFY", "off");
+    let o = run_within(sched, 10, "run f --trigger schedule");
+    assert_code(&o, 1);
+    assert_eq!(sb.last_finished()["error"]["class"], "definition_invalid");
+    sb.assert_log_verifies();
+}
+
+/// Regression: a FIFO env file hung the runner forever, past its timeout and SIGTERM, holding
+/// the lock.
+#[test]
+fn a_fifo_env_file_fails_the_run_at_once_and_frees_the_lock() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "e",
+        "name = \"e\"\ncommand = [\"true\"]\nenv = [\"TOKEN\"]\ntimeout_seconds = 2\n",
+    );
+    std::fs::create_dir_all(sb.data.join("env")).unwrap();
+    mkfifo(&sb.data.join("env/e.env"));
+    let o = run_within(sb.cmd(["run", "e"]), 10, "run with a FIFO env file");
+    assert_code(&o, 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "env_file", "{f}");
+    let detail = f["error"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("e.env") && detail.contains("FIFO"),
+        "{detail}"
+    );
+    // The lock is free: a second run is not skipped as already running.
+    std::fs::remove_file(sb.data.join("env/e.env")).unwrap();
+    let o = run_within(sb.cmd(["run", "e"]), 10, "second run");
+    assert_code(&o, 0);
+    sb.assert_log_verifies();
+}
+
+/// A FIFO, a device, a directory or a link where a file of the data root belongs: refused with its
+/// path and exit 3, never waited on, never followed.
+#[test]
+fn special_files_in_the_data_root_are_refused_with_their_path() {
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target");
+    std::fs::write(&target, "0123456789 must not change").unwrap();
+    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+        ("runs.jsonl", Box::new(|p: &Path| mkfifo(p))),
+        (
+            "runs.jsonl",
+            Box::new(|p: &Path| std::fs::create_dir(p).unwrap()),
+        ),
+        (
+            "runs.jsonl",
+            Box::new(|p: &Path| {
+                let ok = std::process::Command::new("mknod")
+                    .arg(p)
+                    .args(["c", "1", "3"])
+                    .status()
+                    .unwrap();
+                assert!(ok.success(), "mknod (needs root)");
+            }),
+        ),
+        ("runs.lock", Box::new(|p: &Path| mkfifo(p))),
+        ("locks/t.lock", Box::new(|p: &Path| mkfifo(p))),
+        ("state/paused/t.json", Box::new(|p: &Path| mkfifo(p))),
+        ("state/stop-all.json", Box::new(|p: &Path| mkfifo(p))),
+    ];
+    for (rel, make) in cases {
+        let sb = Sandbox::new();
+        sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+        let p = sb.data.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::set_permissions(
+            &sb.data,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        make(&p);
+        let o = run_within(sb.cmd(["run", "t"]), 10, rel);
+        assert_code(&o, 3);
+        let err = stderr(&o);
+        assert!(
+            err.contains(rel.rsplit('/').next().unwrap()),
+            "{rel}: {err}"
+        );
+        assert!(
+            ["FIFO", "directory", "device"]
+                .iter()
+                .any(|k| err.contains(k)),
+            "{rel}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "0123456789 must not change"
+    );
+}
+
+/// Who the tests plant links as: another uid than the one running automations.
+fn as_nobody(args: &[&str]) {
+    let ok = std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "setpriv {args:?}");
+}
+
+/// Regression: a 0777 (or foreign) data root was used silently, so another user could plant a
+/// `runs.jsonl` link (the runner appended log lines, output tails included, to its target; a
+/// dangling one created the target) or a lock-file link (the pid overwrote the target's first
+/// bytes). Now the data root is refused until it is private, and links in it are never followed.
+#[test]
+fn links_planted_by_another_user_are_never_followed() {
+    if !nix::unistd::getuid().is_root() {
+        return skip(
+            "links_planted_by_another_user_are_never_followed",
+            "needs root to act as another uid (setpriv)",
+        );
+    }
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        outside.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let target = outside.path().join("victim");
+    std::fs::write(&target, "0123456789 must not change").unwrap();
+    std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let dangling = outside.path().join("created-by-a-link");
+    let snapshot = || -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<_> = std::fs::read_dir(outside.path())
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap_or_default(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let before = snapshot();
+
+    let sb = Sandbox::new();
+    sb.definition(
+        "t",
+        "name = \"t\"\ncommand = [\"sh\", \"-c\", \"echo secret-output\"]\n",
+    );
+    std::fs::create_dir_all(sb.data.join("locks")).unwrap();
+    for d in [&sb.data, &sb.data.join("locks")] {
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    }
+    // Another user plants links while the data root is open to everyone.
+    as_nobody(&[
+        "ln",
+        "-s",
+        target.to_str().unwrap(),
+        sb.data.join("runs.jsonl").to_str().unwrap(),
+    ]);
+    as_nobody(&[
+        "ln",
+        "-s",
+        target.to_str().unwrap(),
+        sb.data.join("locks/t.lock").to_str().unwrap(),
+    ]);
+    as_nobody(&[
+        "ln",
+        "-s",
+        dangling.to_str().unwrap(),
+        sb.data.join("runs.lock").to_str().unwrap(),
+    ]);
+    for args in [
+        vec!["run", "t"],
+        vec!["list"],
+        vec!["runs"],
+        vec!["pause", "t", "--reason", "x"],
+    ] {
+        let o = run_within(sb.cmd(&args), 10, &args.join(" "));
+        assert_code(&o, 3);
+        assert!(
+            stderr(&o).contains("writable by group or others") && stderr(&o).contains("chmod 700"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = sb.run(["doctor"]);
+    assert!(stdout(&o).contains("fail  data root"), "{}", stdout(&o));
+    // The owner makes it private; the planted links stay, and are refused, never followed.
+    for d in [&sb.data, &sb.data.join("locks")] {
+        std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    }
+    let o = run_within(sb.cmd(["run", "t"]), 10, "run with planted links");
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    std::fs::remove_file(sb.data.join("runs.lock")).unwrap();
+    let o = run_within(sb.cmd(["run", "t"]), 10, "run with planted links");
+    assert_code(&o, 3);
+    let err = stderr(&o);
+    assert!(
+        err.contains("symbolic link") && (err.contains("t.lock") || err.contains("runs.jsonl")),
+        "{err}"
+    );
+    assert_eq!(
+        snapshot(),
+        before,
+        "something outside the data root changed"
+    );
+    assert!(!dangling.exists());
+    // Removing them, everything works again and the log verifies.
+    std::fs::remove_file(sb.data.join("runs.jsonl")).unwrap();
+    std::fs::remove_file(sb.data.join("locks/t.lock")).unwrap();
+    assert_code(&sb.run(["run", "t"]), 0);
+    sb.assert_log_verifies();
+    assert_eq!(snapshot(), before);
+}
+
+/// Regression: a data root owned by someone else was used, and `doctor` called it private.
+#[test]
+fn a_foreign_data_root_is_refused_and_doctor_says_why() {
+    if !nix::unistd::getuid().is_root() {
+        return skip(
+            "a_foreign_data_root_is_refused_and_doctor_says_why",
+            "needs root to give the data root to another uid",
+        );
+    }
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(
+        &sb.data,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    nix::unistd::chown(&sb.data, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("belongs to uid 65534"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sb.run(["doctor"]);
+    let report = stdout(&o);
+    assert!(
+        report.contains("fail  data root") && report.contains("belongs to uid 65534"),
+        "{report}"
+    );
+    assert!(!report.contains("private ("), "{report}");
+}
+
+/// Regression: a 100 MB env file took the runner to 589 MB of memory.
+#[test]
+fn an_oversized_env_file_is_refused_unread() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "e",
+        "name = \"e\"\ncommand = [\"true\"]\nenv = [\"TOKEN\"]\n",
+    );
+    std::fs::create_dir_all(sb.data.join("env")).unwrap();
+    std::fs::set_permissions(
+        &sb.data,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let p = sb.data.join("env/e.env");
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(100 * 1024 * 1024).unwrap();
+    std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let (o, rss) = match peak_rss(sb.cmd(["run", "e"])) {
+        Some(x) => x,
+        None => {
+            return skip(
+                "an_oversized_env_file_is_refused_unread",
+                "GNU time is missing",
+            );
+        }
+    };
+    assert_code(&o, 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "env_file");
+    assert!(
+        f["error"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("larger than"),
+        "{f}"
+    );
+    assert!(rss < 16 * 1024, "peak RSS {rss} KiB");
+}
+
+/// Peak RSS (KiB) of `cmd` under GNU time, with its output.
+fn peak_rss(cmd: std::process::Command) -> Option<(std::process::Output, u64)> {
+    if !Path::new("/usr/bin/time").exists() {
+        return None;
+    }
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut timed = std::process::Command::new("/usr/bin/time");
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))));
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    let o = timed.output().unwrap();
+    let kib = std::fs::read_to_string(report.path())
+        .ok()?
+        .trim()
+        .lines()
+        .last()?
+        .parse()
+        .ok()?;
+    Some((o, kib))
+}
+
+/// Regression: a data root that is a regular file, or read-only, exited 1 instead of 3.
+#[test]
+fn an_unusable_data_root_exits_3() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    std::fs::write(&sb.data, "a file").unwrap();
+    for args in [
+        vec!["run", "t"],
+        vec!["list"],
+        vec!["runs"],
+        vec!["stop-all", "--reason", "x"],
+    ] {
+        let o = sb.run(&args);
+        assert_code(&o, 3);
+        assert!(
+            stderr(&o).contains("not a directory"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    std::fs::remove_file(&sb.data).unwrap();
+    let Some(_fs) = Tmpfs::mount_with(&sb.data, "size=1m,mode=0700,ro") else {
+        return skip(
+            "an_unusable_data_root_exits_3",
+            "cannot mount a tmpfs (needs root)",
+        );
+    };
+    for args in [vec!["run", "t"], vec!["pause", "t", "--reason", "x"]] {
+        let o = sb.run(&args);
+        assert_code(&o, 3);
+        assert!(
+            stderr(&o).contains("cannot be written"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // Reading a read-only data root is fine.
+    assert_code(&sb.run(["list"]), 0);
+}
+
+/// Runs `args` with its stdout a pipe nobody reads (closed at once).
+fn with_closed_stdout(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    let mut child = sb
+        .cmd(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+/// Regression: a closed stdout (`automations runs | head -1`, `automations run x | true`) made
+/// printing panic (exit 134).
+#[test]
+fn a_closed_stdout_neither_panics_nor_changes_the_outcome() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    sb.definition("f", "name = \"f\"\ncommand = [\"false\"]\n");
+    for _ in 0..3 {
+        assert_code(&sb.run(["run", "t"]), 0);
+    }
+    for args in [&["runs"][..], &["list"], &["show", "2"], &["log", "verify"]] {
+        let o = with_closed_stdout(&sb, args);
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert!(
+            o.status.code().is_some_and(|c| c < 4),
+            "{args:?}: {:?}",
+            o.status
+        );
+    }
+    let o = with_closed_stdout(&sb, &["run", "t"]);
+    assert_code(&o, 0);
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+    let o = with_closed_stdout(&sb, &["run", "f"]);
+    assert_code(&o, 1);
+    assert_eq!(sb.last_finished()["outcome"], "failed");
+    sb.assert_log_verifies();
+}
+
+/// Regression: `show r3` took the first run whose id started with r3, and `show ''` the newest.
+#[test]
+fn show_takes_an_exact_id_else_a_unique_prefix_else_lists_candidates() {
+    let sb = Sandbox::new();
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    for _ in 0..3 {
+        assert_code(&sb.run(["run", "t"]), 0);
+    }
+    let ids: Vec<String> = sb
+        .events("started")
+        .iter()
+        .map(|e| e["run"].as_str().unwrap().to_owned())
+        .collect();
+    // Exact.
+    let o = sb.run(["show", &ids[1]]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains(&ids[1]));
+    // A unique prefix: the whole id minus its last character.
+    let o = sb.run(["show", &ids[2][..ids[2].len() - 1]]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains(&ids[2]), "{}", stdout(&o));
+    // Shared prefixes (the date, and the empty string) list the candidates, exit 2.
+    for prefix in [&ids[0][..8], ""] {
+        let o = sb.run(["show", prefix]);
+        assert_code(&o, 2);
+        let err = stderr(&o);
+        assert!(
+            err.contains("is the start of 3 run ids") && ids.iter().all(|id| err.contains(id)),
+            "{err}"
+        );
+    }
+    let o = sb.run(["show", "nonexistent"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("no run"), "{}", stderr(&o));
+}
+
+/// Regression: `show` on a terminal passed a command's ESC/OSC sequences through, so a run's
+/// output could retitle the window, hide text or worse.
+#[test]
+fn show_on_a_terminal_escapes_control_bytes() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "t",
+        "name = \"t\"\ncommand = [\"printf\", \"before\\\\033]0;pwned\\\\007\\\\033[2Jafter\\\\n\"]\n",
+    );
+    assert_code(&sb.run(["run", "t"]), 0);
+    let id = sb.last_finished()["run"].as_str().unwrap().to_owned();
+    // Through a pipe, the bytes are the bytes.
+    let piped = sb.run(["show", &id]);
+    assert!(
+        stdout(&piped).contains("\u{1b}]0;pwned"),
+        "{}",
+        stdout(&piped)
+    );
+    let r = run_on_pty(sb.cmd(["show", &id]), "\u{0}never", "");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        !r.output.contains('\u{1b}') && !r.output.contains('\u{7}'),
+        "{:?}",
+        r.output
+    );
+    assert!(
+        r.output
+            .contains("before\\u{1b}]0;pwned\\u{7}\\u{1b}[2Jafter"),
+        "{}",
+        r.output
+    );
 }
