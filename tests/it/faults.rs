@@ -206,7 +206,8 @@ fn special_files_in_the_data_root_are_refused_with_their_path() {
     let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("target");
     std::fs::write(&target, "0123456789 must not change").unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    type Make = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Make)> = vec![
         ("runs.jsonl", Box::new(|p: &Path| mkfifo(p))),
         (
             "runs.jsonl",
