@@ -93,6 +93,7 @@ fn exit_for(error: &anyhow::Error) -> Exit {
     let environment = error.chain().any(|cause| {
         cause.is::<settings::SettingsError>()
             || cause.is::<fsutil::DataRootError>()
+            || cause.is::<runlog::reserve::DiskFull>()
             || matches!(
                 cause.downcast_ref::<runlog::LogError>(),
                 Some(runlog::LogError::Open { .. })
@@ -156,4 +157,15 @@ fn chain(error: &anyhow::Error) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(": ")
+}
+
+/// The same for any error: its message and every cause, on one line.
+pub(crate) fn chain_text(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        parts.push(c.to_string());
+        cause = c.source();
+    }
+    parts.join(": ")
 }

@@ -12,6 +12,7 @@
 //! | `finished` | `run`, `outcome` (`ok`/`failed`/`timeout`/`stopped`), `exit_code`, `signal`, `duration_ms`, `error` (`null` or `{class, detail}`), `stdout_tail`, `stderr_tail`, `dropped` (`{stdout, stderr}` bytes), `facts`, `headline`, `http`, `leftover_processes`, `clock` |
 //! | `skipped` | `trigger`, `reason` (`paused`/`stopped`/`already_running`/`slot_done`) |
 //! | `paused` / `resumed` | `by` (`hand`/`auto`), `reason` (pause only) |
+//! | `stop_all` / `resume_all` | `reason` and `stopped` (running runs sent SIGTERM) for `stop_all`; `name` is `""` |
 //! | `rotated` | `previous` (the previous segment's file name), `tail` (sha256 of its last line) |
 //!
 //! `clock` is `{boot, awake_ms, total_ms}` (see [`crate::clock`]).
@@ -24,7 +25,12 @@
 //! released, so no half line is left behind. A torn final line (a crash mid-write) is sealed by
 //! the next append with a newline and chained like any other line; readers count it as unreadable.
 //! Past 64 MiB the log is renamed `runs-<UTC stamp>.jsonl` and the new file starts with `rotated`,
-//! whose `prev` is the old segment's tail hash, so the chain runs across segments.
+//! whose `prev` is the old segment's tail hash, so the chain runs across segments; past
+//! [`KEEP_SEGMENTS`] rotated segments the oldest are deleted, and `verify` accepts the chain
+//! starting at the seam of a deleted one. After every append the head of the chain (line count,
+//! size, last hash of the live segment) is recorded in `state/head` ([`head`]), so a cut or
+//! emptied log is noticed. An append that finds the disk full frees the reserve kept in
+//! `state/reserve` ([`reserve`]) and tries once more.
 //!
 //! # Reading
 //!
@@ -56,6 +62,8 @@ pub const LOCK_FILE: &str = "runs.lock";
 pub const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
 /// `prev` of the first line ever written.
 pub const GENESIS: &str = "genesis";
+/// Rotated segments kept; older ones are deleted.
+pub const KEEP_SEGMENTS: usize = 8;
 
 /// What started a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -198,6 +206,16 @@ pub struct Rotated {
     pub tail: String,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopAll {
+    pub reason: String,
+    /// Running runs that were sent SIGTERM.
+    pub stopped: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumeAll {}
+
 /// The event-specific part of a line.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -207,6 +225,8 @@ pub enum Event {
     Skipped(Skipped),
     Paused(Paused),
     Resumed(Resumed),
+    StopAll(StopAll),
+    ResumeAll(ResumeAll),
     Rotated(Rotated),
 }
 
@@ -269,6 +289,7 @@ pub enum LogError {
 pub struct RunLog {
     dir: PathBuf,
     rotate_bytes: u64,
+    keep: usize,
     /// The inode, end offset and hash of the line this handle wrote last: when the log is still
     /// that file and still ends there, the next append chains to it without reading it back.
     last: std::cell::Cell<Option<(u64, u64, [u8; 32])>>,
@@ -280,6 +301,7 @@ impl RunLog {
         Self {
             dir: data_root.to_path_buf(),
             rotate_bytes: ROTATE_BYTES,
+            keep: KEEP_SEGMENTS,
             last: std::cell::Cell::new(None),
         }
     }
@@ -287,6 +309,12 @@ impl RunLog {
     /// The same log rotating at `bytes` instead of 64 MiB (tests of rotation).
     pub fn with_rotation(mut self, bytes: u64) -> Self {
         self.rotate_bytes = bytes;
+        self
+    }
+
+    /// The same log keeping `n` rotated segments (tests of retention).
+    pub fn with_retention(mut self, n: usize) -> Self {
+        self.keep = n;
         self
     }
 
@@ -335,10 +363,33 @@ impl RunLog {
             at: stamp(at),
             prev,
         };
-        let written = write_line(&mut file, &path, len, sealed, &record);
+        let head_before = head::read(&self.dir);
+        let mut written = write_line(&mut file, &path, len, sealed, &record);
+        if let Err(LogError::Write { source, .. }) = &written
+            && reserve::disk_full(source)
+            && reserve::release(&self.dir)
+        {
+            // The disk is full: the room kept for exactly this records the line.
+            written = write_line(&mut file, &path, len, sealed, &record);
+        }
         self.last
             .set(written.as_ref().ok().map(|(end, hash)| (ino, *end, *hash)));
-        written.map(|_| ())
+        let (end, hash) = written?;
+        // The head lags by nothing: the lines it counted, plus this one (and a torn line sealed).
+        let lines = match head_before {
+            Some(h) if h.bytes == len => h.lines + 1 + u64::from(!sealed),
+            _ => count_lines(&file).unwrap_or(0),
+        };
+        let _ = head::write(
+            &self.dir,
+            &head::Head {
+                v: VERSION,
+                lines,
+                bytes: end,
+                hash: hex(&hash),
+            },
+        );
+        Ok(())
     }
 
     fn rotate(
@@ -373,7 +424,17 @@ impl RunLog {
             prev: tail,
         };
         write_line(&mut file, path, 0, true, &record)?;
+        self.prune();
         Ok(file)
+    }
+
+    /// Deletes the oldest rotated segments beyond the retention limit.
+    fn prune(&self) {
+        let mut rotated = self.segments();
+        rotated.remove(0);
+        for old in rotated.iter().skip(self.keep) {
+            let _ = std::fs::remove_file(old);
+        }
     }
 
     /// Every segment, newest first: the live one, then rotated ones by name.
@@ -510,6 +571,21 @@ fn write_line(
     }
     let line = &bytes[usize::from(!sealed)..bytes.len() - 1];
     Ok((len + bytes.len() as u64, sha2::Sha256::digest(line).into()))
+}
+
+/// Lines in a file from its start (newline-terminated ones, plus a torn last one).
+fn count_lines(file: &File) -> io::Result<u64> {
+    let mut buf = vec![0u8; 256 * 1024];
+    let (mut at, mut lines, mut last) = (0u64, 0u64, b'\n');
+    loop {
+        let n = file.read_at(&mut buf, at)?;
+        if n == 0 {
+            return Ok(lines + u64::from(last != b'\n'));
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        last = buf[n - 1];
+        at += n as u64;
+    }
 }
 
 fn hex(hash: &[u8; 32]) -> String {
@@ -652,6 +728,10 @@ pub struct Verification {
     pub breaks: Vec<String>,
     /// The last line has no newline: an interrupted write the next append seals.
     pub torn_tail: bool,
+    /// The segment whose deletion (retention) the chain now starts after, if it does.
+    pub starts_after: Option<String>,
+    /// What the recorded head of the chain says against the log: `None` when none is recorded.
+    pub head: Option<String>,
 }
 
 /// Checks the whole chain, oldest segment first. O(log size), as a verification must be.
@@ -686,14 +766,35 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
         if si + 1 == n_segments && !bytes.is_empty() && !bytes.ends_with(b"\n") {
             v.torn_tail = true;
         }
+        let live = si + 1 == n_segments;
         if body.is_empty() {
+            if live {
+                check_head(log, 0, "", &mut v);
+            }
             continue;
         }
+        let mut seg_lines = 0u64;
+        let mut last_hash = String::new();
         for (i, line) in body.split(|&b| b == b'\n').enumerate() {
             v.lines += 1;
+            seg_lines += 1;
             let place = format!("{seg_name} line {}", i + 1);
+            let parsed = serde_json::from_slice::<Record>(line);
+            // Retention deleted the segments before this one: the chain starts at its seam.
+            if prev_hash.is_none()
+                && i == 0
+                && let Ok(Record {
+                    event: Event::Rotated(rot),
+                    prev,
+                    ..
+                }) = &parsed
+                && !log.dir.join(&rot.previous).exists()
+            {
+                v.starts_after = Some(rot.previous.clone());
+                prev_hash = Some(prev.clone());
+            }
             let expected = prev_hash.clone().unwrap_or_else(|| GENESIS.to_owned());
-            match serde_json::from_slice::<Record>(line) {
+            match parsed {
                 Ok(r) => {
                     if r.prev != expected {
                         v.breaks.push(format!(
@@ -717,17 +818,82 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
                 }
                 Err(_) => v.unreadable.push(place),
             }
-            prev_hash = Some(hex_sha256(line));
+            last_hash = hex_sha256(line);
+            prev_hash = Some(last_hash.clone());
+        }
+        if live {
+            check_head(log, seg_lines, &last_hash, &mut v);
         }
     }
+    if !v.segments.iter().any(|s| s == LOG_FILE) {
+        check_head(log, 0, "", &mut v);
+    }
     Ok(v)
+}
+
+/// Compares the live segment (`lines`, last line's hash) with the recorded head of the chain.
+fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
+    let Some(h) = head::read(&log.dir) else {
+        return;
+    };
+    if lines < h.lines {
+        v.breaks.push(format!(
+            "{LOG_FILE} has {lines} line(s), but the chain head (state/head) records {} ending in {}: its tail was cut or it was emptied",
+            h.lines,
+            short(&h.hash)
+        ));
+        v.head = Some("ahead of the log".into());
+        return;
+    }
+    // The head may lag (an append interrupted before it was recorded), never disagree.
+    let at = if lines == h.lines {
+        Some(last_hash.to_owned())
+    } else {
+        nth_line_hash(&log.path(), h.lines)
+    };
+    if at.as_deref() == Some(h.hash.as_str()) {
+        v.head = Some(if lines == h.lines {
+            "matches the log".into()
+        } else {
+            format!(
+                "lags the log by {} line(s) (an interrupted append)",
+                lines - h.lines
+            )
+        });
+    } else {
+        v.breaks.push(format!(
+            "{LOG_FILE} line {} is not the line the chain head (state/head) records ({}): the log was cut and written again, or edited",
+            h.lines,
+            short(&h.hash)
+        ));
+        v.head = Some("disagrees with the log".into());
+    }
+}
+
+/// The hash of line `n` (1-based) of the file at `path`.
+fn nth_line_hash(path: &Path, n: u64) -> Option<String> {
+    let file = open_segment(path).ok()?;
+    let mut reader = io::BufReader::new(file);
+    let mut line = Vec::new();
+    for _ in 0..n {
+        line.clear();
+        if io::BufRead::read_until(&mut reader, b'\n', &mut line).ok()? == 0 {
+            return None;
+        }
+    }
+    if line.last() == Some(&b'\n') {
+        line.pop();
+    }
+    Some(hex_sha256(&line))
 }
 
 fn short(h: &str) -> &str {
     &h[..h.len().min(12)]
 }
 
+pub mod head;
 pub mod index;
+pub mod reserve;
 
 #[cfg(test)]
 mod tests;

@@ -276,6 +276,12 @@ fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
         Ok(r) => r,
         Err(RunError::Definition(e)) => return Err(Fail::new(Exit::BadInput, e)),
         Err(RunError::Io(e)) => return Err(Fail::from(e)),
+        Err(e @ RunError::Unrecorded { .. }) => {
+            return Err(Fail::new(
+                Exit::Failure,
+                anyhow::Error::from(e).context(format!("{name}")),
+            ));
+        }
     };
     let fine = report.is_fine();
     if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
@@ -572,10 +578,13 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
         ));
     }
     data_root(s, Use::Write)?;
-    State::new(&s.data_root).stop_all(&Stop {
+    // The switch first, so a firing that starts now is skipped. A switch that cannot be saved (a
+    // full disk) must not keep the running runs from being stopped: they are stopped regardless.
+    let now = chrono::Utc::now();
+    let saved = State::new(&s.data_root).stop_all(&Stop {
         reason: reason.to_owned(),
-        at: runlog::stamp(chrono::Utc::now()),
-    })?;
+        at: runlog::stamp(now),
+    });
     // Stop what is running now: every held run lock names a runner, which on SIGTERM ends its
     // command's tree and records the run as stopped.
     let mut running: Vec<(Name, u32)> = Vec::new();
@@ -613,26 +622,59 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
         .filter(|(n, pid)| locks::holder(&s.data_root, n) == Some(*pid))
         .map(|(n, _)| n.as_str())
         .collect();
-    outln!(
-        "kill switch on: every firing is skipped until `automations resume-all`; stopped {} running run(s)",
-        running.len() - still.len()
+    let stopped = running.len() - still.len();
+    let logged = RunLog::new(&s.data_root).append(
+        "",
+        Event::StopAll(runlog::StopAll {
+            reason: reason.to_owned(),
+            stopped: running.len() as u32,
+        }),
+        now,
     );
-    if !still.is_empty() {
-        return Err(Fail::new(
-            Exit::Failure,
-            anyhow::anyhow!("still running after SIGTERM: {}", still.join(", ")),
+    let mut problems = Vec::new();
+    match &saved {
+        Ok(()) => outln!(
+            "kill switch on: every firing is skipped until `automations resume-all`; stopped {stopped} running run(s)"
+        ),
+        Err(e) => {
+            outln!("stopped {stopped} running run(s)");
+            problems.push(format!(
+                "the kill switch itself could not be saved ({}), so new firings will still run: free some space and run stop-all again",
+                crate::chain_text(e)
+            ));
+        }
+    }
+    if let Err(e) = &logged {
+        problems.push(format!(
+            "the stop_all event could not be written to the run log ({})",
+            crate::chain_text(e)
         ));
     }
-    Ok(Exit::Success)
+    if !still.is_empty() {
+        problems.push(format!("still running after SIGTERM: {}", still.join(", ")));
+    }
+    if problems.is_empty() {
+        Ok(Exit::Success)
+    } else {
+        Err(Fail::new(
+            Exit::Failure,
+            anyhow::anyhow!(problems.join("; ")),
+        ))
+    }
 }
 
 fn resume_all(s: &Settings) -> CmdResult {
     data_root(s, Use::Write)?;
-    if State::new(&s.data_root).resume_all()? {
-        outln!("kill switch off");
-    } else {
+    if !State::new(&s.data_root).resume_all()? {
         outln!("kill switch was not on");
+        return Ok(Exit::Success);
     }
+    RunLog::new(&s.data_root).append(
+        "",
+        Event::ResumeAll(runlog::ResumeAll {}),
+        chrono::Utc::now(),
+    )?;
+    outln!("kill switch off");
     Ok(Exit::Success)
 }
 
@@ -657,6 +699,12 @@ fn log_verify(s: &Settings, json: bool) -> CmdResult {
         }
         if v.torn_tail {
             outln!("the last line is torn (an interrupted write); the next append seals it");
+        }
+        if let Some(seg) = &v.starts_after {
+            outln!("the chain starts at the seam of {seg}, which retention deleted");
+        }
+        if let Some(h) = &v.head {
+            outln!("chain head (state/head): {h}");
         }
         outln!(
             "{}: {} line(s) in {} segment(s) of {}",

@@ -47,7 +47,11 @@ fn appends_chain_and_verify() {
     assert_eq!(second["reason"], "paused");
     let v = verify(&log).unwrap();
     assert_eq!(v.lines, 3);
-    assert!(v.breaks.is_empty() && v.unreadable.is_empty() && !v.torn_tail);
+    assert!(
+        v.breaks.is_empty() && v.unreadable.is_empty() && !v.torn_tail,
+        "{v:?}"
+    );
+    assert_eq!(v.head.as_deref(), Some("matches the log"));
 
     let names: Vec<String> = log.backwards().map(|r| r.name).collect();
     assert_eq!(names, ["b", "a", "a"]);
@@ -222,4 +226,76 @@ fn handles_interleaving_appends_keep_the_chain() {
     let v = verify(&a).unwrap();
     assert!(v.breaks.is_empty(), "{:?}", v.breaks);
     assert_eq!(v.lines, 7);
+}
+
+#[test]
+fn retention_deletes_the_oldest_segments_and_verify_accepts_the_seam() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(500).with_retention(2);
+    for i in 0..40 {
+        log.append("a", started(&format!("r{i}")), Utc::now())
+            .unwrap();
+    }
+    let segments = log.segments();
+    assert_eq!(segments.len(), 3, "{segments:?}");
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    let first = lines(segments.last().unwrap())[0].clone();
+    let rotated: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(v.starts_after.as_deref(), rotated["previous"].as_str());
+    assert_eq!(v.head.as_deref(), Some("matches the log"));
+    // Editing the first remaining line is still caught: the seam is accepted, not trusted blindly.
+    let oldest = segments.last().unwrap().clone();
+    let mut l = lines(&oldest);
+    l[1] = l[1].replace("\"r", "\"x");
+    std::fs::write(&oldest, l.join("\n") + "\n").unwrap();
+    assert!(!verify(&log).unwrap().breaks.is_empty());
+}
+
+#[test]
+fn the_chain_head_catches_a_cut_tail_an_emptied_or_deleted_log() {
+    let fresh = || {
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path());
+        for i in 0..5 {
+            log.append("a", started(&format!("r{i}")), Utc::now())
+                .unwrap();
+        }
+        (d, log)
+    };
+    let (_d, log) = fresh();
+    let head = head::read(&log.dir).unwrap();
+    assert_eq!(head.lines, 5);
+    // The last two lines cut: what is left still chains, but the head knows better.
+    let l = lines(&log.path());
+    std::fs::write(log.path(), l[..3].join("\n") + "\n").unwrap();
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.iter().any(|b| b.contains("tail was cut")), "{v:?}");
+    let (_d, log) = fresh();
+    std::fs::write(log.path(), "").unwrap();
+    assert!(!verify(&log).unwrap().breaks.is_empty());
+    let (_d, log) = fresh();
+    std::fs::remove_file(log.path()).unwrap();
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.iter().any(|b| b.contains("emptied")), "{v:?}");
+    // A head that lags (the append whose head write was lost) is fine.
+    let (_d, log) = fresh();
+    let h = head::read(&log.dir).unwrap();
+    let l = lines(&log.path());
+    head::write(
+        &log.dir,
+        &head::Head {
+            lines: 4,
+            bytes: h.bytes - l[4].len() as u64 - 1,
+            hash: hex_sha256(l[3].as_bytes()),
+            ..h
+        },
+    )
+    .unwrap();
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    assert!(v.head.unwrap().starts_with("lags"));
+    // The next append picks the count up again from the file.
+    log.append("a", started("r9"), Utc::now()).unwrap();
+    assert_eq!(head::read(&log.dir).unwrap().lines, 6);
 }

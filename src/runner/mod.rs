@@ -107,6 +107,19 @@ pub enum RunError {
     /// The data root or the log cannot be used.
     #[error(transparent)]
     Io(#[from] anyhow::Error),
+    /// The command ran, but `finished` could not be written. Said on stderr, which the journal or
+    /// launchd's log keeps, since the run log cannot.
+    #[error(
+        "the command ran (outcome {}, exit {}) but its result could not be recorded",
+        outcome.as_str(),
+        exit_code.map_or_else(|| "none".to_owned(), |c| c.to_string())
+    )]
+    Unrecorded {
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        #[source]
+        source: crate::runlog::LogError,
+    },
 }
 
 /// The environment entry every process of a run inherits; how its tree is recognised wherever it
@@ -178,6 +191,9 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         return Ok(skipped);
     }
 
+    // Room to record the run even if the command fills the disk; none at all: do not start.
+    crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
+
     // The keeper kills the command's tree if this runner dies mid-run, and holds the lock until
     // it has (see keeper.rs). Forked here, while the runner is still single-threaded.
     let run_id = new_run_id(Utc::now());
@@ -239,7 +255,13 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         trigger,
     };
     let finished = execute(&firing, redactor, extra_env, &mut signals, &mut keeper);
-    append(&log, name, Event::Finished(finished.clone()))?;
+    if let Err(source) = log.append(name.as_str(), Event::Finished(finished.clone()), Utc::now()) {
+        return Err(RunError::Unrecorded {
+            outcome: finished.outcome,
+            exit_code: finished.exit_code,
+            source,
+        });
+    }
 
     // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12) plug in here; their
     //     failures print to stderr and never change the outcome recorded above.

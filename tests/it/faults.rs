@@ -631,3 +631,174 @@ fn show_on_a_terminal_escapes_control_bytes() {
         r.output
     );
 }
+
+/// Every line of the live log parses and the chain verifies.
+fn assert_log_whole(sb: &Sandbox) {
+    let text = std::fs::read_to_string(sb.data.join("runs.jsonl")).unwrap_or_default();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "a half line was left behind"
+    );
+    for l in text.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    sb.assert_log_verifies();
+}
+
+/// Regression: a command that filled the disk ran, but only `started` was written, with the same
+/// message as when nothing ran. Now the reserve records `finished`; with no room left at all, the
+/// next firing refuses to start, saying why.
+#[test]
+fn a_command_that_fills_the_disk_still_gets_its_finished() {
+    let sb = Sandbox::new();
+    let Some(fs) = Tmpfs::mount(&sb.data, "1m") else {
+        return skip(
+            "a_command_that_fills_the_disk_still_gets_its_finished",
+            "cannot mount a tmpfs (needs root)",
+        );
+    };
+    // The command finds the data root through its scratch folder (TMPDIR lives inside it): a
+    // definition may not name it.
+    let filler = sb.data.join("filler");
+    sb.script(
+        "fill.sh",
+        "#!/bin/sh\nhead -c 8000 /dev/zero | tr '\\0' x\ncat /dev/zero > \"$TMPDIR/../../../filler\" 2>/dev/null\ntrue\n",
+    );
+    sb.definition("fill", "name = \"fill\"\ncommand = [\"scripts/fill.sh\"]\n");
+    let o = sb.run(["run", "fill"]);
+    assert_code(&o, 0);
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "ok", "{f}");
+    assert_eq!(f["stdout_tail"].as_str().unwrap().len(), 8000);
+    assert_log_whole(&sb);
+    // Nothing left, not even the reserve: the next firing does not start, and says why.
+    let lines = std::fs::read_to_string(sb.data.join("runs.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    let o = sb.run(["run", "fill"]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("is full") && stderr(&o).contains("not starting"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.data.join("runs.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        lines
+    );
+    std::fs::remove_file(&filler).unwrap();
+    assert_code(&sb.run(["run", "fill"]), 0);
+    drop(fs);
+}
+
+/// When even the reserve cannot help (here the command fills the disk and deletes the reserve),
+/// stderr — which the journal or launchd's log keeps — says the command ran and how it ended.
+#[test]
+fn a_result_that_cannot_be_recorded_is_said_on_stderr() {
+    let sb = Sandbox::new();
+    let Some(fs) = Tmpfs::mount(&sb.data, "1m") else {
+        return skip(
+            "a_result_that_cannot_be_recorded_is_said_on_stderr",
+            "cannot mount a tmpfs (needs root)",
+        );
+    };
+    sb.script(
+        "greedy.sh",
+        "#!/bin/sh\nd=\"$TMPDIR/../../..\"\nrm -f \"$d/state/reserve\"\ncat /dev/zero > \"$d/filler\" 2>/dev/null\nhead -c 8000 /dev/zero | tr '\\0' x\nexit 3\n",
+    );
+    sb.definition(
+        "greedy",
+        "name = \"greedy\"\ncommand = [\"scripts/greedy.sh\"]\n",
+    );
+    let o = sb.run(["run", "greedy"]);
+    assert_code(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "greedy: the command ran (outcome failed, exit 3) but its result could not be recorded"
+        ) && err.contains("runs.jsonl")
+            && err.contains("No space left"),
+        "{err}"
+    );
+    std::fs::remove_file(sb.data.join("filler")).unwrap();
+    assert_eq!(sb.events("started").len(), 1);
+    assert!(sb.events("finished").is_empty());
+    assert_log_whole(&sb);
+    drop(fs);
+}
+
+/// Regression: on a full disk `stop-all` failed saving its switch and stopped nothing.
+#[test]
+fn stop_all_on_a_full_disk_still_stops_every_run() {
+    let sb = Sandbox::new();
+    let Some(fs) = Tmpfs::mount(&sb.data, "1m") else {
+        return skip(
+            "stop_all_on_a_full_disk_still_stops_every_run",
+            "cannot mount a tmpfs (needs root)",
+        );
+    };
+    let pids = sb.path("pids");
+    sb.definition(
+        "long",
+        &format!(
+            "name = \"long\"\ncommand = [\"sh\", \"-c\", \"echo $$ > {}; exec sleep 300\"]\n",
+            pids.display()
+        ),
+    );
+    let mut runner = sb
+        .cmd(["run", "long"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the command to start", || !read_pids(&pids).is_empty());
+    fs.fill();
+    let o = run_within(
+        sb.cmd(["stop-all", "--reason", "disk full"]),
+        20,
+        "stop-all",
+    );
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("stopped 1 running run(s)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("the kill switch itself could not be saved")
+            && stderr(&o).contains("No space left"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(runner.wait().unwrap().code() == Some(1));
+    assert_eq!(
+        survivors(&read_pids(&pids), Duration::from_secs(2)),
+        Vec::<i32>::new()
+    );
+    // The runner recorded its stopped run with the room kept for it.
+    assert_eq!(sb.last_finished()["outcome"], "stopped");
+    std::fs::remove_file(sb.data.join("filler")).unwrap();
+    assert_log_whole(&sb);
+}
+
+/// Regression: `stop-all` and `resume-all` left no trace, and a second `stop-all` overwrote the
+/// first one's reason.
+#[test]
+fn the_kill_switch_leaves_events_in_the_log() {
+    let sb = Sandbox::new();
+    assert_code(&sb.run(["stop-all", "--reason", "first"]), 0);
+    assert_code(&sb.run(["stop-all", "--reason", "second"]), 0);
+    assert_code(&sb.run(["resume-all"]), 0);
+    let stops = sb.events("stop_all");
+    let reasons: Vec<&str> = stops
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["first", "second"]);
+    assert_eq!(stops[0]["stopped"], 0);
+    assert_eq!(sb.events("resume_all").len(), 1);
+    sb.assert_log_verifies();
+}

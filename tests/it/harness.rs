@@ -354,16 +354,6 @@ impl Tmpfs {
         ok.then(|| Tmpfs(at.to_path_buf()))
     }
 
-    /// Remounts it read-only or read-write.
-    pub fn remount(&self, options: &str) {
-        let ok = std::process::Command::new("mount")
-            .args(["-o", &format!("remount,{options}")])
-            .arg(&self.0)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "remount {options}");
-    }
-
     /// Fills every free byte with a file `filler`.
     pub fn fill(&self) {
         let mut filler = std::fs::File::create(self.0.join("filler")).unwrap();

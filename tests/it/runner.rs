@@ -218,39 +218,6 @@ fn torn_final_line_is_tolerated_and_sealed() {
 }
 
 #[test]
-fn full_disk_names_the_log_and_leaves_no_half_line() {
-    let sb = Sandbox::new();
-    let Some(_fs) = Tmpfs::mount(&sb.data, "256k") else {
-        return skip(
-            "full_disk_names_the_log_and_leaves_no_half_line",
-            "cannot mount a tmpfs (needs root)",
-        );
-    };
-    sh_def(&sb, "t", 30, "head -c 20000 /dev/zero | tr '\\0' x");
-    assert_code(&sb.run(["run", "t"]), 0);
-    // Fill every free page, then run again: the finished line (with its 8 KiB tail) needs a page.
-    let mut filler = std::fs::File::create(sb.data.join("filler")).unwrap();
-    let chunk = vec![0u8; 4096];
-    while std::io::Write::write_all(&mut filler, &chunk).is_ok() {}
-    drop(filler);
-    let o = sb.run(["run", "t"]);
-    assert_code(&o, 1);
-    let err = stderr(&o);
-    assert!(
-        err.contains("cannot append to the run log")
-            && err.contains("runs.jsonl")
-            && err.contains("No space left"),
-        "{err}"
-    );
-    let text = std::fs::read_to_string(sb.data.join("runs.jsonl")).unwrap();
-    assert!(text.ends_with('\n'), "a half line was left behind");
-    for l in text.lines() {
-        serde_json::from_str::<serde_json::Value>(l).unwrap();
-    }
-    sb.assert_log_verifies();
-}
-
-#[test]
 fn environment_is_exactly_the_allowed_set() {
     let mut sb = Sandbox::new();
     sb.definition(

@@ -1,0 +1,74 @@
+//! The head of the chain, kept in `<data root>/state/head` (SPEC §6), so `log verify` notices a log
+//! whose tail was cut or that was emptied — which a hash chain alone cannot show, since what is
+//! left of it still chains.
+//!
+//! One fixed-width JSON line, rewritten in place under the log's lock after every append: the live
+//! segment's line count and size, and the hash of its last line. It is written after the line is
+//! fsync'd and without an fsync of its own, so after a crash it can only lag behind the log, never
+//! run ahead of it; `verify` accepts a head that lags (an append was interrupted) and reports one
+//! the log does not reach. Writing it is best-effort: an append never fails because of the head.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsutil;
+
+/// Width of the record (padded with spaces), so rewriting it never leaves old bytes behind.
+const WIDTH: usize = 192;
+
+/// What the head records.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Head {
+    pub v: u32,
+    /// Lines in the live segment.
+    pub lines: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// The sha256 of its last line.
+    pub hash: String,
+}
+
+/// The head file of the log in `dir`.
+pub fn path(dir: &Path) -> PathBuf {
+    dir.join("state").join("head")
+}
+
+/// The head, if one was recorded and can be read.
+pub fn read(dir: &Path) -> Option<Head> {
+    let bytes = fsutil::read_capped(&path(dir), WIDTH as u64).ok()??;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Records `head`, in place.
+pub fn write(dir: &Path, head: &Head) -> io::Result<()> {
+    let mut line = serde_json::to_vec(head).map_err(io::Error::other)?;
+    if line.len() >= WIDTH {
+        return Err(io::Error::other("chain head record too long"));
+    }
+    line.resize(WIDTH - 1, b' ');
+    line.push(b'\n');
+    let p = path(dir);
+    let open = || {
+        fsutil::open_regular(
+            &p,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600),
+        )
+    };
+    let file = match open() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fsutil::private_dir(p.parent().unwrap_or(dir))?;
+            open()?
+        }
+        other => other?,
+    };
+    file.write_all_at(&line, 0)
+}

@@ -1,0 +1,88 @@
+//! Room kept for the log on a full disk (SPEC §6; issue "disk full at `finished`").
+//!
+//! `<data root>/state/reserve` is a file of [`BYTES`] allocated once. An append that finds the disk
+//! full frees it and tries again, so the `finished` of a command that filled the disk is still
+//! recorded. A firing checks it with one `stat` before it starts: when it is gone and cannot be
+//! made again, the disk is full before anything ran, and the firing refuses to start rather than
+//! run a command whose result could not be recorded.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::fsutil;
+
+/// The room kept: a `finished` line at its largest (two 8 KiB tails escaped at worst six times
+/// over, facts, HTTP calls) plus the state written after it.
+pub const BYTES: u64 = 256 * 1024;
+
+/// Why a firing cannot record anything.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the disk of the data root {path} is full: there is no room to record a run (automations keeps {} KiB in reserve for the log); not starting it. Free some space",
+    BYTES / 1024
+)]
+pub struct DiskFull {
+    pub path: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+fn path(dir: &Path) -> PathBuf {
+    dir.join("state").join("reserve")
+}
+
+/// Makes sure the reserve is there: a `stat` when it is; allocates it when not.
+pub fn ensure(dir: &Path) -> Result<(), DiskFull> {
+    let p = path(dir);
+    if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() >= BYTES) {
+        return Ok(());
+    }
+    allocate(&p).map_err(|source| {
+        let _ = std::fs::remove_file(&p);
+        DiskFull {
+            path: dir.to_path_buf(),
+            source,
+        }
+    })
+}
+
+fn allocate(p: &Path) -> io::Result<()> {
+    if let Some(parent) = p.parent() {
+        fsutil::private_dir(parent)?;
+    }
+    let _ = std::fs::remove_file(p);
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(p)?;
+    #[cfg(target_os = "linux")]
+    {
+        nix::fcntl::posix_fallocate(&file, 0, BYTES as i64).map_err(io::Error::from)?;
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        // No fallocate: write the bytes (not zeros, which a filesystem could keep sparse).
+        let chunk = vec![0xa5u8; 64 * 1024];
+        for _ in 0..BYTES / chunk.len() as u64 {
+            std::io::Write::write_all(&mut &file, &chunk)?;
+        }
+    }
+    file.sync_all()
+}
+
+/// Frees the reserve for an append that found the disk full; returns whether there was one.
+pub fn release(dir: &Path) -> bool {
+    std::fs::remove_file(path(dir)).is_ok()
+}
+
+/// Whether an error means the disk (or the user's quota) is full.
+pub fn disk_full(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::ENOSPC | nix::libc::EDQUOT)
+    )
+}
