@@ -244,6 +244,21 @@ pub enum Command {
     /// Example: automations doctor
     Doctor,
 
+    /// Call an outside service over HTTP(S), with a deadline, safe redirects and a record.
+    ///
+    /// For commands started by `automations run` ("$AUTOMATION_BIN" http get URL): each call
+    /// appends {host, status, ms, class} to the run's HTTP log, which the run records. Redirects
+    /// are followed by hand (at most 5, http/https only); credentials never cross to another
+    /// scheme, host or port, and a body is never sent again to another origin. No retries.
+    /// Secret headers go in --header-env or --header-file, never on the command line.
+    ///
+    /// Exit codes: 0 any HTTP answer; 22 with --fail when the status is 400 or more; 7 no answer
+    /// (the class, none/dns, none/refused, none/timeout, none/tls or none/other, on stderr); 56 the
+    /// body broke off; 63 the body is larger than --max-bytes; 2 bad arguments.
+    ///
+    /// Example: "$AUTOMATION_BIN" http get https://example.org/feed --header-env Authorization=FEED_AUTH --fail
+    Http(HttpArgs),
+
     /// Print a shell completion script.
     ///
     /// Example: automations completions bash > ~/.local/share/bash-completion/completions/automations
@@ -251,6 +266,51 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
+}
+
+/// The method of an `http` call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HttpMethod {
+    Get,
+    Head,
+    Post,
+}
+
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// get, head or post.
+    #[arg(value_enum)]
+    pub method: HttpMethod,
+    /// The http:// or https:// URL.
+    pub url: String,
+    /// A header that is not secret (it is visible in the process list): "Name: value".
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub headers: Vec<String>,
+    /// A header whose value is in an environment variable: Authorization=API_AUTH.
+    #[arg(long = "header-env", value_name = "NAME=VAR")]
+    pub header_env: Vec<String>,
+    /// A file of secret headers, "Name: value" per line.
+    #[arg(long = "header-file", value_name = "FILE")]
+    pub header_file: Vec<PathBuf>,
+    /// The POST body: @FILE, or - for standard input.
+    #[arg(long, value_name = "@FILE|-")]
+    pub data: Option<String>,
+    /// Write the body to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit 22, writing no body, when the status is 400 or more.
+    #[arg(long)]
+    pub fail: bool,
+    /// The deadline of the whole call, redirects included, in seconds (at most 120).
+    #[arg(long, value_name = "S", default_value_t = 20.0)]
+    pub max_time: f64,
+    /// The most body bytes read; a larger body fails with exit 63.
+    #[arg(long, value_name = "N", default_value_t = 5_000_000)]
+    pub max_bytes: u64,
+    /// Print {"version":1,"status","url","ms","class","bytes"} on stderr when done (the URL
+    /// without its query).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,10 +17,11 @@ pub struct Clock {
     pub total_ms: u64,
 }
 
-/// Reads the clocks now.
+/// Reads the clocks now (the boot id once per process: it cannot change while it runs).
 pub fn now() -> Clock {
+    static BOOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     Clock {
-        boot: boot_id(),
+        boot: BOOT.get_or_init(boot_id).clone(),
         awake_ms: read_ms(AWAKE),
         total_ms: read_ms(TOTAL),
     }

@@ -7,6 +7,10 @@
 //! | 2 | bad input: invalid invocation or invalid definitions |
 //! | 3 | environment unusable: no repository root, unreadable data root, missing tools |
 //!
+//! `automations http` also answers like curl, whose exit codes shell scripts already test: 7 no
+//! answer, 22 a status of 400 or more with `--fail`, 56 the body broke off, 63 the body is larger
+//! than `--max-bytes`.
+//!
 //! This module must never print: printing happens once, in `lib.rs`.
 
 use std::process::ExitCode;
@@ -22,6 +26,14 @@ pub enum Exit {
     BadInput = 2,
     /// 3: the environment cannot be used (no root, unwritable data root, missing tool).
     Environment = 3,
+    /// `http`: no answer at all (curl's 7).
+    NoAnswer = 7,
+    /// `http --fail`: a status of 400 or more (curl's 22).
+    HttpError = 22,
+    /// `http`: the body broke off (curl's 56).
+    BrokeOff = 56,
+    /// `http`: the body is larger than `--max-bytes` (curl's 63).
+    TooLarge = 63,
 }
 
 impl From<Exit> for ExitCode {

@@ -171,27 +171,31 @@ pub enum Use {
 /// (and writable by us, for `Use::Write`, which creates it 0700 when missing). Returns whether it
 /// exists.
 pub fn check_data_root(path: &Path, usage: Use) -> Result<bool, DataRootError> {
-    if usage == Use::Write {
-        private_dir(path).map_err(|source| match source.kind() {
-            io::ErrorKind::AlreadyExists | io::ErrorKind::NotADirectory => {
-                DataRootError::NotDirectory {
-                    path: path.into(),
-                    kind: fs::metadata(path).map_or("file", |m| kind_of(&m)),
-                }
-            }
-            _ if read_only(&source) => DataRootError::ReadOnly {
-                path: path.into(),
-                source,
-            },
-            _ => DataRootError::Io {
-                path: path.into(),
-                source,
-            },
-        })?;
-    }
     let meta = match fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound && usage == Use::Read => return Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            private_dir(path).map_err(|source| match source.kind() {
+                io::ErrorKind::AlreadyExists | io::ErrorKind::NotADirectory => {
+                    DataRootError::NotDirectory {
+                        path: path.into(),
+                        kind: fs::metadata(path).map_or("file", |m| kind_of(&m)),
+                    }
+                }
+                _ if read_only(&source) => DataRootError::ReadOnly {
+                    path: path.into(),
+                    source,
+                },
+                _ => DataRootError::Io {
+                    path: path.into(),
+                    source,
+                },
+            })?;
+            fs::metadata(path).map_err(|source| DataRootError::Io {
+                path: path.into(),
+                source,
+            })?
+        }
         Err(source) => {
             return Err(DataRootError::Io {
                 path: path.into(),

@@ -37,6 +37,7 @@ pub mod exit;
 pub mod fsutil;
 pub mod gate;
 pub mod history;
+pub mod http;
 pub mod install;
 pub mod keys;
 pub mod locks;

@@ -178,7 +178,8 @@ pub struct Finished {
     pub dropped: Dropped,
     pub facts: BTreeMap<String, u64>,
     pub headline: Option<String>,
-    pub http: Option<serde_json::Value>,
+    /// The run's outside calls (see `http::log`); `null` when it made none.
+    pub http: Option<crate::http::log::Summary>,
     pub leftover_processes: u32,
     pub clock: Clock,
 }
@@ -363,7 +364,8 @@ impl RunLog {
             at: stamp(at),
             prev,
         };
-        let head_before = head::read(&self.dir);
+        let head_file = head::open(&self.dir).ok();
+        let head_before = head_file.as_ref().and_then(head::read_from);
         let mut written = write_line(&mut file, &path, len, sealed, &record);
         if let Err(LogError::Write { source, .. }) = &written
             && reserve::disk_full(source)
@@ -380,15 +382,17 @@ impl RunLog {
             Some(h) if h.bytes == len => h.lines + 1 + u64::from(!sealed),
             _ => count_lines(&file).unwrap_or(0),
         };
-        let _ = head::write(
-            &self.dir,
-            &head::Head {
-                v: VERSION,
-                lines,
-                bytes: end,
-                hash: hex(&hash),
-            },
-        );
+        if let Some(f) = &head_file {
+            let _ = head::write_to(
+                f,
+                &head::Head {
+                    v: VERSION,
+                    lines,
+                    bytes: end,
+                    hash: hex(&hash),
+                },
+            );
+        }
         Ok(())
     }
 

@@ -3,6 +3,7 @@
 //! Output formatting of each command lives here; logic lives in its module. Errors are returned,
 //! never printed (see `lib.rs`).
 
+mod http;
 mod keys;
 mod machine;
 
@@ -32,6 +33,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             clap_complete::generate(shell, &mut cmd, "automations", &mut std::io::stdout());
             Ok(Exit::Success)
         }
+        Command::Http(args) => http::http_cmd(&args),
         Command::Validate => validate(&settings(&cli.global)?),
         Command::List { json } => list(&settings(&cli.global)?, json),
         Command::Run { name, trigger } => run(&settings(&cli.global)?, &name, trigger),
@@ -461,6 +463,24 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
         }
         if let Some(h) = &f.headline {
             writeln!(out, "headline  {h}")?;
+        }
+        if let Some(h) = &f.http {
+            let total: u64 = h.counts.values().sum();
+            let counts: Vec<String> = h.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            writeln!(out, "http      {total} call(s): {}", counts.join(", "))?;
+            for c in &h.requests {
+                writeln!(
+                    out,
+                    "          {} {} {} ms {}",
+                    c.host,
+                    c.status.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+                    c.ms,
+                    c.class.as_str()
+                )?;
+            }
+            if h.more > 0 {
+                writeln!(out, "          ({} more, counted above)", h.more)?;
+            }
         }
         writeln!(out, "leftover  {} process(es)", f.leftover_processes)?;
         for (label, tail, dropped) in [

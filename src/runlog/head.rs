@@ -43,14 +43,8 @@ pub fn read(dir: &Path) -> Option<Head> {
     serde_json::from_slice(&bytes).ok()
 }
 
-/// Records `head`, in place.
-pub fn write(dir: &Path, head: &Head) -> io::Result<()> {
-    let mut line = serde_json::to_vec(head).map_err(io::Error::other)?;
-    if line.len() >= WIDTH {
-        return Err(io::Error::other("chain head record too long"));
-    }
-    line.resize(WIDTH - 1, b' ');
-    line.push(b'\n');
+/// The head file, open for reading and rewriting in place (created 0600 when missing).
+pub fn open(dir: &Path) -> io::Result<std::fs::File> {
     let p = path(dir);
     let open = || {
         fsutil::open_regular(
@@ -63,12 +57,34 @@ pub fn write(dir: &Path, head: &Head) -> io::Result<()> {
                 .mode(0o600),
         )
     };
-    let file = match open() {
+    match open() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fsutil::private_dir(p.parent().unwrap_or(dir))?;
-            open()?
+            open()
         }
-        other => other?,
-    };
+        other => other,
+    }
+}
+
+/// The head recorded in an open head file, if it can be read.
+pub fn read_from(file: &std::fs::File) -> Option<Head> {
+    let mut buf = [0u8; WIDTH];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    serde_json::from_slice(buf[..n].trim_ascii_end()).ok()
+}
+
+/// Rewrites the head in an open head file.
+pub fn write_to(file: &std::fs::File, head: &Head) -> io::Result<()> {
+    let mut line = serde_json::to_vec(head).map_err(io::Error::other)?;
+    if line.len() >= WIDTH {
+        return Err(io::Error::other("chain head record too long"));
+    }
+    line.resize(WIDTH - 1, b' ');
+    line.push(b'\n');
     file.write_all_at(&line, 0)
+}
+
+/// Records `head`, in place.
+pub fn write(dir: &Path, head: &Head) -> io::Result<()> {
+    write_to(&open(dir)?, head)
 }

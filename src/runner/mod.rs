@@ -200,8 +200,8 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     let mut keeper = Keeper::start(run_marker(&run_id).as_bytes())
         .context("cannot start the run's keeper process")?;
     // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
-    // scratch folder belongs to runs that were interrupted.
-    Scratch::clear_leftovers(&s.data_root, name);
+    // scratch folder belongs to runs that were interrupted, and is cleared as the run's is made.
+    let scratch = Scratch::prepare(&s.data_root, name, &run_id);
 
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
@@ -254,7 +254,14 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         run_id: &run_id,
         trigger,
     };
-    let finished = execute(&firing, redactor, extra_env, &mut signals, &mut keeper);
+    let finished = execute(
+        &firing,
+        scratch,
+        redactor,
+        extra_env,
+        &mut signals,
+        &mut keeper,
+    );
     if let Err(source) = log.append(name.as_str(), Event::Finished(finished.clone()), Utc::now()) {
         return Err(RunError::Unrecorded {
             outcome: finished.outcome,
@@ -397,40 +404,37 @@ impl Scratch {
         data_root.join("scratch").join(name.as_str())
     }
 
-    fn create(data_root: &Path, name: &Name, run_id: &str) -> std::io::Result<Self> {
+    /// The scratch of run `run_id` of `name`, made after clearing what interrupted runs of `name`
+    /// left behind. Only called with `name`'s lock held, when no run of it can be using its
+    /// scratch. A link where a folder belongs is refused: the run's files (and their cleanup)
+    /// would go somewhere else.
+    fn prepare(data_root: &Path, name: &Name, run_id: &str) -> std::io::Result<Self> {
         let dir = Self::dir(data_root, name);
-        fsutil::private_dir(&dir)?;
-        // The run's files are created inside: a linked `scratch` or `scratch/<name>` would put
-        // them (and the cleanup after the run) somewhere else.
-        for d in [data_root.join("scratch"), dir.clone()] {
-            if !std::fs::symlink_metadata(&d)?.is_dir() {
-                return Err(std::io::Error::other(format!(
-                    "{} is not a folder (a link?); remove it",
-                    d.display()
-                )));
+        match std::fs::symlink_metadata(&dir) {
+            // An empty folder has two links on most filesystems (and on APFS, where files count
+            // too): nothing to clear, and no need to list it.
+            Ok(m) if m.is_dir() => {
+                if std::os::unix::fs::MetadataExt::nlink(&m) != 2 {
+                    Self::clear(&dir);
+                }
             }
+            Ok(_) => return Err(not_a_folder(&dir)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => fsutil::private_dir(&dir)?,
+            Err(e) => return Err(e),
+        }
+        let parent = data_root.join("scratch");
+        if !std::fs::symlink_metadata(&parent)?.is_dir() {
+            return Err(not_a_folder(&parent));
         }
         let base = dir.join(run_id);
         fsutil::private_dir(&base)?;
         Ok(Self { base })
     }
 
-    /// Removes what interrupted runs of `name` left behind. Only called with `name`'s lock held,
-    /// when no run of it can be using its scratch. A link where the folder belongs is removed,
-    /// never followed.
-    fn clear_leftovers(data_root: &Path, name: &Name) {
-        let dir = Self::dir(data_root, name);
-        match std::fs::symlink_metadata(&dir) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => {
-                let _ = std::fs::remove_file(&dir);
-                return;
-            }
-            Err(_) => return,
-        }
-        if let Ok(entries) = std::fs::read_dir(&dir) {
+    /// Removes every entry of `dir`; a link is removed as a link, never followed.
+    fn clear(dir: &Path) {
+        if let Ok(entries) = std::fs::read_dir(dir) {
             for e in entries.flatten() {
-                // Never follow a link a command may have planted: remove the link itself.
                 let _ = match e.file_type() {
                     Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
                     _ => std::fs::remove_file(e.path()),
@@ -459,14 +463,23 @@ impl Scratch {
     }
 }
 
+fn not_a_folder(p: &Path) -> std::io::Error {
+    std::io::Error::other(format!(
+        "{} is not a folder (a link?); remove it",
+        p.display()
+    ))
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
+        // The files beside the folder first: whatever an interruption leaves behind, the folder
+        // (which the next run's link count sees) goes last.
+        let _ = std::fs::remove_file(self.result());
+        let _ = std::fs::remove_file(self.http_log());
         // Usually empty: one rmdir; the recursive walk only when the command left files.
         if std::fs::remove_dir(&self.base).is_err() {
             let _ = std::fs::remove_dir_all(&self.base);
         }
-        let _ = std::fs::remove_file(self.result());
-        let _ = std::fs::remove_file(self.http_log());
     }
 }
 
@@ -483,6 +496,7 @@ struct Firing<'a> {
 /// outcome in the returned `finished`.
 fn execute(
     firing: &Firing,
+    scratch: std::io::Result<Scratch>,
     mut redactor: Redactor,
     extra_env: Vec<(String, OsString)>,
     signals: &mut Signals,
@@ -504,7 +518,7 @@ fn execute(
         f.outcome = Outcome::Stopped;
         return f;
     }
-    let scratch = match Scratch::create(&s.data_root, &def.name, run_id) {
+    let scratch = match scratch {
         Ok(sc) => sc,
         Err(e) => {
             return fail(
@@ -567,9 +581,13 @@ fn execute(
     // The whole tree is gone: the keeper has nothing left to guard.
     keeper.done();
 
-    // 11. Facts from the result file (the HTTP log of SPEC §11 is read and validated here too).
+    // 11. Facts from the result file, and the HTTP log of the run's outside calls (SPEC §11),
+    //     read strictly: a line the command could have forged is counted as invalid.
     let facts = result::read(&scratch.result());
-    finish(run_id, def, &argv[0], sup, facts, &redactor)
+    let mut finished = finish(run_id, def, &argv[0], sup, facts, &redactor);
+    finished.http =
+        crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b));
+    finished
 }
 
 /// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root.
@@ -699,8 +717,8 @@ mod tests {
     fn scratch_files_are_unique_per_run() {
         let d = tempfile::tempdir().unwrap();
         let n = Name::new("x").unwrap();
-        let a = Scratch::create(d.path(), &n, "20261129T204512.123Z-aaaaaa").unwrap();
-        let b = Scratch::create(d.path(), &n, "20261129T204512.123Z-bbbbbb").unwrap();
+        let a = Scratch::prepare(d.path(), &n, "20261129T204512.123Z-aaaaaa").unwrap();
+        let b = Scratch::prepare(d.path(), &n, "20261129T204512.123Z-bbbbbb").unwrap();
         assert_ne!(a.result(), b.result());
         assert!(
             a.result()

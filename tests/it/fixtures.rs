@@ -287,3 +287,150 @@ pub const SPACES: &str = r#"{"spaces": {
     "agent": {"anytype_id": "id-agent", "agent_read": true, "agent_write": "full"},
     "work": {"anytype_id": "id-work", "agent_read": true, "agent_write": "ask"}
 }}"#;
+
+/// A request a fake HTTP server saw.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What a fake HTTP server answers.
+pub enum Reply {
+    /// A status and a body.
+    Status(u16, Vec<u8>),
+    /// A redirect with this status to this Location.
+    Redirect(u16, String),
+    /// 200 with a body of this many bytes, streamed.
+    Big(u64),
+    /// Accept, read the request, never answer.
+    Hang,
+}
+
+/// A fake HTTP/1.1 server on loopback: answers by `route`, records what it saw.
+pub struct FakeHttp {
+    pub url: String,
+    pub port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeHttp {
+    pub fn start(route: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        listener.set_nonblocking(true).unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let route = Arc::new(route);
+        let (s2, st2) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !st2.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((conn, _)) => {
+                        let (seen, stop, route) = (s2.clone(), st2.clone(), route.clone());
+                        std::thread::spawn(move || serve_http(conn, &*route, &seen, &stop));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Self {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            seen,
+            stop,
+        }
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FakeHttp {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn serve_http(
+    mut conn: TcpStream,
+    route: &(dyn Fn(&Seen) -> Reply + Send + Sync),
+    seen: &Mutex<Vec<Seen>>,
+    stop: &AtomicBool,
+) {
+    conn.set_nonblocking(false).unwrap();
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    let mut parts = first.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_owned();
+    let path = parts.next().unwrap_or_default().to_owned();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+        if let Some((n, v)) = line.trim_end().split_once(':') {
+            headers.push((n.trim().to_owned(), v.trim().to_owned()));
+        }
+    }
+    let len: usize = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    let _ = reader.read_exact(&mut body);
+    let req = Seen {
+        method,
+        path,
+        headers,
+        body,
+    };
+    seen.lock().unwrap().push(req.clone());
+    let head = |code: u16, extra: &str, len: u64| {
+        format!("HTTP/1.1 {code} X\r\nContent-Length: {len}\r\nConnection: close\r\n{extra}\r\n")
+    };
+    let _ = match route(&req) {
+        Reply::Status(code, b) => conn
+            .write_all(head(code, "", b.len() as u64).as_bytes())
+            .and_then(|()| conn.write_all(&b)),
+        Reply::Redirect(code, to) => {
+            conn.write_all(head(code, &format!("Location: {to}\r\n"), 0).as_bytes())
+        }
+        Reply::Big(n) => (|| {
+            conn.write_all(head(200, "", n).as_bytes())?;
+            let chunk = vec![b'z'; 64 * 1024];
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(chunk.len() as u64) as usize;
+                conn.write_all(&chunk[..k])?;
+                left -= k as u64;
+            }
+            Ok(())
+        })(),
+        Reply::Hang => {
+            let until = std::time::Instant::now() + Duration::from_secs(15);
+            while !stop.load(Ordering::Relaxed) && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Ok(())
+        }
+    };
+}

@@ -6,6 +6,7 @@ mod schema;
 
 mod definitions;
 mod faults;
+mod http;
 mod keys;
 mod prereqs;
 mod repo;
