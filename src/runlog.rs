@@ -179,7 +179,7 @@ pub struct Finished {
     pub facts: BTreeMap<String, u64>,
     pub headline: Option<String>,
     /// The run's outside calls (see `http::log`); `null` when it made none.
-    pub http: Option<crate::http::log::Summary>,
+    pub http: Option<Box<crate::http::log::Summary>>,
     pub leftover_processes: u32,
     pub clock: Clock,
 }

@@ -586,7 +586,8 @@ fn execute(
     let facts = result::read(&scratch.result());
     let mut finished = finish(run_id, def, &argv[0], sup, facts, &redactor);
     finished.http =
-        crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b));
+        crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b))
+            .map(Box::new);
     finished
 }
 
