@@ -193,7 +193,7 @@ fn credentials_and_bodies_never_cross_to_another_origin() {
     });
     let secret_file = sb.path("headers");
     std::fs::write(&secret_file, "X-File-Token: file-secret-1\n").unwrap();
-    let mut args = |path: &str, extra: &[&str]| {
+    let args = |path: &str, extra: &[&str]| {
         let mut c = sb.cmd(["http"]);
         c.args(extra)
             .arg(format!("{}{path}", first.url))
