@@ -26,7 +26,9 @@ STABLE_BIN ?= $(HOME)/.local/bin/automations
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
-	automations-key-store automations-key-check automations-key-delete
+	automations-key-store automations-key-check automations-key-delete \
+	automations-health automations-notify-test automations-notify-key-store \
+	automations-notify-key-check automations-notify-key-delete
 
 build:
 	$(CARGO) build --locked
@@ -118,3 +120,18 @@ automations-key-check: release
 automations-key-delete: release
 	@test -n "$(NAME)" || { echo "usage: make automations-key-delete NAME=<name>" >&2; exit 2; }
 	@$(AUTOMATIONS) key delete "$(NAME)"
+
+automations-health: release
+	@$(AUTOMATIONS) health $(if $(NAME),"$(NAME)")
+
+automations-notify-test: release
+	@$(AUTOMATIONS) notify test
+
+automations-notify-key-store: release
+	@$(AUTOMATIONS) notify-key store $(if $(filter 1,$(NTFY)),--ntfy)
+
+automations-notify-key-check: release
+	@$(AUTOMATIONS) notify-key check $(if $(filter 1,$(NTFY)),--ntfy)
+
+automations-notify-key-delete: release
+	@$(AUTOMATIONS) notify-key delete $(if $(filter 1,$(NTFY)),--ntfy)

@@ -127,6 +127,24 @@ pub enum Command {
         json: bool,
     },
 
+    /// Is each automation doing its job? A verdict per automation, with every reason.
+    ///
+    /// Computed from the run log each time: the success rate of recent runs (interrupted runs
+    /// named), the age of the last success in awake time, slow runs, missed days of daily jobs,
+    /// headline changes (opt-in), failing outside calls, failure streaks, automatic pauses,
+    /// invalid definitions and units that fire without one. Thresholds: <data root>/health.toml.
+    /// Prints names, counts and class names, never a run's output. Exits 1 when any automation is
+    /// degraded, 2 when health.toml is invalid.
+    ///
+    /// Example: automations health --json
+    Health {
+        /// Only this automation.
+        name: Option<Name>,
+        /// Print {"version": 1, "degraded", "automations": [{name, verdict, reasons, figures}]}.
+        #[arg(long)]
+        json: bool,
+    },
+
     /// Pause an automation: its firings are skipped until `resume`.
     ///
     /// Example: automations pause heartbeat --reason "maintenance"
@@ -259,6 +277,14 @@ pub enum Command {
     /// Example: "$AUTOMATION_BIN" http get https://example.org/feed --header-env Authorization=FEED_AUTH --fail
     Http(HttpArgs),
 
+    /// Notifications: send a test message, or look at every automation now.
+    #[command(subcommand)]
+    Notify(NotifyCommand),
+
+    /// The Pushover credentials (or the ntfy token) notifications use, in the OS keychain.
+    #[command(subcommand, name = "notify-key")]
+    NotifyKey(NotifyKeyCommand),
+
     /// Print a shell completion script.
     ///
     /// Example: automations completions bash > ~/.local/share/bash-completion/completions/automations
@@ -333,6 +359,52 @@ pub enum KeyCommand {
     ///
     /// Example: automations key delete task-digest
     Delete { name: Name },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyCommand {
+    /// Send one test message through every driver notify.toml configures, and say what each
+    /// answered.
+    ///
+    /// Example: automations notify test
+    Test,
+    /// Look at every automation (or one) now: note what changed since the last look, and
+    /// deliver what is due (what the health-check automation runs hourly). Exit 0 unless looking
+    /// failed; degraded automations are health's business.
+    ///
+    /// Example: automations notify look
+    Look {
+        /// Only this automation.
+        name: Option<Name>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NotifyKeyCommand {
+    /// Read the Pushover user key and API token (hidden) at a terminal, check them with
+    /// Pushover (which sends nothing), then store them; with --ntfy, the ntfy access token.
+    ///
+    /// Example: automations notify-key store
+    Store {
+        /// The ntfy access token instead of the Pushover pair.
+        #[arg(long)]
+        ntfy: bool,
+    },
+    /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy, say
+    /// whether a token is stored.
+    ///
+    /// Example: automations notify-key check
+    Check {
+        #[arg(long)]
+        ntfy: bool,
+    },
+    /// Delete the stored Pushover pair (or, with --ntfy, the ntfy token).
+    ///
+    /// Example: automations notify-key delete
+    Delete {
+        #[arg(long)]
+        ntfy: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -195,6 +195,12 @@ impl Label {
         &self.0
     }
 
+    /// The keychain label of a notification driver's credential: `local.<namespace>.notify.<driver>`
+    /// (automation names hold no dot, so it never collides with an automation's label).
+    pub fn notify(namespace: &Namespace, driver: &str) -> Self {
+        Self(format!("local.{namespace}.notify.{driver}"))
+    }
+
     /// The prefix every label of `namespace` starts with.
     pub fn prefix(namespace: &Namespace) -> String {
         format!("local.{namespace}.")

@@ -23,7 +23,7 @@ fn access(s: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
 }
 
 /// Reads one line from the terminal with echo off, restoring the terminal whatever happens.
-fn read_hidden(prompt: &str) -> Result<String, Fail> {
+pub(crate) fn read_hidden(prompt: &str) -> Result<String, Fail> {
     use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
     let stdin = std::io::stdin();
     let saved = tcgetattr(&stdin).map_err(|e| anyhow!("cannot read the terminal settings: {e}"))?;

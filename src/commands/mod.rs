@@ -3,9 +3,11 @@
 //! Output formatting of each command lives here; logic lives in its module. Errors are returned,
 //! never printed (see `lib.rs`).
 
+mod health;
 mod http;
 mod keys;
 mod machine;
+mod notify;
 
 use std::io::Write;
 
@@ -13,7 +15,7 @@ use anyhow::Context;
 use clap::CommandFactory;
 use serde::Serialize;
 
-use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand};
+use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand};
 use crate::definition::{self, Checks, Definition, Schedule};
 use crate::fsutil::Use;
 use crate::history::{self, RunView, Status};
@@ -34,6 +36,22 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             Ok(Exit::Success)
         }
         Command::Http(args) => http::http_cmd(&args),
+        Command::Notify(NotifyCommand::Test) => notify::test(&settings(&cli.global)?),
+        Command::Notify(NotifyCommand::Look { name }) => {
+            notify::look(&settings(&cli.global)?, name.as_ref())
+        }
+        Command::NotifyKey(NotifyKeyCommand::Store { ntfy }) => {
+            notify::key_store(&settings(&cli.global)?, ntfy)
+        }
+        Command::NotifyKey(NotifyKeyCommand::Check { ntfy }) => {
+            notify::key_check(&settings(&cli.global)?, ntfy)
+        }
+        Command::NotifyKey(NotifyKeyCommand::Delete { ntfy }) => {
+            notify::key_delete(&settings(&cli.global)?, ntfy)
+        }
+        Command::Health { name, json } => {
+            health::health_cmd(&settings(&cli.global)?, name.as_ref(), json)
+        }
         Command::Validate => validate(&settings(&cli.global)?),
         Command::List { json } => list(&settings(&cli.global)?, json),
         Command::Run { name, trigger } => run(&settings(&cli.global)?, &name, trigger),
@@ -260,13 +278,16 @@ fn list(s: &Settings, json: bool) -> CmdResult {
 fn state_words(e: &ListEntry) -> String {
     match (&e.paused, e.running) {
         (_, true) => "running".into(),
+        (Some(p), _) if p.by == By::Auto => {
+            format!("paused automatically ({})", names::truncate(&p.reason, 30))
+        }
         (Some(p), _) => format!("paused ({})", names::truncate(&p.reason, 30)),
         (None, false) => "active".into(),
     }
 }
 
 /// `2026-11-29T20:45:12.123Z` → `2026-11-29 20:45:12Z`.
-fn short_time(at: &str) -> String {
+pub(crate) fn short_time(at: &str) -> String {
     match at.get(..19) {
         Some(t) => format!("{}Z", t.replace('T', " ")),
         None => at.to_owned(),
@@ -341,16 +362,34 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
     data_root(s, Use::Read)?;
     let log = RunLog::new(&s.data_root);
     let recent = history::recent(&log, &s.data_root, name.map(Name::as_str), limit)?;
+    let paused = match name {
+        Some(n) => State::new(&s.data_root).paused(n)?,
+        None => None,
+    };
     let out = &mut std::io::stdout().lock();
     if json {
         let doc = serde_json::json!({
             "version": 1,
+            "paused": paused,
             "runs": recent.runs.iter().map(run_json).collect::<Vec<_>>(),
             "unreadable_lines": recent.unreadable,
         });
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
         return Ok(Exit::Success);
+    }
+    if let (Some(n), Some(p)) = (name, &paused) {
+        writeln!(
+            out,
+            "{n}: paused {} since {}: {}",
+            if p.by == By::Auto {
+                "automatically"
+            } else {
+                "by hand"
+            },
+            short_time(&p.at),
+            p.reason
+        )?;
     }
     if recent.runs.is_empty() {
         writeln!(out, "no runs yet")?;

@@ -317,6 +317,26 @@ fn read_forward(
 }
 
 impl Snapshot {
+    /// Every automation the log has a line of.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.memory.keys().cloned().collect();
+        if let Ok(rd) = std::fs::read_dir(&self.dir) {
+            for e in rd.flatten() {
+                if let Some(n) = e
+                    .file_name()
+                    .to_str()
+                    .and_then(|f| f.strip_suffix(".idx"))
+                    .filter(|n| Name::new(n).is_ok())
+                {
+                    names.push(n.to_owned());
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The records of `name`, newest first, read from the lines the index points at.
     pub fn records(&self, name: &str) -> Records<'_> {
         let file = fsutil::open_regular(

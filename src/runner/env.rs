@@ -45,6 +45,26 @@ pub enum EnvError {
     NotUtf8(PathBuf),
 }
 
+/// What a command that is this binary (`{self}`) also gets from the runner's environment: how to
+/// reach the keychain, whether notifications are on, and where they go — so `{self} notify look`
+/// (the health-check) does what the runner would. Any other command never sees them.
+pub const SELF_PASSTHROUGH: [&str; 7] = [
+    "DBUS_SESSION_BUS_ADDRESS",
+    crate::notify::ENV_NOTIFY,
+    crate::notify::drivers::ENV_PUSHOVER_API,
+    crate::notify::drivers::ENV_PUSHOVER_USER,
+    crate::notify::drivers::ENV_PUSHOVER_TOKEN,
+    "NTFY_TOKEN",
+    crate::anytype::ENV_API_URL,
+];
+
+/// Of those, the ones that hold secrets (the redactor learns their values).
+const SELF_SECRETS: [&str; 3] = [
+    crate::notify::drivers::ENV_PUSHOVER_USER,
+    crate::notify::drivers::ENV_PUSHOVER_TOKEN,
+    "NTFY_TOKEN",
+];
+
 /// The per-run values the runner itself provides.
 pub struct RunVars<'a> {
     pub run_id: &'a str,
@@ -95,6 +115,20 @@ pub fn build(
     set("AUTOMATION_BIN", run.bin.into());
 
     let mut secrets = Vec::new();
+    if def
+        .command
+        .first()
+        .is_some_and(|c| c == crate::definition::PLACEHOLDER_SELF)
+    {
+        for k in SELF_PASSTHROUGH {
+            if let Some(v) = runner_env(k) {
+                if SELF_SECRETS.contains(&k) {
+                    secrets.push(v.as_encoded_bytes().to_vec());
+                }
+                vars.push((k.to_owned(), v));
+            }
+        }
+    }
     let missing: Vec<&str> = def
         .env
         .iter()

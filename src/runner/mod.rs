@@ -6,6 +6,7 @@
 //! why in the log, so every firing leaves a trace. This module must never print a secret and never
 //! leave a `started` without trying to write its `finished`.
 
+pub mod after;
 pub mod env;
 pub mod keeper;
 pub mod redact;
@@ -51,6 +52,8 @@ pub enum Report {
     Finished {
         run: String,
         finished: Box<Finished>,
+        /// The reason, when this run paused its automation automatically.
+        auto_paused: Option<String>,
     },
 }
 
@@ -69,7 +72,11 @@ impl Report {
             Report::Skipped { reason, detail } => {
                 format!("{name}: skipped ({}{detail})", reason.as_str())
             }
-            Report::Finished { run, finished: f } => {
+            Report::Finished {
+                run,
+                finished: f,
+                auto_paused,
+            } => {
                 let mut line = format!(
                     "{name}: {} in {:.2} s",
                     f.outcome.as_str(),
@@ -91,6 +98,9 @@ impl Report {
                 }
                 if f.outcome != Outcome::Ok {
                     line.push_str(&format!(" (automations show {run})"));
+                }
+                if let Some(reason) = auto_paused {
+                    line.push_str(&format!("; {reason}"));
                 }
                 line
             }
@@ -242,6 +252,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
                 return Ok(Report::Finished {
                     run: run_id,
                     finished: Box::new(finished),
+                    auto_paused: None,
                 });
             }
         }
@@ -270,11 +281,13 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         });
     }
 
-    // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12) plug in here; their
-    //     failures print to stderr and never change the outcome recorded above.
+    // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12); their failures print
+    //     to stderr and never change the outcome recorded above.
+    let after = after::after_run(s, &def, &finished);
     Ok(Report::Finished {
         run: run_id,
         finished: Box::new(finished),
+        auto_paused: after.auto_paused,
     })
 }
 
@@ -366,6 +379,7 @@ fn record_unstartable(
     Ok(Report::Finished {
         run: run_id,
         finished: Box::new(finished),
+        auto_paused: None,
     })
 }
 
@@ -548,7 +562,7 @@ fn execute(
     }
 
     keeper.settle();
-    let argv = resolve_argv(&def.command, &s.root, &bin);
+    let argv = resolve_argv(&def.command, s, &bin);
     // The command runs in the root. The runner moves there itself instead of asking std to: every
     // path it still uses is absolute, and a Command without a working directory is spawned with
     // posix_spawn (a static glibc cannot look up posix_spawn_file_actions_addchdir_np), which
@@ -591,11 +605,15 @@ fn execute(
     finished
 }
 
-/// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root.
-fn resolve_argv(command: &[String], root: &Path, bin: &Path) -> Vec<OsString> {
+/// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root. A command
+/// that is `{self}` itself runs this binary in this installation: the runner's `--root`,
+/// `--data-root` and `--namespace` follow its arguments (global flags clap takes anywhere), so
+/// `{self} notify look` looks at the same data root a unit's firing uses.
+fn resolve_argv(command: &[String], s: &Settings, bin: &Path) -> Vec<OsString> {
+    let root = &s.root;
     let root_s = root.to_string_lossy();
     let bin_s = bin.to_string_lossy();
-    command
+    let mut argv: Vec<OsString> = command
         .iter()
         .enumerate()
         .map(|(i, arg)| {
@@ -608,7 +626,18 @@ fn resolve_argv(command: &[String], root: &Path, bin: &Path) -> Vec<OsString> {
                 a.into()
             }
         })
-        .collect()
+        .collect();
+    if command.first().is_some_and(|c| c == PLACEHOLDER_SELF) {
+        argv.extend([
+            "--root".into(),
+            root.clone().into_os_string(),
+            "--data-root".into(),
+            s.data_root.clone().into_os_string(),
+            "--namespace".into(),
+            s.namespace.as_str().into(),
+        ]);
+    }
+    argv
 }
 
 /// Turns what supervision saw into the `finished` event.

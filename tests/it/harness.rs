@@ -267,7 +267,12 @@ pub struct PtyRun {
 
 /// Runs `cmd` on a real pseudo-terminal (its stdin, stdout and stderr; it becomes the controlling
 /// terminal). When `prompt` appears in the output, types `answer` and a newline.
-pub fn run_on_pty(mut cmd: Command, prompt: &str, answer: &str) -> PtyRun {
+pub fn run_on_pty(cmd: Command, prompt: &str, answer: &str) -> PtyRun {
+    run_on_pty_answers(cmd, &[(prompt, answer)])
+}
+
+/// Like `run_on_pty`, answering each prompt in turn as it appears.
+pub fn run_on_pty_answers(mut cmd: Command, answers: &[(&str, &str)]) -> PtyRun {
     use std::io::{Read, Write};
     use std::os::fd::{AsRawFd, FromRawFd};
     use std::os::unix::process::CommandExt;
@@ -293,16 +298,21 @@ pub fn run_on_pty(mut cmd: Command, prompt: &str, answer: &str) -> PtyRun {
     drop(slave);
     let mut master = std::fs::File::from(pty.master);
     let mut output = Vec::new();
-    let mut answered = false;
+    let mut next = 0;
+    let mut seen_upto = 0;
     let mut buf = [0u8; 4096];
     loop {
         match master.read(&mut buf) {
             Ok(0) | Err(_) => break, // EIO once the child side is closed
             Ok(n) => output.extend_from_slice(&buf[..n]),
         }
-        if !answered && String::from_utf8_lossy(&output).contains(prompt) {
-            master.write_all(format!("{answer}\n").as_bytes()).unwrap();
-            answered = true;
+        if let Some((prompt, answer)) = answers.get(next) {
+            let text = String::from_utf8_lossy(&output[seen_upto..]).into_owned();
+            if let Some(at) = text.find(prompt) {
+                seen_upto += at + prompt.len();
+                master.write_all(format!("{answer}\n").as_bytes()).unwrap();
+                next += 1;
+            }
         }
     }
     let status = child.wait().unwrap();

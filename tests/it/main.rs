@@ -6,6 +6,7 @@ mod schema;
 
 mod definitions;
 mod faults;
+mod health;
 mod http;
 mod keys;
 mod prereqs;

@@ -226,7 +226,10 @@ fn environment_is_exactly_the_allowed_set() {
     );
     sb.env("GIVEN", "from-runner")
         .env("NOT_NAMED", "leak")
-        .env("TZ", "UTC");
+        .env("TZ", "UTC")
+        // What only a `{self}` command gets (the keychain's bus, notification settings).
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nowhere")
+        .env("PUSHOVER_API_TOKEN", "leaked-token-value");
     std::fs::create_dir_all(sb.data.join("env")).unwrap();
     let env_file = sb.data.join("env/e.env");
     std::fs::write(&env_file, "FROM_FILE=from-file-value\nGIVEN=file-loses\n").unwrap();

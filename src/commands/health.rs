@@ -1,0 +1,92 @@
+//! `automations health [NAME] [--json]`: the verdicts, printed.
+
+use std::io::Write;
+
+use super::data_root;
+use crate::fsutil::Use;
+use crate::health::{self, AgeClock, State, thresholds};
+use crate::names::Name;
+use crate::settings::Settings;
+use crate::{CmdResult, Exit, Fail};
+
+/// The verdicts of `only` (or every automation), with the thresholds refused as bad input.
+pub(crate) fn verdicts(s: &Settings, only: Option<&Name>) -> Result<Vec<health::Verdict>, Fail> {
+    let th = thresholds::load(&s.data_root).map_err(|e| Fail::new(Exit::BadInput, e))?;
+    let subjects = health::load::subjects(s, &th, only)?;
+    Ok(health::verdicts(&subjects, &th, &health::load::now()))
+}
+
+pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
+    let verdicts = verdicts(s, name)?;
+    let degraded = verdicts.iter().any(health::Verdict::degraded);
+    let out = &mut std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(
+            &mut *out,
+            &serde_json::json!({"version": 1, "degraded": degraded, "automations": verdicts}),
+        )?;
+        writeln!(out)?;
+    } else if verdicts.is_empty() {
+        writeln!(out, "no automations")?;
+    } else {
+        let w = verdicts
+            .iter()
+            .map(|v| v.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        writeln!(
+            out,
+            "{:w$}  {:8}  {:>4}  {:>5}  {:28}  REASONS",
+            "NAME", "VERDICT", "RUNS", "OK", "LAST SUCCESS"
+        )?;
+        for v in &verdicts {
+            let f = &v.figures;
+            let rate = f
+                .success_rate
+                .map_or_else(|| "-".to_owned(), |r| format!("{:.0} %", r * 100.0));
+            let age = match (f.age_ms, f.age_clock, &f.last_success) {
+                (Some(ms), Some(c), _) => format!(
+                    "{} ago ({})",
+                    health::human_ms(ms),
+                    match c {
+                        AgeClock::Awake => "awake",
+                        AgeClock::AwakeAtLeast => "awake, at least",
+                        AgeClock::Wall => "wall clock",
+                    }
+                ),
+                (_, _, Some(at)) => super::short_time(at),
+                _ => "never".into(),
+            };
+            let mut reasons: Vec<String> = v.reasons.iter().map(|r| r.detail.clone()).collect();
+            if v.verdict == State::Healthy
+                && let Some(by) = f.paused_by
+            {
+                reasons.push(format!(
+                    "paused by {}",
+                    if by == crate::runlog::By::Auto {
+                        "the runner"
+                    } else {
+                        "hand"
+                    }
+                ));
+            }
+            writeln!(
+                out,
+                "{:w$}  {:8}  {:>4}  {:>5}  {:28}  {}",
+                v.name,
+                if v.degraded() { "DEGRADED" } else { "healthy" },
+                f.runs,
+                rate,
+                age,
+                reasons.join("; ")
+            )?;
+        }
+    }
+    Ok(if degraded {
+        Exit::Failure
+    } else {
+        Exit::Success
+    })
+}

@@ -1,0 +1,171 @@
+//! `automations notify test|look` and `automations notify-key store|check|delete`.
+
+use std::io::IsTerminal;
+
+use anyhow::anyhow;
+
+use super::data_root;
+use super::keys::read_hidden;
+use crate::fsutil::Use;
+use crate::keys::{self, Secret};
+use crate::names::{Label, Name};
+use crate::notify::{self, drivers};
+use crate::settings::Settings;
+use crate::{CmdResult, Exit, Fail};
+
+pub fn test(s: &Settings) -> CmdResult {
+    data_root(s, Use::Read)?;
+    let answers = notify::test(s)?;
+    if answers.is_empty() {
+        return Err(Fail::new(
+            Exit::Failure,
+            anyhow!("notify.toml names no driver that can be used (see the lines above)"),
+        ));
+    }
+    let mut failed = false;
+    for (driver, answer) in &answers {
+        match answer {
+            Ok(a) => outln!("{driver}: delivered ({a})"),
+            Err(e) => {
+                failed = true;
+                outln!("{driver}: not delivered ({e})");
+            }
+        }
+    }
+    Ok(if failed { Exit::Failure } else { Exit::Success })
+}
+
+pub fn look(s: &Settings, name: Option<&Name>) -> CmdResult {
+    data_root(s, Use::Write)?;
+    let report = notify::look(s, name)?;
+    for (automation, driver, answer) in &report.deliveries {
+        match answer {
+            Ok(a) => outln!("{automation}: delivered through {driver} ({a})"),
+            Err(e) => outln!(
+                "{automation}: not delivered through {driver} ({e}); tried again at the next look"
+            ),
+        }
+    }
+    if report.held > 0 {
+        outln!(
+            "{} message(s) held for the end of the quiet hours",
+            report.held
+        );
+    }
+    Ok(Exit::Success)
+}
+
+fn label(s: &Settings, ntfy: bool) -> Label {
+    Label::notify(&s.namespace, if ntfy { "ntfy" } else { "pushover" })
+}
+
+fn terminal() -> Result<(), Fail> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "notify-key store needs a terminal: the credentials are typed or pasted there, hidden, and never passed on a command line"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn secret(prompt: &str) -> Result<Secret, Fail> {
+    Secret::new(read_hidden(prompt)?).map_err(|e| Fail::new(Exit::BadInput, e))
+}
+
+/// What Pushover's validation answered, for people: its status and the account's devices and
+/// licenses (never a credential).
+fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    drivers::validate_pushover(&drivers::pushover_api(&env), pair)
+}
+
+pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
+    terminal()?;
+    let store = keys::for_target(s.target);
+    let label = label(s, ntfy);
+    if ntfy {
+        let token = secret("ntfy access token (input hidden): ")?;
+        store
+            .set(&label, &token)
+            .map_err(|e| Fail::new(Exit::Failure, e))?;
+        outln!("stored the ntfy token as {label}");
+        return Ok(Exit::Success);
+    }
+    let pair = drivers::PushoverPair {
+        user: secret("Pushover user key (input hidden): ")?,
+        token: secret("Pushover API token (input hidden): ")?,
+    };
+    outln!("checking the pair with Pushover (nothing is sent)…");
+    match validate(&pair) {
+        Ok(answer) => {
+            let item = pair.to_secret().map_err(|e| Fail::new(Exit::BadInput, e))?;
+            store
+                .set(&label, &item)
+                .map_err(|e| Fail::new(Exit::Failure, e))?;
+            outln!("stored the Pushover pair as {label}; Pushover answered {answer}");
+            Ok(Exit::Success)
+        }
+        Err(e) => {
+            outln!("not stored: Pushover did not accept the pair ({e})");
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
+    let store = keys::for_target(s.target);
+    let label = label(s, ntfy);
+    if ntfy {
+        return match store.get(&label) {
+            Ok(Some(_)) => {
+                outln!("an ntfy token is stored as {label}");
+                Ok(Exit::Success)
+            }
+            Ok(None) => {
+                outln!("no ntfy token is stored ({label}); topics without one need none");
+                Ok(Exit::Failure)
+            }
+            Err(e) => Err(Fail::new(
+                Exit::Failure,
+                anyhow!("cannot read {label}: {e}"),
+            )),
+        };
+    }
+    let env = |_: &str| None;
+    let pair = match drivers::PushoverPair::find(&env, store.as_ref(), &s.namespace) {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            outln!("no Pushover pair is stored; store one with `automations notify-key store`");
+            return Ok(Exit::Failure);
+        }
+        Err(e) => return Err(Fail::new(Exit::Failure, anyhow!(e))),
+    };
+    match validate(&pair) {
+        Ok(answer) => {
+            outln!("ok: Pushover accepts the stored pair ({answer})");
+            Ok(Exit::Success)
+        }
+        Err(e) => {
+            outln!("Pushover does not accept the stored pair ({e}); store a new one");
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+pub fn key_delete(s: &Settings, ntfy: bool) -> CmdResult {
+    let label = label(s, ntfy);
+    match keys::for_target(s.target).delete(&label) {
+        Ok(true) => outln!("deleted {label}"),
+        Ok(false) => outln!("nothing was stored as {label}"),
+        Err(e) => {
+            return Err(Fail::new(
+                Exit::Failure,
+                anyhow!("cannot delete {label}: {e}"),
+            ));
+        }
+    }
+    Ok(Exit::Success)
+}

@@ -1,0 +1,189 @@
+//! The notification drivers behind one trait: Pushover and ntfy, over reqwest + rustls with a
+//! 10 s deadline (SPEC §12). Credentials come from the environment (a manual override), else the
+//! keychain — a scheduled run's environment is PATH only, so the keychain is what makes it able to
+//! notify at all. A credential never appears in an error, a log or an argument.
+
+use std::time::Duration;
+
+use super::Message;
+use crate::keys::{KeyError, KeyStore, Secret};
+use crate::names::{Label, Namespace};
+
+/// Every delivery's deadline.
+pub const DEADLINE: Duration = Duration::from_secs(10);
+/// Pushover's API (`AUTOMATIONS_PUSHOVER_URL` points elsewhere: a test server, a proxy).
+pub const PUSHOVER_API: &str = "https://api.pushover.net";
+pub const ENV_PUSHOVER_API: &str = "AUTOMATIONS_PUSHOVER_URL";
+pub const ENV_PUSHOVER_USER: &str = "PUSHOVER_USER_KEY";
+pub const ENV_PUSHOVER_TOKEN: &str = "PUSHOVER_API_TOKEN";
+/// Pushover's limits, in characters.
+pub const TITLE_MAX: usize = 250;
+pub const MESSAGE_MAX: usize = 1024;
+
+/// A way to deliver a message.
+pub trait Notifier {
+    /// Its name in reports and state: `pushover`, `ntfy`.
+    fn name(&self) -> &'static str;
+    /// Delivers `m`; the service's answer (status and what it said, never a credential), or why
+    /// not.
+    fn send(&self, m: &Message) -> Result<String, String>;
+}
+
+fn client() -> Result<reqwest::blocking::Client, String> {
+    reqwest::blocking::Client::builder()
+        .timeout(DEADLINE)
+        .connect_timeout(DEADLINE)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))
+}
+
+/// Why a call got no answer, without the URL (it may hold a topic name that is a secret).
+fn no_answer(e: &reqwest::Error) -> String {
+    let class = crate::http::classify(e);
+    format!("no answer ({})", class.as_str())
+}
+
+/// Cuts `s` to at most `n` characters.
+pub fn cut(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// The Pushover user key and application token.
+pub struct PushoverPair {
+    pub user: Secret,
+    pub token: Secret,
+}
+
+impl PushoverPair {
+    /// The pair as one keychain item: `user:token`.
+    pub fn to_secret(&self) -> Result<Secret, KeyError> {
+        Secret::new(format!("{}:{}", self.user.expose(), self.token.expose()))
+    }
+
+    fn from_secret(s: &Secret) -> Option<Self> {
+        let (u, t) = s.expose().split_once(':')?;
+        Some(Self {
+            user: Secret::new(u.to_owned()).ok()?,
+            token: Secret::new(t.to_owned()).ok()?,
+        })
+    }
+
+    /// From `PUSHOVER_USER_KEY` and `PUSHOVER_API_TOKEN`, else the keychain.
+    pub fn find(
+        env: &dyn Fn(&str) -> Option<String>,
+        keys: &dyn KeyStore,
+        namespace: &Namespace,
+    ) -> Result<Option<Self>, String> {
+        if let (Some(u), Some(t)) = (env(ENV_PUSHOVER_USER), env(ENV_PUSHOVER_TOKEN)) {
+            return Ok(Some(Self {
+                user: Secret::new(u).map_err(|_| format!("{ENV_PUSHOVER_USER} is not a key"))?,
+                token: Secret::new(t).map_err(|_| format!("{ENV_PUSHOVER_TOKEN} is not a key"))?,
+            }));
+        }
+        match keys.get(&Label::notify(namespace, "pushover")) {
+            Ok(Some(s)) => Self::from_secret(&s)
+                .map(Some)
+                .ok_or_else(|| "the stored Pushover pair is not user:token; store it again".into()),
+            Ok(None) => Ok(None),
+            Err(e) => Err(format!("the keychain: {e}")),
+        }
+    }
+}
+
+/// The Pushover API base.
+pub fn pushover_api(env: &dyn Fn(&str) -> Option<String>) -> String {
+    env(ENV_PUSHOVER_API).unwrap_or_else(|| PUSHOVER_API.into())
+}
+
+/// Pushover.
+pub struct Pushover {
+    pub api: String,
+    pub pair: PushoverPair,
+}
+
+impl Notifier for Pushover {
+    fn name(&self) -> &'static str {
+        "pushover"
+    }
+
+    fn send(&self, m: &Message) -> Result<String, String> {
+        let url = format!("{}/1/messages.json", self.api.trim_end_matches('/'));
+        let response = client()?
+            .post(url)
+            .form(&[
+                ("token", self.pair.token.expose()),
+                ("user", self.pair.user.expose()),
+                ("title", cut(&m.title, TITLE_MAX).as_str()),
+                ("message", cut(&m.body, MESSAGE_MAX).as_str()),
+            ])
+            .send()
+            .map_err(|e| no_answer(&e))?;
+        answered(response)
+    }
+}
+
+/// What Pushover says of a pair: `users/validate.json`, which sends nothing.
+pub fn validate_pushover(api: &str, pair: &PushoverPair) -> Result<String, String> {
+    let url = format!("{}/1/users/validate.json", api.trim_end_matches('/'));
+    let response = client()?
+        .post(url)
+        .form(&[("token", pair.token.expose()), ("user", pair.user.expose())])
+        .send()
+        .map_err(|e| no_answer(&e))?;
+    answered(response)
+}
+
+/// A 2xx is delivered; anything else is refused, with the status and what the service said about
+/// it (Pushover names the field that was wrong, never echoes its value; cut short anyway).
+fn answered(response: reqwest::blocking::Response) -> Result<String, String> {
+    let status = response.status();
+    let body = response.text().unwrap_or_default();
+    let said = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("errors").cloned())
+        .map(|e| cut(&e.to_string(), 200));
+    let answer = match said {
+        Some(e) => format!("{} {e}", status.as_u16()),
+        None => status.as_u16().to_string(),
+    };
+    if status.is_success() {
+        Ok(answer)
+    } else {
+        Err(format!("refused: {answer}"))
+    }
+}
+
+/// ntfy: a topic URL, and an access token when the topic needs one.
+pub struct Ntfy {
+    pub url: String,
+    pub token: Option<Secret>,
+}
+
+impl Ntfy {
+    /// The token from the keychain (`local.<ns>.notify.ntfy`), if one is stored.
+    pub fn token(keys: &dyn KeyStore, namespace: &Namespace) -> Result<Option<Secret>, String> {
+        keys.get(&Label::notify(namespace, "ntfy"))
+            .map_err(|e| format!("the keychain: {e}"))
+    }
+}
+
+impl Notifier for Ntfy {
+    fn name(&self) -> &'static str {
+        "ntfy"
+    }
+
+    fn send(&self, m: &Message) -> Result<String, String> {
+        let mut rb = client()?
+            .post(&self.url)
+            .header("Title", cut(&m.title, TITLE_MAX))
+            .body(cut(&m.body, MESSAGE_MAX));
+        if let Some(t) = &self.token {
+            let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", t.expose()))
+                .map_err(|_| "the ntfy token is not a header value".to_owned())?;
+            v.set_sensitive(true);
+            rb = rb.header(reqwest::header::AUTHORIZATION, v);
+        }
+        answered(rb.send().map_err(|e| no_answer(&e))?)
+    }
+}

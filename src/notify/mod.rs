@@ -1,0 +1,345 @@
+//! Notifications: people hear when an automation goes wrong (SPEC §12).
+//!
+//! A **look** computes the verdicts (`health::verdicts`, the same answer `health` gives), compares
+//! each with the last verdict kept in `state/verdicts/<name>.json`, and queues a message only on a
+//! transition: healthy → degraded, and an automatic pause. Repeats are silent; a recovery is silent
+//! unless `recovery = true`, and then only for a degradation that was notified. A queued message is
+//! delivered to every configured driver; one a driver could not take stays queued for it and is
+//! tried again at the next look. During quiet hours messages wait, and go once, at the first look
+//! after. The runner looks after each run at its own automation; the `health-check` automation
+//! (hourly) looks at all, since a missed day or a stopped timer leaves no run behind.
+//!
+//! A message is built only from fixed words, validated automation names and numbers — never a
+//! run's output, a fact's name or an error's detail. `AUTOMATIONS_NOTIFY=off` turns delivery off
+//! (no connection at all). A failed delivery prints one line on stderr and never fails a run.
+
+pub mod drivers;
+pub mod settings;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use chrono::{Timelike, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::definition::TimeOfDay;
+use crate::health::{self, Rule, State, Verdict};
+use crate::keys;
+use crate::names::Name;
+use crate::settings::Settings;
+
+pub use drivers::Notifier;
+pub use settings::NotifySettings;
+
+/// The variable that turns delivery off (`off`).
+pub const ENV_NOTIFY: &str = "AUTOMATIONS_NOTIFY";
+
+/// A message: a title and a body, fixed words, names and numbers only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub title: String,
+    pub body: String,
+}
+
+/// Whether a look can deliver anything: delivery is not turned off and `notify.toml` exists.
+/// One `stat` when it does not, so a run without notifications pays nothing for them.
+pub fn enabled(s: &Settings) -> bool {
+    !off() && std::fs::symlink_metadata(s.data_root.join(settings::FILE)).is_ok()
+}
+
+fn off() -> bool {
+    std::env::var_os(ENV_NOTIFY).is_some_and(|v| v == "off")
+}
+
+/// The message of a verdict that just became degraded.
+pub fn degraded_message(v: &Verdict) -> Message {
+    let words: Vec<String> = v
+        .reasons
+        .iter()
+        .map(|r| words_with_numbers(v, r.rule))
+        .collect();
+    Message {
+        title: format!("automations: {} is degraded", v.name),
+        body: format!("{} is degraded: {}", v.name, words.join(", ")),
+    }
+}
+
+/// "low success rate (12 of 20 ok)": a rule's fixed words and the figures behind it.
+fn words_with_numbers(v: &Verdict, rule: Rule) -> String {
+    let f = &v.figures;
+    let numbers = match rule {
+        Rule::SuccessRate => Some(format!("{} of {} ok", f.ok, f.runs)),
+        Rule::FailingStreak => Some(format!("{} in a row", f.streak)),
+        Rule::MissedDays => f.missed_days.map(|d| format!("{d} days")),
+        Rule::Stale => f.age_ms.map(health::human_ms),
+        _ => None,
+    };
+    match numbers {
+        Some(n) => format!("{} ({n})", rule.words()),
+        None => rule.words().to_owned(),
+    }
+}
+
+/// What was last said of one automation: `state/verdicts/<name>.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Last {
+    degraded: bool,
+    /// The degradation reached someone.
+    notified: bool,
+    /// The automatic pause reached someone.
+    auto_paused_notified: bool,
+    /// Messages not yet delivered, and the drivers still to take each.
+    pending: Vec<Pending>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Pending {
+    message: Message,
+    drivers: Vec<String>,
+    /// This message tells of a degradation (or the automatic pause); delivering it makes the
+    /// degradation "notified".
+    degradation: bool,
+    auto_pause: bool,
+}
+
+fn state_path(s: &Settings, name: &str) -> PathBuf {
+    s.data_root
+        .join("state")
+        .join("verdicts")
+        .join(format!("{name}.json"))
+}
+
+/// What a look did, for `notify look` and tests.
+#[derive(Debug, Default)]
+pub struct LookReport {
+    /// (automation, driver, answer or error).
+    pub deliveries: Vec<(String, String, Result<String, String>)>,
+    /// Messages held by quiet hours.
+    pub held: usize,
+}
+
+/// Looks at `only` (or every automation): notes transitions, delivers what is due.
+pub fn look(s: &Settings, only: Option<&Name>) -> anyhow::Result<LookReport> {
+    let Some(cfg) = settings::load(&s.data_root)? else {
+        return Ok(LookReport::default());
+    };
+    let th = health::thresholds::load(&s.data_root)?;
+    let subjects = health::load::subjects(s, &th, only)?;
+    let verdicts = health::verdicts(&subjects, &th, &health::load::now());
+    let drivers = if off() { Vec::new() } else { drivers(s, &cfg) };
+    let names: Vec<String> = drivers.iter().map(|d| d.name().to_owned()).collect();
+    let now = chrono::Local::now();
+    let quiet = cfg.quiet_at(TimeOfDay {
+        hour: now.hour() as u8,
+        minute: now.minute() as u8,
+    });
+    let mut report = LookReport::default();
+    for v in &verdicts {
+        let path = state_path(s, &v.name);
+        let mut last: Last = crate::state::read_json(&path)?.unwrap_or_default();
+        transition(&mut last, v, &cfg, &names);
+        if !quiet && !off() {
+            deliver(&mut last, &v.name, &drivers, &mut report);
+        } else {
+            report.held += last.pending.len();
+        }
+        crate::state::write_json(&path, &last)?;
+    }
+    Ok(report)
+}
+
+/// Queues what the change from `last` to `v` calls for.
+fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[String]) {
+    let queue = |last: &mut Last, message, degradation, auto_pause| {
+        last.pending.push(Pending {
+            message,
+            drivers: drivers.to_vec(),
+            degradation,
+            auto_pause,
+        })
+    };
+    let auto_paused = v.reasons.iter().any(|r| r.rule == Rule::AutoPaused);
+    match (last.degraded, v.verdict) {
+        (false, State::Degraded) => {
+            queue(last, degraded_message(v), true, auto_paused);
+            last.degraded = true;
+            last.notified = false;
+            last.auto_paused_notified = false;
+        }
+        (true, State::Degraded) => {
+            let queued = last.pending.iter().any(|p| p.auto_pause);
+            if auto_paused && !last.auto_paused_notified && !queued {
+                queue(
+                    last,
+                    Message {
+                        title: format!("automations: {} is degraded", v.name),
+                        body: format!("{} is degraded: {}", v.name, Rule::AutoPaused.words()),
+                    },
+                    true,
+                    true,
+                );
+            }
+        }
+        (true, State::Healthy) => {
+            // A degradation nobody heard of needs no news of its end.
+            last.pending.retain(|p| !p.degradation);
+            if cfg.recovery && last.notified {
+                queue(
+                    last,
+                    Message {
+                        title: format!("automations: {} recovered", v.name),
+                        body: format!("{} is healthy again", v.name),
+                    },
+                    false,
+                    false,
+                );
+            }
+            last.degraded = false;
+            last.notified = false;
+            last.auto_paused_notified = false;
+        }
+        (false, State::Healthy) => {}
+    }
+}
+
+/// Delivers every pending message to every driver still to take it.
+fn deliver(last: &mut Last, name: &str, drivers: &[Box<dyn Notifier>], report: &mut LookReport) {
+    for p in &mut last.pending {
+        p.drivers.retain(|want| {
+            let Some(d) = drivers.iter().find(|d| d.name() == want) else {
+                return false;
+            };
+            let answer = d.send(&p.message);
+            let delivered = answer.is_ok();
+            if let Err(e) = &answer {
+                errln!(
+                    "automations: {name}: could not notify through {want} ({e}); it is tried again at the next look"
+                );
+            } else if p.degradation {
+                last.notified = true;
+                last.auto_paused_notified |= p.auto_pause;
+            }
+            report.deliveries.push((name.to_owned(), want.clone(), answer));
+            !delivered
+        });
+    }
+    last.pending.retain(|p| !p.drivers.is_empty());
+}
+
+/// The configured drivers; one whose credentials cannot be had is left out, saying why.
+pub fn drivers(s: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut out: Vec<Box<dyn Notifier>> = Vec::new();
+    let store = || keys::for_target(s.target);
+    if cfg.pushover {
+        match drivers::PushoverPair::find(&env, store().as_ref(), &s.namespace) {
+            Ok(Some(pair)) => out.push(Box::new(drivers::Pushover {
+                api: drivers::pushover_api(&env),
+                pair,
+            })),
+            Ok(None) => errln!(
+                "automations: Pushover is configured but has no credentials (automations notify-key store)"
+            ),
+            Err(e) => errln!("automations: Pushover credentials: {e}"),
+        }
+    }
+    if let Some(url) = &cfg.ntfy {
+        let token = match env("NTFY_TOKEN") {
+            Some(t) => keys::Secret::new(t).ok(),
+            None => drivers::Ntfy::token(store().as_ref(), &s.namespace).unwrap_or_else(|e| {
+                errln!("automations: the ntfy token: {e}");
+                None
+            }),
+        };
+        out.push(Box::new(drivers::Ntfy {
+            url: url.clone(),
+            token,
+        }));
+    }
+    out
+}
+
+/// Sends one test message through every configured driver; each driver's answer.
+pub fn test(s: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, String>>> {
+    let cfg = settings::load(&s.data_root)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no {} in {}: nothing to test",
+            settings::FILE,
+            s.data_root.display()
+        )
+    })?;
+    let m = Message {
+        title: "automations: a test".into(),
+        body: format!(
+            "A test from automations at {}: notifications reach you.",
+            Utc::now().format("%Y-%m-%d %H:%M UTC")
+        ),
+    };
+    Ok(drivers(s, &cfg)
+        .iter()
+        .map(|d| (d.name().to_owned(), d.send(&m)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::health::{Figures, Reason};
+
+    fn v(name: &str, rules: &[Rule]) -> Verdict {
+        Verdict {
+            name: name.into(),
+            verdict: if rules.is_empty() {
+                State::Healthy
+            } else {
+                State::Degraded
+            },
+            reasons: rules
+                .iter()
+                .map(|r| Reason {
+                    rule: *r,
+                    detail: "never sent".into(),
+                })
+                .collect(),
+            figures: Figures {
+                ok: 2,
+                runs: 5,
+                ..Figures::default()
+            },
+        }
+    }
+
+    #[test]
+    fn only_transitions_queue_messages_of_fixed_words() {
+        let cfg = NotifySettings::default();
+        let d = vec!["pushover".to_owned()];
+        let mut last = Last::default();
+        transition(&mut last, &v("x", &[]), &cfg, &d);
+        assert!(last.pending.is_empty());
+        transition(&mut last, &v("x", &[Rule::SuccessRate]), &cfg, &d);
+        assert_eq!(last.pending.len(), 1);
+        let m = &last.pending[0].message;
+        assert_eq!(m.body, "x is degraded: low success rate (2 of 5 ok)");
+        assert!(!m.body.contains("never sent"));
+        // Still degraded: silent.
+        transition(
+            &mut last,
+            &v("x", &[Rule::SuccessRate, Rule::Slow]),
+            &cfg,
+            &d,
+        );
+        assert_eq!(last.pending.len(), 1);
+        // Then paused automatically: one more.
+        transition(&mut last, &v("x", &[Rule::AutoPaused]), &cfg, &d);
+        assert_eq!(last.pending.len(), 2);
+        transition(&mut last, &v("x", &[Rule::AutoPaused]), &cfg, &d);
+        assert_eq!(last.pending.len(), 2);
+        // Recovered before anything was delivered: the news is dropped, and nothing said.
+        let cfg = NotifySettings {
+            recovery: true,
+            ..NotifySettings::default()
+        };
+        transition(&mut last, &v("x", &[]), &cfg, &d);
+        assert!(last.pending.is_empty());
+    }
+}

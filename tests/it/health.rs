@@ -1,0 +1,1014 @@
+//! Health, auto-pause and notifications: each rule with a log built through the real runner where
+//! it can be, and with valid chained lines written through the log's own append where time must
+//! pass; notifications against fake Pushover and ntfy servers on loopback.
+
+use std::collections::BTreeMap;
+
+use automations::clock::Clock;
+use automations::runlog::{
+    Dropped, Event, Finished, Outcome, RunLog, SkipReason, Skipped, Started, Trigger,
+};
+use chrono::{DateTime, Duration, Utc};
+
+use crate::fixtures::*;
+use crate::harness::*;
+
+/// Writes valid, chained log lines at chosen times.
+struct Fixture {
+    log: RunLog,
+    n: u32,
+}
+
+/// Clocks in the current boot, `ago` before now in awake time.
+fn awake_ago(ago: Duration) -> Clock {
+    let now = automations::clock::now();
+    Clock {
+        boot: now.boot,
+        awake_ms: now.awake_ms.saturating_sub(ago.num_milliseconds() as u64),
+        total_ms: now.total_ms.saturating_sub(ago.num_milliseconds() as u64),
+    }
+}
+
+fn no_clock() -> Clock {
+    Clock {
+        boot: "unknown".into(),
+        awake_ms: 0,
+        total_ms: 0,
+    }
+}
+
+impl Fixture {
+    fn new(sb: &Sandbox) -> Self {
+        std::fs::create_dir_all(&sb.data).unwrap();
+        Self {
+            log: RunLog::new(&sb.data),
+            n: 0,
+        }
+    }
+
+    /// One run of `name` started at `at`, with `outcome` (None: never finished).
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        name: &str,
+        at: DateTime<Utc>,
+        outcome: Option<Outcome>,
+        duration_ms: u64,
+        clock: Clock,
+        headline: Option<u64>,
+        trigger: Trigger,
+    ) -> String {
+        self.n += 1;
+        let run = format!("{}-{:06x}", at.format("%Y%m%dT%H%M%S%.3fZ"), self.n);
+        self.log
+            .append(
+                name,
+                Event::Started(Started {
+                    run: run.clone(),
+                    trigger,
+                    pid: 1,
+                    definition: None,
+                    clock: clock.clone(),
+                }),
+                at,
+            )
+            .unwrap();
+        if let Some(outcome) = outcome {
+            let mut facts = BTreeMap::new();
+            if let Some(h) = headline {
+                facts.insert("items".to_owned(), h);
+            }
+            self.log
+                .append(
+                    name,
+                    Event::Finished(Finished {
+                        run: run.clone(),
+                        outcome,
+                        exit_code: Some(if outcome == Outcome::Ok { 0 } else { 1 }),
+                        signal: None,
+                        duration_ms,
+                        error: None,
+                        stdout_tail: String::new(),
+                        stderr_tail: String::new(),
+                        dropped: Dropped::default(),
+                        headline: headline.map(|_| "items".to_owned()),
+                        facts,
+                        http: None,
+                        leftover_processes: 0,
+                        clock,
+                    }),
+                    at + Duration::milliseconds(duration_ms as i64),
+                )
+                .unwrap();
+        }
+        run
+    }
+
+    fn ok(&mut self, name: &str, at: DateTime<Utc>) -> String {
+        self.run(
+            name,
+            at,
+            Some(Outcome::Ok),
+            100,
+            no_clock(),
+            None,
+            Trigger::Schedule,
+        )
+    }
+
+    fn skipped(&mut self, name: &str, at: DateTime<Utc>) {
+        self.log
+            .append(
+                name,
+                Event::Skipped(Skipped {
+                    trigger: Trigger::Schedule,
+                    reason: SkipReason::Paused,
+                }),
+                at,
+            )
+            .unwrap();
+    }
+}
+
+/// Writes an install record of `name` at `at`.
+fn installed(sb: &Sandbox, name: &str, at: DateTime<Utc>) {
+    let dir = sb.data.join("state/installed");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::json!({
+            "label": format!("local.automations.{name}"), "target": "systemd", "files": {},
+            "definition": "0", "bin": "/x", "root": "/x", "data_root": "/x",
+            "installed_at": at.to_rfc3339(),
+        })
+        .to_string(),
+    )
+    .unwrap();
+}
+
+/// `health NAME --json`: the verdict of that automation.
+fn verdict(sb: &Sandbox, name: &str) -> serde_json::Value {
+    let o = sb.run(["health", name, "--json"]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    doc["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} not in {doc}"))
+}
+
+fn rules(v: &serde_json::Value) -> Vec<String> {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn detail(v: &serde_json::Value, rule: &str) -> String {
+    v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"] == rule)
+        .map(|r| r["detail"].as_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("no {rule} in {v}"))
+}
+
+#[test]
+fn a_low_success_rate_through_the_real_runner() {
+    let sb = Sandbox::new();
+    let counter = sb.path("n");
+    // Fails every run but the first.
+    sb.definition(
+        "flaky",
+        &format!(
+            "name = \"flaky\"\ncommand = [\"sh\", \"-c\", \"test -e {c} && exit 1; touch {c}\"]\n",
+            c = counter.display()
+        ),
+    );
+    for _ in 0..4 {
+        sb.run(["run", "flaky"]);
+    }
+    let v = verdict(&sb, "flaky");
+    assert_eq!(v["verdict"], "degraded", "{v}");
+    assert_eq!(
+        detail(&v, "success_rate"),
+        "low success rate: 1 of 4 runs ok (25 %)"
+    );
+    assert_eq!(v["figures"]["runs"], 4);
+    let o = sb.run(["health"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("flaky") && stdout(&o).contains("DEGRADED"),
+        "{}",
+        stdout(&o)
+    );
+    // Healthy ones exit 0.
+    sb.definition("fine", "name = \"fine\"\ncommand = [\"true\"]\n");
+    sb.run(["run", "fine"]);
+    assert_code(&sb.run(["health", "fine"]), 0);
+}
+
+#[test]
+fn an_interrupted_run_is_a_failure_and_named() {
+    let sb = Sandbox::new();
+    sb.definition("job", "name = \"job\"\ncommand = [\"true\"]\n");
+    let mut fx = Fixture::new(&sb);
+    let t = Utc::now() - Duration::hours(3);
+    fx.ok("job", t);
+    let interrupted = fx.run(
+        "job",
+        t + Duration::hours(1),
+        None,
+        0,
+        no_clock(),
+        None,
+        Trigger::Schedule,
+    );
+    fx.run(
+        "job",
+        t + Duration::hours(2),
+        Some(Outcome::Failed),
+        10,
+        no_clock(),
+        None,
+        Trigger::Schedule,
+    );
+    let v = verdict(&sb, "job");
+    let d = detail(&v, "success_rate");
+    assert!(
+        d.contains("1 of 3 runs ok") && d.contains(&format!("interrupted: {interrupted}")),
+        "{d}"
+    );
+    assert_eq!(v["figures"]["interrupted"][0], interrupted.as_str());
+}
+
+#[test]
+fn staleness_counts_awake_time_not_the_time_asleep() {
+    let up = automations::clock::now().awake_ms;
+    if up < 5 * 60_000 {
+        return skip(
+            "staleness_counts_awake_time",
+            "the machine has been up for less than 5 minutes",
+        );
+    }
+    // Every 60 minutes: stale after 3 h. The last success was 4 h ago by the wall clock, but the
+    // clocks show the machine asleep for 2 of those hours... here, awake for only 1 minute since.
+    for (awake, stale) in [(Duration::minutes(1), false), (Duration::minutes(4), false)] {
+        let sb = Sandbox::new();
+        sb.definition(
+            "hourly",
+            "name = \"hourly\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 60\n",
+        );
+        installed(&sb, "hourly", Utc::now() - Duration::days(2));
+        let mut fx = Fixture::new(&sb);
+        fx.run(
+            "hourly",
+            Utc::now() - Duration::hours(4),
+            Some(Outcome::Ok),
+            100,
+            awake_ago(awake),
+            None,
+            Trigger::Schedule,
+        );
+        let v = verdict(&sb, "hourly");
+        assert_eq!(v["figures"]["age_clock"], "awake", "{v}");
+        assert!(v["figures"]["age_ms"].as_u64().unwrap() < 5 * 60_000, "{v}");
+        assert_eq!(rules(&v).contains(&"stale".to_owned()), stale, "{v}");
+    }
+    // The same success with no clock to go by: wall-clock time, said so, and stale.
+    let sb = Sandbox::new();
+    sb.definition(
+        "hourly",
+        "name = \"hourly\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 60\n",
+    );
+    installed(&sb, "hourly", Utc::now() - Duration::days(2));
+    let mut fx = Fixture::new(&sb);
+    fx.ok("hourly", Utc::now() - Duration::hours(4));
+    let v = verdict(&sb, "hourly");
+    assert_eq!(v["figures"]["age_clock"], "wall");
+    assert!(detail(&v, "stale").contains("by the wall clock"), "{v}");
+    let o = sb.run(["health", "hourly"]);
+    assert!(stdout(&o).contains("(wall clock)"), "{}", stdout(&o));
+}
+
+#[test]
+fn a_stale_daily_job_and_an_install_that_never_fired() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "daily",
+        "name = \"daily\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"04:00\"\n",
+    );
+    installed(&sb, "daily", Utc::now() - Duration::days(5));
+    let mut fx = Fixture::new(&sb);
+    fx.ok("daily", Utc::now() - Duration::hours(40));
+    let v = verdict(&sb, "daily");
+    assert!(
+        detail(&v, "stale").starts_with("last success 1 d 16 h ago"),
+        "{v}"
+    );
+    assert_eq!(v["figures"]["stale_after_ms"], 30 * 3_600_000);
+
+    // Installed an hour ago, every 5 minutes, never a run: the timer never fired.
+    sb.definition(
+        "silent",
+        "name = \"silent\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    installed(&sb, "silent", Utc::now() - Duration::hours(1));
+    let v = verdict(&sb, "silent");
+    assert!(
+        detail(&v, "stale").contains("installed, never succeeded"),
+        "{v}"
+    );
+}
+
+#[test]
+fn missed_days_and_a_pause_excuses_them() {
+    let daily = "name = \"daily\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"04:00\"\n";
+    let today = chrono::Local::now().date_naive();
+    let at_noon = |back: i64| {
+        (today - Duration::days(back))
+            .and_hms_opt(12, 0, 0)
+            .unwrap()
+            .and_local_timezone(chrono::Local)
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    for paused in [false, true] {
+        let sb = Sandbox::new();
+        sb.definition("daily", daily);
+        installed(&sb, "daily", at_noon(7));
+        let mut fx = Fixture::new(&sb);
+        // Runs on days -6 and -5; nothing on -4 .. -1.
+        fx.ok("daily", at_noon(6));
+        fx.ok("daily", at_noon(5));
+        if paused {
+            // Paused by hand since day -4: those days are excused; a skipped firing counts too.
+            assert_code(&sb.run(["pause", "daily", "--reason", "holiday"]), 0);
+            let p = sb.data.join("state/paused/daily.json");
+            let mut doc: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            doc["at"] = at_noon(4).to_rfc3339().into();
+            std::fs::write(&p, doc.to_string()).unwrap();
+            fx.skipped("daily", at_noon(3));
+        }
+        let v = verdict(&sb, "daily");
+        if paused {
+            assert_eq!(v["figures"]["missed_days"], 0, "{v}");
+            assert!(!rules(&v).contains(&"missed_days".to_owned()), "{v}");
+        } else {
+            assert_eq!(v["figures"]["missed_days"], 4, "{v}");
+            assert_eq!(detail(&v, "missed_days"), "missed 4 of the last 14 days");
+        }
+    }
+}
+
+#[test]
+fn a_headline_dropping_to_zero_when_opted_in() {
+    let sb = Sandbox::new();
+    sb.definition("digest", "name = \"digest\"\ncommand = [\"true\"]\n");
+    let mut fx = Fixture::new(&sb);
+    let t = Utc::now() - Duration::days(1);
+    for i in 0..9 {
+        let value = if i == 8 { 0 } else { 5 };
+        fx.run(
+            "digest",
+            t + Duration::hours(i),
+            Some(Outcome::Ok),
+            100,
+            no_clock(),
+            Some(value),
+            Trigger::Schedule,
+        );
+    }
+    assert!(
+        !rules(&verdict(&sb, "digest")).contains(&"headline".to_owned()),
+        "opt-in"
+    );
+    std::fs::write(
+        sb.data.join("health.toml"),
+        "[automations.digest]\nheadline_check = true\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        sb.data.join("health.toml"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let v = verdict(&sb, "digest");
+    assert_eq!(
+        detail(&v, "headline"),
+        "the headline dropped to 0, usually 5"
+    );
+}
+
+#[test]
+fn a_slow_run_and_a_timeout() {
+    let sb = Sandbox::new();
+    sb.definition("job", "name = \"job\"\ncommand = [\"true\"]\n");
+    let mut fx = Fixture::new(&sb);
+    let t = Utc::now() - Duration::hours(5);
+    for i in 0..4 {
+        fx.run(
+            "job",
+            t + Duration::hours(i),
+            Some(Outcome::Ok),
+            1000,
+            no_clock(),
+            None,
+            Trigger::Schedule,
+        );
+    }
+    fx.run(
+        "job",
+        t + Duration::hours(4),
+        Some(Outcome::Ok),
+        5000,
+        no_clock(),
+        None,
+        Trigger::Schedule,
+    );
+    let v = verdict(&sb, "job");
+    assert_eq!(detail(&v, "slow"), "the latest run took 5 s, usually 1 s");
+    fx.run(
+        "job",
+        t + Duration::hours(4) + Duration::minutes(1),
+        Some(Outcome::Timeout),
+        300_000,
+        no_clock(),
+        None,
+        Trigger::Schedule,
+    );
+    assert_eq!(
+        detail(&verdict(&sb, "job"), "slow"),
+        "the latest run timed out"
+    );
+}
+
+#[test]
+fn failing_outside_calls_over_the_share() {
+    let sb = Sandbox::new();
+    let server = FakeHttp::start(|r| match r.path.as_str() {
+        "/down" => Reply::Status(503, b"x".to_vec()),
+        _ => Reply::Status(200, b"ok".to_vec()),
+    });
+    let script = format!(
+        "$AUTOMATION_BIN http get {u}/ok; $AUTOMATION_BIN http get {u}/down; true",
+        u = server.url
+    );
+    sb.definition(
+        "caller",
+        &format!(
+            "name = \"caller\"\ncommand = [\"sh\", \"-c\", {}]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    );
+    assert_code(&sb.run(["run", "caller"]), 0);
+    let v = verdict(&sb, "caller");
+    assert_eq!(
+        detail(&v, "http_5xx"),
+        "1 of 2 recent outside calls answered with a server error (5xx) (50 %)"
+    );
+    assert_eq!(v["figures"]["http_calls"], 2);
+}
+
+#[test]
+fn an_orphan_name_that_still_fires_and_an_invalid_definition() {
+    let sb = Sandbox::new();
+    // A unit still firing a deleted definition: the runner records definition_missing.
+    assert_code(&sb.run(["run", "gone", "--trigger", "schedule"]), 1);
+    let v = verdict(&sb, "gone");
+    assert!(
+        detail(&v, "no_definition").contains("reinstall or uninstall its unit"),
+        "{v}"
+    );
+    // A broken definition is degraded, not missing.
+    sb.definition("broken", "name = \"broken\"\ncommand = []\n");
+    let v = verdict(&sb, "broken");
+    assert_eq!(rules(&v), ["definition_invalid"]);
+    let o = sb.run(["health"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("gone") && stdout(&o).contains("broken"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn health_toml_is_strict() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::write(
+        sb.data.join("health.toml"),
+        "[defaults]\nwindoww = 3\nwindow = 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        sb.data.join("health.toml"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let o = sb.run(["health"]);
+    assert_code(&o, 2);
+    let e = stderr(&o);
+    assert!(
+        e.contains("defaults.windoww: unknown key")
+            && e.contains("defaults.window: 0 is out of range"),
+        "{e}"
+    );
+}
+
+#[test]
+fn health_never_prints_output_or_fact_names() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "leaky",
+        "name = \"leaky\"\ncommand = [\"sh\", \"-c\", \"echo SECRET-OUTPUT; $AUTOMATION_BIN result hunter2_password=1; exit 1\"]\n",
+    );
+    for _ in 0..3 {
+        sb.run(["run", "leaky"]);
+    }
+    for args in [vec!["health"], vec!["health", "--json"]] {
+        let o = sb.run(&args);
+        let all = stdout(&o) + &stderr(&o);
+        assert!(
+            !all.contains("SECRET-OUTPUT") && !all.contains("hunter2"),
+            "{all}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Auto-pause.
+
+fn failing(sb: &Sandbox, name: &str, outbound: bool) {
+    sb.definition(
+        name,
+        &format!("name = \"{name}\"\ncommand = [\"false\"]\noutbound = {outbound}\n"),
+    );
+}
+
+#[test]
+fn three_failures_pause_an_outbound_automation() {
+    let sb = Sandbox::new();
+    failing(&sb, "fetch", true);
+    for _ in 0..2 {
+        assert_code(&sb.run(["run", "fetch"]), 1);
+    }
+    assert!(sb.events("paused").is_empty());
+    let o = sb.run(["run", "fetch"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("auto-paused: 3 failures in a row (command failed)"),
+        "{}",
+        stdout(&o)
+    );
+    // The 3rd finished is followed by paused, by auto, with its reason.
+    let lines = sb.log_lines();
+    let last = &lines[lines.len() - 1];
+    assert_eq!(last["event"], "paused");
+    assert_eq!(last["by"], "auto");
+    assert_eq!(
+        last["reason"],
+        "auto-paused: 3 failures in a row (command failed). Fix the cause, then resume"
+    );
+    assert_eq!(lines[lines.len() - 2]["event"], "finished");
+    // The 4th firing is skipped.
+    let o = sb.run(["run", "fetch", "--trigger", "schedule"]);
+    assert_code(&o, 0);
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "paused");
+    // Shown as automatic.
+    let list = stdout(&sb.run(["list"]));
+    assert!(list.contains("paused automatically"), "{list}");
+    let v = verdict(&sb, "fetch");
+    assert!(rules(&v).contains(&"auto_paused".to_owned()), "{v}");
+    assert_eq!(v["figures"]["paused_by"], "auto");
+    let runs = stdout(&sb.run(["runs", "fetch"]));
+    assert!(runs.contains("paused automatically"), "{runs}");
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn a_local_automation_is_never_paused_only_marked_degraded() {
+    let sb = Sandbox::new();
+    failing(&sb, "local", false);
+    for _ in 0..5 {
+        sb.run(["run", "local"]);
+    }
+    assert!(sb.events("paused").is_empty());
+    let v = verdict(&sb, "local");
+    assert_eq!(
+        detail(&v, "failing_streak"),
+        "5 failures in a row (command failed)"
+    );
+}
+
+#[test]
+fn a_resume_restarts_the_streak() {
+    let sb = Sandbox::new();
+    failing(&sb, "fetch", true);
+    for _ in 0..3 {
+        sb.run(["run", "fetch"]);
+    }
+    assert_eq!(sb.events("paused").len(), 1);
+    assert_code(&sb.run(["resume", "fetch"]), 0);
+    for _ in 0..2 {
+        sb.run(["run", "fetch"]);
+    }
+    assert_eq!(
+        sb.events("paused").len(),
+        1,
+        "paused again after 2 failures"
+    );
+    assert_eq!(verdict(&sb, "fetch")["figures"]["streak"], 2);
+}
+
+#[test]
+fn the_reason_names_the_kinds_of_failure() {
+    let sb = Sandbox::new();
+    let server = FakeHttp::start(|r| match r.path.as_str() {
+        "/blocked" => Reply::Status(403, b"x".to_vec()),
+        _ => Reply::Status(503, b"x".to_vec()),
+    });
+    let script = format!(
+        "$AUTOMATION_BIN http get {u}/blocked; $AUTOMATION_BIN http get {u}/down; exit 1",
+        u = server.url
+    );
+    sb.definition(
+        "api",
+        &format!(
+            "name = \"api\"\ncommand = [\"sh\", \"-c\", {}]\noutbound = true\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    );
+    for _ in 0..3 {
+        sb.run(["run", "api"]);
+    }
+    assert_eq!(
+        sb.events("paused")[0]["reason"],
+        "auto-paused: 3 failures in a row (blocked (403), server errors (5xx)). Fix the cause, then resume"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notifications.
+
+const USER_KEY: &str = "uQiRzpo4DXghDmr9QzzfQu27cmVRsG";
+const API_TOKEN: &str = "azGDORePK8gMaC0QOYAMyEEuzJnyUi";
+
+/// A sandbox whose notifications go to a fake Pushover: `window = 3`, so 3 runs decide.
+fn notifying(recovery: bool, quiet: Option<&str>) -> (Sandbox, FakeHttp) {
+    let mut sb = Sandbox::new();
+    let server = FakeHttp::start(|_| Reply::Status(200, br#"{"status":1,"request":"r"}"#.to_vec()));
+    sb.env("AUTOMATIONS_NOTIFY", "on")
+        .env("AUTOMATIONS_PUSHOVER_URL", &server.url)
+        .env("PUSHOVER_USER_KEY", USER_KEY)
+        .env("PUSHOVER_API_TOKEN", API_TOKEN);
+    std::fs::create_dir_all(&sb.data).unwrap();
+    let mut toml = format!("recovery = {recovery}\n");
+    if let Some(q) = quiet {
+        toml.push_str(&format!("quiet_hours = \"{q}\"\n"));
+    }
+    toml.push_str("[pushover]\n");
+    write_private(&sb.data.join("notify.toml"), &toml);
+    write_private(
+        &sb.data.join("health.toml"),
+        "[defaults]\nwindow = 3\nmin_runs = 3\n",
+    );
+    sb.definition("job", "name = \"job\"\ncommand = [\"false\"]\n");
+    (sb, server)
+}
+
+fn write_private(p: &std::path::Path, text: &str) {
+    std::fs::write(p, text).unwrap();
+    std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+}
+
+fn messages(server: &FakeHttp) -> Vec<String> {
+    server
+        .seen()
+        .iter()
+        .filter(|s| s.path == "/1/messages.json")
+        .map(|s| String::from_utf8_lossy(&s.body).into_owned())
+        .collect()
+}
+
+fn set_command(sb: &Sandbox, ok: bool) {
+    sb.definition(
+        "job",
+        &format!(
+            "name = \"job\"\ncommand = [\"{}\"]\n",
+            if ok { "true" } else { "false" }
+        ),
+    );
+}
+
+#[test]
+fn one_message_per_degradation_silent_repeats_and_recovery_as_opted() {
+    for recovery in [false, true] {
+        let (sb, server) = notifying(recovery, None);
+        for _ in 0..3 {
+            sb.run(["run", "job"]);
+        }
+        let m = messages(&server);
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(
+            m[0].contains("title=automations%3A+job+is+degraded"),
+            "{}",
+            m[0]
+        );
+        assert!(m[0].contains("low+success+rate"), "{}", m[0]);
+        for _ in 0..5 {
+            sb.run(["run", "job"]);
+        }
+        assert_eq!(messages(&server).len(), 1, "repeats are silent");
+        set_command(&sb, true);
+        for _ in 0..3 {
+            assert_code(&sb.run(["run", "job"]), 0);
+        }
+        let m = messages(&server);
+        if recovery {
+            assert_eq!(m.len(), 2, "{m:?}");
+            assert!(m[1].contains("job+recovered"), "{}", m[1]);
+        } else {
+            assert_eq!(m.len(), 1, "{m:?}");
+        }
+        // A new degradation after the recovery: one more.
+        set_command(&sb, false);
+        for _ in 0..3 {
+            sb.run(["run", "job"]);
+        }
+        assert_eq!(messages(&server).len(), if recovery { 3 } else { 2 });
+    }
+}
+
+#[test]
+fn an_undelivered_message_does_not_change_the_run_and_goes_at_the_next_look() {
+    let (mut sb, server) = notifying(false, None);
+    let down = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    sb.env("AUTOMATIONS_PUSHOVER_URL", &down);
+    for _ in 0..2 {
+        sb.run(["run", "job"]);
+    }
+    let o = sb.run(["run", "job"]);
+    assert_code(&o, 1);
+    assert_eq!(sb.last_finished()["outcome"], "failed");
+    let err = stderr(&o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("could not notify"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", stderr(&o));
+    assert!(
+        lines[0].contains("none/refused") && lines[0].contains("tried again"),
+        "{}",
+        lines[0]
+    );
+    // The next look, with the server back, delivers it once.
+    sb.env("AUTOMATIONS_PUSHOVER_URL", &server.url);
+    assert_code(&sb.run(["notify", "look"]), 0);
+    assert_eq!(messages(&server).len(), 1);
+    assert_code(&sb.run(["notify", "look"]), 0);
+    assert_eq!(messages(&server).len(), 1);
+}
+
+#[test]
+fn quiet_hours_hold_the_message_then_deliver_it_once() {
+    let now = chrono::Local::now();
+    let around = format!(
+        "{}-{}",
+        (now - Duration::hours(1)).format("%H:%M"),
+        (now + Duration::hours(1)).format("%H:%M")
+    );
+    let (sb, server) = notifying(false, Some(&around));
+    for _ in 0..3 {
+        sb.run(["run", "job"]);
+    }
+    assert!(messages(&server).is_empty(), "held during the quiet hours");
+    let o = sb.run(["notify", "look"]);
+    assert!(stdout(&o).contains("1 message(s) held"), "{}", stdout(&o));
+    // The quiet hours end.
+    let later = format!(
+        "{}-{}",
+        (now + Duration::hours(2)).format("%H:%M"),
+        (now + Duration::hours(3)).format("%H:%M")
+    );
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!("quiet_hours = \"{later}\"\n[pushover]\n"),
+    );
+    assert_code(&sb.run(["notify", "look"]), 0);
+    assert_code(&sb.run(["notify", "look"]), 0);
+    assert_eq!(messages(&server).len(), 1);
+}
+
+#[test]
+fn notify_off_makes_no_connection_at_all() {
+    let (mut sb, server) = notifying(false, None);
+    sb.env("AUTOMATIONS_NOTIFY", "off");
+    for _ in 0..3 {
+        sb.run(["run", "job"]);
+    }
+    assert_code(&sb.run(["notify", "look"]), 0);
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+}
+
+#[test]
+fn hostile_output_and_fact_names_never_reach_a_message_nor_credentials_a_file() {
+    let (sb, server) = notifying(false, None);
+    sb.definition(
+        "job",
+        "name = \"job\"\ncommand = [\"sh\", \"-c\", \"echo '<b>EVIL</b> $(rm -rf /)'; $AUTOMATION_BIN result evil_fact_name=1; exit 1\"]\n",
+    );
+    for _ in 0..3 {
+        sb.run(["run", "job"]);
+    }
+    let m = messages(&server);
+    assert_eq!(m.len(), 1);
+    let text = m[0].to_lowercase();
+    assert!(!text.contains("evil") && !text.contains("rm"), "{text}");
+    // The message is fixed words, the name and numbers.
+    let decoded: String = url_decode(&m[0]);
+    assert!(
+        decoded.contains("message=job is degraded: low success rate (0 of 3 ok)"),
+        "{decoded}"
+    );
+    // The credentials went to the server, and nowhere else.
+    assert!(decoded.contains(USER_KEY) && decoded.contains(API_TOKEN));
+    let mut stack = vec![sb.data.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default())
+                    .into_owned();
+                assert!(
+                    !text.contains(USER_KEY) && !text.contains(API_TOKEN),
+                    "{}",
+                    e.path().display()
+                );
+            }
+        }
+    }
+}
+
+fn url_decode(s: &str) -> String {
+    let mut out = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap_or(b'?'));
+                i += 2;
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn notify_test_sends_through_every_driver_and_says_what_each_answered() {
+    let (mut sb, pushover) = notifying(false, None);
+    let ntfy = FakeHttp::start(|_| Reply::Status(200, b"{}".to_vec()));
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!("[pushover]\n[ntfy]\nurl = \"{}/topic\"\n", ntfy.url),
+    );
+    sb.env("NTFY_TOKEN", "tk_ntfy_token_1234");
+    let o = sb.run(["notify", "test"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("pushover: delivered (200)") && out.contains("ntfy: delivered (200)"),
+        "{out}"
+    );
+    assert_eq!(messages(&pushover).len(), 1);
+    let seen = ntfy.seen();
+    assert_eq!(seen[0].path, "/topic");
+    assert_eq!(
+        seen[0].header("authorization"),
+        Some("Bearer tk_ntfy_token_1234")
+    );
+    assert!(
+        seen[0]
+            .header("title")
+            .unwrap()
+            .starts_with("automations: a test")
+    );
+}
+
+#[test]
+fn the_health_check_automation_looks_at_everything() {
+    let (mut sb, server) = notifying(false, None);
+    copy_dir(
+        &repo_root().join("automations"),
+        &sb.root.join("automations"),
+    );
+    set_command(&sb, false);
+    // The job fails without its own look (notifications off for those runs)...
+    sb.env("AUTOMATIONS_NOTIFY", "off");
+    for _ in 0..3 {
+        sb.run(["run", "job"]);
+    }
+    assert!(messages(&server).is_empty());
+    // ...and the hourly health-check, a {self} command, sees it with the same data root.
+    sb.env("AUTOMATIONS_NOTIFY", "on");
+    let o = sb.run(["run", "health-check", "--trigger", "schedule"]);
+    assert_code(&o, 0);
+    assert_eq!(
+        sb.last_finished()["outcome"],
+        "ok",
+        "{}",
+        sb.last_finished()
+    );
+    assert_eq!(messages(&server).len(), 1);
+}
+
+#[test]
+fn notify_key_store_validates_with_pushover_before_storing_in_the_real_keyring() {
+    let mut sb = Sandbox::new();
+    let Some(keyring) = Keyring::start(&mut sb, "notify_key_store_validates") else {
+        return;
+    };
+    let server = FakeHttp::start(|r| {
+        let body = String::from_utf8_lossy(&r.body);
+        if r.path == "/1/users/validate.json" && body.contains(USER_KEY) && body.contains(API_TOKEN)
+        {
+            Reply::Status(
+                200,
+                br#"{"status":1,"devices":["phone"],"licenses":["iOS"]}"#.to_vec(),
+            )
+        } else {
+            Reply::Status(
+                400,
+                br#"{"status":0,"errors":["user key is invalid"]}"#.to_vec(),
+            )
+        }
+    });
+    sb.env("AUTOMATIONS_PUSHOVER_URL", &server.url);
+    let store = |user: &str| {
+        run_on_pty_answers(
+            sb.cmd(["notify-key", "store"]),
+            &[
+                ("Pushover user key (input hidden): ", user),
+                ("Pushover API token (input hidden): ", API_TOKEN),
+            ],
+        )
+    };
+    let label = "local.automations.notify.pushover";
+    // A wrong pair is refused by Pushover, and nothing is stored.
+    let r = store("wrongkey123");
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output.contains("not stored") && r.output.contains("user key is invalid"),
+        "{}",
+        r.output
+    );
+    assert_eq!(keyring.lookup(label), None);
+    // The right one is stored, as one item; typed input never echoed.
+    let r = store(USER_KEY);
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        !r.output.contains(USER_KEY) && !r.output.contains(API_TOKEN),
+        "{}",
+        r.output
+    );
+    assert_eq!(
+        keyring.lookup(label).as_deref(),
+        Some(format!("{USER_KEY}:{API_TOKEN}").as_str())
+    );
+    let o = sb.run(["notify-key", "check"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("Pushover accepts the stored pair"),
+        "{}",
+        stdout(&o)
+    );
+    // Without a terminal: refused, before anything is asked.
+    let o = sb.run(["notify-key", "store"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("needs a terminal"));
+    assert_code(&sb.run(["notify-key", "delete"]), 0);
+    assert_eq!(keyring.lookup(label), None);
+    assert!(
+        server
+            .seen()
+            .iter()
+            .all(|s| s.path == "/1/users/validate.json"),
+        "nothing was sent"
+    );
+}
