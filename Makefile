@@ -28,7 +28,7 @@ STABLE_BIN ?= $(HOME)/.local/bin/automations
 	automations-units automations-plist automations-doctor \
 	automations-key-store automations-key-check automations-key-delete \
 	automations-health automations-notify-test automations-notify-key-store \
-	automations-notify-key-check automations-notify-key-delete
+	automations-notify-key-check automations-notify-key-delete dashboard
 
 build:
 	$(CARGO) build --locked
@@ -135,3 +135,6 @@ automations-notify-key-check: release
 
 automations-notify-key-delete: release
 	@$(AUTOMATIONS) notify-key delete $(if $(filter 1,$(NTFY)),--ntfy)
+
+dashboard: release
+	@$(AUTOMATIONS) dashboard $(if $(PORT),--port "$(PORT)")

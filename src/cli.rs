@@ -277,6 +277,22 @@ pub enum Command {
     /// Example: "$AUTOMATION_BIN" http get https://example.org/feed --header-env Authorization=FEED_AUTH --fail
     Http(HttpArgs),
 
+    /// A local web page: every automation at a glance, and run now, pause, resume, stop-all.
+    ///
+    /// Listens on 127.0.0.1 only and prints one line, `dashboard: http://127.0.0.1:PORT/?token=…`
+    /// (the token is kept 0600 in the data root; the page then holds it in an HttpOnly cookie), and
+    /// opens it in the browser unless --no-open. Runs until interrupted.
+    ///
+    /// Example: automations dashboard --port 8400
+    Dashboard {
+        /// The port (0: any free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Print the address, but do not open a browser.
+        #[arg(long)]
+        no_open: bool,
+    },
+
     /// Notifications: send a test message, or look at every automation now.
     #[command(subcommand)]
     Notify(NotifyCommand),

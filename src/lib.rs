@@ -32,6 +32,8 @@ macro_rules! errln {
 pub mod anytype;
 pub mod cli;
 pub mod clock;
+pub mod control;
+pub mod dashboard;
 pub mod definition;
 pub mod exit;
 pub mod fsutil;
@@ -51,6 +53,7 @@ pub mod service;
 pub mod settings;
 pub mod state;
 pub mod units;
+pub mod views;
 
 mod commands;
 

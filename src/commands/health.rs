@@ -56,7 +56,7 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
                         AgeClock::Wall => "wall clock",
                     }
                 ),
-                (_, _, Some(at)) => super::short_time(at),
+                (_, _, Some(at)) => crate::views::short_time(at),
                 _ => "never".into(),
             };
             let mut reasons: Vec<String> = v.reasons.iter().map(|r| r.detail.clone()).collect();

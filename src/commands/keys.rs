@@ -29,13 +29,15 @@ pub(crate) fn read_hidden(prompt: &str) -> Result<String, Fail> {
     let saved = tcgetattr(&stdin).map_err(|e| anyhow!("cannot read the terminal settings: {e}"))?;
     let mut quiet = saved.clone();
     quiet.local_flags.remove(LocalFlags::ECHO);
+    // Echo off before the prompt shows, and without discarding input: a key pasted the moment
+    // the prompt appears must be read, not flushed away (which left the command waiting).
+    tcsetattr(&stdin, SetArg::TCSANOW, &quiet)
+        .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
     out!("{prompt}");
     std::io::stdout().flush()?;
-    tcsetattr(&stdin, SetArg::TCSAFLUSH, &quiet)
-        .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
     let mut line = String::new();
     let read = stdin.lock().read_line(&mut line);
-    let _ = tcsetattr(&stdin, SetArg::TCSAFLUSH, &saved);
+    let _ = tcsetattr(&stdin, SetArg::TCSANOW, &saved);
     outln!();
     read?;
     Ok(line)

@@ -13,18 +13,18 @@ use std::io::Write;
 
 use anyhow::Context;
 use clap::CommandFactory;
-use serde::Serialize;
 
 use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand};
-use crate::definition::{self, Checks, Definition, Schedule};
+use crate::control;
+use crate::definition::{self, Checks, Definition};
 use crate::fsutil::Use;
-use crate::history::{self, RunView, Status};
-use crate::locks;
+use crate::history::{self, Status};
 use crate::names::{self, Name};
-use crate::runlog::{self, By, Event, RunLog, Trigger};
+use crate::runlog::{self, By, RunLog, Trigger};
 use crate::runner::{self, RunError, result};
 use crate::settings::{OsFacts, Overrides, Settings};
-use crate::state::{Pause, State, Stop};
+use crate::state::State;
+use crate::views;
 use crate::{CmdResult, Exit, Fail};
 
 /// Runs one parsed command line.
@@ -36,6 +36,12 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             Ok(Exit::Success)
         }
         Command::Http(args) => http::http_cmd(&args),
+        Command::Dashboard { port, no_open } => {
+            let s = settings(&cli.global)?;
+            data_root(&s, Use::Write)?;
+            crate::dashboard::serve(&s, port, !no_open)?;
+            Ok(Exit::Success)
+        }
         Command::Notify(NotifyCommand::Test) => notify::test(&settings(&cli.global)?),
         Command::Notify(NotifyCommand::Look { name }) => {
             notify::look(&settings(&cli.global)?, name.as_ref())
@@ -146,68 +152,6 @@ fn validate(s: &Settings) -> CmdResult {
     Ok(Exit::BadInput)
 }
 
-/// The `list --json` document (format version 1).
-#[derive(Serialize)]
-struct ListJson<'a> {
-    version: u32,
-    stopped: Option<Stop>,
-    automations: Vec<ListEntry<'a>>,
-    invalid: Vec<&'a definition::Problem>,
-}
-
-#[derive(Serialize)]
-struct ListEntry<'a> {
-    name: &'a str,
-    label: String,
-    schedule: Option<&'a Schedule>,
-    schedule_words: String,
-    outbound: bool,
-    description: Option<&'a str>,
-    paused: Option<Pause>,
-    running: bool,
-    last_run: Option<LastRun>,
-}
-
-/// The last run of an automation, as `list --json` shows it.
-#[derive(Serialize)]
-struct LastRun {
-    run: String,
-    at: String,
-    trigger: Trigger,
-    status: Status,
-    duration_ms: Option<u64>,
-    headline: Option<u64>,
-}
-
-fn entry<'a>(
-    s: &Settings,
-    d: &'a Definition,
-    state: &State,
-    last: Option<&RunView>,
-) -> Result<ListEntry<'a>, Fail> {
-    Ok(ListEntry {
-        name: d.name.as_str(),
-        label: s.label(&d.name).to_string(),
-        schedule: d.schedule.as_ref(),
-        schedule_words: d
-            .schedule
-            .as_ref()
-            .map_or_else(|| "manual only".into(), Schedule::words),
-        outbound: d.outbound,
-        description: d.description.as_deref(),
-        paused: state.paused(&d.name)?,
-        running: last.is_some_and(|r| r.status == Status::Running),
-        last_run: last.map(|r| LastRun {
-            run: r.run.clone().unwrap_or_default(),
-            at: r.at.clone(),
-            trigger: r.trigger,
-            status: r.status,
-            duration_ms: r.duration_ms(),
-            headline: r.headline().map(|(_, v)| v),
-        }),
-    })
-}
-
 fn list(s: &Settings, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let loaded = load_all(s)?;
@@ -217,12 +161,12 @@ fn list(s: &Settings, json: bool) -> CmdResult {
     let entries = loaded
         .definitions
         .iter()
-        .map(|d| entry(s, d, &state, last.get(d.name.as_str())))
+        .map(|d| views::entry(s, d, &state, last.get(d.name.as_str())))
         .collect::<Result<Vec<_>, _>>()?;
     let stop = state.stopped()?;
     let out = &mut std::io::stdout().lock();
     if json {
-        let doc = ListJson {
+        let doc = views::ListJson {
             version: 1,
             stopped: stop,
             automations: entries,
@@ -238,26 +182,31 @@ fn list(s: &Settings, json: bool) -> CmdResult {
                 stop.at, stop.reason
             )?;
         }
-        let width = |f: &dyn Fn(&ListEntry) -> usize, min: usize| {
+        let width = |f: &dyn Fn(&views::ListEntry) -> usize, min: usize| {
             entries.iter().map(f).max().unwrap_or(min).max(min)
         };
         let w = width(&|e| e.name.len(), 4);
         let sw = width(&|e| e.schedule_words.len(), 8);
         let states: Vec<String> = entries.iter().map(state_words).collect();
         let stw = states.iter().map(String::len).max().unwrap_or(5).max(5);
+        let nexts: Vec<&str> = entries
+            .iter()
+            .map(|e| e.next_words.as_deref().unwrap_or("-"))
+            .collect();
+        let nw = nexts.iter().map(|n| n.len()).max().unwrap_or(4).max(4);
         writeln!(
             out,
-            "{:w$}  {:sw$}  {:8}  {:stw$}  {:31}  DESCRIPTION",
-            "NAME", "SCHEDULE", "OUTBOUND", "STATE", "LAST RUN"
+            "{:w$}  {:sw$}  {:8}  {:stw$}  {:31}  {:nw$}  DESCRIPTION",
+            "NAME", "SCHEDULE", "OUTBOUND", "STATE", "LAST RUN", "NEXT"
         )?;
-        for (e, st) in entries.iter().zip(&states) {
+        for ((e, st), next) in entries.iter().zip(&states).zip(&nexts) {
             let last = e.last_run.as_ref().map_or_else(
                 || "never".to_owned(),
-                |r| format!("{} {}", r.status.as_str(), short_time(&r.at)),
+                |r| format!("{} {}", r.status.as_str(), views::short_time(&r.at)),
             );
             writeln!(
                 out,
-                "{:w$}  {:sw$}  {:8}  {st:stw$}  {last:31}  {}",
+                "{:w$}  {:sw$}  {:8}  {st:stw$}  {last:31}  {next:nw$}  {}",
                 e.name,
                 e.schedule_words,
                 if e.outbound { "yes" } else { "no" },
@@ -275,7 +224,7 @@ fn list(s: &Settings, json: bool) -> CmdResult {
     Ok(Exit::Success)
 }
 
-fn state_words(e: &ListEntry) -> String {
+fn state_words(e: &views::ListEntry) -> String {
     match (&e.paused, e.running) {
         (_, true) => "running".into(),
         (Some(p), _) if p.by == By::Auto => {
@@ -283,14 +232,6 @@ fn state_words(e: &ListEntry) -> String {
         }
         (Some(p), _) => format!("paused ({})", names::truncate(&p.reason, 30)),
         (None, false) => "active".into(),
-    }
-}
-
-/// `2026-11-29T20:45:12.123Z` → `2026-11-29 20:45:12Z`.
-pub(crate) fn short_time(at: &str) -> String {
-    match at.get(..19) {
-        Some(t) => format!("{}Z", t.replace('T', " ")),
-        None => at.to_owned(),
     }
 }
 
@@ -328,36 +269,6 @@ fn result_cmd(pairs: &[String], headline: Option<&str>) -> CmdResult {
     Ok(Exit::Success)
 }
 
-/// One run in `runs --json` (format version 1).
-#[derive(Serialize)]
-struct RunJson<'a> {
-    #[serde(flatten)]
-    view: &'a RunView,
-    duration_ms: Option<u64>,
-    exit_code: Option<i32>,
-    error_class: Option<&'a str>,
-    headline: Option<HeadlineJson<'a>>,
-}
-
-#[derive(Serialize)]
-struct HeadlineJson<'a> {
-    name: &'a str,
-    value: u64,
-}
-
-fn run_json(v: &RunView) -> RunJson<'_> {
-    let f = v.finished.as_ref();
-    RunJson {
-        view: v,
-        duration_ms: v.duration_ms(),
-        exit_code: f.and_then(|f| f.exit_code),
-        error_class: f.and_then(|f| f.error.as_ref()).map(|e| e.class.as_str()),
-        headline: v
-            .headline()
-            .map(|(name, value)| HeadlineJson { name, value }),
-    }
-}
-
 fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let log = RunLog::new(&s.data_root);
@@ -371,7 +282,7 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
         let doc = serde_json::json!({
             "version": 1,
             "paused": paused,
-            "runs": recent.runs.iter().map(run_json).collect::<Vec<_>>(),
+            "runs": recent.runs.iter().map(views::run_json).collect::<Vec<_>>(),
             "unreadable_lines": recent.unreadable,
         });
         serde_json::to_writer_pretty(&mut *out, &doc)?;
@@ -387,7 +298,7 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
             } else {
                 "by hand"
             },
-            short_time(&p.at),
+            views::short_time(&p.at),
             p.reason
         )?;
     }
@@ -423,7 +334,7 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
                 r.run.as_deref().unwrap_or("-"),
                 r.name,
                 r.trigger.as_str(),
-                short_time(&r.at),
+                views::short_time(&r.at),
                 status,
                 r.duration_ms()
                     .map_or_else(String::new, |ms| format!("{:.2} s", ms as f64 / 1000.0)),
@@ -470,12 +381,7 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
     };
     let out = &mut std::io::stdout().lock();
     if json {
-        let doc = serde_json::json!({
-            "version": 1,
-            "run": run_json(&view),
-            "started": view.started,
-            "finished": view.finished,
-        });
+        let doc = views::show_json(&view);
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
         return Ok(Exit::Success);
@@ -568,149 +474,59 @@ pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
         .into()
 }
 
-/// An automation must exist to be paused or resumed, so a typo is not silently accepted.
-fn require_definition(s: &Settings, name: &Name) -> Result<(), Fail> {
-    let path = s.definitions_dir().join(format!("{name}.toml"));
-    if path.is_file() {
-        Ok(())
-    } else {
-        Err(Fail::new(
-            Exit::BadInput,
-            anyhow::anyhow!("no automation {name} ({} does not exist)", path.display()),
-        ))
+/// A switch refused for bad input (no such automation, a bad reason) is exit 2.
+fn control_fail(e: control::ControlError) -> Fail {
+    match e {
+        control::ControlError::Other(e) => Fail::from(e),
+        e => Fail::new(Exit::BadInput, e),
     }
 }
 
 fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
-    require_definition(s, name)?;
+    control::require_definition(s, name).map_err(control_fail)?;
     data_root(s, Use::Write)?;
-    let reason = reason.trim();
-    if reason.is_empty() || reason.chars().any(char::is_control) {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow::anyhow!("--reason must be one non-empty line"),
-        ));
-    }
-    let now = chrono::Utc::now();
-    State::new(&s.data_root).pause(
-        name,
-        &Pause {
-            by: By::Hand,
-            reason: reason.to_owned(),
-            at: runlog::stamp(now),
-        },
-    )?;
-    RunLog::new(&s.data_root).append(
-        name.as_str(),
-        Event::Paused(runlog::Paused {
-            by: By::Hand,
-            reason: reason.to_owned(),
-        }),
-        now,
-    )?;
-    outln!("{name}: paused ({reason})");
+    let p = control::pause(s, name, reason).map_err(control_fail)?;
+    outln!("{name}: paused ({})", p.reason);
     Ok(Exit::Success)
 }
 
 fn resume(s: &Settings, name: &Name) -> CmdResult {
-    require_definition(s, name)?;
+    control::require_definition(s, name).map_err(control_fail)?;
     data_root(s, Use::Write)?;
-    if !State::new(&s.data_root).resume(name)? {
+    if control::resume(s, name).map_err(control_fail)? {
+        outln!("{name}: resumed");
+    } else {
         outln!("{name}: was not paused");
-        return Ok(Exit::Success);
     }
-    RunLog::new(&s.data_root).append(
-        name.as_str(),
-        Event::Resumed(runlog::Resumed { by: By::Hand }),
-        chrono::Utc::now(),
-    )?;
-    outln!("{name}: resumed");
     Ok(Exit::Success)
 }
 
 fn stop_all(s: &Settings, reason: &str) -> CmdResult {
-    let reason = reason.trim();
-    if reason.is_empty() || reason.chars().any(char::is_control) {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow::anyhow!("--reason must be one non-empty line"),
-        ));
-    }
     data_root(s, Use::Write)?;
-    // The switch first, so a firing that starts now is skipped. A switch that cannot be saved (a
-    // full disk) must not keep the running runs from being stopped: they are stopped regardless.
-    let now = chrono::Utc::now();
-    let saved = State::new(&s.data_root).stop_all(&Stop {
-        reason: reason.to_owned(),
-        at: runlog::stamp(now),
-    });
-    // Stop what is running now: every held run lock names a runner, which on SIGTERM ends its
-    // command's tree and records the run as stopped.
-    let mut running: Vec<(Name, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(s.data_root.join("locks")) {
-        for entry in dir.flatten() {
-            let file = entry.file_name();
-            let Some(name) = file
-                .to_str()
-                .and_then(|f| f.strip_suffix(".lock"))
-                .and_then(|n| Name::new(n).ok())
-            else {
-                continue;
-            };
-            if let Some(pid) = locks::holder(&s.data_root, &name) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGTERM,
-                );
-                running.push((name, pid));
-            }
-        }
-    }
-    // Wait (bounded) until they have recorded their runs, so the log is final when we return.
-    let until =
-        std::time::Instant::now() + runner::supervise::GRACE + std::time::Duration::from_secs(5);
-    while running
-        .iter()
-        .any(|(n, pid)| locks::holder(&s.data_root, n) == Some(*pid))
-        && std::time::Instant::now() < until
-    {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let still: Vec<&str> = running
-        .iter()
-        .filter(|(n, pid)| locks::holder(&s.data_root, n) == Some(*pid))
-        .map(|(n, _)| n.as_str())
-        .collect();
-    let stopped = running.len() - still.len();
-    let logged = RunLog::new(&s.data_root).append(
-        "",
-        Event::StopAll(runlog::StopAll {
-            reason: reason.to_owned(),
-            stopped: running.len() as u32,
-        }),
-        now,
-    );
+    let r = control::stop_all(s, reason).map_err(control_fail)?;
     let mut problems = Vec::new();
-    match &saved {
-        Ok(()) => outln!(
-            "kill switch on: every firing is skipped until `automations resume-all`; stopped {stopped} running run(s)"
+    match &r.switch_error {
+        None => outln!(
+            "kill switch on: every firing is skipped until `automations resume-all`; stopped {} running run(s)",
+            r.stopped
         ),
-        Err(e) => {
-            outln!("stopped {stopped} running run(s)");
+        Some(e) => {
+            outln!("stopped {} running run(s)", r.stopped);
             problems.push(format!(
-                "the kill switch itself could not be saved ({}), so new firings will still run: free some space and run stop-all again",
-                crate::chain_text(e)
+                "the kill switch itself could not be saved ({e}), so new firings will still run: free some space and run stop-all again"
             ));
         }
     }
-    if let Err(e) = &logged {
+    if let Some(e) = &r.log_error {
         problems.push(format!(
-            "the stop_all event could not be written to the run log ({})",
-            crate::chain_text(e)
+            "the stop_all event could not be written to the run log ({e})"
         ));
     }
-    if !still.is_empty() {
-        problems.push(format!("still running after SIGTERM: {}", still.join(", ")));
+    if !r.still_running.is_empty() {
+        problems.push(format!(
+            "still running after SIGTERM: {}",
+            r.still_running.join(", ")
+        ));
     }
     if problems.is_empty() {
         Ok(Exit::Success)
@@ -724,16 +540,11 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
 
 fn resume_all(s: &Settings) -> CmdResult {
     data_root(s, Use::Write)?;
-    if !State::new(&s.data_root).resume_all()? {
+    if control::resume_all(s).map_err(control_fail)? {
+        outln!("kill switch off");
+    } else {
         outln!("kill switch was not on");
-        return Ok(Exit::Success);
     }
-    RunLog::new(&s.data_root).append(
-        "",
-        Event::ResumeAll(runlog::ResumeAll {}),
-        chrono::Utc::now(),
-    )?;
-    outln!("kill switch off");
     Ok(Exit::Success)
 }
 

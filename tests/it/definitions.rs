@@ -116,6 +116,20 @@ fn list_json_is_a_strict_versioned_document() {
     );
     assert_eq!(doc.automations[1].schedule_words, "every 5 minutes");
     assert_eq!(doc.automations[2].schedule_words, "manual only");
+    // The next firing: a 5-minute grid point within 5 minutes; nothing for a manual one.
+    let next =
+        chrono::DateTime::parse_from_rfc3339(doc.automations[1].next.as_deref().unwrap()).unwrap();
+    let ahead = next.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    assert!(ahead > chrono::Duration::zero() && ahead <= chrono::Duration::minutes(5));
+    assert_eq!(chrono::Timelike::minute(&next) % 5, 0);
+    assert!(
+        doc.automations[1]
+            .next_words
+            .as_deref()
+            .unwrap()
+            .contains("(in ")
+    );
+    assert!(doc.automations[2].next.is_none() && doc.automations[2].next_words.is_none());
     assert!(doc.stopped.is_none());
     for e in &doc.automations {
         assert!(e.paused.is_none() && !e.running && e.last_run.is_none());

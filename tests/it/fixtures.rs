@@ -18,6 +18,9 @@ pub struct Keyring {
     bus: Child,
     pub address: String,
     home: PathBuf,
+    /// Its own runtime folder: gnome-keyring's control socket lives there, and tests running in
+    /// parallel must never find each other's daemon through it.
+    runtime: PathBuf,
 }
 
 impl Keyring {
@@ -54,10 +57,18 @@ impl Keyring {
             .read_line(&mut address)
             .unwrap();
         let address = address.trim().to_owned();
+        let runtime = sb.path("keyring-runtime");
+        std::fs::create_dir_all(&runtime).unwrap();
+        std::fs::set_permissions(
+            &runtime,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
         let k = Keyring {
             bus,
             address: address.clone(),
             home: sb.home.clone(),
+            runtime,
         };
         let mut unlock = k
             .command("gnome-keyring-daemon")
@@ -80,6 +91,32 @@ impl Keyring {
             .status()
             .unwrap();
         assert!(started.success());
+        // Ready when it takes a write: right after starting, the default collection is not always
+        // the unlocked login one yet, and a store would read as "locked".
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let mut probe = k
+                .command("secret-tool")
+                .args(["store", "--label=probe", "service", "readiness-probe"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            probe.stdin.take().unwrap().write_all(b"x").unwrap();
+            if probe.wait().unwrap().success() && k.lookup("readiness-probe").is_some() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < until,
+                "the keyring never took a write"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = k
+            .command("secret-tool")
+            .args(["clear", "service", "readiness-probe"])
+            .status();
         sb.env("DBUS_SESSION_BUS_ADDRESS", &address);
         Some(k)
     }
@@ -90,6 +127,7 @@ impl Keyring {
         c.env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
             .env("DBUS_SESSION_BUS_ADDRESS", &self.address);
         c
     }

@@ -36,6 +36,8 @@ pub struct ListEntry {
     pub paused: Option<PausedJson>,
     pub running: bool,
     pub last_run: Option<LastRunJson>,
+    pub next: Option<String>,
+    pub next_words: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -1,0 +1,183 @@
+//! The switches (SPEC §10): pause and resume one automation, the kill switch for all. One function
+//! each, used by the command line and the dashboard alike, so both are checked and recorded the
+//! same way: the state file that takes effect at once, and an event in the run log.
+//!
+//! This module never prints; callers say what happened.
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+
+use crate::locks;
+use crate::names::Name;
+use crate::runlog::{self, By, Event, RunLog};
+use crate::settings::Settings;
+use crate::state::{Pause, State, Stop};
+
+/// Why a switch could not be turned.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// No definition of that name (a typo is not silently accepted).
+    #[error("no automation {name} ({path} does not exist)")]
+    NoSuchAutomation { name: Name, path: String },
+    /// The reason is empty or more than one line.
+    #[error("the reason must be one non-empty line")]
+    Reason,
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
+}
+
+/// A reason: one non-empty line, trimmed.
+fn reason(r: &str) -> Result<String, ControlError> {
+    let r = r.trim();
+    if r.is_empty() || r.chars().any(char::is_control) {
+        return Err(ControlError::Reason);
+    }
+    Ok(r.to_owned())
+}
+
+/// Refuses a name without a definition.
+pub fn require_definition(s: &Settings, name: &Name) -> Result<(), ControlError> {
+    let path = s.definitions_dir().join(format!("{name}.toml"));
+    if path.exists() {
+        Ok(())
+    } else {
+        Err(ControlError::NoSuchAutomation {
+            name: name.clone(),
+            path: path.display().to_string(),
+        })
+    }
+}
+
+/// Pauses `name` by hand; returns the pause.
+pub fn pause(s: &Settings, name: &Name, why: &str) -> Result<Pause, ControlError> {
+    require_definition(s, name)?;
+    let why = reason(why)?;
+    let now = Utc::now();
+    let pause = Pause {
+        by: By::Hand,
+        reason: why.clone(),
+        at: runlog::stamp(now),
+    };
+    State::new(&s.data_root)
+        .pause(name, &pause)
+        .map_err(anyhow::Error::from)?;
+    RunLog::new(&s.data_root)
+        .append(
+            name.as_str(),
+            Event::Paused(runlog::Paused {
+                by: By::Hand,
+                reason: why,
+            }),
+            now,
+        )
+        .map_err(anyhow::Error::from)?;
+    Ok(pause)
+}
+
+/// Resumes `name`; returns whether it was paused.
+pub fn resume(s: &Settings, name: &Name) -> Result<bool, ControlError> {
+    require_definition(s, name)?;
+    if !State::new(&s.data_root)
+        .resume(name)
+        .map_err(anyhow::Error::from)?
+    {
+        return Ok(false);
+    }
+    RunLog::new(&s.data_root)
+        .append(
+            name.as_str(),
+            Event::Resumed(runlog::Resumed { by: By::Hand }),
+            Utc::now(),
+        )
+        .map_err(anyhow::Error::from)?;
+    Ok(true)
+}
+
+/// What `stop-all` did.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Stopped {
+    /// Running runs sent SIGTERM, and how many had recorded their end when it returned.
+    pub signalled: usize,
+    pub stopped: usize,
+    /// Automations still running after the wait.
+    pub still_running: Vec<String>,
+    /// The switch could not be saved (new firings will still run), and why.
+    pub switch_error: Option<String>,
+    /// The `stop_all` event could not be written, and why.
+    pub log_error: Option<String>,
+}
+
+/// The kill switch: saved first so new firings skip, then every running run is sent SIGTERM —
+/// also when the switch could not be saved (a full disk) — and waited for (bounded).
+pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
+    let why = reason(why)?;
+    let now = Utc::now();
+    let mut out = Stopped::default();
+    if let Err(e) = State::new(&s.data_root).stop_all(&Stop {
+        reason: why.clone(),
+        at: runlog::stamp(now),
+    }) {
+        out.switch_error = Some(crate::chain_text(&e));
+    }
+    // Every held run lock names a runner, which on SIGTERM ends its command's tree and records
+    // the run as stopped.
+    let mut running: Vec<(Name, u32)> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(s.data_root.join("locks")) {
+        for entry in dir.flatten() {
+            let file = entry.file_name();
+            let Some(name) = file
+                .to_str()
+                .and_then(|f| f.strip_suffix(".lock"))
+                .and_then(|n| Name::new(n).ok())
+            else {
+                continue;
+            };
+            if let Some(pid) = locks::holder(&s.data_root, &name) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid as i32),
+                    nix::sys::signal::Signal::SIGTERM,
+                );
+                running.push((name, pid));
+            }
+        }
+    }
+    // Wait (bounded) until they have recorded their runs, so the log is final on return.
+    let until = Instant::now() + crate::runner::supervise::GRACE + Duration::from_secs(5);
+    let alive = |(n, pid): &(Name, u32)| locks::holder(&s.data_root, n) == Some(*pid);
+    while running.iter().any(alive) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    out.still_running = running
+        .iter()
+        .filter(|r| alive(r))
+        .map(|(n, _)| n.to_string())
+        .collect();
+    out.signalled = running.len();
+    out.stopped = running.len() - out.still_running.len();
+    if let Err(e) = RunLog::new(&s.data_root).append(
+        "",
+        Event::StopAll(runlog::StopAll {
+            reason: why,
+            stopped: running.len() as u32,
+        }),
+        now,
+    ) {
+        out.log_error = Some(crate::chain_text(&e));
+    }
+    Ok(out)
+}
+
+/// Turns the kill switch off; returns whether it was on.
+pub fn resume_all(s: &Settings) -> Result<bool, ControlError> {
+    if !State::new(&s.data_root)
+        .resume_all()
+        .map_err(anyhow::Error::from)?
+    {
+        return Ok(false);
+    }
+    RunLog::new(&s.data_root)
+        .append("", Event::ResumeAll(runlog::ResumeAll {}), Utc::now())
+        .map_err(anyhow::Error::from)?;
+    Ok(true)
+}

@@ -1,0 +1,325 @@
+//! The dashboard: `automations dashboard [--port N] [--no-open]` (SPEC §14). A local web page over
+//! the same data the command line reads, running only while you run it (no daemon).
+//!
+//! # What it protects against
+//!
+//! - It listens on 127.0.0.1 only (port 0: any free port).
+//! - Every request needs the token kept 0600 in `<data root>/dashboard.token`: given once in the
+//!   printed URL, then held in an `HttpOnly; SameSite=Strict` cookie (the URL's token is dropped by
+//!   a redirect). Without it: 401.
+//! - A Host other than `127.0.0.1:PORT` or `localhost:PORT` is refused (DNS rebinding); a POST also
+//!   needs an Origin of exactly those (cross-site requests).
+//! - `Content-Security-Policy: default-src 'self'` with no inline script or style, so markup in
+//!   a run's output could not run even if it were not escaped (it is: maud escapes every value, the
+//!   script only ever sets `textContent`). No caching, no referrer (the first URL holds the token).
+//!
+//! Actions go through the same functions as the command line (`control`, and the runner started
+//! in the background with `--trigger dashboard`), so they are checked and recorded the same way.
+
+pub mod board;
+mod page;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow};
+use tiny_http::{Header, Method, Request, Response, Server};
+
+use crate::control;
+use crate::fsutil;
+use crate::history;
+use crate::locks;
+use crate::names::Name;
+use crate::runlog::RunLog;
+use crate::settings::Settings;
+
+use board::Board;
+
+/// The token file in the data root.
+pub const TOKEN_FILE: &str = "dashboard.token";
+const COOKIE: &str = "automations_dashboard";
+const APP_JS: &str = include_str!("static/app.js");
+const APP_CSS: &str = include_str!("static/app.css");
+const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The dashboard's token: read, or made (32 random bytes, hex) and kept 0600.
+pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
+    let path = data_root.join(TOKEN_FILE);
+    if let Some(bytes) = fsutil::read_private(&path, 1024)
+        .with_context(|| format!("cannot read {}", path.display()))?
+    {
+        let t = String::from_utf8_lossy(&bytes).trim().to_owned();
+        if t.len() >= 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(t);
+        }
+    }
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .context("cannot read /dev/urandom for a token")?;
+    let t: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    fsutil::write_atomic(&path, format!("{t}\n").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(t)
+}
+
+/// Serves until interrupted.
+pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
+    let token = token(&s.data_root)?;
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+    let port = listener.local_addr()?.port();
+    let server = Server::from_listener(listener, None)
+        .map_err(|e| anyhow!("cannot start the server: {e}"))?;
+    let url = format!("http://127.0.0.1:{port}/?token={token}");
+    outln!("dashboard: {url}");
+    if open {
+        open_browser(&url);
+    }
+    let ctx = Arc::new(Ctx {
+        s: s.clone(),
+        token,
+        port,
+        exe: std::env::current_exe().context("cannot find this binary")?,
+    });
+    for request in server.incoming_requests() {
+        let ctx = Arc::clone(&ctx);
+        // One thread per request: a stop-all waits for runs to stop, and the page must not.
+        std::thread::spawn(move || handle(&ctx, request));
+    }
+    Ok(())
+}
+
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let started = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match started {
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(_) => errln!("(could not start {opener}: open the address above yourself)"),
+    }
+}
+
+struct Ctx {
+    s: Settings,
+    token: String,
+    port: u16,
+    exe: PathBuf,
+}
+
+type Reply = Response<std::io::Cursor<Vec<u8>>>;
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+}
+
+/// Every response carries these.
+fn secured(r: Reply) -> Reply {
+    r.with_header(header("Content-Security-Policy", CSP))
+        .with_header(header("X-Content-Type-Options", "nosniff"))
+        .with_header(header("Referrer-Policy", "no-referrer"))
+        .with_header(header("X-Frame-Options", "DENY"))
+        .with_header(header("Cache-Control", "no-store"))
+}
+
+fn text(code: u16, body: &str) -> Reply {
+    Response::from_string(body)
+        .with_status_code(code)
+        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+}
+
+fn json(code: u16, v: &serde_json::Value) -> Reply {
+    Response::from_string(v.to_string())
+        .with_status_code(code)
+        .with_header(header("Content-Type", "application/json"))
+}
+
+fn get_header<'a>(r: &'a Request, name: &'static str) -> Option<&'a str> {
+    r.headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str())
+}
+
+/// Equal in constant time (a token compare must not leak how much matched).
+fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+fn handle(ctx: &Ctx, mut request: Request) {
+    let reply = route(ctx, &mut request);
+    let _ = request.respond(secured(reply));
+}
+
+fn route(ctx: &Ctx, request: &mut Request) -> Reply {
+    // DNS rebinding: only our own address names this server.
+    let hosts = [
+        format!("127.0.0.1:{}", ctx.port),
+        format!("localhost:{}", ctx.port),
+    ];
+    if !get_header(request, "Host").is_some_and(|h| hosts.iter().any(|x| x == h)) {
+        return text(403, "refused: wrong Host\n");
+    }
+    let (path, query) = match request.url().split_once('?') {
+        Some((p, q)) => (p.to_owned(), q.to_owned()),
+        None => (request.url().to_owned(), String::new()),
+    };
+    // The token once in the URL: set the cookie and drop it from the address bar.
+    if let Some(t) = query.split('&').find_map(|kv| kv.strip_prefix("token="))
+        && same(t, &ctx.token)
+        && *request.method() == Method::Get
+    {
+        return Response::from_string("")
+            .with_status_code(303)
+            .with_header(header("Location", &path))
+            .with_header(header(
+                "Set-Cookie",
+                &format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", ctx.token),
+            ));
+    }
+    let authed = get_header(request, "Cookie").is_some_and(|c| {
+        c.split(';')
+            .filter_map(|kv| kv.trim().strip_prefix(&format!("{COOKIE}=")))
+            .any(|t| same(t, &ctx.token))
+    });
+    if !authed {
+        return text(
+            401,
+            "no token: open the address `automations dashboard` printed (it carries the token)\n",
+        );
+    }
+    match (request.method(), path.as_str()) {
+        (Method::Get, "/") => match Board::gather(&ctx.s) {
+            Ok(b) => Response::from_string(page::page(&ctx.s, &b).into_string())
+                .with_header(header("Content-Type", "text/html; charset=utf-8")),
+            Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
+        },
+        (Method::Get, "/static/app.js") => Response::from_string(APP_JS)
+            .with_header(header("Content-Type", "text/javascript; charset=utf-8")),
+        (Method::Get, "/static/app.css") => Response::from_string(APP_CSS)
+            .with_header(header("Content-Type", "text/css; charset=utf-8")),
+        (Method::Get, "/api/automations") => match Board::gather(&ctx.s) {
+            Ok(b) => json(200, &b.json(&ctx.s)),
+            Err(e) => json(500, &serde_json::json!({"error": format!("{e:#}")})),
+        },
+        (Method::Get, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
+        (Method::Post, p) => {
+            // Cross-site writes: the Origin must be this very page.
+            let origins = hosts.map(|h| format!("http://{h}"));
+            if !get_header(request, "Origin").is_some_and(|o| origins.iter().any(|x| x == o)) {
+                return text(403, "refused: wrong or missing Origin\n");
+            }
+            let mut body = String::new();
+            let _ = request.as_reader().take(4096).read_to_string(&mut body);
+            action(ctx, p, &body)
+        }
+        _ => text(404, "not found\n"),
+    }
+}
+
+/// `/api/runs/<id>`: the `show --json` document.
+fn run_api(ctx: &Ctx, id: &str) -> Reply {
+    let log = RunLog::new(&ctx.s.data_root);
+    match history::find(&log, &ctx.s.data_root, id) {
+        Ok(history::Found::One(v)) => json(200, &crate::views::show_json(&v)),
+        Ok(_) => json(404, &serde_json::json!({"error": "no such run"})),
+        Err(e) => json(500, &serde_json::json!({"error": crate::chain_text(&e)})),
+    }
+}
+
+/// The reason in a `{"reason": "…"}` body.
+fn reason_of(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("reason")?.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn control_reply(r: Result<serde_json::Value, control::ControlError>) -> Reply {
+    match r {
+        Ok(v) => json(200, &v),
+        Err(
+            e @ (control::ControlError::Reason | control::ControlError::NoSuchAutomation { .. }),
+        ) => json(400, &serde_json::json!({"error": e.to_string()})),
+        Err(e) => json(500, &serde_json::json!({"error": crate::chain_text(&e)})),
+    }
+}
+
+fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
+    let s = &ctx.s;
+    let named = |prefix: &str| path.strip_prefix(prefix).and_then(|n| Name::new(n).ok());
+    if let Some(name) = named("/api/run/") {
+        return run_now(ctx, &name);
+    }
+    if let Some(name) = named("/api/pause/") {
+        return control_reply(
+            control::pause(s, &name, &reason_of(body)).map(|p| serde_json::json!({"paused": p})),
+        );
+    }
+    if let Some(name) = named("/api/resume/") {
+        return control_reply(
+            control::resume(s, &name).map(|was| serde_json::json!({"resumed": was})),
+        );
+    }
+    match path {
+        "/api/stop-all" => {
+            control_reply(control::stop_all(s, &reason_of(body)).map(|r| serde_json::json!(r)))
+        }
+        "/api/resume-all" => {
+            control_reply(control::resume_all(s).map(|was| serde_json::json!({"resumed": was})))
+        }
+        _ => text(404, "not found\n"),
+    }
+}
+
+/// Starts the same runner a schedule uses, in the background, with `--trigger dashboard`. Only the
+/// name of a definition is accepted; nothing else from the request reaches a command.
+fn run_now(ctx: &Ctx, name: &Name) -> Reply {
+    let s = &ctx.s;
+    if let Err(e) = control::require_definition(s, name) {
+        return json(400, &serde_json::json!({"error": e.to_string()}));
+    }
+    if locks::holder(&s.data_root, name).is_some() {
+        return json(
+            409,
+            &serde_json::json!({"error": format!("{name} is already running")}),
+        );
+    }
+    let started = std::process::Command::new(&ctx.exe)
+        .args(["run", name.as_str(), "--trigger", "dashboard", "--root"])
+        .arg(&s.root)
+        .arg("--data-root")
+        .arg(&s.data_root)
+        .args(["--namespace", s.namespace.as_str()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match started {
+        Ok(mut child) => {
+            // Reaped when it ends, so it never lingers as a zombie.
+            std::thread::spawn(move || child.wait());
+            json(202, &serde_json::json!({"started": name.as_str()}))
+        }
+        Err(e) => json(
+            500,
+            &serde_json::json!({"error": format!("cannot start the runner: {e}")}),
+        ),
+    }
+}

@@ -1,0 +1,141 @@
+//! The JSON views the command line prints and the dashboard serves under `/api/`: one shape each,
+//! so scripts and the page read the same documents (STYLE 22). Each document carries
+//! `"version": 1`; tests deserialize them strictly.
+
+use serde::Serialize;
+
+use crate::definition::{Definition, Problem, Schedule};
+use crate::history::{RunView, Status};
+use crate::runlog::Trigger;
+use crate::schedule;
+use crate::settings::Settings;
+use crate::state::{Pause, State, StateError, Stop};
+
+/// The `list --json` document.
+#[derive(Serialize)]
+pub struct ListJson<'a> {
+    pub version: u32,
+    pub stopped: Option<Stop>,
+    pub automations: Vec<ListEntry<'a>>,
+    pub invalid: Vec<&'a Problem>,
+}
+
+/// One automation in `list --json`.
+#[derive(Serialize)]
+pub struct ListEntry<'a> {
+    pub name: &'a str,
+    pub label: String,
+    pub schedule: Option<&'a Schedule>,
+    pub schedule_words: String,
+    pub outbound: bool,
+    pub description: Option<&'a str>,
+    pub paused: Option<Pause>,
+    pub running: bool,
+    pub last_run: Option<LastRun>,
+    /// The next firing (RFC 3339 UTC), when it is a time on the clock (see `next_words`).
+    pub next: Option<String>,
+    /// The next firing in words, in local time: a time, or awake time for an interval.
+    pub next_words: Option<String>,
+}
+
+/// The last run of an automation, as `list --json` shows it.
+#[derive(Serialize)]
+pub struct LastRun {
+    pub run: String,
+    pub at: String,
+    pub trigger: Trigger,
+    pub status: Status,
+    pub duration_ms: Option<u64>,
+    pub headline: Option<u64>,
+}
+
+/// The list entry of `d`, with its last run.
+pub fn entry<'a>(
+    s: &Settings,
+    d: &'a Definition,
+    state: &State,
+    last: Option<&RunView>,
+) -> Result<ListEntry<'a>, StateError> {
+    let now = chrono::Local::now();
+    let last_start = last.and_then(|r| {
+        chrono::DateTime::parse_from_rfc3339(&r.at)
+            .ok()
+            .map(|t| t.with_timezone(&chrono::Utc))
+    });
+    let next = d
+        .schedule
+        .as_ref()
+        .and_then(|sch| schedule::next_firing(sch, &now, last_start));
+    Ok(ListEntry {
+        name: d.name.as_str(),
+        label: s.label(&d.name).to_string(),
+        schedule: d.schedule.as_ref(),
+        schedule_words: d
+            .schedule
+            .as_ref()
+            .map_or_else(|| "manual only".into(), Schedule::words),
+        outbound: d.outbound,
+        description: d.description.as_deref(),
+        paused: state.paused(&d.name)?,
+        running: last.is_some_and(|r| r.status == Status::Running),
+        last_run: last.map(|r| LastRun {
+            run: r.run.clone().unwrap_or_default(),
+            at: r.at.clone(),
+            trigger: r.trigger,
+            status: r.status,
+            duration_ms: r.duration_ms(),
+            headline: r.headline().map(|(_, v)| v),
+        }),
+        next: next.and_then(|n| n.instant()).map(crate::runlog::stamp),
+        next_words: next.map(|n| n.words(&now)),
+    })
+}
+
+/// One run in `runs --json` (and `show --json`'s `run`).
+#[derive(Serialize)]
+pub struct RunJson<'a> {
+    #[serde(flatten)]
+    pub view: &'a RunView,
+    pub duration_ms: Option<u64>,
+    pub exit_code: Option<i32>,
+    pub error_class: Option<&'a str>,
+    pub headline: Option<HeadlineJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct HeadlineJson<'a> {
+    pub name: &'a str,
+    pub value: u64,
+}
+
+/// The JSON view of a run.
+pub fn run_json(v: &RunView) -> RunJson<'_> {
+    let f = v.finished.as_ref();
+    RunJson {
+        view: v,
+        duration_ms: v.duration_ms(),
+        exit_code: f.and_then(|f| f.exit_code),
+        error_class: f.and_then(|f| f.error.as_ref()).map(|e| e.class.as_str()),
+        headline: v
+            .headline()
+            .map(|(name, value)| HeadlineJson { name, value }),
+    }
+}
+
+/// The `show --json` document of a run.
+pub fn show_json(view: &RunView) -> serde_json::Value {
+    serde_json::json!({
+        "version": 1,
+        "run": run_json(view),
+        "started": view.started,
+        "finished": view.finished,
+    })
+}
+
+/// `2026-11-29T20:45:12.123Z` → `2026-11-29 20:45:12Z`.
+pub fn short_time(at: &str) -> String {
+    match at.get(..19) {
+        Some(t) => format!("{}Z", t.replace('T', " ")),
+        None => at.to_owned(),
+    }
+}
