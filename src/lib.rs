@@ -151,8 +151,11 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
 
 fn broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+        let kind = c
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
 

@@ -154,9 +154,10 @@ fn status_words(r: &RunView) -> String {
 fn run_row(r: &RunView) -> Markup {
     html! {
         tr class=(r.status.as_str()) {
-            td { (short(&r.at)) }
+            // Month, day and minute fit the column; the whole time and reason are a hover away.
+            td title=(short(&r.at)) { (r.at.get(5..16).map_or(r.at.as_str(), |t| t).replace('T', " ")) }
             td { (r.trigger.as_str()) }
-            td { (status_words(r)) }
+            td title=(status_words(r)) { (r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped")) }
             td { (r.duration_ms().map_or(String::new(), |ms| format!("{:.2} s", ms as f64 / 1000.0))) }
             td { (r.headline().map_or(String::new(), |(h, v)| format!("{h}={v}"))) }
         }

@@ -545,9 +545,23 @@ fn a_closed_stdout_neither_panics_nor_changes_the_outcome() {
     for _ in 0..3 {
         assert_code(&sb.run(["run", "t"]), 0);
     }
-    for args in [&["runs"][..], &["list"], &["show", "2"], &["log", "verify"]] {
+    for args in [
+        &["runs"][..],
+        &["list"],
+        &["show", "2"],
+        &["log", "verify"],
+        &["list", "--json"],
+        &["runs", "--json"],
+        &["health", "--json"],
+    ] {
         let o = with_closed_stdout(&sb, args);
         assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        // Like `| head`: the reader left, which is not an error worth a message.
+        assert!(
+            !stderr(&o).contains("Broken pipe"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
         assert!(
             o.status.code().is_some_and(|c| c < 4),
             "{args:?}: {:?}",

@@ -4,6 +4,7 @@ mod fixtures;
 mod harness;
 mod schema;
 
+mod dashboard;
 mod definitions;
 mod faults;
 mod health;

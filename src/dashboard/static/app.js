@@ -64,7 +64,11 @@ function update(card, a) {
   field(card, "last").textContent = lastRun(a.runs);
   const rows = a.runs.map((r) => {
     const tr = el("tr", null, r.status);
-    tr.append(el("td", short(r.at)), el("td", r.trigger), el("td", statusWords(r)),
+    const when = el("td", (r.at || "").slice(5, 16).replace("T", " "));
+    when.title = short(r.at);
+    const status = el("td", r.reason ? "skipped" : r.status);
+    status.title = statusWords(r);
+    tr.append(when, el("td", r.trigger), status,
       el("td", seconds(r.duration_ms)),
       el("td", r.headline ? r.headline.name + "=" + r.headline.value : ""));
     return tr;

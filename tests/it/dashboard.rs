@@ -1,0 +1,515 @@
+//! The dashboard, used the way a person uses it: a real Chromium driven over WebDriver
+//! (chromedriver), and its refusals checked over plain HTTP.
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, Locator};
+
+use crate::harness::*;
+
+/// A running `automations dashboard`, stopped on drop.
+struct Dashboard {
+    child: Child,
+    url: String,
+    port: u16,
+    token: String,
+}
+
+impl Dashboard {
+    fn start(sb: &Sandbox) -> Self {
+        let mut child = sb
+            .cmd(["dashboard", "--no-open"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("dashboard: ")
+            .unwrap_or_else(|| panic!("printed {line:?}"))
+            .to_owned();
+        let port = url
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let token = url.split("token=").nth(1).unwrap().to_owned();
+        Self {
+            child,
+            url,
+            port,
+            token,
+        }
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// chromedriver on a free port, stopped on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Driver {
+    fn start(test: &str) -> Option<Self> {
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
+            if !std::path::Path::new(tool).exists() {
+                skip(
+                    test,
+                    &format!("{tool} is missing (apt-get install chromium chromium-driver)"),
+                );
+                return None;
+            }
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("/usr/bin/chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let d = Driver { child, port };
+        wait_for("chromedriver", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        Some(d)
+    }
+
+    async fn session(&self, profile: &std::path::Path) -> Client {
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({
+                "binary": "/usr/bin/chromium",
+                "args": [
+                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1280,800", "--no-first-run", "--disable-quic",
+                    "--disable-background-networking", "--disable-component-update",
+                    "--disable-sync", "--hide-scrollbars",
+                    format!("--user-data-dir={}", profile.display()),
+                ]
+            }),
+        );
+        let c = fantoccini::ClientBuilder::new(
+            hyper_util::client::legacy::connect::HttpConnector::new(),
+        )
+        .capabilities(caps)
+        .connect(&format!("http://127.0.0.1:{}", self.port))
+        .await
+        .expect("a WebDriver session");
+        // A 1280×800 page, not window: grow the window by the browser's own frame.
+        let frame = c
+            .execute("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];", vec![])
+            .await
+            .unwrap();
+        let (fw, fh) = (
+            frame[0].as_u64().unwrap() as u32,
+            frame[1].as_u64().unwrap() as u32,
+        );
+        c.set_window_size(1280 + fw, 800 + fh).await.unwrap();
+        c
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const XSS: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
+
+/// A sandbox with automations of every kind the page must show.
+fn shop() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.script(
+        "backup.sh",
+        "#!/bin/sh\necho backed up 3 files\n\"$AUTOMATION_BIN\" result files=3 --headline files\n",
+    );
+    sb.definition(
+        "backup",
+        "name = \"backup\"\ndescription = \"Copies the notes folder\"\ncommand = [\"scripts/backup.sh\"]\n[schedule]\nevery_minutes = 60\n",
+    );
+    sb.definition(
+        "digest",
+        "name = \"digest\"\ndescription = \"Mails the open tasks\"\ncommand = [\"sh\", \"-c\", \"echo mail server refused >&2; exit 1\"]\noutbound = true\n[schedule]\ndaily_at = \"07:30\"\n",
+    );
+    sb.definition(
+        "report",
+        "name = \"report\"\ndescription = \"Weekly report\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"09:00\"\nweekdays = [\"mon\"]\n",
+    );
+    sb.definition(
+        "xss",
+        &format!(
+            "name = \"xss\"\ncommand = [\"printf\", \"%s\", {}]\n",
+            serde_json::to_string(XSS).unwrap()
+        ),
+    );
+    sb.definition("broken", "name = \"broken\"\ncommand = []\n");
+    for _ in 0..3 {
+        sb.run(["run", "backup"]);
+        sb.run(["run", "digest"]);
+    }
+    sb.run(["run", "report"]);
+    sb.run(["run", "xss"]);
+    // A unit still firing a definition that is gone.
+    sb.run(["run", "gone", "--trigger", "schedule"]);
+    sb
+}
+
+fn card(name: &str, inner: &str) -> Locator<'static> {
+    Locator::Css(Box::leak(
+        format!("article[data-name='{name}'] {inner}").into_boxed_str(),
+    ))
+}
+
+async fn text_of(c: &Client, name: &str, inner: &str) -> String {
+    c.find(card(name, inner))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn wait_text(
+    c: &Client,
+    name: &str,
+    inner: &str,
+    what: &str,
+    ok: impl Fn(&str) -> bool,
+) -> String {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        let t = text_of(c, name, inner).await;
+        if ok(&t) {
+            return t;
+        }
+        assert!(Instant::now() < until, "{what}: still {t:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn a_person_sees_every_automation_runs_one_and_pauses_another() {
+    let Some(driver) = Driver::start("a_person_sees_every_automation") else {
+        return;
+    };
+    let sb = shop();
+    let dash = Dashboard::start(&sb);
+    let profile = sb.path("chromium-profile");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = driver.session(&profile).await;
+        c.goto(&dash.url).await.unwrap();
+        // The token moved from the address into a cookie.
+        assert!(!c.current_url().await.unwrap().as_str().contains("token="));
+        // Every automation, the broken one and the one known only from the log included, and
+        // those two degraded — degraded ones first.
+        let cards = c.find_all(Locator::Css("article.card")).await.unwrap();
+        let mut names = Vec::new();
+        for a in &cards {
+            names.push(a.attr("data-name").await.unwrap().unwrap());
+        }
+        for n in ["backup", "digest", "report", "xss", "broken", "gone"] {
+            assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
+        }
+        for n in ["broken", "gone", "digest"] {
+            let class = c
+                .find(Locator::Css(Box::leak(
+                    format!("article[data-name='{n}']").into_boxed_str(),
+                )))
+                .await
+                .unwrap()
+                .attr("class")
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(class.contains("degraded"), "{n}: {class}");
+        }
+        let first_healthy = names.iter().position(|n| n == "backup").unwrap();
+        assert!(
+            names[..first_healthy]
+                .iter()
+                .all(|n| ["broken", "gone", "digest"].contains(&n.as_str())),
+            "{names:?}"
+        );
+        assert!(
+            text_of(&c, "gone", "[data-field=reasons]")
+                .await
+                .contains("reinstall or uninstall its unit")
+        );
+
+        // Run now: the outcome appears without a reload.
+        c.execute("window.__still_here = true; return null;", vec![])
+            .await
+            .unwrap();
+        c.find(card("backup", "button[data-action=run]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let last = wait_text(
+            &c,
+            "backup",
+            "[data-field=last]",
+            "the run's outcome",
+            |t| t.starts_with("ok ") && t.ends_with("dashboard"),
+        )
+        .await;
+        assert!(last.contains(" s · "), "{last}");
+        let still = c
+            .execute("return window.__still_here === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(
+            still,
+            serde_json::Value::Bool(true),
+            "the page was reloaded"
+        );
+        assert!(
+            sb.events("started")
+                .iter()
+                .any(|e| e["name"] == "backup" && e["trigger"] == "dashboard")
+        );
+
+        // Pause with a reason: shown in the page and in `automations list`.
+        let input = c.find(card("report", "input[name=reason]")).await.unwrap();
+        input.send_keys("on vacation").await.unwrap();
+        c.find(card("report", "button[data-action=pause]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(&c, "report", "[data-field=state]", "the pause", |t| {
+            t == "paused: on vacation"
+        })
+        .await;
+        let list = stdout(&sb.run(["list"]));
+        assert!(
+            list.lines()
+                .any(|l| l.starts_with("report") && l.contains("paused (on vacation)")),
+            "{list}"
+        );
+
+        // A run's output is text: shown literally, and no dialog opens.
+        c.find(card("xss", "details summary"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let out = text_of(&c, "xss", "pre.output").await;
+        assert_eq!(out, XSS);
+        assert!(c.get_alert_text().await.is_err(), "a dialog opened");
+
+        // What it looks like: the image the README shows.
+        c.find(card("report", "input[name=reason]"))
+            .await
+            .unwrap()
+            .clear()
+            .await
+            .unwrap();
+        c.execute("window.scrollTo(0, 0); return null;", vec![])
+            .await
+            .unwrap();
+        let png = c.screenshot().await.unwrap();
+        let (w, h) = (
+            u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
+            u32::from_be_bytes([png[20], png[21], png[22], png[23]]),
+        );
+        assert_eq!((w, h), (1280, 800));
+        let out = repo_root().join("target/dashboard.png");
+        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+        std::fs::write(&out, png).unwrap();
+        assert!(c.get_alert_text().await.is_err(), "a dialog opened");
+        c.close().await.unwrap();
+    });
+    sb.assert_log_verifies();
+}
+
+fn http(
+    dash: &Dashboard,
+    method: &str,
+    path: &str,
+    host: Option<&str>,
+    origin: Option<&str>,
+    cookie: bool,
+) -> u16 {
+    let client = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{}{path}", dash.port);
+    let mut rb = client.request(method.parse().unwrap(), url);
+    if let Some(h) = host {
+        rb = rb.header("Host", h);
+    }
+    if let Some(o) = origin {
+        rb = rb.header("Origin", o);
+    }
+    if cookie {
+        rb = rb.header("Cookie", format!("automations_dashboard={}", dash.token));
+    }
+    rb.body("{\"reason\":\"x\"}")
+        .send()
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[test]
+fn what_the_dashboard_refuses() {
+    let sb = shop();
+    let dash = Dashboard::start(&sb);
+    let local = format!("http://127.0.0.1:{}", dash.port);
+    // No token: refused.
+    assert_eq!(http(&dash, "GET", "/", None, None, false), 401);
+    assert_eq!(
+        http(&dash, "GET", "/api/automations", None, None, false),
+        401
+    );
+    // The token once: a redirect that sets the cookie.
+    assert_eq!(
+        http(
+            &dash,
+            "GET",
+            &format!("/?token={}", dash.token),
+            None,
+            None,
+            false
+        ),
+        303
+    );
+    assert_eq!(http(&dash, "GET", "/?token=0000", None, None, false), 401);
+    assert_eq!(
+        http(&dash, "GET", "/api/automations", None, None, true),
+        200
+    );
+    // DNS rebinding: another Host is refused even with the token.
+    let evil_host = format!("evil.example:{}", dash.port);
+    assert_eq!(http(&dash, "GET", "/", Some(&evil_host), None, true), 403);
+    // Cross-site writes: refused, and nothing changes.
+    let before = sb.log_lines().len();
+    assert_eq!(
+        http(
+            &dash,
+            "POST",
+            "/api/stop-all",
+            None,
+            Some("http://evil.example"),
+            true
+        ),
+        403
+    );
+    assert_eq!(
+        http(&dash, "POST", "/api/pause/report", None, None, true),
+        403
+    );
+    assert_eq!(
+        sb.log_lines().len(),
+        before,
+        "a refused write changed the log"
+    );
+    assert!(!sb.data.join("state/stop-all.json").exists());
+    // The page's own origin may write; a name that is no definition may not run.
+    assert_eq!(
+        http(
+            &dash,
+            "POST",
+            "/api/run/nonexistent",
+            None,
+            Some(&local),
+            true
+        ),
+        400
+    );
+    assert_eq!(
+        http(&dash, "POST", "/api/stop-all", None, Some(&local), true),
+        200
+    );
+    assert!(sb.data.join("state/stop-all.json").exists());
+    assert_eq!(sb.events("stop_all").len(), 1);
+    // JSON twins: the CLI's shapes.
+    let client = reqwest::blocking::Client::new();
+    let get = |path: &str| -> serde_json::Value {
+        let resp_text = client
+            .get(format!("{local}{path}"))
+            .header("Cookie", format!("automations_dashboard={}", dash.token))
+            .send()
+            .unwrap()
+            .text()
+            .unwrap();
+        serde_json::from_str(&resp_text).unwrap()
+    };
+    let doc = get("/api/automations");
+    assert_eq!(doc["version"], 1);
+    let backup = doc["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "backup")
+        .unwrap();
+    assert_eq!(backup["list"]["schedule_words"], "every hour");
+    assert_eq!(backup["health"]["verdict"], "healthy");
+    let run = backup["runs"][0]["run"].as_str().unwrap().to_owned();
+    let shown = get(&format!("/api/runs/{run}"));
+    let cli: serde_json::Value =
+        serde_json::from_slice(&sb.run(["show", &run, "--json"]).stdout).unwrap();
+    assert_eq!(shown, cli, "the JSON twin differs from show --json");
+    // The token is private, and only 127.0.0.1 answers.
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(sb.data.join("dashboard.token"))
+            .unwrap()
+            .permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o600);
+    for other in ["127.0.0.2", "[::1]"] {
+        let addr = format!("{other}:{}", dash.port);
+        let refused =
+            std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2))
+                .is_err();
+        assert!(refused, "the dashboard answered on {addr}");
+    }
+    let hostname = Command::new("hostname")
+        .arg("-I")
+        .output()
+        .map(|o| stdout(&o))
+        .unwrap_or_default();
+    for ip in hostname
+        .split_whitespace()
+        .filter(|ip| !ip.starts_with("127."))
+    {
+        let addr: std::net::SocketAddr = match format!("{ip}:{}", dash.port).parse() {
+            Ok(a) => a,
+            Err(_) => continue,
+        };
+        assert!(
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).is_err(),
+            "the dashboard answered on {addr}"
+        );
+    }
+}
