@@ -210,8 +210,8 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     let mut keeper = Keeper::start(run_marker(&run_id).as_bytes())
         .context("cannot start the run's keeper process")?;
     // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
-    // scratch folder belongs to runs that were interrupted, and is cleared as the run's is made.
-    let scratch = Scratch::prepare(&s.data_root, name, &run_id);
+    // scratch belongs to runs that were interrupted, and is cleared now.
+    let scratch = Scratch::prepare(&s.data_root, name);
 
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
@@ -405,30 +405,29 @@ fn failed_before_start(run: &str, class: &str, detail: &str, clock: clock::Clock
     }
 }
 
-/// The per-run scratch space: a private TMPDIR folder, and beside it the result file and the HTTP
-/// log (outside TMPDIR, so a command cleaning its temp folder cannot lose them). All removed
-/// afterwards.
+/// The scratch space of one automation's runs, `<data root>/scratch/<name>/`: `tmp/`, the
+/// private TMPDIR each run gets in turn (runs of one automation never overlap: its lock), and beside
+/// it the run's result file and HTTP log (outside TMPDIR, so a command cleaning its temp folder
+/// cannot lose them). A run leaves it empty; what an interrupted run left, the next one clears.
+///
+/// The folders stay between runs: making and removing a folder per run cost a firing more than
+/// one of its two fsyncs (docs/performance.md), and an empty folder is checked with one listing.
 struct Scratch {
-    base: PathBuf,
+    dir: PathBuf,
 }
 
 impl Scratch {
-    /// `<data root>/scratch/<name>`: the scratch of every run of one automation.
-    fn dir(data_root: &Path, name: &Name) -> PathBuf {
-        data_root.join("scratch").join(name.as_str())
-    }
-
-    /// The scratch of run `run_id` of `name`, made after clearing what interrupted runs of `name`
-    /// left behind. Only called with `name`'s lock held, when no run of it can be using its
-    /// scratch. A link where a folder belongs is refused: the run's files (and their cleanup)
-    /// would go somewhere else.
-    fn prepare(data_root: &Path, name: &Name, run_id: &str) -> std::io::Result<Self> {
-        let dir = Self::dir(data_root, name);
+    /// Clears what interrupted runs of `name` left behind and returns its scratch. Only called
+    /// with `name`'s lock held, when no run of it can be using it. A link where a folder belongs
+    /// is refused: the run's files (and their cleanup) would go somewhere else.
+    fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
+        let dir = data_root.join("scratch").join(name.as_str());
         match std::fs::symlink_metadata(&dir) {
-            // An empty folder has two links on most filesystems (and on APFS, where files count
-            // too): nothing to clear, and no need to list it.
+            // Holding only `tmp/`, a folder has three links (on APFS, where files count too, as
+            // well): then only the two files can be left, and they are removed below. Anything
+            // else (an older layout, a stray folder) is cleared.
             Ok(m) if m.is_dir() => {
-                if std::os::unix::fs::MetadataExt::nlink(&m) != 2 {
+                if std::os::unix::fs::MetadataExt::nlink(&m) != 3 {
                     Self::clear(&dir);
                 }
             }
@@ -440,9 +439,17 @@ impl Scratch {
         if !std::fs::symlink_metadata(&parent)?.is_dir() {
             return Err(not_a_folder(&parent));
         }
-        let base = dir.join(run_id);
-        fsutil::private_dir(&base)?;
-        Ok(Self { base })
+        let tmp = dir.join("tmp");
+        match std::fs::symlink_metadata(&tmp) {
+            Ok(m) if m.is_dir() => Self::clear(&tmp),
+            Ok(_) => return Err(not_a_folder(&tmp)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => fsutil::private_dir(&tmp)?,
+            Err(e) => return Err(e),
+        }
+        // Only now: its drop clears `tmp`, which must be known to be a folder.
+        let sc = Self { dir };
+        sc.remove_files();
+        Ok(sc)
     }
 
     /// Removes every entry of `dir`; a link is removed as a link, never followed.
@@ -458,22 +465,20 @@ impl Scratch {
     }
 
     fn tmp(&self) -> PathBuf {
-        self.base.clone()
-    }
-
-    /// `<base>.<suffix>`, spelled out: run ids hold a `.`, so `with_extension` would cut them.
-    fn beside(&self, suffix: &str) -> PathBuf {
-        let mut name = self.base.as_os_str().to_owned();
-        name.push(suffix);
-        PathBuf::from(name)
+        self.dir.join("tmp")
     }
 
     fn result(&self) -> PathBuf {
-        self.beside(".result.json")
+        self.dir.join("result.json")
     }
 
     fn http_log(&self) -> PathBuf {
-        self.beside(".http.jsonl")
+        self.dir.join("http.jsonl")
+    }
+
+    fn remove_files(&self) {
+        let _ = std::fs::remove_file(self.result());
+        let _ = std::fs::remove_file(self.http_log());
     }
 }
 
@@ -486,13 +491,17 @@ fn not_a_folder(p: &Path) -> std::io::Error {
 
 impl Drop for Scratch {
     fn drop(&mut self) {
-        // The files beside the folder first: whatever an interruption leaves behind, the folder
-        // (which the next run's link count sees) goes last.
-        let _ = std::fs::remove_file(self.result());
-        let _ = std::fs::remove_file(self.http_log());
-        // Usually empty: one rmdir; the recursive walk only when the command left files.
-        if std::fs::remove_dir(&self.base).is_err() {
-            let _ = std::fs::remove_dir_all(&self.base);
+        self.remove_files();
+        // Usually empty: one listing; removals only when the command left files. The command may
+        // have put a link where `tmp` was: that is removed as a link, never followed (the next
+        // run makes the folder again).
+        let tmp = self.tmp();
+        match std::fs::symlink_metadata(&tmp) {
+            Ok(m) if m.is_dir() => Self::clear(&tmp),
+            Ok(_) => {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            Err(_) => {}
         }
     }
 }
@@ -741,26 +750,61 @@ fn finish(
 mod tests {
     use super::*;
 
-    /// Regression: the result file was named with `with_extension`, which cut the run id at its
-    /// `.` so two runs in the same second shared one result file.
+    /// What an interrupted run left (its result file, its HTTP log, files in TMPDIR, an older
+    /// layout's per-run folder) is gone before the next run starts, and a run leaves its scratch
+    /// empty.
     #[test]
-    fn scratch_files_are_unique_per_run() {
+    fn scratch_is_cleared_before_and_after_each_run() {
         let d = tempfile::tempdir().unwrap();
         let n = Name::new("x").unwrap();
-        let a = Scratch::prepare(d.path(), &n, "20261129T204512.123Z-aaaaaa").unwrap();
-        let b = Scratch::prepare(d.path(), &n, "20261129T204512.123Z-bbbbbb").unwrap();
-        assert_ne!(a.result(), b.result());
-        assert!(
-            a.result()
-                .to_str()
+        let a = Scratch::prepare(d.path(), &n).unwrap();
+        std::fs::write(a.result(), "{\"stale\": 1}").unwrap();
+        std::fs::write(a.http_log(), "x").unwrap();
+        std::fs::write(a.tmp().join("f"), "x").unwrap();
+        std::fs::create_dir(a.tmp().join("sub")).unwrap();
+        std::fs::create_dir(a.dir.join("20261129T204512.123Z-aaaaaa")).unwrap();
+        std::mem::forget(a); // interrupted: no cleanup
+        let b = Scratch::prepare(d.path(), &n).unwrap();
+        let names = |p: &Path| -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(p)
                 .unwrap()
-                .ends_with("20261129T204512.123Z-aaaaaa.result.json")
-        );
-        assert!(
-            b.http_log()
-                .to_str()
-                .unwrap()
-                .ends_with("-bbbbbb.http.jsonl")
-        );
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&b.dir), ["tmp"]);
+        assert!(names(&b.tmp()).is_empty());
+        std::fs::write(b.result(), "{}").unwrap();
+        std::fs::write(b.tmp().join("g"), "x").unwrap();
+        let dir = b.dir.clone();
+        drop(b);
+        assert_eq!(names(&dir), ["tmp"]);
+        assert!(names(&dir.join("tmp")).is_empty());
+        // A link where `tmp` belongs is never followed: removed as a link (or refused), and
+        // what it points at is untouched.
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("keep"), "x").unwrap();
+        std::fs::remove_dir(dir.join("tmp")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
+        let c = Scratch::prepare(d.path(), &n).unwrap();
+        assert!(std::fs::symlink_metadata(c.tmp()).unwrap().is_dir());
+        drop(c);
+        assert!(elsewhere.join("keep").exists());
+        // A command that put a link where `tmp` was: the run's cleanup removes the link only.
+        let e = Scratch::prepare(d.path(), &n).unwrap();
+        std::fs::remove_dir(e.tmp()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, e.tmp()).unwrap();
+        drop(e);
+        assert!(elsewhere.join("keep").exists());
+        assert!(std::fs::symlink_metadata(dir.join("tmp")).is_err());
+        // Beside another folder (three links), the link is refused.
+        std::fs::create_dir(dir.join("tmp")).unwrap();
+        std::fs::create_dir(dir.join("other")).unwrap();
+        std::fs::remove_dir(dir.join("tmp")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
+        assert!(Scratch::prepare(d.path(), &n).is_err());
+        assert!(elsewhere.join("keep").exists());
     }
 }

@@ -2,6 +2,7 @@
 //! (chromedriver), and its refusals checked over plain HTTP.
 
 use std::io::BufRead;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -82,7 +83,10 @@ impl Driver {
             .local_addr()
             .unwrap()
             .port();
+        // Its own process group, so that dropping it also ends the browsers it started (a test
+        // that fails before closing its session would leave them running).
         let child = Command::new("/usr/bin/chromedriver")
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -133,6 +137,8 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        let group = nix::unistd::Pid::from_raw(-(self.child.id() as i32));
+        let _ = nix::sys::signal::kill(group, nix::sys::signal::Signal::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -145,7 +151,7 @@ fn shop() -> Sandbox {
     let sb = Sandbox::new();
     sb.script(
         "backup.sh",
-        "#!/bin/sh\necho backed up 3 files\n\"$AUTOMATION_BIN\" result files=3 --headline files\n",
+        "#!/bin/sh\n[ \"$AUTOMATION_TRIGGER\" = dashboard ] && sleep 3\necho backed up 3 files\n\"$AUTOMATION_BIN\" result files=3 --headline files\n",
     );
     sb.definition(
         "backup",
@@ -261,7 +267,8 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
                 .contains("reinstall or uninstall its unit")
         );
 
-        // Run now: the outcome appears without a reload.
+        // Run now: the run in progress (from the page it takes 3 s), then its outcome, without a
+        // reload.
         c.execute("window.__still_here = true; return null;", vec![])
             .await
             .unwrap();
@@ -271,6 +278,14 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             .click()
             .await
             .unwrap();
+        wait_text(
+            &c,
+            "backup",
+            "[data-field=state]",
+            "the run in progress",
+            |t| t == "running",
+        )
+        .await;
         let last = wait_text(
             &c,
             "backup",
@@ -512,4 +527,55 @@ fn what_the_dashboard_refuses() {
             "the dashboard answered on {addr}"
         );
     }
+}
+
+/// The page's body (with the cookie) and its status.
+fn page_of(dash: &Dashboard, path: &str) -> (u16, String) {
+    let resp = reqwest::blocking::Client::new()
+        .get(format!("http://127.0.0.1:{}{path}", dash.port))
+        .header("Cookie", format!("automations_dashboard={}", dash.token))
+        .send()
+        .unwrap();
+    (resp.status().as_u16(), resp.text().unwrap())
+}
+
+/// Nothing yet is said in words; an unreadable file is named, never a blank page.
+#[test]
+fn empty_and_unreadable_are_shown_as_such() {
+    let sb = Sandbox::new();
+    let dash = Dashboard::start(&sb);
+    let (code, body) = page_of(&dash, "/");
+    assert_eq!(code, 200);
+    assert!(body.contains("No automations: add a definition"), "{body}");
+    // A definition that never ran and is not installed.
+    sb.definition("fresh", "name = \"fresh\"\ncommand = [\"true\"]\n");
+    let (_, body) = page_of(&dash, "/");
+    assert!(
+        body.contains("no runs yet") && body.contains("not installed"),
+        "{body}"
+    );
+    // A state file that is a link (never followed): the page names it and still shows the rest.
+    std::fs::create_dir_all(sb.data.join("state")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/stop-all.json")).unwrap();
+    let (code, body) = page_of(&dash, "/");
+    assert_eq!(code, 200);
+    assert!(
+        body.contains("Cannot be read or is invalid") && body.contains("stop-all.json"),
+        "{body}"
+    );
+    assert!(body.contains("data-name=\"fresh\""), "{body}");
+    // The run log itself unreadable: an error naming it, not an empty page.
+    std::fs::remove_file(sb.data.join("state/stop-all.json")).unwrap();
+    let _ = std::fs::remove_file(sb.data.join("runs.jsonl"));
+    std::os::unix::fs::symlink("/etc/passwd", sb.data.join("runs.jsonl")).unwrap();
+    let (code, body) = page_of(&dash, "/");
+    assert_eq!(code, 500);
+    assert!(body.contains("runs.jsonl"), "{body}");
+    let (code, body) = page_of(&dash, "/api/automations");
+    assert_eq!(code, 500);
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert!(
+        doc["error"].as_str().unwrap().contains("runs.jsonl"),
+        "{doc}"
+    );
 }
