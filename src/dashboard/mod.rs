@@ -98,18 +98,23 @@ fn open_browser(url: &str) {
     } else {
         "xdg-open"
     };
-    let started = std::process::Command::new(opener)
-        .arg(url)
+    let mut cmd = std::process::Command::new(opener);
+    cmd.arg(url);
+    if spawn_detached(&mut cmd).is_err() {
+        errln!("(could not start {opener}: open the address above yourself)");
+    }
+}
+
+/// Starts `cmd` with no standard streams and does not wait for it; a thread reaps it when it
+/// ends, so it never lingers as a zombie.
+fn spawn_detached(cmd: &mut std::process::Command) -> std::io::Result<()> {
+    let mut child = cmd
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn();
-    match started {
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-        }
-        Err(_) => errln!("(could not start {opener}: open the address above yourself)"),
-    }
+        .spawn()?;
+    std::thread::spawn(move || child.wait());
+    Ok(())
 }
 
 struct Ctx {
@@ -301,22 +306,14 @@ fn run_now(ctx: &Ctx, name: &Name) -> Reply {
             &serde_json::json!({"error": format!("{name} is already running")}),
         );
     }
-    let started = std::process::Command::new(&ctx.exe)
-        .args(["run", name.as_str(), "--trigger", "dashboard", "--root"])
+    let mut cmd = std::process::Command::new(&ctx.exe);
+    cmd.args(["run", name.as_str(), "--trigger", "dashboard", "--root"])
         .arg(&s.root)
         .arg("--data-root")
         .arg(&s.data_root)
-        .args(["--namespace", s.namespace.as_str()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    match started {
-        Ok(mut child) => {
-            // Reaped when it ends, so it never lingers as a zombie.
-            std::thread::spawn(move || child.wait());
-            json(202, &serde_json::json!({"started": name.as_str()}))
-        }
+        .args(["--namespace", s.namespace.as_str()]);
+    match spawn_detached(&mut cmd) {
+        Ok(()) => json(202, &serde_json::json!({"started": name.as_str()})),
         Err(e) => json(
             500,
             &serde_json::json!({"error": format!("cannot start the runner: {e}")}),

@@ -8,9 +8,8 @@
 //! run ahead of it; `verify` accepts a head that lags (an append was interrupted) and reports one
 //! the log does not reach. Writing it is best-effort: an append never fails because of the head.
 
-use std::fs::OpenOptions;
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -46,21 +45,10 @@ pub fn read(dir: &Path) -> Option<Head> {
 /// The head file, open for reading and rewriting in place (created 0600 when missing).
 pub fn open(dir: &Path) -> io::Result<std::fs::File> {
     let p = path(dir);
-    let open = || {
-        fsutil::open_regular(
-            &p,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600),
-        )
-    };
-    match open() {
+    match fsutil::open_private(&p) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fsutil::private_dir(p.parent().unwrap_or(dir))?;
-            open()
+            fsutil::open_private(&p)
         }
         other => other,
     }

@@ -44,13 +44,7 @@ fn a_sigkilled_runner_takes_its_whole_tree_and_no_second_run_starts_beside_it() 
             .collect::<Vec<_>>()
             .join(" ")
     );
-    sb.definition(
-        "t",
-        &format!(
-            "name = \"t\"\ncommand = [\"sh\", \"-c\", {}]\n",
-            serde_json::to_string(&check).unwrap()
-        ),
-    );
+    sb.shell_definition("t", &check, "");
     let until = Instant::now() + Duration::from_secs(20);
     loop {
         let o = sb.run(["run", "t"]);

@@ -106,6 +106,39 @@ impl Sandbox {
         self
     }
 
+    /// Writes a definition `name` whose command is `sh -c SCRIPT`, with `more` TOML lines after it.
+    pub fn shell_definition(&self, name: &str, script: &str, more: &str) -> &Self {
+        self.definition(
+            name,
+            &format!(
+                "name = \"{name}\"\ncommand = [\"sh\", \"-c\", {}]\n{more}",
+                serde_json::to_string(script).unwrap()
+            ),
+        )
+    }
+
+    /// Fails naming the file when any file under the data root holds one of `secrets`.
+    pub fn assert_no_file_holds(&self, secrets: &[&str]) {
+        let mut stack = vec![self.data.clone()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.path().is_dir() {
+                    stack.push(e.path());
+                    continue;
+                }
+                let bytes = std::fs::read(e.path()).unwrap_or_default();
+                let text = String::from_utf8_lossy(&bytes);
+                for secret in secrets {
+                    assert!(
+                        !text.contains(secret),
+                        "{} holds a secret",
+                        e.path().display()
+                    );
+                }
+            }
+        }
+    }
+
     /// Writes an executable script under `scripts/`.
     pub fn script(&self, name: &str, body: &str) -> PathBuf {
         use std::os::unix::fs::PermissionsExt;

@@ -104,16 +104,27 @@ impl Fixture {
         run
     }
 
-    fn ok(&mut self, name: &str, at: DateTime<Utc>) -> String {
+    /// A scheduled run without clocks or headline: the usual case.
+    fn scheduled(
+        &mut self,
+        name: &str,
+        at: DateTime<Utc>,
+        outcome: Option<Outcome>,
+        duration_ms: u64,
+    ) -> String {
         self.run(
             name,
             at,
-            Some(Outcome::Ok),
-            100,
+            outcome,
+            duration_ms,
             no_clock(),
             None,
             Trigger::Schedule,
         )
+    }
+
+    fn ok(&mut self, name: &str, at: DateTime<Utc>) -> String {
+        self.scheduled(name, at, Some(Outcome::Ok), 100)
     }
 
     fn skipped(&mut self, name: &str, at: DateTime<Utc>) {
@@ -221,24 +232,8 @@ fn an_interrupted_run_is_a_failure_and_named() {
     let mut fx = Fixture::new(&sb);
     let t = Utc::now() - Duration::hours(3);
     fx.ok("job", t);
-    let interrupted = fx.run(
-        "job",
-        t + Duration::hours(1),
-        None,
-        0,
-        no_clock(),
-        None,
-        Trigger::Schedule,
-    );
-    fx.run(
-        "job",
-        t + Duration::hours(2),
-        Some(Outcome::Failed),
-        10,
-        no_clock(),
-        None,
-        Trigger::Schedule,
-    );
+    let interrupted = fx.scheduled("job", t + Duration::hours(1), None, 0);
+    fx.scheduled("job", t + Duration::hours(2), Some(Outcome::Failed), 10);
     let v = verdict(&sb, "job");
     let d = detail(&v, "success_rate");
     assert!(
@@ -414,35 +409,16 @@ fn a_slow_run_and_a_timeout() {
     let mut fx = Fixture::new(&sb);
     let t = Utc::now() - Duration::hours(5);
     for i in 0..4 {
-        fx.run(
-            "job",
-            t + Duration::hours(i),
-            Some(Outcome::Ok),
-            1000,
-            no_clock(),
-            None,
-            Trigger::Schedule,
-        );
+        fx.scheduled("job", t + Duration::hours(i), Some(Outcome::Ok), 1000);
     }
-    fx.run(
-        "job",
-        t + Duration::hours(4),
-        Some(Outcome::Ok),
-        5000,
-        no_clock(),
-        None,
-        Trigger::Schedule,
-    );
+    fx.scheduled("job", t + Duration::hours(4), Some(Outcome::Ok), 5000);
     let v = verdict(&sb, "job");
     assert_eq!(detail(&v, "slow"), "the latest run took 5 s, usually 1 s");
-    fx.run(
+    fx.scheduled(
         "job",
         t + Duration::hours(4) + Duration::minutes(1),
         Some(Outcome::Timeout),
         300_000,
-        no_clock(),
-        None,
-        Trigger::Schedule,
     );
     assert_eq!(
         detail(&verdict(&sb, "job"), "slow"),
@@ -461,13 +437,7 @@ fn failing_outside_calls_over_the_share() {
         "$AUTOMATION_BIN http get {u}/ok; $AUTOMATION_BIN http get {u}/down; true",
         u = server.url
     );
-    sb.definition(
-        "caller",
-        &format!(
-            "name = \"caller\"\ncommand = [\"sh\", \"-c\", {}]\n",
-            serde_json::to_string(&script).unwrap()
-        ),
-    );
+    sb.shell_definition("caller", &script, "");
     assert_code(&sb.run(["run", "caller"]), 0);
     let v = verdict(&sb, "caller");
     assert_eq!(
@@ -640,13 +610,7 @@ fn the_reason_names_the_kinds_of_failure() {
         "$AUTOMATION_BIN http get {u}/blocked; $AUTOMATION_BIN http get {u}/down; exit 1",
         u = server.url
     );
-    sb.definition(
-        "api",
-        &format!(
-            "name = \"api\"\ncommand = [\"sh\", \"-c\", {}]\noutbound = true\n",
-            serde_json::to_string(&script).unwrap()
-        ),
-    );
+    sb.shell_definition("api", &script, "outbound = true\n");
     for _ in 0..3 {
         sb.run(["run", "api"]);
     }
@@ -844,22 +808,7 @@ fn hostile_output_and_fact_names_never_reach_a_message_nor_credentials_a_file() 
     );
     // The credentials went to the server, and nowhere else.
     assert!(decoded.contains(USER_KEY) && decoded.contains(API_TOKEN));
-    let mut stack = vec![sb.data.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                let text = String::from_utf8_lossy(&std::fs::read(e.path()).unwrap_or_default())
-                    .into_owned();
-                assert!(
-                    !text.contains(USER_KEY) && !text.contains(API_TOKEN),
-                    "{}",
-                    e.path().display()
-                );
-            }
-        }
-    }
+    sb.assert_no_file_holds(&[USER_KEY, API_TOKEN]);
 }
 
 fn url_decode(s: &str) -> String {

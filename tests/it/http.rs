@@ -393,21 +393,7 @@ fn a_header_env_secret_reaches_no_argv_stderr_or_log() {
     assert_code(&sb.run(["run", "caller"]), 1);
     let f = sb.last_finished();
     assert_eq!(f["http"]["counts"]["5xx"], 1, "{f}");
-    let mut stack = vec![sb.data.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.path().is_dir() {
-                stack.push(e.path());
-            } else {
-                let bytes = std::fs::read(e.path()).unwrap_or_default();
-                assert!(
-                    !String::from_utf8_lossy(&bytes).contains(SECRET),
-                    "{} holds the secret",
-                    e.path().display()
-                );
-            }
-        }
-    }
+    sb.assert_no_file_holds(&[SECRET]);
 }
 
 #[test]
@@ -421,13 +407,7 @@ fn a_run_records_its_calls_by_class_fifty_listed_and_forgeries_counted() {
         "$AUTOMATION_BIN http get {u}/ok; $AUTOMATION_BIN http get {u}/down; $AUTOMATION_BIN http get http://127.0.0.1:{closed_port}/; true",
         u = server.url
     );
-    sb.definition(
-        "three",
-        &format!(
-            "name = \"three\"\ncommand = [\"sh\", \"-c\", {}]\n",
-            serde_json::to_string(&three).unwrap()
-        ),
-    );
+    sb.shell_definition("three", &three, "");
     assert_code(&sb.run(["run", "three"]), 0);
     let f = sb.last_finished();
     let counts = f["http"]["counts"].as_object().unwrap();
@@ -451,13 +431,7 @@ fn a_run_records_its_calls_by_class_fifty_listed_and_forgeries_counted() {
         "i=0; while [ $i -lt 120 ]; do $AUTOMATION_BIN http head {u}/ok; i=$((i+1)); done; echo '{{\"host\":\"x\",\"status\":200,\"ms\":1,\"class\":\"5xx\"}}' >> \"$AUTOMATION_HTTP_LOG\"; echo '{{\"host\":\"x\",\"status\":200,\"ms\":1,\"class\":\"2xx\",\"path\":\"/p\"}}' >> \"$AUTOMATION_HTTP_LOG\"",
         u = server.url
     );
-    sb.definition(
-        "many",
-        &format!(
-            "name = \"many\"\ncommand = [\"sh\", \"-c\", {}]\ntimeout_seconds = 120\n",
-            serde_json::to_string(&many).unwrap()
-        ),
-    );
+    sb.shell_definition("many", &many, "timeout_seconds = 120\n");
     assert_code(&sb.run(["run", "many"]), 0);
     let f = sb.last_finished();
     assert_eq!(f["http"]["requests"].as_array().unwrap().len(), 50);

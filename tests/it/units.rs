@@ -566,6 +566,21 @@ mod launchd {
         );
     }
 
+    /// A launchd install of `x` that must fail: its settings, definition and error.
+    fn failed_install(
+        sb: &Sandbox,
+        l: &Launchd,
+    ) -> (Settings, automations::definition::Definition, String) {
+        let (s, def) = launchd_install(sb);
+        let bin = stable_bin(&sb.path("bin"));
+        let plan = automations::install::plan_install(&s, &def, &bin, l).unwrap();
+        let e = format!(
+            "{:#}",
+            automations::install::apply_install(&s, &plan, l).unwrap_err()
+        );
+        (s, def, e)
+    }
+
     /// Settings and the definition of `x` (daily) for a launchd install in a sandbox.
     fn launchd_install(sb: &Sandbox) -> (Settings, automations::definition::Definition) {
         sb.definition(
@@ -596,13 +611,7 @@ mod launchd {
         let (d, l, _) = setup();
         std::fs::write(d.path().join("no-gui"), "").unwrap();
         let sb = Sandbox::new();
-        let (s, def) = launchd_install(&sb);
-        let bin = stable_bin(&sb.path("bin"));
-        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
-        let e = format!(
-            "{:#}",
-            automations::install::apply_install(&s, &plan, &l).unwrap_err()
-        );
+        let (_, _, e) = failed_install(&sb, &l);
         assert!(e.contains("log in at the Mac's screen"), "{e}");
         assert!(matches!(
             l.preflight(),
@@ -623,13 +632,7 @@ mod launchd {
         assert!(matches!(l.preflight(), Err(PreflightError::Root)));
         assert!(calls(d.path()).is_empty(), "launchctl was not even asked");
         let sb = Sandbox::new();
-        let (s, def) = launchd_install(&sb);
-        let bin = stable_bin(&sb.path("bin"));
-        let plan = automations::install::plan_install(&s, &def, &bin, &l).unwrap();
-        let e = format!(
-            "{:#}",
-            automations::install::apply_install(&s, &plan, &l).unwrap_err()
-        );
+        let (s, def, e) = failed_install(&sb, &l);
         assert!(e.contains("without sudo"), "{e}");
         assert!(
             !sb.home
