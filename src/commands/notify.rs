@@ -52,7 +52,14 @@ pub fn look(s: &Settings, name: Option<&Name>) -> CmdResult {
             report.held
         );
     }
-    Ok(Exit::Success)
+    for problem in &report.unreadable {
+        errln!("automations: notify look: {problem}");
+    }
+    Ok(if report.unreadable.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Failure
+    })
 }
 
 fn label(s: &Settings, ntfy: bool) -> Label {

@@ -5,8 +5,6 @@
 //! ten runs, its latest result and a 24-hour strip. The page renders it; `/api/automations` is its
 //! JSON, built from the CLI's own `--json` views.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
@@ -59,6 +57,8 @@ pub struct Strip {
 pub struct Mark {
     pub minute: u32,
     pub status: Status,
+    /// Fired by the schedule (a skip included), not by hand or from the dashboard.
+    pub scheduled: bool,
 }
 
 impl Board {
@@ -105,6 +105,7 @@ impl Board {
                         marks.push(Mark {
                             minute: (t - day_ago).num_minutes().clamp(0, 1439) as u32,
                             status: run.status,
+                            scheduled: run.trigger == crate::runlog::Trigger::Schedule,
                         });
                     }
                     if latest.is_none() && run.finished.is_some() {
@@ -116,7 +117,13 @@ impl Board {
                         break;
                     }
                 }
-                let missed = missed_slots(subject.definition.as_ref(), &marks, day_ago, now);
+                let missed = missed_slots(
+                    subject.definition.as_ref(),
+                    subject.installed_at,
+                    &marks,
+                    day_ago,
+                    now,
+                );
                 Card {
                     name: subject.name.clone(),
                     verdict,
@@ -193,9 +200,12 @@ fn parse(at: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// The minutes (from `from`) of daily slots in the last 24 hours that no run followed.
+/// The minutes (from `from`) of daily slots in the last 24 hours the schedule did not fire: no
+/// scheduled run (or skip) between the slot and the next one. A run by hand is no firing, and
+/// nothing is missed before the unit was installed.
 fn missed_slots(
     def: Option<&Definition>,
+    installed: Option<DateTime<Utc>>,
     marks: &[Mark],
     from: DateTime<Utc>,
     now: DateTime<Utc>,
@@ -204,9 +214,11 @@ fn missed_slots(
     else {
         return Vec::new();
     };
+    let Some(installed) = installed else {
+        return Vec::new();
+    };
     let local_now = now.with_timezone(&chrono::Local);
-    let mut out = Vec::new();
-    let mut seen = BTreeMap::new();
+    let mut slots = std::collections::BTreeSet::new();
     for back in 0..2 {
         let day = local_now.date_naive() - Duration::days(back);
         if !crate::schedule::allowed(day, weekdays) {
@@ -215,13 +227,83 @@ fn missed_slots(
         let Some(slot) = crate::schedule::resolve_local(&chrono::Local, day, *daily_at) else {
             continue;
         };
-        if slot <= from || slot > now {
+        if slot <= from || slot <= installed || slot > now {
             continue;
         }
-        let minute = (slot - from).num_minutes().clamp(0, 1439) as u32;
-        if seen.insert(minute, ()).is_none() && !marks.iter().any(|m| m.minute >= minute) {
-            out.push(minute);
+        slots.insert((slot - from).num_minutes().clamp(0, 1439) as u32);
+    }
+    let slots: Vec<u32> = slots.into_iter().collect();
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(i, &slot)| {
+            let next = slots.get(i + 1).copied().unwrap_or(u32::MAX);
+            !marks
+                .iter()
+                .any(|m| m.scheduled && m.minute >= slot && m.minute < next)
+        })
+        .map(|(_, &slot)| slot)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A daily job whose slot was 3 hours ago (local time), the window 24 hours back from now.
+    fn daily_3h_ago() -> (Definition, DateTime<Utc>, DateTime<Utc>) {
+        let now = Utc::now();
+        let slot = (now - Duration::hours(3)).with_timezone(&chrono::Local);
+        let toml = format!(
+            "name = \"d\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"{}\"\n",
+            slot.format("%H:%M")
+        );
+        let checks = definition::Checks {
+            home: "/nonexistent-home".into(),
+            data_root: "/nonexistent-data".into(),
+        };
+        let def = definition::parse("d.toml", toml.as_bytes(), &checks).unwrap();
+        (def, now - Duration::hours(24), now)
+    }
+
+    fn mark(minute: u32, scheduled: bool) -> Mark {
+        Mark {
+            minute,
+            status: Status::Ok,
+            scheduled,
         }
     }
-    out
+
+    /// Regression: any later run, one by hand included, hid a missed slot.
+    #[test]
+    fn a_slot_is_missed_unless_the_schedule_fired_after_it() {
+        let (def, from, now) = daily_3h_ago();
+        let slot = 21 * 60 - 1; // about 21 hours after `from`, to the minute
+        let long_ago = Some(now - Duration::days(3));
+        // Not installed, or installed after the slot: nothing is missed.
+        assert!(missed_slots(Some(&def), None, &[], from, now).is_empty());
+        assert!(
+            missed_slots(Some(&def), Some(now - Duration::hours(1)), &[], from, now).is_empty()
+        );
+        let missed = missed_slots(Some(&def), long_ago, &[], from, now);
+        assert_eq!(missed.len(), 1, "{missed:?}");
+        assert!(missed[0].abs_diff(slot) <= 1, "{missed:?}");
+        let after = missed[0] + 30;
+        assert_eq!(
+            missed_slots(Some(&def), long_ago, &[mark(after, false)], from, now),
+            missed
+        );
+        assert!(missed_slots(Some(&def), long_ago, &[mark(after, true)], from, now).is_empty());
+        // A scheduled run before the slot is no firing of it.
+        assert_eq!(
+            missed_slots(
+                Some(&def),
+                long_ago,
+                &[mark(missed[0] - 60, true)],
+                from,
+                now
+            ),
+            missed
+        );
+    }
 }

@@ -5,8 +5,9 @@
 //!
 //! - It listens on 127.0.0.1 only (port 0: any free port).
 //! - Every request needs the token kept 0600 in `<data root>/dashboard.token`: given once in the
-//!   printed URL, then held in an `HttpOnly; SameSite=Strict` cookie (the URL's token is dropped by
-//!   a redirect). Without it: 401.
+//!   printed URL (the browser is opened on a 0600 file that forwards to it, so it is never on a
+//!   command line), which a redirect exchanges for an `HttpOnly; SameSite=Strict` cookie holding a
+//!   value of this process only (cookies reach every port of a host). Without either: 401.
 //! - A Host other than `127.0.0.1:PORT` or `localhost:PORT` is refused (DNS rebinding); a POST also
 //!   needs an Origin of exactly those (cross-site requests).
 //! - `Content-Security-Policy: default-src 'self'` with no inline script or style, so markup in
@@ -44,6 +45,15 @@ const APP_JS: &str = include_str!("static/app.js");
 const APP_CSS: &str = include_str!("static/app.css");
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+/// 32 random bytes, in hex.
+fn random_hex() -> anyhow::Result<String> {
+    let mut raw = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut raw))
+        .context("cannot read /dev/urandom for a token")?;
+    Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The dashboard's token: read, or made (32 random bytes, hex) and kept 0600.
 pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
     let path = data_root.join(TOKEN_FILE);
@@ -55,11 +65,7 @@ pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
             return Ok(t);
         }
     }
-    let mut raw = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut raw))
-        .context("cannot read /dev/urandom for a token")?;
-    let t: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+    let t = random_hex()?;
     fsutil::write_atomic(&path, format!("{t}\n").as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(t)
@@ -76,11 +82,14 @@ pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
     let url = format!("http://127.0.0.1:{port}/?token={token}");
     outln!("dashboard: {url}");
     if open {
-        open_browser(&url);
+        open_browser(&s.data_root, &url);
     }
     let ctx = Arc::new(Ctx {
         s: s.clone(),
         token,
+        // The cookie holds a value of this process only: browsers send a cookie to every port
+        // of 127.0.0.1, and one that reaches another local server is worthless once this ends.
+        session: random_hex()?,
         port,
         exe: std::env::current_exe().context("cannot find this binary")?,
     });
@@ -92,23 +101,37 @@ pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn open_browser(url: &str) {
+/// The page the browser is opened on: a private file in the data root that forwards to `url`,
+/// so the token is never on a command line (`/proc/*/cmdline` is readable by every local user).
+const OPEN_FILE: &str = "dashboard-open.html";
+
+fn open_browser(data_root: &std::path::Path, url: &str) {
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
-    let mut cmd = std::process::Command::new(opener);
-    cmd.arg(url);
-    if spawn_detached(&mut cmd).is_err() {
+    let page = data_root.join(OPEN_FILE);
+    let html = format!(
+        "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>automations</title><a href=\"{url}\">automations dashboard</a>\n"
+    );
+    let started = fsutil::write_atomic(&page, html.as_bytes()).and_then(|()| {
+        let mut cmd = std::process::Command::new(opener);
+        cmd.arg(&page);
+        spawn_detached(&mut cmd)
+    });
+    if started.is_err() {
         errln!("(could not start {opener}: open the address above yourself)");
     }
 }
 
 /// Starts `cmd` with no standard streams and does not wait for it; a thread reaps it when it
-/// ends, so it never lingers as a zombie.
+/// ends, so it never lingers as a zombie. Its own process group: Ctrl-C on the dashboard does not
+/// reach a run it started (which would end as stopped).
 fn spawn_detached(cmd: &mut std::process::Command) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
     let mut child = cmd
+        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -120,6 +143,7 @@ fn spawn_detached(cmd: &mut std::process::Command) -> std::io::Result<()> {
 struct Ctx {
     s: Settings,
     token: String,
+    session: String,
     port: u16,
     exe: PathBuf,
 }
@@ -185,23 +209,28 @@ fn route(ctx: &Ctx, request: &mut Request) -> Reply {
         Some((p, q)) => (p.to_owned(), q.to_owned()),
         None => (request.url().to_owned(), String::new()),
     };
-    // The token once in the URL: set the cookie and drop it from the address bar.
+    // The token once in the URL: set the cookie and drop the token from the address bar. By a page
+    // that moves on to `/` itself rather than a 303: a redirect belongs to the navigation that
+    // brought the token, and when that began elsewhere (the file the browser is opened on, a link
+    // in another site) a SameSite=Strict cookie would not go with it; this page's own navigation is
+    // same-site. Always to `/`: nothing from the request goes into the answer.
     if let Some(t) = query.split('&').find_map(|kv| kv.strip_prefix("token="))
         && same(t, &ctx.token)
         && *request.method() == Method::Get
     {
-        return Response::from_string("")
-            .with_status_code(303)
-            .with_header(header("Location", &path))
-            .with_header(header(
-                "Set-Cookie",
-                &format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", ctx.token),
-            ));
+        return Response::from_string(
+            "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=/\"><title>automations</title><a href=\"/\">automations dashboard</a>\n",
+        )
+        .with_header(header("Content-Type", "text/html; charset=utf-8"))
+        .with_header(header(
+            "Set-Cookie",
+            &format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", ctx.session),
+        ));
     }
     let authed = get_header(request, "Cookie").is_some_and(|c| {
         c.split(';')
             .filter_map(|kv| kv.trim().strip_prefix(&format!("{COOKIE}=")))
-            .any(|t| same(t, &ctx.token))
+            .any(|t| same(t, &ctx.session))
     });
     if !authed {
         return text(

@@ -354,6 +354,7 @@ pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Ver
             });
         } else if let (Some(m), Some(d)) = (median, latest.duration_ms())
             && d as f64 > th.slow_factor * m.max(1) as f64
+            && d >= u64::from(th.slow_min_seconds) * 1000
         {
             reasons.push(Reason {
                 rule: Rule::Slow,
@@ -449,7 +450,12 @@ pub fn failing_streak(runs: &[RunView], since: Option<DateTime<Utc>>) -> (u32, V
     let mut n = 0;
     let mut seen = std::collections::BTreeSet::new();
     for r in runs {
-        if r.status == Status::Skipped || r.status == Status::Running {
+        // A run someone stopped (stop-all, a stop request) says nothing of the automation: like a
+        // skip, it neither counts nor ends the streak.
+        if matches!(
+            r.status,
+            Status::Skipped | Status::Running | Status::Stopped
+        ) {
             continue;
         }
         if let (Some(since), Some(t)) = (since, parse_time(&r.at))
@@ -529,9 +535,17 @@ fn age_of<Tz: TimeZone>(success: &RunView, runs: &[RunView], now: &Now<Tz>) -> (
         );
     }
     // Across boots: the rest of the success's boot as far as the log saw it, every boot in
-    // between (its awake time up to the last event seen), and the current boot so far.
+    // between (its awake time up to the last event seen), and the current boot so far. Only runs
+    // since the success (`runs` is newest first): an older boot is no part of the age.
     let mut spans: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    let mut since = Vec::new();
     for r in runs {
+        since.push(r);
+        if r.run.is_some() && r.run == success.run {
+            break;
+        }
+    }
+    for r in since {
         for c in [
             r.started.as_ref().map(|s| &s.clock),
             r.finished.as_ref().map(|f| &f.clock),
@@ -623,7 +637,8 @@ fn parse_time(at: &str) -> Option<DateTime<Utc>> {
 pub fn human_ms(ms: u64) -> String {
     let s = ms / 1000;
     match s {
-        0..60 => format!("{s} s"),
+        0..10 => format!("{:.1} s", ms as f64 / 1000.0),
+        10..60 => format!("{s} s"),
         60..3600 => format!("{} min", s / 60),
         3600..86_400 => format!("{} h {} min", s / 3600, s % 3600 / 60),
         _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),

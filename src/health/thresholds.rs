@@ -37,6 +37,9 @@ pub struct Thresholds {
     pub stale_daily_hours: u32,
     /// The latest run took more than this many times the median success: slow.
     pub slow_factor: f64,
+    /// ...and at least this many seconds: a run of a second that took three is not worth a
+    /// message.
+    pub slow_min_seconds: u32,
     /// More missed days than this in the window: degraded.
     pub missed_days_max: u32,
     /// The days the missed-days rule looks back.
@@ -62,6 +65,7 @@ impl Default for Thresholds {
             stale_intervals: 3,
             stale_daily_hours: 30,
             slow_factor: 3.0,
+            slow_min_seconds: 5,
             missed_days_max: 1,
             missed_days_window: 14,
             headline_check: false,
@@ -180,6 +184,7 @@ fn apply(base: &Thresholds, t: &toml::Table, at: &str, problems: &mut Vec<String
             "min_runs" => int(1, 1000).map(|i| th.min_runs = i as usize),
             "stale_intervals" => int(1, 10_000).map(|i| th.stale_intervals = i as u32),
             "stale_daily_hours" => int(1, 24 * 366).map(|i| th.stale_daily_hours = i as u32),
+            "slow_min_seconds" => int(0, 86_400).map(|i| th.slow_min_seconds = i as u32),
             "missed_days_max" => int(0, 366).map(|i| th.missed_days_max = i as u32),
             "missed_days_window" => int(1, 366).map(|i| th.missed_days_window = i as u32),
             "headline_min_successes" => {

@@ -19,6 +19,7 @@ pub mod settings;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use anyhow::Context;
 use chrono::{Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -116,9 +117,28 @@ pub struct LookReport {
     pub deliveries: Vec<(String, String, Result<String, String>)>,
     /// Messages held by quiet hours.
     pub held: usize,
+    /// Automations whose last verdicts could not be read or saved, and why: the look went on
+    /// with the others.
+    pub unreadable: Vec<String>,
+}
+
+/// The drivers `notify.toml` names, whether or not their credentials can be had right now: a
+/// message waits for each of them.
+fn configured(cfg: &NotifySettings) -> Vec<String> {
+    let mut names = Vec::new();
+    if cfg.pushover {
+        names.push("pushover".to_owned());
+    }
+    if cfg.ntfy.is_some() {
+        names.push("ntfy".to_owned());
+    }
+    names
 }
 
 /// Looks at `only` (or every automation): notes transitions, delivers what is due.
+///
+/// One look at a time (`state/verdicts/.lock`): the runner's look after a run and the hourly
+/// health-check can meet, and each reads, changes and saves the same last verdicts.
 pub fn look(s: &Settings, only: Option<&Name>) -> anyhow::Result<LookReport> {
     let Some(cfg) = settings::load(&s.data_root)? else {
         return Ok(LookReport::default());
@@ -126,25 +146,42 @@ pub fn look(s: &Settings, only: Option<&Name>) -> anyhow::Result<LookReport> {
     let th = health::thresholds::load(&s.data_root)?;
     let subjects = health::load::subjects(s, &th, only)?;
     let verdicts = health::verdicts(&subjects, &th, &health::load::now());
-    let drivers = if off() { Vec::new() } else { drivers(s, &cfg) };
-    let names: Vec<String> = drivers.iter().map(|d| d.name().to_owned()).collect();
+    let lock_path = s.data_root.join("state").join("verdicts").join(".lock");
+    crate::fsutil::private_dir(lock_path.parent().unwrap_or(&s.data_root))?;
+    let lock = crate::fsutil::open_private(&lock_path)
+        .with_context(|| format!("cannot open {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+    let names = configured(&cfg);
     let now = chrono::Local::now();
     let quiet = cfg.quiet_at(TimeOfDay {
         hour: now.hour() as u8,
         minute: now.minute() as u8,
     });
+    // Credentials are looked up only when something is to be sent.
+    let mut drivers: Option<Vec<Box<dyn Notifier>>> = None;
     let mut report = LookReport::default();
     for v in &verdicts {
         let path = state_path(s, &v.name);
-        let mut last: Last = crate::state::read_json(&path)?.unwrap_or_default();
+        let mut last: Last = match crate::state::read_json(&path) {
+            Ok(l) => l.unwrap_or_default(),
+            Err(e) => {
+                report.unreadable.push(format!("{}: {e:#}", v.name));
+                continue;
+            }
+        };
         transition(&mut last, v, &cfg, &names);
-        if !quiet && !off() {
-            deliver(&mut last, &v.name, &drivers, &mut report);
-        } else {
+        if quiet || off() {
             report.held += last.pending.len();
+        } else if !last.pending.is_empty() {
+            let drivers = drivers.get_or_insert_with(|| self::drivers(s, &cfg));
+            deliver(&mut last, &v.name, drivers, &mut report);
         }
-        crate::state::write_json(&path, &last)?;
+        if let Err(e) = crate::state::write_json(&path, &last) {
+            report.unreadable.push(format!("{}: {e:#}", v.name));
+        }
     }
+    drop(lock);
     Ok(report)
 }
 
@@ -206,10 +243,12 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
 fn deliver(last: &mut Last, name: &str, drivers: &[Box<dyn Notifier>], report: &mut LookReport) {
     for p in &mut last.pending {
         p.drivers.retain(|want| {
-            let Some(d) = drivers.iter().find(|d| d.name() == want) else {
-                return false;
+            // A driver whose credentials cannot be had now (a locked keychain, no session bus)
+            // is a delivery that failed: the message waits for the next look.
+            let answer = match drivers.iter().find(|d| d.name() == want) {
+                Some(d) => d.send(&p.message),
+                None => Err("its credentials cannot be read now".to_owned()),
             };
-            let answer = d.send(&p.message);
             let delivered = answer.is_ok();
             if let Err(e) = &answer {
                 errln!(

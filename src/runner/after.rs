@@ -34,10 +34,15 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
             ),
         }
     }
-    if crate::notify::enabled(s)
-        && let Err(e) = crate::notify::look(s, Some(&def.name))
-    {
-        errln!("automations: {}: notifications: {e:#}", def.name);
+    if crate::notify::enabled(s) {
+        match crate::notify::look(s, Some(&def.name)) {
+            Ok(report) => {
+                for problem in &report.unreadable {
+                    errln!("automations: notifications: {problem}");
+                }
+            }
+            Err(e) => errln!("automations: {}: notifications: {e:#}", def.name),
+        }
     }
     after
 }

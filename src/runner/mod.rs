@@ -419,49 +419,40 @@ struct Scratch {
 impl Scratch {
     /// Clears what interrupted runs of `name` left behind and returns its scratch. Only called
     /// with `name`'s lock held, when no run of it can be using it. A link where a folder belongs
-    /// is refused: the run's files (and their cleanup) would go somewhere else.
+    /// is refused or removed as a link, never followed: the run's files (and their cleanup) would
+    /// go somewhere else.
     fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
-        let dir = data_root.join("scratch").join(name.as_str());
+        let parent = data_root.join("scratch");
+        match std::fs::symlink_metadata(&parent) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(not_a_folder(&parent)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let dir = parent.join(name.as_str());
         match std::fs::symlink_metadata(&dir) {
             // Holding only `tmp/`, a folder has three links (on APFS, where files count too, as
             // well): then only the two files can be left, and they are removed below. Anything
             // else (an older layout, a stray folder) is cleared.
             Ok(m) if m.is_dir() => {
                 if std::os::unix::fs::MetadataExt::nlink(&m) != 3 {
-                    Self::clear(&dir);
+                    clear(&dir);
                 }
             }
             Ok(_) => return Err(not_a_folder(&dir)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => fsutil::private_dir(&dir)?,
             Err(e) => return Err(e),
         }
-        let parent = data_root.join("scratch");
-        if !std::fs::symlink_metadata(&parent)?.is_dir() {
-            return Err(not_a_folder(&parent));
-        }
         let tmp = dir.join("tmp");
         match std::fs::symlink_metadata(&tmp) {
-            Ok(m) if m.is_dir() => Self::clear(&tmp),
+            Ok(m) if m.is_dir() => clear(&tmp),
             Ok(_) => return Err(not_a_folder(&tmp)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => fsutil::private_dir(&tmp)?,
             Err(e) => return Err(e),
         }
-        // Only now: its drop clears `tmp`, which must be known to be a folder.
         let sc = Self { dir };
         sc.remove_files();
         Ok(sc)
-    }
-
-    /// Removes every entry of `dir`; a link is removed as a link, never followed.
-    fn clear(dir: &Path) {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                let _ = match e.file_type() {
-                    Ok(t) if t.is_dir() => std::fs::remove_dir_all(e.path()),
-                    _ => std::fs::remove_file(e.path()),
-                };
-            }
-        }
     }
 
     fn tmp(&self) -> PathBuf {
@@ -482,6 +473,53 @@ impl Scratch {
     }
 }
 
+/// Removes every entry of the folder `dir`, if it is one (a link is not followed). Everything goes
+/// through open folder handles, never through paths below `dir`: a link put in a folder's place
+/// while it is cleared cannot redirect the removal elsewhere. Folders nested deeper than 64 are
+/// left (a bound on open handles).
+fn clear(dir: &Path) {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    if let Ok(mut d) = nix::dir::Dir::open(dir, flags, nix::sys::stat::Mode::empty()) {
+        clear_at(&mut d, flags, 0);
+    }
+}
+
+fn clear_at(d: &mut nix::dir::Dir, flags: nix::fcntl::OFlag, depth: u32) {
+    use nix::dir::Type;
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    let entries: Vec<(std::ffi::CString, Option<Type>)> = d
+        .iter()
+        .flatten()
+        .filter(|e| ![&b"."[..], b".."].contains(&e.file_name().to_bytes()))
+        .map(|e| (e.file_name().to_owned(), e.file_type()))
+        .collect();
+    for (name, kind) in entries {
+        let is_dir = match kind {
+            Some(t) => t == Type::Directory,
+            None => {
+                use nix::sys::stat::SFlag;
+                nix::sys::stat::fstatat(
+                    &*d,
+                    name.as_c_str(),
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits())
+            }
+        };
+        if is_dir && depth < 64 {
+            if let Ok(mut sub) =
+                nix::dir::Dir::openat(&*d, name.as_c_str(), flags, nix::sys::stat::Mode::empty())
+            {
+                clear_at(&mut sub, flags, depth + 1);
+            }
+            let _ = unlinkat(&*d, name.as_c_str(), UnlinkatFlags::RemoveDir);
+        } else {
+            let _ = unlinkat(&*d, name.as_c_str(), UnlinkatFlags::NoRemoveDir);
+        }
+    }
+}
+
 fn not_a_folder(p: &Path) -> std::io::Error {
     std::io::Error::other(format!(
         "{} is not a folder (a link?); remove it",
@@ -497,7 +535,7 @@ impl Drop for Scratch {
         // run makes the folder again).
         let tmp = self.tmp();
         match std::fs::symlink_metadata(&tmp) {
-            Ok(m) if m.is_dir() => Self::clear(&tmp),
+            Ok(m) if m.is_dir() => clear(&tmp),
             Ok(_) => {
                 let _ = std::fs::remove_file(&tmp);
             }
@@ -806,5 +844,39 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
         assert!(Scratch::prepare(d.path(), &n).is_err());
         assert!(elsewhere.join("keep").exists());
+        // Regression: `scratch` itself a link (to a folder holding an `x`) was found out only after
+        // `x` had been emptied. Now refused before anything in it is touched.
+        let root = d.path().join("root2");
+        std::fs::create_dir(&root).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::create_dir_all(victim.join("x")).unwrap();
+        std::fs::write(victim.join("x/keep"), "x").unwrap();
+        std::os::unix::fs::symlink(&victim, root.join("scratch")).unwrap();
+        assert!(Scratch::prepare(&root, &n).is_err());
+        assert!(victim.join("x/keep").exists());
+    }
+
+    /// Nested folders and links inside TMPDIR are cleared through handles; a link's target
+    /// survives.
+    #[test]
+    fn clearing_removes_nested_folders_and_never_follows_links() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), "x").unwrap();
+        let dir = d.path().join("dir");
+        std::fs::create_dir_all(dir.join("a/b/c")).unwrap();
+        std::fs::write(dir.join("a/b/c/f"), "x").unwrap();
+        std::fs::write(dir.join("a/g"), "x").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("a/b/link")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("top-link")).unwrap();
+        clear(&dir);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        assert!(target.join("keep").exists());
+        // A link given as the folder to clear: nothing happens.
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        clear(&link);
+        assert!(target.join("keep").exists());
     }
 }

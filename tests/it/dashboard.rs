@@ -16,12 +16,18 @@ struct Dashboard {
     url: String,
     port: u16,
     token: String,
+    /// The session cookie's value (not the token).
+    cookie: String,
 }
 
 impl Dashboard {
     fn start(sb: &Sandbox) -> Self {
+        Self::start_with(sb, &["dashboard", "--no-open"])
+    }
+
+    fn start_with(sb: &Sandbox, args: &[&str]) -> Self {
         let mut child = sb
-            .cmd(["dashboard", "--no-open"])
+            .cmd(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -45,11 +51,33 @@ impl Dashboard {
             .parse()
             .unwrap();
         let token = url.split("token=").nth(1).unwrap().to_owned();
+        // What a browser gets for the token: the session cookie.
+        let answer = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+            .get(&url)
+            .send()
+            .unwrap();
+        assert_eq!(answer.status().as_u16(), 200);
+        let set = answer.headers()["set-cookie"].to_str().unwrap().to_owned();
+        let cookie = set
+            .split(';')
+            .next()
+            .unwrap()
+            .strip_prefix("automations_dashboard=")
+            .unwrap_or_else(|| panic!("{set}"))
+            .to_owned();
+        assert!(
+            set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+            "{set}"
+        );
         Self {
             child,
             url,
             port,
             token,
+            cookie,
         }
     }
 }
@@ -149,9 +177,14 @@ const XSS: &str = "<script>alert(1)</script><img src=x onerror=alert(2)>";
 /// A sandbox with automations of every kind the page must show.
 fn shop() -> Sandbox {
     let sb = Sandbox::new();
+    // From the dashboard, the run waits (up to 60 s) until the test has seen it in progress and
+    // opens the gate.
     sb.script(
         "backup.sh",
-        "#!/bin/sh\n[ \"$AUTOMATION_TRIGGER\" = dashboard ] && sleep 3\necho backed up 3 files\n\"$AUTOMATION_BIN\" result files=3 --headline files\n",
+        &format!(
+            "#!/bin/sh\nif [ \"$AUTOMATION_TRIGGER\" = dashboard ]; then i=0; while [ ! -e '{}' ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi\necho backed up 3 files\n\"$AUTOMATION_BIN\" result files=3 --headline files\n",
+            sb.path("gate").display()
+        ),
     );
     sb.definition(
         "backup",
@@ -206,7 +239,7 @@ async fn wait_text(
     what: &str,
     ok: impl Fn(&str) -> bool,
 ) -> String {
-    let until = Instant::now() + Duration::from_secs(20);
+    let until = Instant::now() + Duration::from_secs(60);
     loop {
         let t = text_of(c, name, inner).await;
         if ok(&t) {
@@ -222,15 +255,28 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
     let Some(driver) = Driver::start("a_person_sees_every_automation") else {
         return;
     };
-    let sb = shop();
-    let dash = Dashboard::start(&sb);
+    let mut sb = shop();
+    let argv_file = fake_opener(&mut sb);
+    let dash = Dashboard::start_with(&sb, &["dashboard"]);
+    let page = opened(&argv_file);
     let profile = sb.path("chromium-profile");
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let c = driver.session(&profile).await;
-        c.goto(&dash.url).await.unwrap();
-        // The token moved from the address into a cookie.
-        assert!(!c.current_url().await.unwrap().as_str().contains("token="));
+        // What the browser is opened on: the private file that forwards to the token's address.
+        // The token then moves from the address into a cookie, and the page loads.
+        c.goto(&format!("file://{}", page.display())).await.unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        while c.find(Locator::Css("article.card")).await.is_err() {
+            assert!(
+                Instant::now() < until,
+                "the page never loaded: {}",
+                c.source().await.unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let at = c.current_url().await.unwrap();
+        assert_eq!(at.as_str(), format!("http://127.0.0.1:{}/", dash.port));
         // Every automation, the broken one and the one known only from the log included, and
         // those two degraded — degraded ones first.
         let cards = c.find_all(Locator::Css("article.card")).await.unwrap();
@@ -267,7 +313,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
                 .contains("reinstall or uninstall its unit")
         );
 
-        // Run now: the run in progress (from the page it takes 3 s), then its outcome, without a
+        // Run now: the run in progress (it waits for the gate), then its outcome, without a
         // reload.
         c.execute("window.__still_here = true; return null;", vec![])
             .await
@@ -286,6 +332,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             |t| t == "running",
         )
         .await;
+        std::fs::write(sb.path("gate"), "").unwrap();
         let last = wait_text(
             &c,
             "backup",
@@ -328,6 +375,26 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             list.lines()
                 .any(|l| l.starts_with("report") && l.contains("paused (on vacation)")),
             "{list}"
+        );
+        // Regression: Enter in a card's reason field submitted its form as a page load, and
+        // nothing was paused. It pauses, in place.
+        let input = c.find(card("xss", "input[name=reason]")).await.unwrap();
+        input
+            .send_keys(&format!("lunch{}", char::from(fantoccini::key::Key::Enter)))
+            .await
+            .unwrap();
+        wait_text(&c, "xss", "[data-field=state]", "the pause by Enter", |t| {
+            t == "paused: lunch"
+        })
+        .await;
+        let still = c
+            .execute("return window.__still_here === true;", vec![])
+            .await
+            .unwrap();
+        assert_eq!(
+            still,
+            serde_json::Value::Bool(true),
+            "Enter reloaded the page"
         );
 
         // A run's output is text: shown literally, and no dialog opens.
@@ -387,7 +454,7 @@ fn http(
         rb = rb.header("Origin", o);
     }
     if cookie {
-        rb = rb.header("Cookie", format!("automations_dashboard={}", dash.token));
+        rb = rb.header("Cookie", format!("automations_dashboard={}", dash.cookie));
     }
     rb.body("{\"reason\":\"x\"}")
         .send()
@@ -407,7 +474,7 @@ fn what_the_dashboard_refuses() {
         http(&dash, "GET", "/api/automations", None, None, false),
         401
     );
-    // The token once: a redirect that sets the cookie.
+    // The token once: a page that sets the cookie and moves on to `/`.
     assert_eq!(
         http(
             &dash,
@@ -417,7 +484,7 @@ fn what_the_dashboard_refuses() {
             None,
             false
         ),
-        303
+        200
     );
     assert_eq!(http(&dash, "GET", "/?token=0000", None, None, false), 401);
     assert_eq!(
@@ -473,7 +540,7 @@ fn what_the_dashboard_refuses() {
     let get = |path: &str| -> serde_json::Value {
         let resp_text = client
             .get(format!("{local}{path}"))
-            .header("Cookie", format!("automations_dashboard={}", dash.token))
+            .header("Cookie", format!("automations_dashboard={}", dash.cookie))
             .send()
             .unwrap()
             .text()
@@ -533,7 +600,7 @@ fn what_the_dashboard_refuses() {
 fn page_of(dash: &Dashboard, path: &str) -> (u16, String) {
     let resp = reqwest::blocking::Client::new()
         .get(format!("http://127.0.0.1:{}{path}", dash.port))
-        .header("Cookie", format!("automations_dashboard={}", dash.token))
+        .header("Cookie", format!("automations_dashboard={}", dash.cookie))
         .send()
         .unwrap();
     (resp.status().as_u16(), resp.text().unwrap())
@@ -564,6 +631,16 @@ fn empty_and_unreadable_are_shown_as_such() {
         "{body}"
     );
     assert!(body.contains("data-name=\"fresh\""), "{body}");
+    // A pause file that cannot be read: the page is an error naming it (which automation is
+    // paused cannot be told), never a page that shows it active.
+    std::fs::remove_file(sb.data.join("state/stop-all.json")).unwrap();
+    std::fs::create_dir_all(sb.data.join("state/paused")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/paused/fresh.json")).unwrap();
+    let (code, body) = page_of(&dash, "/");
+    assert_eq!(code, 500);
+    assert!(body.contains("paused/fresh.json"), "{body}");
+    std::fs::remove_file(sb.data.join("state/paused/fresh.json")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/stop-all.json")).unwrap();
     // The run log itself unreadable: an error naming it, not an empty page.
     std::fs::remove_file(sb.data.join("state/stop-all.json")).unwrap();
     let _ = std::fs::remove_file(sb.data.join("runs.jsonl"));
@@ -578,4 +655,124 @@ fn empty_and_unreadable_are_shown_as_such() {
         doc["error"].as_str().unwrap().contains("runs.jsonl"),
         "{doc}"
     );
+}
+
+/// Raw bytes to the server; its whole answer.
+fn raw(dash: &Dashboard, request: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", dash.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Requests no browser sends: answered or dropped, and the server keeps serving. (It is built
+/// with panic = abort, so one panic in a request's thread would end it.)
+#[test]
+fn hostile_requests_never_take_the_server_down() {
+    let sb = Sandbox::new();
+    let dash = Dashboard::start(&sb);
+    let host = format!("Host: 127.0.0.1:{}\r\n", dash.port);
+    // The token redirect always goes to the page itself; nothing of the request reaches a header.
+    let answer = raw(
+        &dash,
+        format!(
+            "GET /elsewhere/%0d%0aX:%20y?token={} HTTP/1.1\r\n{host}Connection: close\r\n\r\n",
+            dash.token
+        )
+        .as_bytes(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("content=\"0;url=/\""), "{answer}");
+    assert!(!answer.contains("elsewhere"), "{answer}");
+    let mut non_ascii = b"GET /\xc3\xa9/\xff?token=".to_vec();
+    non_ascii.extend_from_slice(dash.token.as_bytes());
+    non_ascii.extend_from_slice(format!(" HTTP/1.1\r\n{host}Connection: close\r\n\r\n").as_bytes());
+    raw(&dash, &non_ascii);
+    for hostile in [
+        format!(
+            "GET /api/runs/%ff%fe HTTP/1.1\r\n{host}Cookie: automations_dashboard={}\r\nConnection: close\r\n\r\n",
+            dash.cookie
+        ),
+        format!(
+            "POST /api/pause/%2e%2e%2fetc HTTP/1.1\r\n{host}Origin: http://127.0.0.1:{}\r\nCookie: automations_dashboard={}\r\nContent-Length: 4\r\nConnection: close\r\n\r\n{{\"re",
+            dash.port, dash.cookie
+        ),
+        "GET / HTTP/1.1\r\nHost: \u{e9}\r\nConnection: close\r\n\r\n".to_owned(),
+        "\r\n\r\n\r\n".to_owned(),
+    ] {
+        raw(&dash, hostile.as_bytes());
+    }
+    // Still serving.
+    assert_eq!(page_of(&dash, "/").0, 200);
+    assert!(!sb.data.join("state/paused").exists());
+}
+
+/// Puts an `xdg-open` on the sandbox's PATH that writes its arguments to the returned file.
+fn fake_opener(sb: &mut Sandbox) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = sb.path("fakebin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let opener = fake.join("xdg-open");
+    std::fs::write(
+        &opener,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGV_FILE.tmp\"\nmv \"$ARGV_FILE.tmp\" \"$ARGV_FILE\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let argv_file = sb.path("argv");
+    sb.env(
+        "PATH",
+        &format!("{}:/usr/local/bin:/usr/bin:/bin", fake.display()),
+    )
+    .env("ARGV_FILE", argv_file.to_str().unwrap());
+    argv_file
+}
+
+/// The file `automations dashboard` opened the browser on.
+fn opened(argv_file: &std::path::Path) -> std::path::PathBuf {
+    wait_for("the browser to be opened", || argv_file.exists());
+    std::path::PathBuf::from(std::fs::read_to_string(argv_file).unwrap().trim())
+}
+
+/// Regression: the browser was opened with the token's address as an argument, where every local
+/// user can read it (`/proc/*/cmdline`); and the cookie held the stored token itself, which
+/// browsers also send to every other server on 127.0.0.1.
+#[test]
+fn the_token_stays_off_command_lines_and_out_of_the_cookie() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut sb = Sandbox::new();
+    let argv_file = fake_opener(&mut sb);
+    let dash = Dashboard::start_with(&sb, &["dashboard"]);
+    wait_for("the browser to be opened", || argv_file.exists());
+    let argv = std::fs::read_to_string(&argv_file).unwrap();
+    assert!(
+        !argv.contains(&dash.token),
+        "the token was on a command line: {argv}"
+    );
+    let page = std::path::PathBuf::from(argv.trim());
+    assert!(page.starts_with(&sb.data), "{argv}");
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&page).unwrap().contains(&dash.url));
+    // The cookie is this server's own value; the token itself is no cookie.
+    assert_ne!(dash.cookie, dash.token);
+    let with = |value: &str| {
+        reqwest::blocking::Client::new()
+            .get(format!("http://127.0.0.1:{}/api/automations", dash.port))
+            .header("Cookie", format!("automations_dashboard={value}"))
+            .send()
+            .unwrap()
+            .status()
+            .as_u16()
+    };
+    assert_eq!(with(&dash.token), 401);
+    assert_eq!(with(&dash.cookie), 200);
+    // A new server, a new session: the old cookie opens nothing.
+    let old = dash.cookie.clone();
+    drop(dash);
+    let again = Dashboard::start(&sb);
+    assert_ne!(again.cookie, old);
 }

@@ -48,21 +48,28 @@ function lastRun(runs) {
 function update(card, a) {
   const degraded = a.health.verdict === "degraded";
   card.className = "card " + (degraded ? "degraded" : "healthy");
-  field(card, "verdict").textContent = degraded ? "degraded" : "healthy";
+  setText(field(card, "verdict"), degraded ? "degraded" : "healthy");
   const reasons = field(card, "reasons");
-  reasons.replaceChildren(...a.health.reasons.map((r) => el("li", r.detail)));
+  replaceIfChanged(reasons, a.health.reasons, () => a.health.reasons.map((r) => el("li", r.detail)));
   const state = field(card, "state");
   if (state) {
     const p = a.list && a.list.paused;
     const running = a.runs.length && a.runs[0].status === "running";
-    state.textContent = !a.list ? "no definition"
+    setText(state, !a.list ? "no definition"
       : p ? (p.by === "auto" ? "paused automatically: " : "paused: ") + p.reason
-      : running ? "running" : "active";
+      : running ? "running" : "active");
   }
   const next = field(card, "next");
-  if (next) next.textContent = (a.list && a.list.next_words) || "-";
-  field(card, "last").textContent = lastRun(a.runs);
-  const rows = a.runs.map((r) => {
+  if (next) setText(next, (a.list && a.list.next_words) || "-");
+  setText(field(card, "last"), lastRun(a.runs));
+  replaceIfChanged(field(card, "runs"), a.runs, () => runRows(a.runs));
+  const f = a.latest && a.latest.finished;
+  if (f) replaceIfChanged(field(card, "latest"), f, () => latestResult(f));
+  replaceIfChanged(field(card, "strip"), a.strip, () => stripMarks(a.strip));
+}
+
+function runRows(runs) {
+  const rows = runs.map((r) => {
     const tr = el("tr", null, r.status);
     const when = el("td", (r.at || "").slice(5, 16).replace("T", " "));
     when.title = short(r.at);
@@ -80,21 +87,22 @@ function update(card, a) {
     tr.append(td);
     rows.push(tr);
   }
-  field(card, "runs").replaceChildren(...rows);
-  const latest = field(card, "latest");
-  const f = a.latest && a.latest.finished;
-  if (f) {
-    const facts = el("p", null, "facts");
-    const names = Object.keys(f.facts);
-    if (!names.length) facts.textContent = "no facts";
-    names.forEach((k) => facts.append(el("span", k + "=" + f.facts[k], "fact"), " "));
-    latest.replaceChildren(facts,
-      el("h3", "stdout" + (f.dropped.stdout ? " (" + f.dropped.stdout + " earlier bytes dropped)" : "")),
-      el("pre", f.stdout_tail, "output"),
-      el("h3", "stderr" + (f.dropped.stderr ? " (" + f.dropped.stderr + " earlier bytes dropped)" : "")),
-      el("pre", f.stderr_tail, "output"));
-  }
-  const strip = field(card, "strip");
+  return rows;
+}
+
+function latestResult(f) {
+  const facts = el("p", null, "facts");
+  const names = Object.keys(f.facts);
+  if (!names.length) facts.textContent = "no facts";
+  names.forEach((k) => facts.append(el("span", k + "=" + f.facts[k], "fact"), " "));
+  return [facts,
+    el("h3", "stdout" + (f.dropped.stdout ? " (" + f.dropped.stdout + " earlier bytes dropped)" : "")),
+    el("pre", f.stdout_tail, "output"),
+    el("h3", "stderr" + (f.dropped.stderr ? " (" + f.dropped.stderr + " earlier bytes dropped)" : "")),
+    el("pre", f.stderr_tail, "output")];
+}
+
+function stripMarks(strip) {
   const marks = [];
   const rect = (cls, x, y, h) => {
     const r = document.createElementNS(SVG, "rect");
@@ -106,9 +114,22 @@ function update(card, a) {
     return r;
   };
   marks.push(rect("axis", 0, 5, 2));
-  a.strip.marks.forEach((m) => marks.push(rect("mark " + m.status, m.minute, 0, 12)));
-  a.strip.missed.forEach((m) => marks.push(rect("missed", m, 1, 10)));
-  strip.replaceChildren(...marks);
+  strip.marks.forEach((m) => marks.push(rect("mark " + m.status, m.minute, 0, 12)));
+  strip.missed.forEach((m) => marks.push(rect("missed", m, 1, 10)));
+  return marks;
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+// Replaces the children of `node` only when `data` changed: a refresh must not reflow, or take
+// away, what a person is reading or selecting.
+function replaceIfChanged(node, data, build) {
+  const key = JSON.stringify(data);
+  if (node.dataset.key === key) return;
+  node.dataset.key = key;
+  node.replaceChildren(...build());
 }
 
 async function refresh() {
@@ -143,12 +164,7 @@ async function post(path, body) {
   return doc;
 }
 
-document.addEventListener("click", async (ev) => {
-  const b = ev.target.closest("button[data-action]");
-  if (!b) return;
-  ev.preventDefault();
-  const action = b.dataset.action;
-  const form = b.closest("form");
+async function act(action, form) {
   const name = form && form.dataset.name;
   const reason = form && form.querySelector('input[name="reason"]');
   try {
@@ -165,27 +181,31 @@ document.addEventListener("click", async (ev) => {
     } else if (action === "resume-all") {
       await post("/api/resume-all");
       say("kill switch off");
+    } else if (action === "stop-all") {
+      const r = await post("/api/stop-all", { reason: reason.value });
+      reason.value = "";
+      say("kill switch on; stopped " + r.stopped + " running run(s)");
     }
     fast = 15;
     refresh();
   } catch (e) {
     say(action + " refused: " + e.message);
   }
+}
+
+document.addEventListener("click", (ev) => {
+  const b = ev.target.closest("button[data-action]");
+  if (!b) return;
+  ev.preventDefault();
+  act(b.dataset.action, b.closest("form"));
 });
 
-document.addEventListener("submit", async (ev) => {
-  const form = ev.target.closest('form[data-action="stop-all"]');
-  if (!form) return;
+// Enter in a reason field: stop-all in the header, pause on a card. Never a page load.
+document.addEventListener("submit", (ev) => {
   ev.preventDefault();
-  const reason = form.querySelector('input[name="reason"]');
-  try {
-    const r = await post("/api/stop-all", { reason: reason.value });
-    reason.value = "";
-    say("kill switch on; stopped " + r.stopped + " running run(s)");
-    refresh();
-  } catch (e) {
-    say("stop all refused: " + e.message);
-  }
+  const form = ev.target;
+  if (form.dataset.action === "stop-all") act("stop-all", form);
+  else if (form.classList.contains("actions")) act("pause", form);
 });
 
 function tick() {
