@@ -791,6 +791,32 @@ fn a_message_waits_while_the_credentials_cannot_be_read() {
     assert!(m[0].contains("job+is+degraded"), "{}", m[0]);
 }
 
+/// Regression: one last-verdict file that could not be read stopped the look for every automation
+/// after it. It is named, `notify look` exits 1, and the others are still told.
+#[test]
+fn an_unreadable_verdict_file_is_named_and_the_others_still_looked_at() {
+    let (sb, server) = notifying(false, None);
+    sb.definition("other", "name = \"other\"\ncommand = [\"false\"]\n");
+    std::fs::create_dir_all(sb.data.join("state/verdicts")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/verdicts/job.json")).unwrap();
+    for _ in 0..3 {
+        sb.cmd(["run", "job"])
+            .env("AUTOMATIONS_NOTIFY", "off")
+            .output()
+            .unwrap();
+        sb.cmd(["run", "other"])
+            .env("AUTOMATIONS_NOTIFY", "off")
+            .output()
+            .unwrap();
+    }
+    let o = sb.run(["notify", "look"]);
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("verdicts/job.json"), "{}", stderr(&o));
+    let m = messages(&server);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(m[0].contains("other+is+degraded"), "{}", m[0]);
+}
+
 /// Two looks never interleave (the runner's after a run and the hourly health-check can meet):
 /// a look waits for the one holding `state/verdicts/.lock`.
 #[test]
