@@ -111,9 +111,16 @@ read -r dpid_k url_k < <(dash "$work/m-1k")
 pids+=("$dpid_k")
 read -r dpid_m url_m < <(dash "$work/m-1m")
 pids+=("$dpid_m")
-cookie() { echo "Cookie: automations_dashboard=$(cat "$1/dashboard.token")"; }
+cookie() { # DATA_ROOT URL: the session cookie a browser gets for the token
+    local c
+    c=$(curl -sf -o /dev/null -D - "$2?token=$(cat "$1/dashboard.token")" | tr -d '\r' |
+        sed -n 's/^[Ss]et-[Cc]ookie: \(automations_dashboard=[^;]*\).*/\1/p')
+    [[ -n $c ]] || { echo "bench: the dashboard on $1 gave no cookie" >&2; exit 1; }
+    echo "Cookie: $c"
+}
 echo "== the dashboard's page, 20 automations, 1,000 vs 1,000,000 lines"
-hf "$work/h-dash.json" "curl -sf -o /dev/null -H '$(cookie "$work/m-1k")' $url_k" "curl -sf -o /dev/null -H '$(cookie "$work/m-1m")' $url_m"
+hf "$work/h-dash.json" "curl -sf -o /dev/null -H '$(cookie "$work/m-1k" "$url_k")' $url_k" \
+    "curl -sf -o /dev/null -H '$(cookie "$work/m-1m" "$url_m")' $url_m"
 sleep 1
 rss_dash=$(awk '/^VmRSS/ {print $2}' "/proc/$dpid_m/status")
 
