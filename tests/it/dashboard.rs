@@ -277,6 +277,23 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         }
         let at = c.current_url().await.unwrap();
         assert_eq!(at.as_str(), format!("http://127.0.0.1:{}/", dash.port));
+        // The printed address, opened by hand (a click in the terminal), lands there too.
+        c.goto(&dash.url).await.unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        while !c
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("{}/", dash.port))
+            || c.find(Locator::Css("article.card")).await.is_err()
+        {
+            assert!(
+                Instant::now() < until,
+                "the printed address did not land on the page"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         // Every automation, the broken one and the one known only from the log included, and
         // those two degraded — degraded ones first.
         let cards = c.find_all(Locator::Css("article.card")).await.unwrap();
