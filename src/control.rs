@@ -134,10 +134,14 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
                 continue;
             };
             if let Some(pid) = locks::holder(&s.data_root, &name) {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGTERM,
-                );
+                // A holder the lock table shows as 0 (outside this pid namespace) or 1 is no
+                // runner to signal: kill(0) would hit this very process group.
+                if pid > 1 && pid != std::process::id() {
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid as i32),
+                        nix::sys::signal::Signal::SIGTERM,
+                    );
+                }
                 running.push((name, pid));
             }
         }

@@ -347,7 +347,15 @@ impl RunLog {
         };
         let (mut len, mut ino) = stat(&file)?;
         if len >= self.rotate_bytes {
-            file = self.rotate(&path, &file, len, at)?;
+            file = self.rotate(&path, at)?;
+            (len, ino) = stat(&file)?;
+        } else if len == 0
+            && let Some(previous) = self.segments().get(1)
+        {
+            // An empty live segment beside rotated ones: a rotation that was cut off (killed, or a
+            // full disk) between the rename and its `rotated` line. Write that line now, so the
+            // chain goes on from the last segment instead of starting again.
+            self.write_seam(&mut file, &path, previous, at)?;
             (len, ino) = stat(&file)?;
         }
         let (prev, sealed) = match self.last.get() {
@@ -396,18 +404,11 @@ impl RunLog {
         Ok(())
     }
 
-    fn rotate(
-        &self,
-        path: &Path,
-        old: &File,
-        len: u64,
-        at: DateTime<Utc>,
-    ) -> Result<File, LogError> {
+    fn rotate(&self, path: &Path, at: DateTime<Utc>) -> Result<File, LogError> {
         let err = |source| LogError::Rotate {
             path: path.to_path_buf(),
             source,
         };
-        let (tail, _) = last_line_hash(old, len).map_err(err)?;
         // Names sort chronologically; two rotations in one millisecond get the next free one.
         let mut t = at;
         let mut name = format!("runs-{}.jsonl", t.format("%Y%m%dT%H%M%S%.3fZ"));
@@ -417,19 +418,48 @@ impl RunLog {
         }
         std::fs::rename(path, self.dir.join(&name)).map_err(err)?;
         let mut file = open_log(path)?;
+        self.write_seam(&mut file, path, &self.dir.join(&name), at)?;
+        self.prune();
+        Ok(file)
+    }
+
+    /// Writes the `rotated` line that starts the (empty) live segment `file`, chained to the last
+    /// line of `previous`. On a full disk the reserve makes room for it, as for any line.
+    fn write_seam(
+        &self,
+        file: &mut File,
+        path: &Path,
+        previous: &Path,
+        at: DateTime<Utc>,
+    ) -> Result<(), LogError> {
+        let err = |source| LogError::Rotate {
+            path: path.to_path_buf(),
+            source,
+        };
+        let old = open_segment(previous).map_err(err)?;
+        let old_len = old.metadata().map_err(err)?.len();
+        let (tail, _) = last_line_hash(&old, old_len).map_err(err)?;
         let record = Record {
             v: VERSION,
             event: Event::Rotated(Rotated {
-                previous: name,
+                previous: previous
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
                 tail: tail.clone(),
             }),
             name: String::new(),
             at: stamp(at),
             prev: tail,
         };
-        write_line(&mut file, path, 0, true, &record)?;
-        self.prune();
-        Ok(file)
+        let mut written = write_line(file, path, 0, true, &record);
+        if let Err(LogError::Write { source, .. }) = &written
+            && reserve::disk_full(source)
+            && reserve::release(&self.dir)
+        {
+            written = write_line(file, path, 0, true, &record);
+        }
+        written.map(|_| ())
     }
 
     /// Deletes the oldest rotated segments beyond the retention limit.
@@ -891,8 +921,10 @@ fn nth_line_hash(path: &Path, n: u64) -> Option<String> {
     Some(hex_sha256(&line))
 }
 
+/// The first 12 characters of a hash for messages; a value from a tampered log need not be hex, so
+/// never cut inside a character.
 fn short(h: &str) -> &str {
-    &h[..h.len().min(12)]
+    h.char_indices().nth(12).map_or(h, |(i, _)| &h[..i])
 }
 
 pub mod head;

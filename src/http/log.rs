@@ -141,7 +141,7 @@ impl Call {
         let host_ok = !self.host.is_empty()
             && self.host.len() <= 253
             && self.host.bytes().all(|b| {
-                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':' | b'[' | b']')
             });
         let class_ok = match self.status {
             Some(s) => (100..=599).contains(&s) && Class::of_status(s) == self.class,
@@ -284,6 +284,21 @@ mod tests {
         // Past the cap: counted, never read.
         std::fs::write(&p, vec![b'x'; MAX_READ as usize + 10]).unwrap();
         assert_eq!(summarize(&p, &|_| false).unwrap().counts[INVALID], 2);
+    }
+
+    /// Regression: a call to a host with `_` (a docker-compose service name), which the client
+    /// writes as it is, was counted invalid.
+    #[test]
+    fn a_host_with_an_underscore_is_a_valid_call() {
+        let call = Call {
+            host: "my_service".into(),
+            status: Some(200),
+            ms: 3,
+            class: Class::Success,
+        };
+        assert!(call.valid());
+        let url = reqwest::Url::parse("http://my_service:8080/x").unwrap();
+        assert_eq!(url.host_str(), Some("my_service"));
     }
 
     #[test]

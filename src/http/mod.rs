@@ -331,7 +331,12 @@ pub fn call(req: &Request, out: &mut dyn Write) -> Outcome {
         for h in &headers {
             map.append(h.name.clone(), h.value.clone());
         }
-        let mut rb = client.request(method.clone(), url.clone()).headers(map);
+        // The request's own timeout runs until the body has ended (the client's only bounds each
+        // read of it): one deadline for the whole call.
+        let mut rb = client
+            .request(method.clone(), url.clone())
+            .headers(map)
+            .timeout(remaining);
         if let Some(b) = &body {
             rb = rb.body(b.clone());
         }
@@ -407,13 +412,19 @@ pub fn call(req: &Request, out: &mut dyn Write) -> Outcome {
                 Some(Problem::TooLarge(req.max_bytes)),
             );
         }
-        let (bytes, problem) = stream(&mut response, out, req.max_bytes);
+        let (bytes, problem) = stream(&mut response, out, req.max_bytes, deadline);
         return done(Some(code), url, class, bytes, problem);
     }
 }
 
-/// Copies the body to `out`, at most `cap` bytes.
-fn stream(response: &mut dyn Read, out: &mut dyn Write, cap: u64) -> (u64, Option<Problem>) {
+/// Copies the body to `out`, at most `cap` bytes, until `deadline`.
+fn stream(
+    response: &mut dyn Read,
+    out: &mut dyn Write,
+    cap: u64,
+    deadline: Instant,
+) -> (u64, Option<Problem>) {
+    let late = || Problem::BrokeOff("the body did not end before the deadline (--max-time)".into());
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
@@ -421,8 +432,12 @@ fn stream(response: &mut dyn Read, out: &mut dyn Write, cap: u64) -> (u64, Optio
             Ok(0) => return (total, None),
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) if Instant::now() >= deadline => return (total, Some(late())),
             Err(e) => return (total, Some(Problem::BrokeOff(io_cause(&e)))),
         };
+        if Instant::now() >= deadline {
+            return (total, Some(late()));
+        }
         if total + n as u64 > cap {
             return (total, Some(Problem::TooLarge(cap)));
         }

@@ -235,8 +235,8 @@ impl Index {
         let _ = std::fs::remove_file(self.dir.join(CURSOR));
     }
 
-    /// Appends the new entries, then moves the cursor. A crash in between only repeats entries,
-    /// which readers drop.
+    /// Appends the new entries (synced), then moves the cursor. A crash in between only repeats
+    /// entries, which readers drop.
     fn write(&self, found: &HashMap<String, Vec<(u32, u64)>>, cursor: &Cursor) -> io::Result<()> {
         for (name, entries) in found {
             let mut bytes = Vec::with_capacity(entries.len() * ENTRY as usize);
@@ -250,6 +250,9 @@ impl Index {
                 OpenOptions::new().append(true).create(true).mode(0o600),
             )?;
             f.write_all(&bytes)?;
+            // On disk before the cursor that counts them is: after a power cut the cursor must
+            // never be ahead of the entries (those runs would be missing for good).
+            f.sync_data()?;
         }
         let mut json = serde_json::to_vec(cursor).map_err(io::Error::other)?;
         json.push(b'\n');

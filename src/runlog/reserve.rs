@@ -2,9 +2,10 @@
 //!
 //! `<data root>/state/reserve` is a file of [`BYTES`] allocated once. An append that finds the disk
 //! full frees it and tries again, so the `finished` of a command that filled the disk is still
-//! recorded. A firing checks it with one `stat` before it starts: when it is gone and cannot be
-//! made again, the disk is full before anything ran, and the firing refuses to start rather than
-//! run a command whose result could not be recorded.
+//! recorded. A firing checks it with one `stat` (and the free space with one `statvfs`) before it
+//! starts: when it is gone and cannot be made again, or the disk is full but for it, the disk is
+//! full before anything ran, and the firing refuses to start rather than spend the reserve on
+//! `started` and run a command whose result could not be recorded.
 
 use std::fs::OpenOptions;
 use std::io;
@@ -33,11 +34,28 @@ fn path(dir: &Path) -> PathBuf {
     dir.join("state").join("reserve")
 }
 
-/// Makes sure the reserve is there: a `stat` when it is; allocates it when not.
+/// Room a firing needs besides the reserve: its `started` line and the state written with it.
+/// With less free, the reserve would go to `started`, and nothing would be left for `finished`.
+const MARGIN: u64 = 64 * 1024;
+
+/// Makes sure the reserve is there and the disk has room besides it: a `stat` and a `statvfs`
+/// when it is; allocates it when not.
 pub fn ensure(dir: &Path) -> Result<(), DiskFull> {
     let p = path(dir);
     if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() >= BYTES) {
-        return Ok(());
+        // The field types differ by OS (u32 block counts on macOS): the casts are not idle there.
+        #[allow(clippy::unnecessary_cast)]
+        let free = |v: &nix::sys::statvfs::Statvfs| {
+            (v.blocks_available() as u64).saturating_mul(v.fragment_size() as u64)
+        };
+        return match nix::sys::statvfs::statvfs(dir) {
+            Ok(v) if free(&v) < MARGIN => Err(DiskFull {
+                path: dir.to_path_buf(),
+                source: io::Error::from_raw_os_error(nix::libc::ENOSPC),
+            }),
+            // Cannot tell: go on (an append that finds the disk full still has the reserve).
+            _ => Ok(()),
+        };
     }
     allocate(&p).map_err(|source| {
         let _ = std::fs::remove_file(&p);

@@ -299,3 +299,49 @@ fn the_chain_head_catches_a_cut_tail_an_emptied_or_deleted_log() {
     log.append("a", started("r9"), Utc::now()).unwrap();
     assert_eq!(head::read(&log.dir).unwrap().lines, 6);
 }
+
+/// Regression: a tampered `prev` that is not hex (a multi-byte character across byte 12) made
+/// `log verify` panic, which the release build turns into an abort, instead of reporting it.
+#[test]
+fn verify_reports_a_non_hex_prev_instead_of_panicking() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    log.append("a", started("r1"), Utc::now()).unwrap();
+    log.append("a", started("r2"), Utc::now()).unwrap();
+    let mut l = lines(&log.path());
+    let mut second: serde_json::Value = serde_json::from_str(&l[1]).unwrap();
+    second["prev"] = "a€€€€€€€".into();
+    l[1] = second.to_string();
+    std::fs::write(log.path(), l.join("\n") + "\n").unwrap();
+    let v = verify(&log).unwrap();
+    assert!(
+        v.breaks
+            .iter()
+            .any(|b| b.contains("line 2: prev a€€€€€€€ does not match")),
+        "{v:?}"
+    );
+}
+
+/// Regression: a rotation cut off between the rename and its `rotated` line (a killed runner, a
+/// full disk) left an empty live segment; the next append chained to "genesis" and `log verify`
+/// reported a break at the seam forever. The next append now writes the seam first.
+#[test]
+fn a_rotation_cut_off_after_the_rename_is_completed_by_the_next_append() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    log.append("a", started("r1"), Utc::now()).unwrap();
+    log.append("a", started("r2"), Utc::now()).unwrap();
+    // What the cut-off rotation left: the segment renamed, nothing in its place.
+    std::fs::rename(log.path(), d.path().join("runs-20261130T120000.000Z.jsonl")).unwrap();
+    let fresh = RunLog::new(d.path());
+    fresh.append("a", started("r3"), Utc::now()).unwrap();
+    let l = lines(&fresh.path());
+    assert_eq!(l.len(), 2, "{l:?}");
+    let seam: serde_json::Value = serde_json::from_str(&l[0]).unwrap();
+    assert_eq!(seam["event"], "rotated");
+    assert_eq!(seam["previous"], "runs-20261130T120000.000Z.jsonl");
+    let v = verify(&fresh).unwrap();
+    assert!(v.breaks.is_empty() && v.unreadable.is_empty(), "{v:?}");
+    assert_eq!(v.lines, 4);
+    assert_eq!(v.head.as_deref(), Some("matches the log"));
+}

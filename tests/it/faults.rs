@@ -715,6 +715,22 @@ fn a_command_that_fills_the_disk_still_gets_its_finished() {
     );
     std::fs::remove_file(&filler).unwrap();
     assert_code(&sb.run(["run", "fill"]), 0);
+    // Regression: with the reserve in place but the rest of the disk full, `started` spent the
+    // reserve, and the command then took the room `finished` needed. Now the firing does not start.
+    std::fs::remove_file(&filler).unwrap();
+    sb.definition("small", "name = \"small\"\ncommand = [\"true\"]\n");
+    assert_code(&sb.run(["run", "small"]), 0);
+    assert!(sb.data.join("state/reserve").exists());
+    fs.fill();
+    let lines = sb.log_lines().len();
+    let o = sb.run(["run", "small"]);
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("is full"), "{}", stderr(&o));
+    assert_eq!(sb.log_lines().len(), lines);
+    assert!(
+        sb.data.join("state/reserve").exists(),
+        "the reserve was spent"
+    );
     drop(fs);
 }
 

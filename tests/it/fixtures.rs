@@ -354,6 +354,8 @@ pub enum Reply {
     Big(u64),
     /// Accept, read the request, never answer.
     Hang,
+    /// 200 announcing a body of this many bytes, then one byte every 300 ms.
+    Drip(u64),
 }
 
 /// A fake HTTP/1.1 server on loopback: answers by `route`, records what it saw.
@@ -460,6 +462,17 @@ fn serve_http(
                 let k = left.min(chunk.len() as u64) as usize;
                 conn.write_all(&chunk[..k])?;
                 left -= k as u64;
+            }
+            Ok(())
+        })(),
+        Reply::Drip(n) => (|| {
+            conn.write_all(head(200, "", n).as_bytes())?;
+            for _ in 0..n {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                conn.write_all(b"d")?;
+                std::thread::sleep(Duration::from_millis(300));
             }
             Ok(())
         })(),

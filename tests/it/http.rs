@@ -37,6 +37,7 @@ fn routes() -> FakeHttp {
         "/missing" => Reply::Status(404, b"?".to_vec()),
         "/down" => Reply::Status(503, b"down".to_vec()),
         "/hang" => Reply::Hang,
+        "/drip" => Reply::Drip(100),
         p if p.starts_with("/chain/") => {
             let n: u32 = p[7..].parse().unwrap();
             if n == 0 {
@@ -99,6 +100,19 @@ fn every_class_of_answer_and_of_no_answer() {
     assert_eq!(meta["class"], "none/timeout");
     assert!(took < Duration::from_millis(1500), "took {took:?}");
 
+    // Regression: once the body began, --max-time bounded only each read, so a server sending a
+    // byte every 300 ms kept the call alive until --max-bytes. One deadline for the whole call.
+    let t0 = Instant::now();
+    let (o, _) = call(&sb, &log, &["get", &u("/drip"), "--max-time", "1"]);
+    let took = t0.elapsed();
+    assert_code(&o, 56);
+    assert!(
+        stderr(&o).contains("did not end before the deadline"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(took < Duration::from_millis(1500), "took {took:?}");
+
     let t0 = Instant::now();
     let (o, meta) = call(&sb, &log, &["get", "http://nonexistent.invalid/x"]);
     assert_code(&o, 7);
@@ -107,14 +121,15 @@ fn every_class_of_answer_and_of_no_answer() {
 
     // One line per call, the host only.
     let lines = log_lines(&log);
-    assert_eq!(lines.len(), 13);
+    assert_eq!(lines.len(), 14);
     for l in &lines {
         let keys: Vec<&String> = l.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["class", "host", "ms", "status"], "{l}");
         assert!(!l.to_string().contains('/') || l["class"].as_str().unwrap().starts_with("none/"));
     }
-    assert_eq!(lines[12]["host"], "nonexistent.invalid");
-    assert_eq!(lines[12]["status"], serde_json::Value::Null);
+    assert_eq!(lines[12]["status"], 200, "the dripping call: {}", lines[12]);
+    assert_eq!(lines[13]["host"], "nonexistent.invalid");
+    assert_eq!(lines[13]["status"], serde_json::Value::Null);
     assert_eq!(lines[8]["host"], "localhost");
 }
 
