@@ -232,6 +232,15 @@ async fn text_of(c: &Client, name: &str, inner: &str) -> String {
         .unwrap()
 }
 
+/// Fails with `what` when the page was loaded again since `window.__still_here` was set.
+async fn assert_not_reloaded(c: &Client, what: &str) {
+    let still = c
+        .execute("return window.__still_here === true;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(still, serde_json::Value::Bool(true), "{what}");
+}
+
 async fn wait_text(
     c: &Client,
     name: &str,
@@ -359,15 +368,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         )
         .await;
         assert!(last.contains(" s · "), "{last}");
-        let still = c
-            .execute("return window.__still_here === true;", vec![])
-            .await
-            .unwrap();
-        assert_eq!(
-            still,
-            serde_json::Value::Bool(true),
-            "the page was reloaded"
-        );
+        assert_not_reloaded(&c, "the page was reloaded").await;
         assert!(
             sb.events("started")
                 .iter()
@@ -404,15 +405,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             t == "paused: lunch"
         })
         .await;
-        let still = c
-            .execute("return window.__still_here === true;", vec![])
-            .await
-            .unwrap();
-        assert_eq!(
-            still,
-            serde_json::Value::Bool(true),
-            "Enter reloaded the page"
-        );
+        assert_not_reloaded(&c, "Enter reloaded the page").await;
 
         // A run's output is text: shown literally, and no dialog opens.
         c.find(card("xss", "details summary"))
