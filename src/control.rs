@@ -39,7 +39,7 @@ fn reason(r: &str) -> Result<String, ControlError> {
 /// Refuses a name without a definition.
 pub fn require_definition(s: &Settings, name: &Name) -> Result<(), ControlError> {
     let path = s.definitions_dir().join(format!("{name}.toml"));
-    if path.exists() {
+    if path.is_file() {
         Ok(())
     } else {
         Err(ControlError::NoSuchAutomation {

@@ -261,6 +261,18 @@ pub fn open_private(path: &Path) -> io::Result<File> {
     )
 }
 
+/// [`open_private`], making its folder (0700) first when it is missing: the folder is made only
+/// the first time, so a firing's hot path spares the `mkdir`.
+pub fn open_private_in(path: &Path) -> io::Result<File> {
+    match open_private(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            private_dir(path.parent().unwrap_or(Path::new(".")))?;
+            open_private(path)
+        }
+        other => other,
+    }
+}
+
 /// Writes `bytes` to `path` atomically (temporary file, fsync, rename), mode 0600.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     private_dir(path.parent().unwrap_or(Path::new(".")))?;

@@ -44,15 +44,7 @@ pub fn path(data_root: &Path, name: &Name) -> PathBuf {
 
 /// Tries to take the lock of `name` without waiting; writes this process's pid into it.
 pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
-    let p = path(data_root, name);
-    // The folder is made only the first time (a firing's hot path spares the mkdir).
-    let file = match fsutil::open_private(&p) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fsutil::private_dir(p.parent().unwrap_or(data_root))?;
-            fsutil::open_private(&p)?
-        }
-        other => other?,
-    };
+    let file = fsutil::open_private_in(&path(data_root, name))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Ok(Acquired::Busy),

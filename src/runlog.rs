@@ -245,15 +245,20 @@ pub struct Record {
 impl Record {
     /// `at` parsed; `None` when a line carries a malformed time.
     pub fn time(&self) -> Option<DateTime<Utc>> {
-        DateTime::parse_from_rfc3339(&self.at)
-            .ok()
-            .map(|t| t.with_timezone(&Utc))
+        parse_stamp(&self.at)
     }
 }
 
 /// RFC 3339 UTC with milliseconds, as every `at` is written.
 pub fn stamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// A time as [`stamp`] writes it (any RFC 3339 time), in UTC; `None` when malformed.
+pub fn parse_stamp(at: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// Why the log could not be written or read; names the file.
@@ -374,14 +379,7 @@ impl RunLog {
         };
         let head_file = head::open(&self.dir).ok();
         let head_before = head_file.as_ref().and_then(head::read_from);
-        let mut written = write_line(&mut file, &path, len, sealed, &record);
-        if let Err(LogError::Write { source, .. }) = &written
-            && reserve::disk_full(source)
-            && reserve::release(&self.dir)
-        {
-            // The disk is full: the room kept for exactly this records the line.
-            written = write_line(&mut file, &path, len, sealed, &record);
-        }
+        let written = self.write_line_or_reserve(&mut file, &path, len, sealed, &record);
         self.last
             .set(written.as_ref().ok().map(|(end, hash)| (ino, *end, *hash)));
         let (end, hash) = written?;
@@ -452,14 +450,29 @@ impl RunLog {
             at: stamp(at),
             prev: tail,
         };
-        let mut written = write_line(file, path, 0, true, &record);
-        if let Err(LogError::Write { source, .. }) = &written
-            && reserve::disk_full(source)
-            && reserve::release(&self.dir)
-        {
-            written = write_line(file, path, 0, true, &record);
+        self.write_line_or_reserve(file, path, 0, true, &record)
+            .map(|_| ())
+    }
+
+    /// [`write_line`], and once more after freeing the reserve when the disk is full: the room
+    /// kept for exactly this records the line.
+    fn write_line_or_reserve(
+        &self,
+        file: &mut File,
+        path: &Path,
+        len: u64,
+        sealed: bool,
+        record: &Record,
+    ) -> Result<(u64, [u8; 32]), LogError> {
+        let written = write_line(file, path, len, sealed, record);
+        match &written {
+            Err(LogError::Write { source, .. })
+                if reserve::disk_full(source) && reserve::release(&self.dir) =>
+            {
+                write_line(file, path, len, sealed, record)
+            }
+            _ => written,
         }
-        written.map(|_| ())
     }
 
     /// Deletes the oldest rotated segments beyond the retention limit.

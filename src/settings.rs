@@ -157,6 +157,19 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// `--root R --data-root D --namespace N`: what a child `automations` needs to work on this
+    /// very installation (a `{self}` command, the dashboard's run now).
+    pub fn global_args(&self) -> [std::ffi::OsString; 6] {
+        [
+            "--root".into(),
+            self.root.clone().into_os_string(),
+            "--data-root".into(),
+            self.data_root.clone().into_os_string(),
+            "--namespace".into(),
+            self.namespace.as_str().into(),
+        ]
+    }
+
     /// Applies flag > environment > default for every setting. The only place precedence lives.
     pub fn resolve(flags: &Overrides, os: &OsFacts) -> Result<Self, SettingsError> {
         let (namespace, ns_from) = match (&flags.namespace, os.var(ENV_NAMESPACE)) {

@@ -57,11 +57,7 @@ pub fn entry<'a>(
     last: Option<&RunView>,
 ) -> Result<ListEntry<'a>, StateError> {
     let now = chrono::Local::now();
-    let last_start = last.and_then(|r| {
-        chrono::DateTime::parse_from_rfc3339(&r.at)
-            .ok()
-            .map(|t| t.with_timezone(&chrono::Utc))
-    });
+    let last_start = last.and_then(|r| crate::runlog::parse_stamp(&r.at));
     let next = d
         .schedule
         .as_ref()

@@ -8,11 +8,9 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::definition::{self, Checks, Definition, Problem, Schedule};
+use crate::definition::{Definition, Problem, Schedule};
 use crate::health::{self, Verdict};
 use crate::history::{self, RunView, Status};
-use crate::runlog::RunLog;
-use crate::runlog::index::Index;
 use crate::settings::Settings;
 use crate::state::{State, Stop};
 use crate::views;
@@ -66,12 +64,7 @@ impl Board {
     /// unreadable files become `problems`.
     pub fn gather(s: &Settings) -> anyhow::Result<Board> {
         let mut problems = Vec::new();
-        let dir = s.definitions_dir();
-        let checks = Checks {
-            home: s.home.clone(),
-            data_root: s.data_root.clone(),
-        };
-        let loaded = definition::load_all(&dir, &checks)?;
+        let src = health::load::Sources::read(s)?;
         let state = State::new(&s.data_root);
         let stopped = state.stopped().unwrap_or_else(|e| {
             problems.push(crate::chain_text(&e));
@@ -84,10 +77,9 @@ impl Board {
         if let Err(e) = crate::notify::settings::load(&s.data_root) {
             problems.push(e.to_string());
         }
-        let subjects = health::load::subjects(s, &th, None)?;
+        let subjects = health::load::subjects_from(s, &src, &th, None)?;
         let verdicts = health::verdicts(&subjects, &th, &health::load::now());
-        let log = RunLog::new(&s.data_root);
-        let snapshot = Index::new(&log).refresh()?;
+        let health::load::Sources { loaded, snapshot } = src;
         let now = Utc::now();
         let day_ago = now - Duration::hours(24);
         let mut cards: Vec<Card> = subjects
@@ -99,7 +91,7 @@ impl Board {
                 let mut latest = None;
                 let mut marks = Vec::new();
                 for run in history::runs_of(&snapshot, &s.data_root, &subject.name) {
-                    let at = parse(&run.at);
+                    let at = crate::runlog::parse_stamp(&run.at);
                     let in_day = at.is_some_and(|t| t > day_ago);
                     if let Some(t) = at.filter(|_| in_day) {
                         marks.push(Mark {
@@ -194,12 +186,6 @@ impl Board {
     }
 }
 
-fn parse(at: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(at)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
 /// The minutes (from `from`) of daily slots in the last 24 hours the schedule did not fire: no
 /// scheduled run (or skip) between the slot and the next one. A run by hand is no firing, and
 /// nothing is missed before the unit was installed.
@@ -258,11 +244,11 @@ mod tests {
             "name = \"d\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"{}\"\n",
             slot.format("%H:%M")
         );
-        let checks = definition::Checks {
+        let checks = crate::definition::Checks {
             home: "/nonexistent-home".into(),
             data_root: "/nonexistent-data".into(),
         };
-        let def = definition::parse("d.toml", toml.as_bytes(), &checks).unwrap();
+        let def = crate::definition::parse("d.toml", toml.as_bytes(), &checks).unwrap();
         (def, now - Duration::hours(24), now)
     }
 

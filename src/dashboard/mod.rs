@@ -336,11 +336,8 @@ fn run_now(ctx: &Ctx, name: &Name) -> Reply {
         );
     }
     let mut cmd = std::process::Command::new(&ctx.exe);
-    cmd.args(["run", name.as_str(), "--trigger", "dashboard", "--root"])
-        .arg(&s.root)
-        .arg("--data-root")
-        .arg(&s.data_root)
-        .args(["--namespace", s.namespace.as_str()]);
+    cmd.args(["run", name.as_str(), "--trigger", "dashboard"])
+        .args(s.global_args());
     match spawn_detached(&mut cmd) {
         Ok(()) => json(202, &serde_json::json!({"started": name.as_str()})),
         Err(e) => json(

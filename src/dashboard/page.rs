@@ -9,6 +9,7 @@ use super::board::{Board, Card};
 use crate::history::{RunView, Status};
 use crate::runlog::By;
 use crate::settings::Settings;
+use crate::views::short_time as short;
 
 /// The whole page.
 pub fn page(s: &Settings, b: &Board) -> Markup {
@@ -58,8 +59,9 @@ pub fn page(s: &Settings, b: &Board) -> Markup {
     }
 }
 
-fn short(at: &str) -> String {
-    crate::views::short_time(at)
+/// `0.42 s`.
+fn seconds(ms: u64) -> String {
+    format!("{:.2} s", ms as f64 / 1000.0)
 }
 
 fn verdict_class(c: &Card) -> &'static str {
@@ -132,7 +134,7 @@ pub fn last_run(r: Option<&RunView>) -> String {
         Some(r) => {
             let mut parts = vec![status_words(r), short(&r.at)];
             if let Some(ms) = r.duration_ms() {
-                parts.push(format!("{:.2} s", ms as f64 / 1000.0));
+                parts.push(seconds(ms));
             }
             parts.push(r.trigger.as_str().into());
             parts.join(" · ")
@@ -158,7 +160,7 @@ fn run_row(r: &RunView) -> Markup {
             td title=(short(&r.at)) { (r.at.get(5..16).map_or(r.at.as_str(), |t| t).replace('T', " ")) }
             td { (r.trigger.as_str()) }
             td title=(status_words(r)) { (r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped")) }
-            td { (r.duration_ms().map_or(String::new(), |ms| format!("{:.2} s", ms as f64 / 1000.0))) }
+            td { (r.duration_ms().map_or(String::new(), seconds)) }
             td { (r.headline().map_or(String::new(), |(h, v)| format!("{h}={v}"))) }
         }
     }

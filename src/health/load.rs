@@ -21,6 +21,26 @@ use crate::state::State;
 /// The most records read back for one automation, whatever its rules would like.
 const MAX_RECORDS: usize = 20_000;
 
+/// What health reads once: the definitions and the log's index (the dashboard reads them too).
+pub struct Sources {
+    pub loaded: definition::Loaded,
+    pub snapshot: Snapshot,
+}
+
+impl Sources {
+    pub fn read(s: &Settings) -> anyhow::Result<Self> {
+        let dir = s.definitions_dir();
+        let checks = Checks {
+            home: s.home.clone(),
+            data_root: s.data_root.clone(),
+        };
+        let loaded = definition::load_all(&dir, &checks)
+            .with_context(|| format!("cannot read {}", dir.display()))?;
+        let snapshot = Index::new(&RunLog::new(&s.data_root)).refresh()?;
+        Ok(Self { loaded, snapshot })
+    }
+}
+
 /// Every automation health knows of: defined ones (valid or not), names in the log, installed ones.
 /// With `only`, just that one.
 pub fn subjects(
@@ -28,13 +48,17 @@ pub fn subjects(
     thresholds: &ThresholdSet,
     only: Option<&Name>,
 ) -> anyhow::Result<Vec<Subject>> {
-    let dir = s.definitions_dir();
-    let checks = Checks {
-        home: s.home.clone(),
-        data_root: s.data_root.clone(),
-    };
-    let loaded = definition::load_all(&dir, &checks)
-        .with_context(|| format!("cannot read {}", dir.display()))?;
+    subjects_from(s, &Sources::read(s)?, thresholds, only)
+}
+
+/// [`subjects`] from sources already read.
+pub fn subjects_from(
+    s: &Settings,
+    src: &Sources,
+    thresholds: &ThresholdSet,
+    only: Option<&Name>,
+) -> anyhow::Result<Vec<Subject>> {
+    let Sources { loaded, snapshot } = src;
     let invalid: BTreeSet<String> = loaded
         .problems
         .iter()
@@ -46,8 +70,6 @@ pub fn subjects(
                 .map(str::to_owned)
         })
         .collect();
-    let log = RunLog::new(&s.data_root);
-    let snapshot = Index::new(&log).refresh()?;
     let installs = crate::install::all_records(s)?;
     let mut names: BTreeSet<String> = loaded
         .definitions
@@ -65,7 +87,7 @@ pub fn subjects(
     for name in names {
         let Ok(n) = Name::new(&name) else { continue };
         let definition = loaded.definitions.iter().find(|d| d.name == n).cloned();
-        let mut subject = subject(s, &snapshot, &n, definition, thresholds.of(&name))?;
+        let mut subject = subject(s, snapshot, &n, definition, thresholds.of(&name))?;
         subject.installed_at = installs.get(&n).map(|r| r.installed_at);
         subject.invalid = invalid.contains(&name);
         out.push(subject);

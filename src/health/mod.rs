@@ -39,7 +39,7 @@ use serde::Serialize;
 use crate::clock::Clock;
 use crate::definition::{Definition, Schedule};
 use crate::history::{RunView, Status};
-use crate::runlog::{By, Trigger};
+use crate::runlog::{By, Trigger, parse_stamp};
 use crate::state::Pause;
 
 pub use thresholds::{ThresholdSet, Thresholds};
@@ -303,7 +303,7 @@ pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Ver
             Schedule::DailyAt { .. } => u64::from(th.stale_daily_hours) * 3_600_000,
         };
         f.stale_after_ms = Some(limit_ms);
-        let paused_since = s.paused.as_ref().and_then(|p| parse_time(&p.at));
+        let paused_since = s.paused.as_ref().and_then(|p| parse_stamp(&p.at));
         let (age, clock) = match last_success {
             Some(r) => age_of(r, &s.runs, now),
             None => (
@@ -458,7 +458,7 @@ pub fn failing_streak(runs: &[RunView], since: Option<DateTime<Utc>>) -> (u32, V
         ) {
             continue;
         }
-        if let (Some(since), Some(t)) = (since, parse_time(&r.at))
+        if let (Some(since), Some(t)) = (since, parse_stamp(&r.at))
             && t <= since
         {
             break;
@@ -511,7 +511,7 @@ fn kinds(r: &RunView) -> Vec<(u8, &'static str)> {
 /// The age of a success in awake time when the log's clocks allow, else wall-clock time.
 fn age_of<Tz: TimeZone>(success: &RunView, runs: &[RunView], now: &Now<Tz>) -> (u64, AgeClock) {
     let wall = || {
-        let t = parse_time(&success.at).unwrap_or_else(|| now.wall.with_timezone(&Utc));
+        let t = parse_stamp(&success.at).unwrap_or_else(|| now.wall.with_timezone(&Utc));
         (
             (now.wall.with_timezone(&Utc) - t).num_milliseconds().max(0) as u64,
             AgeClock::Wall,
@@ -538,14 +538,11 @@ fn age_of<Tz: TimeZone>(success: &RunView, runs: &[RunView], now: &Now<Tz>) -> (
     // between (its awake time up to the last event seen), and the current boot so far. Only runs
     // since the success (`runs` is newest first): an older boot is no part of the age.
     let mut spans: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    let mut since = Vec::new();
-    for r in runs {
-        since.push(r);
-        if r.run.is_some() && r.run == success.run {
-            break;
-        }
-    }
-    for r in since {
+    let upto = runs
+        .iter()
+        .position(|r| r.run.is_some() && r.run == success.run)
+        .map_or(runs.len(), |i| i + 1);
+    for r in &runs[..upto] {
         for c in [
             r.started.as_ref().map(|s| &s.clock),
             r.finished.as_ref().map(|f| &f.clock),
@@ -584,12 +581,16 @@ fn missed_days<Tz: TimeZone>(
     let today = now.wall.date_naive();
     let local = |t: DateTime<Utc>| t.with_timezone(&tz).date_naive();
     let first_full_day = local(installed) + Duration::days(1);
-    let paused_from = s.paused.as_ref().and_then(|p| parse_time(&p.at)).map(local);
+    let paused_from = s
+        .paused
+        .as_ref()
+        .and_then(|p| parse_stamp(&p.at))
+        .map(local);
     let ran: std::collections::BTreeSet<NaiveDate> = s
         .runs
         .iter()
         .filter(|r| r.trigger == Trigger::Schedule)
-        .filter_map(|r| parse_time(&r.at))
+        .filter_map(|r| parse_stamp(&r.at))
         .map(local)
         .collect();
     (1..=i64::from(th.missed_days_window))
@@ -625,12 +626,6 @@ fn headline_change(s: &Subject, th: &Thresholds) -> Option<String> {
     } else {
         None
     }
-}
-
-fn parse_time(at: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(at)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// `42 s`, `17 min`, `3 h 5 min`, `2 d 4 h`.

@@ -147,8 +147,7 @@ pub fn look(s: &Settings, only: Option<&Name>) -> anyhow::Result<LookReport> {
     let subjects = health::load::subjects(s, &th, only)?;
     let verdicts = health::verdicts(&subjects, &th, &health::load::now());
     let lock_path = s.data_root.join("state").join("verdicts").join(".lock");
-    crate::fsutil::private_dir(lock_path.parent().unwrap_or(&s.data_root))?;
-    let lock = crate::fsutil::open_private(&lock_path)
+    let lock = crate::fsutil::open_private_in(&lock_path)
         .with_context(|| format!("cannot open {}", lock_path.display()))?;
     lock.lock()
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;

@@ -44,14 +44,7 @@ pub fn read(dir: &Path) -> Option<Head> {
 
 /// The head file, open for reading and rewriting in place (created 0600 when missing).
 pub fn open(dir: &Path) -> io::Result<std::fs::File> {
-    let p = path(dir);
-    match fsutil::open_private(&p) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fsutil::private_dir(p.parent().unwrap_or(dir))?;
-            fsutil::open_private(&p)
-        }
-        other => other,
-    }
+    fsutil::open_private_in(&path(dir))
 }
 
 /// The head recorded in an open head file, if it can be read.

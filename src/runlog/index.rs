@@ -9,7 +9,8 @@
 //!
 //! Readers keep it. Before answering, [`Index::refresh`] reads only the lines appended since the
 //! cursor (under `state/index/lock`, so two readers never add the same entries) and appends their
-//! entries; the runner never touches the index, so a firing pays nothing for it. The first reader
+//! entries. A firing pays nothing for it, except after a run that the runner looks at (when
+//! notifications are configured, or an outbound run failed): that look is a reader too. The first reader
 //! after N appended lines pays O(N) once; a reader after that pays O(what it reports). The index
 //! is a cache: missing, unreadable, or disagreeing with the log (a line before the cursor changed,
 //! a segment vanished under it) it is rebuilt from the log. An entry is trusted only if the line it
@@ -105,6 +106,7 @@ impl Index {
         } else {
             Cursor::default()
         };
+        let before = cursor.clone();
         // Map today's segments to ids; a segment the cursor does not know gets the next id.
         let mut ids: Vec<u32> = Vec::with_capacity(segments.len());
         let mut next_id = cursor.segments.keys().max().map_or(0, |m| m + 1);
@@ -156,7 +158,10 @@ impl Index {
             })?;
         }
         cursor.v = VERSION;
-        let persisted = persist && self.write(&found, &cursor).is_ok();
+        // Nothing new (the common case for a reader, and the dashboard's refresh every few
+        // seconds): nothing to write.
+        let unchanged = found.is_empty() && cursor == before;
+        let persisted = persist && (unchanged || self.write(&found, &cursor).is_ok());
         Ok(Snapshot {
             dir: self.dir.clone(),
             paths: ids
@@ -505,6 +510,18 @@ mod tests {
         assert_eq!(s.records("never").count(), 0);
         let idx = d.path().join("state/index/a.idx");
         assert_eq!(std::fs::metadata(&idx).unwrap().len(), 2 * ENTRY);
+        // Nothing new: nothing is written (the cursor is the same file as before).
+        let ino = || {
+            std::os::unix::fs::MetadataExt::ino(
+                &std::fs::metadata(d.path().join("state/index/cursor")).unwrap(),
+            )
+        };
+        let first = ino();
+        assert_eq!(
+            reasons(&index.refresh().unwrap(), "b"),
+            [SkipReason::Stopped]
+        );
+        assert_eq!(ino(), first, "an unchanged cursor was written again");
         // Only what was appended since is read and added.
         skip(&log, "a", SkipReason::AlreadyRunning);
         let s = index.refresh().unwrap();

@@ -423,32 +423,17 @@ impl Scratch {
     /// go somewhere else.
     fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
         let parent = data_root.join("scratch");
-        match std::fs::symlink_metadata(&parent) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => return Err(not_a_folder(&parent)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
+        folder(&parent, false)?;
         let dir = parent.join(name.as_str());
-        match std::fs::symlink_metadata(&dir) {
-            // Holding only `tmp/`, a folder has three links (on APFS, where files count too, as
-            // well): then only the two files can be left, and they are removed below. Anything
-            // else (an older layout, a stray folder) is cleared.
-            Ok(m) if m.is_dir() => {
-                if std::os::unix::fs::MetadataExt::nlink(&m) != 3 {
-                    clear(&dir);
-                }
-            }
-            Ok(_) => return Err(not_a_folder(&dir)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => fsutil::private_dir(&dir)?,
-            Err(e) => return Err(e),
+        // Holding only `tmp/`, a folder has three links (on APFS, where files count too, as well):
+        // then only the two files can be left, and they are removed below. Anything else (an
+        // older layout, a stray folder) is cleared.
+        if folder(&dir, true)?.is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) != 3) {
+            clear(&dir);
         }
         let tmp = dir.join("tmp");
-        match std::fs::symlink_metadata(&tmp) {
-            Ok(m) if m.is_dir() => clear(&tmp),
-            Ok(_) => return Err(not_a_folder(&tmp)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => fsutil::private_dir(&tmp)?,
-            Err(e) => return Err(e),
+        if folder(&tmp, true)?.is_some() {
+            clear(&tmp);
         }
         let sc = Self { dir };
         sc.remove_files();
@@ -470,6 +455,22 @@ impl Scratch {
     fn remove_files(&self) {
         let _ = std::fs::remove_file(self.result());
         let _ = std::fs::remove_file(self.http_log());
+    }
+}
+
+/// `p` as a real folder: its metadata when it was there; `None` when it was missing (and made,
+/// 0700, when `make`). A link or anything else where it belongs is refused, never followed.
+fn folder(p: &Path, make: bool) -> std::io::Result<Option<std::fs::Metadata>> {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => Ok(Some(m)),
+        Ok(_) => Err(not_a_folder(p)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if make {
+                fsutil::private_dir(p)?;
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -675,14 +676,7 @@ fn resolve_argv(command: &[String], s: &Settings, bin: &Path) -> Vec<OsString> {
         })
         .collect();
     if command.first().is_some_and(|c| c == PLACEHOLDER_SELF) {
-        argv.extend([
-            "--root".into(),
-            root.clone().into_os_string(),
-            "--data-root".into(),
-            s.data_root.clone().into_os_string(),
-            "--namespace".into(),
-            s.namespace.as_str().into(),
-        ]);
+        argv.extend(s.global_args());
     }
     argv
 }

@@ -178,7 +178,7 @@ impl Walk {
         self.runner
     }
 
-    /// Never counts `pid` as a member (the keeper: a child of the runner, not of the command).
+    /// Never counts `pid` as a member (the keeper excludes itself).
     pub fn exclude(&mut self, pid: i32) {
         self.excluded.insert(pid);
     }
@@ -305,7 +305,7 @@ mod tests {
                 p(104, 1, 103, 103), // ... and its child
                 p(105, 1, 105, 105), // double-forked daemon: nothing links it but the marker
                 p(106, 105, 106, 105), // the daemon's child: found through the daemon's session
-                p(107, 100, 100, 50), // the keeper: a child of the runner, excluded
+                p(107, 100, 100, 50), // excluded by pid
                 p(200, 1, 200, 200), // unrelated
                 p(201, 50, 201, 50), // unrelated, in the runner's session
             ],
