@@ -407,12 +407,20 @@ impl RunLog {
             path: path.to_path_buf(),
             source,
         };
-        // Names sort chronologically; two rotations in one millisecond get the next free one.
-        let mut t = at;
-        let mut name = format!("runs-{}.jsonl", t.format("%Y%m%dT%H%M%S%.3fZ"));
+        // A new name sorts after every rotated segment still present, whatever retention deleted
+        // (a free name can be older than the newest one: issue 24) or however the clock moved.
+        let newest = self
+            .rotated_by_name()
+            .first()
+            .and_then(|p| segment_stamp(p));
+        let mut t = match newest {
+            Some(n) if n >= at => n + chrono::Duration::milliseconds(1),
+            _ => at,
+        };
+        let mut name = segment_name(t);
         while self.dir.join(&name).exists() {
             t += chrono::Duration::milliseconds(1);
-            name = format!("runs-{}.jsonl", t.format("%Y%m%dT%H%M%S%.3fZ"));
+            name = segment_name(t);
         }
         std::fs::rename(path, self.dir.join(&name)).map_err(err)?;
         let mut file = open_log(path)?;
@@ -484,8 +492,31 @@ impl RunLog {
         }
     }
 
-    /// Every segment, newest first: the live one, then rotated ones by name.
+    /// Every segment, newest first: the live one, then the rotated ones in the order their
+    /// `rotated` seams give (each segment's first line names the one before it), then any the
+    /// seams do not reach, by name. Names sort in time order, but the chain is the authority: a
+    /// log rotated by an older version may hold names that do not.
     pub fn segments(&self) -> Vec<PathBuf> {
+        let mut rotated = self.rotated_by_name();
+        let mut all = vec![self.path()];
+        while !rotated.is_empty() {
+            let Some(previous) = seam_previous(all.last().expect("never empty")) else {
+                break;
+            };
+            let Some(i) = rotated
+                .iter()
+                .position(|p| p.file_name().is_some_and(|n| *n == *previous))
+            else {
+                break;
+            };
+            all.push(rotated.remove(i));
+        }
+        all.extend(rotated);
+        all
+    }
+
+    /// The rotated segments, newest name first.
+    fn rotated_by_name(&self) -> Vec<PathBuf> {
         let mut rotated: Vec<PathBuf> = std::fs::read_dir(&self.dir)
             .map(|rd| {
                 rd.filter_map(Result::ok)
@@ -500,9 +531,7 @@ impl RunLog {
             .unwrap_or_default();
         rotated.sort();
         rotated.reverse();
-        let mut all = vec![self.path()];
-        all.extend(rotated);
-        all
+        rotated
     }
 
     /// Reads records backwards, newest first, across segments.
@@ -545,6 +574,33 @@ impl RunLog {
             unreadable: 0,
             error,
         }
+    }
+}
+
+/// `runs-<UTC stamp to the millisecond>.jsonl`: names that sort in time order.
+fn segment_name(t: DateTime<Utc>) -> String {
+    format!("runs-{}.jsonl", t.format("%Y%m%dT%H%M%S%.3fZ"))
+}
+
+/// The time in a rotated segment's name, as [`segment_name`] writes it.
+fn segment_stamp(path: &Path) -> Option<DateTime<Utc>> {
+    let name = path.file_name()?.to_str()?;
+    let stamp = name.strip_prefix("runs-")?.strip_suffix(".jsonl")?;
+    chrono::NaiveDateTime::parse_from_str(stamp, "%Y%m%dT%H%M%S%.3fZ")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+/// The segment a segment's first line says it was rotated from, if that line is a seam.
+fn seam_previous(path: &Path) -> Option<std::ffi::OsString> {
+    let file = open_segment(path).ok()?;
+    // A seam is a short line; read no more than could hold one.
+    let mut buf = vec![0u8; 1024];
+    let n = file.read_at(&mut buf, 0).ok()?;
+    let line = buf[..n].split(|&b| b == b'\n').next()?;
+    match serde_json::from_slice::<Record>(line).ok()?.event {
+        Event::Rotated(r) => Some(r.previous.into()),
+        _ => None,
     }
 }
 

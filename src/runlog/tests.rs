@@ -18,6 +18,10 @@ fn started(run: &str) -> Event {
     })
 }
 
+fn fixed_time() -> DateTime<Utc> {
+    parse_stamp("2026-03-29T01:30:00.200Z").unwrap()
+}
+
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -232,9 +236,11 @@ fn handles_interleaving_appends_keep_the_chain() {
 fn retention_deletes_the_oldest_segments_and_verify_accepts_the_seam() {
     let d = tempfile::tempdir().unwrap();
     let log = RunLog::new(d.path()).with_rotation(500).with_retention(2);
+    // A fixed clock: every rotation falls in the same millisecond (issue 24: with the real clock this
+    // passed or failed by luck).
+    let at = fixed_time();
     for i in 0..40 {
-        log.append("a", started(&format!("r{i}")), Utc::now())
-            .unwrap();
+        log.append("a", started(&format!("r{i}")), at).unwrap();
     }
     let segments = log.segments();
     assert_eq!(segments.len(), 3, "{segments:?}");
@@ -344,4 +350,99 @@ fn a_rotation_cut_off_after_the_rename_is_completed_by_the_next_append() {
     assert!(v.breaks.is_empty() && v.unreadable.is_empty(), "{v:?}");
     assert_eq!(v.lines, 4);
     assert_eq!(v.head.as_deref(), Some("matches the log"));
+}
+
+/// Issue 24: rotations within one millisecond, with retention deleting the oldest, once named the
+/// next segment after a deleted one, so the newest sorted as the oldest and verify saw breaks.
+#[test]
+fn rotated_names_never_go_backwards_when_retention_deleted_the_oldest() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(300).with_retention(3);
+    let at = fixed_time();
+    let mut seen: Vec<String> = Vec::new();
+    for i in 0..60 {
+        log.append("a", started(&format!("r{i}")), at).unwrap();
+        let rotated: Vec<String> = log.segments()[1..]
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        // Newest first, and strictly descending by name.
+        assert!(
+            rotated.windows(2).all(|w| w[0] > w[1]),
+            "after append {i}: {rotated:?}"
+        );
+        if let Some(newest) = rotated.first()
+            && seen.last() != Some(newest)
+        {
+            assert!(
+                seen.last().is_none_or(|last| newest > last),
+                "after append {i}: {newest} sorts before the earlier {:?}",
+                seen.last()
+            );
+            seen.push(newest.clone());
+        }
+    }
+    assert!(seen.len() > 10, "too few rotations to test: {seen:?}");
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    // Readers see the runs newest first across every segment.
+    let runs: Vec<String> = log
+        .backwards()
+        .filter_map(|r| match r.event {
+            Event::Started(s) => Some(s.run),
+            _ => None,
+        })
+        .collect();
+    let numbers: Vec<u32> = runs.iter().map(|r| r[1..].parse().unwrap()).collect();
+    assert!(numbers.windows(2).all(|w| w[0] == w[1] + 1), "{numbers:?}");
+    assert_eq!(numbers.first(), Some(&59));
+}
+
+/// Segments named out of order by an older version (the bug of issue 24) are still read in the
+/// order their `rotated` seams give, and verify follows the chain, not the names.
+#[test]
+fn readers_follow_the_chain_when_names_disagree() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(300).with_retention(100);
+    let at = fixed_time();
+    for i in 0..12 {
+        log.append("a", started(&format!("r{i}")), at).unwrap();
+    }
+    let rotated: Vec<PathBuf> = log.segments()[1..].to_vec();
+    assert!(rotated.len() >= 3, "{rotated:?}");
+    // Give the newest rotated segment a name older than every other, as the bug did, and point the
+    // live seam at it.
+    let newest = &rotated[0];
+    let old_name = newest.file_name().unwrap().to_string_lossy().into_owned();
+    let new_name = "runs-20000101T000000.000Z.jsonl";
+    std::fs::rename(newest, d.path().join(new_name)).unwrap();
+    let live = lines(&log.path());
+    let mut first: serde_json::Value = serde_json::from_str(&live[0]).unwrap();
+    first["previous"] = new_name.into();
+    let mut rewritten = vec![serde_json::to_string(&first).unwrap()];
+    // Re-chain the rest of the live segment so only the names disagree.
+    for l in &live[1..] {
+        let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+        r["prev"] = hex_sha256(rewritten.last().unwrap().as_bytes()).into();
+        rewritten.push(serde_json::to_string(&r).unwrap());
+    }
+    std::fs::write(log.path(), rewritten.join("\n") + "\n").unwrap();
+    std::fs::remove_file(d.path().join("state/head")).unwrap();
+    assert_ne!(old_name, new_name);
+    let order: Vec<String> = log
+        .segments()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(order[1], new_name, "{order:?}");
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    let numbers: Vec<u32> = log
+        .backwards()
+        .filter_map(|r| match r.event {
+            Event::Started(s) => Some(s.run[1..].parse().unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(numbers, (0..12).rev().collect::<Vec<u32>>());
 }
