@@ -1,13 +1,145 @@
-//! When a schedule fires (SPEC §7, "Schedules and sleep"), answered once for everyone: which
-//! `every_minutes` become a wall-clock grid, what that grid is for launchd and systemd, where a local
-//! time lands on a DST day, and the next firing time that `install`, `list` and the dashboard show.
+//! Schedules (SPEC §4, §7 "Schedules and sleep"): the types a definition's `[schedule]` becomes,
+//! and every question about when one fires, answered once for everyone — which `every_minutes`
+//! become a wall-clock grid, what that grid is for launchd and systemd, where a local time lands on
+//! a DST day, which slots fell between two instants ([`slots_between`]), the latest slot before
+//! now (the runner's slot guard, SPEC §5.3) and the next firing (`install`, `list`, the dashboard).
 //!
 //! Pure functions: the caller passes "now" in the zone it means (`chrono::Local` in the program,
 //! a real zone in tests). Nothing here reads a clock, a file or the environment.
 
-use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, TimeZone, Timelike, Utc};
+use std::fmt;
 
-use crate::definition::{Schedule, TimeOfDay, Weekday};
+use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, TimeZone, Utc};
+use serde::Serialize;
+
+/// A day of the week, as written in `weekdays`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Weekday {
+    Mon,
+    Tue,
+    Wed,
+    Thu,
+    Fri,
+    Sat,
+    Sun,
+}
+
+impl Weekday {
+    /// All days, Monday first.
+    pub const ALL: [Weekday; 7] = [
+        Weekday::Mon,
+        Weekday::Tue,
+        Weekday::Wed,
+        Weekday::Thu,
+        Weekday::Fri,
+        Weekday::Sat,
+        Weekday::Sun,
+    ];
+
+    /// The three-letter word used in definitions.
+    pub fn as_str(self) -> &'static str {
+        ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][self as usize]
+    }
+
+    /// The day a definition names (`mon` … `sun`).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// Days since Monday (0..=6).
+    pub fn index_from_monday(self) -> u32 {
+        self as u32
+    }
+}
+
+/// A local wall-clock time of day, `HH:MM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TimeOfDay {
+    /// 0..=23.
+    pub hour: u8,
+    /// 0..=59.
+    pub minute: u8,
+}
+
+impl TimeOfDay {
+    /// Parses exactly `HH:MM` (two digits each, 24 h).
+    pub fn parse(s: &str) -> Option<Self> {
+        let b = s.as_bytes();
+        if b.len() != 5 || b[2] != b':' || ![0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit()) {
+            return None;
+        }
+        let hour = (b[0] - b'0') * 10 + (b[1] - b'0');
+        let minute = (b[3] - b'0') * 10 + (b[4] - b'0');
+        (hour < 24 && minute < 60).then_some(Self { hour, minute })
+    }
+}
+
+impl fmt::Display for TimeOfDay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02}:{:02}", self.hour, self.minute)
+    }
+}
+
+impl Serialize for TimeOfDay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// When the OS fires an automation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Schedule {
+    /// Every N minutes (1..=1440): on the wall clock when N is a grid (`schedule::is_grid`),
+    /// else N minutes of awake time.
+    EveryMinutes { every_minutes: u32 },
+    /// Once a day at a local time, optionally only on some weekdays (empty = every day).
+    DailyAt {
+        daily_at: TimeOfDay,
+        weekdays: Vec<Weekday>,
+    },
+}
+
+impl Schedule {
+    /// The schedule in words: "every 5 minutes", "daily at 08:30 on weekdays".
+    pub fn words(&self) -> String {
+        match self {
+            Schedule::EveryMinutes { every_minutes: 1 } => "every minute".into(),
+            Schedule::EveryMinutes { every_minutes: 60 } => "every hour".into(),
+            Schedule::EveryMinutes { every_minutes: m } if m % 60 == 0 => {
+                format!("every {} hours", m / 60)
+            }
+            Schedule::EveryMinutes { every_minutes: m } if is_grid(*m) => {
+                format!("every {m} minutes")
+            }
+            Schedule::EveryMinutes { every_minutes: m } => {
+                format!("every {m} minutes ({})", AWAKE_NOTE)
+            }
+            Schedule::DailyAt { daily_at, weekdays } => {
+                let mut days = weekdays.clone();
+                days.sort();
+                let on = match days.as_slice() {
+                    [] => String::new(),
+                    d if d.len() == 7 => String::new(),
+                    [
+                        Weekday::Mon,
+                        Weekday::Tue,
+                        Weekday::Wed,
+                        Weekday::Thu,
+                        Weekday::Fri,
+                    ] => " on weekdays".into(),
+                    [Weekday::Sat, Weekday::Sun] => " on weekends".into(),
+                    d => format!(
+                        " on {}",
+                        d.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                };
+                format!("daily at {daily_at}{on}")
+            }
+        }
+    }
+}
 
 /// Whether `every_minutes` is a wall-clock grid: it divides the hour (1, 2, 3, 4, 5, 6, 10, 12, 15,
 /// 20, 30, 60) or is a whole number of hours that divides the day. A grid fires at fixed clock
@@ -135,51 +267,136 @@ impl Next {
     }
 }
 
+/// How far slot searches look back or ahead, in days: beyond a week of weekdays.
+const SEARCH_DAYS: i64 = 8;
+
+/// The slots of a calendar schedule on local `day`, oldest first, in UTC; empty for an interval
+/// that counts awake time (it has no slots on the clock). A grid point in a DST gap does not exist
+/// and is not fired, one in a fold is the earlier instant; a daily time in a gap moves to the first
+/// valid minute after it ([`resolve_local`]).
+pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> Vec<DateTime<Utc>> {
+    match schedule {
+        Schedule::EveryMinutes { every_minutes } if is_grid(*every_minutes) => {
+            let step = *every_minutes as usize;
+            (0..1440)
+                .step_by(step)
+                .filter_map(|m: u32| {
+                    let at = day.and_time(NaiveTime::from_hms_opt(m / 60, m % 60, 0)?);
+                    tz.from_local_datetime(&at).earliest()
+                })
+                .map(|t| t.with_timezone(&Utc))
+                .collect()
+        }
+        Schedule::EveryMinutes { .. } => Vec::new(),
+        Schedule::DailyAt { daily_at, weekdays } => {
+            if allowed(day, weekdays) {
+                resolve_local(tz, day, *daily_at).into_iter().collect()
+            } else {
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// Every slot of `schedule` in `(from, to]`, oldest first: the one answer to "which slots were due
+/// between A and B" that the slot guard, the next firing, health's missed slots and the
+/// dashboard's strip all use. `tz` is the zone the schedule's wall clock is in.
+pub fn slots_between<Tz: TimeZone>(
+    schedule: &Schedule,
+    tz: &Tz,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Vec<DateTime<Utc>> {
+    if to <= from {
+        return Vec::new();
+    }
+    let first = from.with_timezone(tz).date_naive() - Duration::days(1);
+    let last = to.with_timezone(tz).date_naive() + Duration::days(1);
+    first
+        .iter_days()
+        .take_while(|d| *d <= last)
+        .flat_map(|day| day_slots(schedule, tz, day))
+        .filter(|t| *t > from && *t <= to)
+        .collect()
+}
+
+/// The slots in `(from, to]` that no firing followed: none of `firings` (times the schedule fired,
+/// skips included) lies at or after the slot and before the next slot, or before `now` for the
+/// latest one. A run by hand is no firing; callers pass only scheduled ones.
+pub fn missed_slots<Tz: TimeZone>(
+    schedule: &Schedule,
+    tz: &Tz,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    now: DateTime<Utc>,
+    firings: &[DateTime<Utc>],
+) -> Vec<DateTime<Utc>> {
+    let slots = slots_between(schedule, tz, from, now.max(to));
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(_, slot)| *slot <= to)
+        .filter(|&(i, slot)| {
+            let until = slots.get(i + 1).copied().unwrap_or(now);
+            !firings.iter().any(|f| f >= slot && *f < until)
+        })
+        .map(|(_, slot)| *slot)
+        .collect()
+}
+
+/// The most recent slot at or before `now`, if one lies within the search window.
+pub fn latest_slot<Tz: TimeZone>(schedule: &Schedule, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
+    let tz = now.timezone();
+    let now_utc = now.with_timezone(&Utc);
+    // Tomorrow first: a slot of tomorrow's local date can still be before now in UTC terms only
+    // when today's date was misjudged, never otherwise; the cost is one day's slots.
+    (-1..=SEARCH_DAYS).find_map(|back| {
+        let day = now.date_naive() - Duration::days(back);
+        day_slots(schedule, &tz, day)
+            .into_iter()
+            .filter(|t| *t <= now_utc)
+            .max()
+    })
+}
+
+/// True when the slot is already done: a run started at or after it, or the unit was installed
+/// after it (an install is not a missed slot).
+pub fn slot_done(
+    slot: DateTime<Utc>,
+    last_start: Option<DateTime<Utc>>,
+    installed_at: Option<DateTime<Utc>>,
+) -> bool {
+    last_start.is_some_and(|t| t >= slot) || installed_at.is_some_and(|t| t > slot)
+}
+
 /// The next firing of `schedule` strictly after `now`; `last_start` places interval timers.
 pub fn next_firing<Tz: TimeZone>(
     schedule: &Schedule,
     now: &DateTime<Tz>,
     last_start: Option<DateTime<Utc>>,
 ) -> Option<Next> {
-    let tz = now.timezone();
-    let now_utc = now.with_timezone(&Utc);
-    match schedule {
-        Schedule::EveryMinutes { every_minutes } if is_grid(*every_minutes) => {
-            // A grid point is a local minute of the day divisible by the interval (which divides
-            // the day, so points stay aligned across midnight).
-            let m = i64::from(*every_minutes);
-            let start = now.naive_local();
-            let start = start.date().and_hms_opt(start.hour(), start.minute(), 0)?;
-            let of_day = i64::from(start.hour() * 60 + start.minute());
-            let mut point = start + Duration::minutes(m - of_day % m);
-            for _ in 0..(1440 / m + 2) {
-                // A point in a DST gap does not exist and is not fired.
-                if let Some(t) = tz.from_local_datetime(&point).earliest() {
-                    let t = t.with_timezone(&Utc);
-                    if t > now_utc {
-                        return Some(Next::At(t));
-                    }
-                }
-                point += Duration::minutes(m);
-            }
-            None
-        }
-        Schedule::EveryMinutes { every_minutes } => Some(Next::Awake {
+    if let Schedule::EveryMinutes { every_minutes } = schedule
+        && !is_grid(*every_minutes)
+    {
+        return Some(Next::Awake {
             every_minutes: *every_minutes,
             after: last_start,
-        }),
-        Schedule::DailyAt { daily_at, weekdays } => (0..=8)
-            .map(|d| now.date_naive() + Duration::days(d))
-            .filter(|day| allowed(*day, weekdays))
-            .filter_map(|day| resolve_local(&tz, day, *daily_at))
-            .find(|t| *t > now_utc)
-            .map(Next::At),
+        });
     }
+    let tz = now.timezone();
+    let now_utc = now.with_timezone(&Utc);
+    (0..=SEARCH_DAYS).find_map(|ahead| {
+        let day = now.date_naive() + Duration::days(ahead);
+        day_slots(schedule, &tz, day)
+            .into_iter()
+            .find(|t| *t > now_utc)
+            .map(Next::At)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::FixedOffset;
     use chrono_tz::Europe::Berlin;
 
     fn t(s: &str) -> DateTime<Utc> {
@@ -278,5 +495,120 @@ mod tests {
             next_firing(&hourly, &at_0130, None),
             Some(Next::At(t("2026-03-29T01:00:00Z")))
         );
+    }
+
+    fn at(h: u8, m: u8) -> TimeOfDay {
+        TimeOfDay { hour: h, minute: m }
+    }
+
+    fn daily(daily_at: TimeOfDay, weekdays: &[Weekday]) -> Schedule {
+        Schedule::DailyAt {
+            daily_at,
+            weekdays: weekdays.to_vec(),
+        }
+    }
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn latest_slot_today_or_yesterday() {
+        let tz = FixedOffset::east_opt(3600).unwrap();
+        // 2026-11-29 is a Sunday.
+        let now = tz.with_ymd_and_hms(2026, 11, 29, 9, 0, 0).unwrap();
+        assert_eq!(
+            latest_slot(&daily(at(8, 30), &[]), &now),
+            Some(utc("2026-11-29T07:30:00Z"))
+        );
+        assert_eq!(
+            latest_slot(&daily(at(9, 0), &[]), &now),
+            Some(utc("2026-11-29T08:00:00Z"))
+        );
+        assert_eq!(
+            latest_slot(&daily(at(9, 1), &[]), &now),
+            Some(utc("2026-11-28T08:01:00Z"))
+        );
+        // Weekdays only: the latest is Friday's.
+        let weekdays = [
+            Weekday::Mon,
+            Weekday::Tue,
+            Weekday::Wed,
+            Weekday::Thu,
+            Weekday::Fri,
+        ];
+        assert_eq!(
+            latest_slot(&daily(at(8, 30), &weekdays), &now),
+            Some(utc("2026-11-27T07:30:00Z"))
+        );
+    }
+
+    /// Fires at each of `firings` (UTC) in Berlin, running only what the guard lets through, the
+    /// way the runner decides (a start at or after the latest slot means done); returns the runs.
+    fn simulate(firings: &[&str], earlier_starts: &[&str]) -> Vec<DateTime<Utc>> {
+        let mut starts: Vec<DateTime<Utc>> = earlier_starts.iter().map(|s| utc(s)).collect();
+        let mut runs = Vec::new();
+        for f in firings {
+            let now = utc(f).with_timezone(&chrono_tz::Europe::Berlin);
+            let Some(slot) = latest_slot(&daily(at(2, 30), &[]), &now) else {
+                continue;
+            };
+            let last_start = starts.iter().copied().max();
+            if !slot_done(slot, last_start, None) {
+                starts.push(utc(f));
+                runs.push(utc(f));
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn a_0230_job_runs_exactly_once_on_the_spring_forward_day_in_berlin() {
+        // 2026-03-29: clocks jump 02:00 CET -> 03:00 CEST; 02:30 does not exist, the slot is 03:00.
+        // Firings: just before the jump, at the jump (systemd's Persistent/launchd's wake), again
+        // a minute later (RunAtLoad after a login), in the afternoon, and just before midnight.
+        let runs = simulate(
+            &[
+                "2026-03-29T00:59:00Z",
+                "2026-03-29T01:00:00Z",
+                "2026-03-29T01:01:00Z",
+                "2026-03-29T13:00:00Z",
+                "2026-03-29T21:59:00Z",
+            ],
+            &["2026-03-28T01:30:00Z"],
+        );
+        assert_eq!(runs, [utc("2026-03-29T01:00:00Z")]);
+    }
+
+    #[test]
+    fn a_0230_job_runs_exactly_once_on_the_fall_back_day_in_berlin() {
+        // 2026-10-25: clocks go back 03:00 CEST -> 02:00 CET; 02:30 happens twice (00:30Z and
+        // 01:30Z), and a calendar timer may fire at both.
+        let runs = simulate(
+            &[
+                "2026-10-25T00:30:00Z",
+                "2026-10-25T01:30:00Z",
+                "2026-10-25T05:00:00Z",
+                "2026-10-25T22:59:00Z",
+            ],
+            &["2026-10-24T00:30:00Z"],
+        );
+        assert_eq!(runs, [utc("2026-10-25T00:30:00Z")]);
+        // Asleep across both 02:30s, woken at 09:00 CET: one catch-up run, then nothing.
+        let runs = simulate(
+            &["2026-10-25T08:00:00Z", "2026-10-25T08:00:01Z"],
+            &["2026-10-24T00:30:00Z"],
+        );
+        assert_eq!(runs, [utc("2026-10-25T08:00:00Z")]);
+    }
+
+    #[test]
+    fn done_rules() {
+        let slot = utc("2026-11-29T07:30:00Z");
+        assert!(!slot_done(slot, None, None));
+        assert!(!slot_done(slot, Some(utc("2026-11-29T07:29:59Z")), None));
+        assert!(slot_done(slot, Some(slot), None));
+        assert!(slot_done(slot, None, Some(utc("2026-11-29T08:00:00Z"))));
+        assert!(!slot_done(slot, None, Some(utc("2026-11-28T08:00:00Z"))));
     }
 }

@@ -4,10 +4,11 @@
 
 use serde::Serialize;
 
-use crate::definition::{Definition, Problem, Schedule};
+use crate::definition::{Definition, Problem};
 use crate::history::{RunView, Status};
 use crate::runlog::Trigger;
 use crate::schedule;
+use crate::schedule::Schedule;
 use crate::settings::Settings;
 use crate::state::{Pause, State, StateError, Stop};
 

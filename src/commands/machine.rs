@@ -179,7 +179,7 @@ fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
 
 /// The next firing and the command that runs the job now, after an install.
 fn after_install(
-    schedule: &crate::definition::Schedule,
+    schedule: &crate::schedule::Schedule,
     label: &crate::names::Label,
     manager: &dyn ServiceManager,
 ) {

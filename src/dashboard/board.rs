@@ -8,9 +8,10 @@
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
-use crate::definition::{Definition, Problem, Schedule};
+use crate::definition::{Definition, Problem};
 use crate::health::{self, Verdict};
 use crate::history::{self, RunView, Status};
+use crate::schedule::Schedule;
 use crate::settings::Settings;
 use crate::state::{State, Stop};
 use crate::views;
@@ -57,6 +58,9 @@ pub struct Mark {
     pub status: Status,
     /// Fired by the schedule (a skip included), not by hand or from the dashboard.
     pub scheduled: bool,
+    /// When, exactly (the minute above is for drawing).
+    #[serde(skip)]
+    pub at: DateTime<Utc>,
 }
 
 impl Board {
@@ -98,6 +102,7 @@ impl Board {
                             minute: (t - day_ago).num_minutes().clamp(0, 1439) as u32,
                             status: run.status,
                             scheduled: run.trigger == crate::runlog::Trigger::Schedule,
+                            at: t,
                         });
                     }
                     if latest.is_none() && run.finished.is_some() {
@@ -196,40 +201,23 @@ fn missed_slots(
     from: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Vec<u32> {
-    let Some(Schedule::DailyAt { daily_at, weekdays }) = def.and_then(|d| d.schedule.as_ref())
-    else {
+    let Some(schedule @ Schedule::DailyAt { .. }) = def.and_then(|d| d.schedule.as_ref()) else {
         return Vec::new();
     };
     let Some(installed) = installed else {
         return Vec::new();
     };
-    let local_now = now.with_timezone(&chrono::Local);
-    let mut slots = std::collections::BTreeSet::new();
-    for back in 0..2 {
-        let day = local_now.date_naive() - Duration::days(back);
-        if !crate::schedule::allowed(day, weekdays) {
-            continue;
-        }
-        let Some(slot) = crate::schedule::resolve_local(&chrono::Local, day, *daily_at) else {
-            continue;
-        };
-        if slot <= from || slot <= installed || slot > now {
-            continue;
-        }
-        slots.insert((slot - from).num_minutes().clamp(0, 1439) as u32);
-    }
-    let slots: Vec<u32> = slots.into_iter().collect();
-    slots
-        .iter()
-        .enumerate()
-        .filter(|&(i, &slot)| {
-            let next = slots.get(i + 1).copied().unwrap_or(u32::MAX);
-            !marks
-                .iter()
-                .any(|m| m.scheduled && m.minute >= slot && m.minute < next)
-        })
-        .map(|(_, &slot)| slot)
-        .collect()
+    let fired: Vec<DateTime<Utc>> = marks.iter().filter(|m| m.scheduled).map(|m| m.at).collect();
+    crate::schedule::missed_slots(
+        schedule,
+        &chrono::Local,
+        (from.max(installed), now),
+        now,
+        &fired,
+    )
+    .into_iter()
+    .map(|t| (t - from).num_minutes().clamp(0, 1439) as u32)
+    .collect()
 }
 
 #[cfg(test)]
@@ -252,11 +240,12 @@ mod tests {
         (def, now - Duration::hours(24), now)
     }
 
-    fn mark(minute: u32, scheduled: bool) -> Mark {
+    fn mark(at: DateTime<Utc>, from: DateTime<Utc>, scheduled: bool) -> Mark {
         Mark {
-            minute,
+            minute: (at - from).num_minutes().clamp(0, 1439) as u32,
             status: Status::Ok,
             scheduled,
+            at,
         }
     }
 
@@ -274,21 +263,18 @@ mod tests {
         let missed = missed_slots(Some(&def), long_ago, &[], from, now);
         assert_eq!(missed.len(), 1, "{missed:?}");
         assert!(missed[0].abs_diff(slot) <= 1, "{missed:?}");
-        let after = missed[0] + 30;
+        let after = from + Duration::minutes(i64::from(missed[0]) + 30);
         assert_eq!(
-            missed_slots(Some(&def), long_ago, &[mark(after, false)], from, now),
+            missed_slots(Some(&def), long_ago, &[mark(after, from, false)], from, now),
             missed
         );
-        assert!(missed_slots(Some(&def), long_ago, &[mark(after, true)], from, now).is_empty());
+        assert!(
+            missed_slots(Some(&def), long_ago, &[mark(after, from, true)], from, now).is_empty()
+        );
         // A scheduled run before the slot is no firing of it.
+        let before = from + Duration::minutes(i64::from(missed[0]) - 60);
         assert_eq!(
-            missed_slots(
-                Some(&def),
-                long_ago,
-                &[mark(missed[0] - 60, true)],
-                from,
-                now
-            ),
+            missed_slots(Some(&def), long_ago, &[mark(before, from, true)], from, now),
             missed
         );
     }

@@ -10,11 +10,12 @@ use std::collections::BTreeSet;
 use anyhow::Context;
 
 use super::{Now, Subject, ThresholdSet};
-use crate::definition::{self, Checks, Schedule};
+use crate::definition::{self, Checks};
 use crate::history::Runs;
 use crate::names::Name;
 use crate::runlog::index::{Index, Snapshot};
 use crate::runlog::{Event, Outcome, Record, RunLog};
+use crate::schedule::Schedule;
 use crate::settings::Settings;
 use crate::state::State;
 

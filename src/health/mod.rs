@@ -37,9 +37,10 @@ use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
 use serde::Serialize;
 
 use crate::clock::Clock;
-use crate::definition::{Definition, Schedule};
+use crate::definition::Definition;
 use crate::history::{RunView, Status};
 use crate::runlog::{By, Trigger, parse_stamp};
+use crate::schedule::Schedule;
 use crate::state::Pause;
 
 pub use thresholds::{ThresholdSet, Thresholds};
@@ -369,9 +370,9 @@ pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Ver
 
     // Missed days.
     if let (Some(def), Some(installed)) = (&s.definition, s.installed_at)
-        && let Some(Schedule::DailyAt { weekdays, .. }) = &def.schedule
+        && let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
     {
-        let missed = missed_days(s, weekdays, installed, th, now);
+        let missed = missed_days(s, schedule, installed, th, now);
         f.missed_days = Some(missed);
         if missed > th.missed_days_max {
             reasons.push(Reason {
@@ -568,38 +569,38 @@ fn age_of<Tz: TimeZone>(success: &RunView, runs: &[RunView], now: &Now<Tz>) -> (
     (total, AgeClock::AwakeAtLeast)
 }
 
-/// Days among the last `missed_days_window` (before today) with no scheduled or skipped run, on
-/// the job's weekdays, after its install and before a current pause.
+/// Slots of the last `missed_days_window` days (before today) that the schedule did not fire for
+/// (no scheduled run or skip after the slot and before the next one), after the install and before
+/// the day a current pause began.
 fn missed_days<Tz: TimeZone>(
     s: &Subject,
-    weekdays: &[crate::definition::Weekday],
+    schedule: &Schedule,
     installed: DateTime<Utc>,
     th: &Thresholds,
     now: &Now<Tz>,
 ) -> u32 {
     let tz = now.wall.timezone();
+    let now_utc = now.wall.with_timezone(&Utc);
+    let start_of = |day: NaiveDate| {
+        crate::schedule::resolve_local(&tz, day, crate::schedule::TimeOfDay { hour: 0, minute: 0 })
+            .unwrap_or(now_utc)
+    };
     let today = now.wall.date_naive();
-    let local = |t: DateTime<Utc>| t.with_timezone(&tz).date_naive();
-    let first_full_day = local(installed) + Duration::days(1);
-    let paused_from = s
+    let from = start_of(today - Duration::days(i64::from(th.missed_days_window))).max(installed);
+    // The whole day a current pause began is excused, as is every day after it.
+    let paused_on = s
         .paused
         .as_ref()
         .and_then(|p| parse_stamp(&p.at))
-        .map(local);
-    let ran: std::collections::BTreeSet<NaiveDate> = s
+        .map(|t| t.with_timezone(&tz).date_naive());
+    let to = start_of(paused_on.map_or(today, |d| d.min(today)));
+    let fired: Vec<DateTime<Utc>> = s
         .runs
         .iter()
         .filter(|r| r.trigger == Trigger::Schedule)
         .filter_map(|r| parse_stamp(&r.at))
-        .map(local)
         .collect();
-    (1..=i64::from(th.missed_days_window))
-        .map(|back| today - Duration::days(back))
-        .filter(|d| *d >= first_full_day)
-        .filter(|d| paused_from.is_none_or(|p| *d < p))
-        .filter(|d| crate::schedule::allowed(*d, weekdays))
-        .filter(|d| !ran.contains(d))
-        .count() as u32
+    crate::schedule::missed_slots(schedule, &tz, (from, to), now_utc, &fired).len() as u32
 }
 
 /// The headline rule, when it applies and finds something.

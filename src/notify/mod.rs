@@ -23,10 +23,10 @@ use anyhow::Context;
 use chrono::{Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::definition::TimeOfDay;
 use crate::health::{self, Rule, State, Verdict};
 use crate::keys;
 use crate::names::Name;
+use crate::schedule::TimeOfDay;
 use crate::settings::Settings;
 
 pub use drivers::Notifier;

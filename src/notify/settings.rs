@@ -12,8 +12,8 @@ use std::path::Path;
 
 use toml::Value;
 
-use crate::definition::TimeOfDay;
 use crate::fsutil;
+use crate::schedule::TimeOfDay;
 
 /// The file in the data root.
 pub const FILE: &str = "notify.toml";

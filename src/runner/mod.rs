@@ -11,7 +11,6 @@ pub mod env;
 pub mod keeper;
 pub mod redact;
 pub mod result;
-pub mod slot;
 pub mod supervise;
 pub mod tail;
 pub mod tree;
@@ -24,9 +23,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use crate::clock;
-use crate::definition::{
-    self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF, Schedule,
-};
+use crate::definition::{self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF};
 use crate::fsutil;
 use crate::gate;
 use crate::history;
@@ -36,6 +33,7 @@ use crate::names::Name;
 use crate::runlog::{
     Dropped, ErrorInfo, Event, Finished, Outcome, RunLog, SkipReason, Skipped, Started, Trigger,
 };
+use crate::schedule::{self, Schedule};
 use crate::settings::Settings;
 use crate::state::State;
 
@@ -322,11 +320,11 @@ fn switches_and_slot(
 
     // 3. One run per daily slot.
     if trigger == Trigger::Schedule
-        && let Some(Schedule::DailyAt { daily_at, weekdays }) = &def.schedule
-        && let Some(slot_at) = slot::latest_slot(&chrono::Local::now(), *daily_at, weekdays)
+        && let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
+        && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())
     {
         let installed_at = state.installed_at(name).map_err(anyhow::Error::from)?;
-        if slot::slot_done(slot_at, None, installed_at)
+        if schedule::slot_done(slot_at, None, installed_at)
             || history::started_since(log, name.as_str(), slot_at)
         {
             return skip(log, name, trigger, SkipReason::SlotDone, String::new()).map(Some);

@@ -12,9 +12,10 @@
 use plist::{Dictionary, Value};
 
 use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
-use crate::definition::{Definition, Schedule, Weekday};
+use crate::definition::Definition;
 use crate::names::{Label, Namespace};
 use crate::runner::env::FIXED_PATH_MACOS as FIXED_PATH;
+use crate::schedule::{Schedule, Weekday};
 
 /// The folder under the data root where launchd writes a job's own stdout/stderr.
 pub const LOG_DIR: &str = "launchd";

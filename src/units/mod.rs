@@ -25,7 +25,7 @@ pub fn stop_timeout(def: &Definition) -> u32 {
 /// A second header line for an interval that counts awake time, so the unit itself says it.
 fn awake_note(def: &Definition) -> Option<String> {
     match def.schedule {
-        Some(crate::definition::Schedule::EveryMinutes { every_minutes })
+        Some(crate::schedule::Schedule::EveryMinutes { every_minutes })
             if !crate::schedule::is_grid(every_minutes) =>
         {
             Some(format!(

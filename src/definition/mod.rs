@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use toml::{Table, Value};
 
 use crate::names::{EnvName, FactName, Name, truncate};
+use crate::schedule::{Schedule, TimeOfDay, Weekday};
 use crate::settings::DEFINITIONS_DIR;
 
 /// Definition files larger than this are refused unread.
@@ -41,134 +42,6 @@ pub struct Problem {
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}: {}", self.file, self.key, self.message)
-    }
-}
-
-/// A day of the week, as written in `weekdays`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Weekday {
-    Mon,
-    Tue,
-    Wed,
-    Thu,
-    Fri,
-    Sat,
-    Sun,
-}
-
-impl Weekday {
-    /// All days, Monday first.
-    pub const ALL: [Weekday; 7] = [
-        Weekday::Mon,
-        Weekday::Tue,
-        Weekday::Wed,
-        Weekday::Thu,
-        Weekday::Fri,
-        Weekday::Sat,
-        Weekday::Sun,
-    ];
-
-    /// The three-letter word used in definitions.
-    pub fn as_str(self) -> &'static str {
-        ["mon", "tue", "wed", "thu", "fri", "sat", "sun"][self as usize]
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.as_str() == s)
-    }
-
-    /// Days since Monday (0..=6).
-    pub fn index_from_monday(self) -> u32 {
-        self as u32
-    }
-}
-
-/// A local wall-clock time of day, `HH:MM`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct TimeOfDay {
-    /// 0..=23.
-    pub hour: u8,
-    /// 0..=59.
-    pub minute: u8,
-}
-
-impl TimeOfDay {
-    /// Parses exactly `HH:MM` (two digits each, 24 h).
-    pub fn parse(s: &str) -> Option<Self> {
-        let b = s.as_bytes();
-        if b.len() != 5 || b[2] != b':' || ![0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_digit()) {
-            return None;
-        }
-        let hour = (b[0] - b'0') * 10 + (b[1] - b'0');
-        let minute = (b[3] - b'0') * 10 + (b[4] - b'0');
-        (hour < 24 && minute < 60).then_some(Self { hour, minute })
-    }
-}
-
-impl fmt::Display for TimeOfDay {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:02}:{:02}", self.hour, self.minute)
-    }
-}
-
-impl Serialize for TimeOfDay {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-/// When the OS fires an automation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Schedule {
-    /// Every N minutes (1..=1440): on the wall clock when N is a grid (`schedule::is_grid`),
-    /// else N minutes of awake time.
-    EveryMinutes { every_minutes: u32 },
-    /// Once a day at a local time, optionally only on some weekdays (empty = every day).
-    DailyAt {
-        daily_at: TimeOfDay,
-        weekdays: Vec<Weekday>,
-    },
-}
-
-impl Schedule {
-    /// The schedule in words: "every 5 minutes", "daily at 08:30 on weekdays".
-    pub fn words(&self) -> String {
-        match self {
-            Schedule::EveryMinutes { every_minutes: 1 } => "every minute".into(),
-            Schedule::EveryMinutes { every_minutes: 60 } => "every hour".into(),
-            Schedule::EveryMinutes { every_minutes: m } if m % 60 == 0 => {
-                format!("every {} hours", m / 60)
-            }
-            Schedule::EveryMinutes { every_minutes: m } if crate::schedule::is_grid(*m) => {
-                format!("every {m} minutes")
-            }
-            Schedule::EveryMinutes { every_minutes: m } => {
-                format!("every {m} minutes ({})", crate::schedule::AWAKE_NOTE)
-            }
-            Schedule::DailyAt { daily_at, weekdays } => {
-                let mut days = weekdays.clone();
-                days.sort();
-                let on = match days.as_slice() {
-                    [] => String::new(),
-                    d if d.len() == 7 => String::new(),
-                    [
-                        Weekday::Mon,
-                        Weekday::Tue,
-                        Weekday::Wed,
-                        Weekday::Thu,
-                        Weekday::Fri,
-                    ] => " on weekdays".into(),
-                    [Weekday::Sat, Weekday::Sun] => " on weekends".into(),
-                    d => format!(
-                        " on {}",
-                        d.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
-                };
-                format!("daily at {daily_at}{on}")
-            }
-        }
     }
 }
 
