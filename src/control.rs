@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use crate::fsutil;
 use crate::locks;
 use crate::names::Name;
 use crate::runlog::{self, By, Event, RunLog};
@@ -123,14 +124,9 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
     // Every held run lock names a runner, which on SIGTERM ends its command's tree and records
     // the run as stopped.
     let mut running: Vec<(Name, u32)> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(s.data_root.join("locks")) {
-        for entry in dir.flatten() {
-            let file = entry.file_name();
-            let Some(name) = file
-                .to_str()
-                .and_then(|f| f.strip_suffix(".lock"))
-                .and_then(|n| Name::new(n).ok())
-            else {
+    if let Ok(locked) = fsutil::list_named(&s.data_root.join("locks"), "", &[".lock"]) {
+        for (stem, _) in locked {
+            let Ok(name) = Name::new(&stem) else {
                 continue;
             };
             if let Some(pid) = locks::holder(&s.data_root, &name) {

@@ -92,6 +92,16 @@ pub fn open_regular_following(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// Reads at most `cap` bytes of `path` under the rules of [`open_regular_following`] (a caller that
+/// must refuse a larger file asks for one byte more than it allows).
+pub fn read_capped_following(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    open_regular_following(path)?
+        .take(cap)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Reads `path` whole (at most `cap` bytes) under the rules of [`open_regular`]; `None` when it
 /// does not exist.
 pub fn read_capped(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
@@ -306,6 +316,36 @@ fn tmp_sibling(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".tmp.{}", std::process::id()));
     path.with_file_name(name)
+}
+
+/// The entries of `dir` whose names start with `prefix` and end with one of `suffixes`, as (what is
+/// between them, path), sorted by name. A missing folder has none; names that are not UTF-8 are
+/// passed over. Only names are read: what kind of file each is, is the caller's to check.
+pub fn list_named(
+    dir: &Path,
+    prefix: &str,
+    suffixes: &[&str],
+) -> io::Result<Vec<(String, PathBuf)>> {
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(stem) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| suffixes.iter().find_map(|s| rest.strip_suffix(s)))
+        else {
+            continue;
+        };
+        out.push((stem.to_owned(), entry.path()));
+    }
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(out)
 }
 
 /// Removes `path`; a file that is already gone is fine. Returns whether it existed.

@@ -7,113 +7,39 @@
 //! any failure puts the previous files and record back. It touches only files of its own label.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use chrono::Utc;
+use serde::Serialize;
 
 use crate::definition::{Definition, hex_sha256};
 use crate::fsutil;
 use crate::names::{Label, Name};
 use crate::service::ServiceManager;
 use crate::settings::{Settings, Target};
-use crate::state;
+use crate::state::{Record, State};
 use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
-
-/// What `state/installed/<name>.json` records about one install.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Record {
-    pub label: String,
-    pub target: Target,
-    /// File name -> sha256 of the bytes installed.
-    pub files: BTreeMap<String, String>,
-    /// sha256 of the definition file installed from.
-    pub definition: String,
-    pub bin: String,
-    pub root: String,
-    pub data_root: String,
-    pub installed_at: DateTime<Utc>,
-}
-
-fn record_path(s: &Settings, name: &Name) -> PathBuf {
-    s.data_root
-        .join("state")
-        .join("installed")
-        .join(format!("{name}.json"))
-}
-
-/// The install record of `name`, if any.
-pub fn read_record(s: &Settings, name: &Name) -> anyhow::Result<Option<Record>> {
-    Ok(state::read_json(&record_path(s, name))?)
-}
-
-/// Every install record of this data root, by name.
-pub fn all_records(s: &Settings) -> anyhow::Result<BTreeMap<Name, Record>> {
-    let dir = s.data_root.join("state").join("installed");
-    let mut out = BTreeMap::new();
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", dir.display())),
-    };
-    for entry in rd.flatten() {
-        let file = entry.file_name();
-        let Some(name) = file
-            .to_str()
-            .and_then(|f| f.strip_suffix(".json"))
-            .and_then(|n| Name::new(n).ok())
-        else {
-            continue;
-        };
-        if let Some(r) = read_record(s, &name)? {
-            out.insert(name, r);
-        }
-    }
-    Ok(out)
-}
 
 /// The unit files of our namespace in the agents folder, by name: file name -> bytes.
 pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>> {
     let prefix = Label::prefix(&s.namespace);
     let mut out: BTreeMap<Name, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
-    let rd = match std::fs::read_dir(&s.agents_dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => {
-            return Err(e).with_context(|| {
-                format!("cannot read the agents folder {}", s.agents_dir.display())
-            });
-        }
-    };
     let exts: &[&str] = match s.target {
         Target::Launchd => &[".plist"],
         Target::Systemd => &[".service", ".timer"],
     };
-    for entry in rd.flatten() {
-        let file = entry.file_name();
-        let Some(f) = file.to_str() else { continue };
-        let Some(stem) = f
-            .strip_prefix(&prefix)
-            .and_then(|rest| exts.iter().find_map(|e| rest.strip_suffix(e)))
-        else {
-            continue;
-        };
-        let Ok(name) = Name::new(stem) else { continue };
+    let found = fsutil::list_named(&s.agents_dir, &prefix, exts).with_context(|| {
+        format!("cannot read the agents folder {}", s.agents_dir.display())
+    })?;
+    for (stem, path) in found {
+        let Ok(name) = Name::new(&stem) else { continue };
         // A FIFO or device with our prefix must never hang `check`.
-        let bytes = crate::fsutil::open_regular_following(&entry.path())
-            .and_then(|f| {
-                let mut b = Vec::new();
-                std::io::Read::read_to_end(
-                    &mut std::io::Read::take(f, crate::fsutil::SMALL_FILE),
-                    &mut b,
-                )
-                .map(|_| b)
-            })
-            .with_context(|| format!("cannot read {}", entry.path().display()))?;
-        out.entry(name).or_default().insert(f.to_owned(), bytes);
+        let bytes = fsutil::read_capped_following(&path, fsutil::SMALL_FILE)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let file = path.file_name().unwrap_or_default().to_string_lossy();
+        out.entry(name).or_default().insert(file.into_owned(), bytes);
     }
     Ok(out)
 }
@@ -336,7 +262,7 @@ fn what_is_there(
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<(UnitFiles, Option<Record>, bool)> {
     let present = present_units(s)?.remove(name).unwrap_or_default();
-    let record = read_record(s, name)?;
+    let record = State::new(&s.data_root).install_record(name)?;
     let loaded = if present.is_empty() && record.is_none() {
         false
     } else {
@@ -431,7 +357,7 @@ pub fn apply_install(
         write_files(plan)?;
         // The record (with its install time) goes first: a daily job that launchd starts at
         // load (RunAtLoad) must already see it, or the slot guard would run the missed slot.
-        state::write_json(&record_path(s, &plan.name), new_record)?;
+        State::new(&s.data_root).record_install(&plan.name, new_record)?;
         if changed || !plan.loaded {
             manager
                 .load(&plan.label, &s.agents_dir, changed, plan.stop_wait)
@@ -479,14 +405,12 @@ fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::
         }
         .with_context(|| format!("restoring {} failed", f.path.display()))?;
     }
-    let path = record_path(s, &plan.name);
+    let state = State::new(&s.data_root);
     match &plan.record {
-        Some(r) => state::write_json(&path, r).map_err(anyhow::Error::from),
-        None => fsutil::remove_if_exists(&path)
-            .map(|_| ())
-            .map_err(anyhow::Error::from),
+        Some(r) => state.record_install(&plan.name, r),
+        None => state.forget_install(&plan.name).map(|_| ()),
     }
-    .with_context(|| format!("restoring {} failed", path.display()))?;
+    .context("restoring the install record failed")?;
     let reload = manager.files_changed().and_then(|()| {
         if plan.loaded {
             manager.load(&plan.label, &s.agents_dir, true, plan.stop_wait)
@@ -513,7 +437,7 @@ pub fn apply_uninstall(
     }
     write_files(plan)?;
     manager.files_changed()?;
-    fsutil::remove_if_exists(&record_path(s, &plan.name))?;
+    State::new(&s.data_root).forget_install(&plan.name)?;
     Ok(())
 }
 
@@ -552,7 +476,7 @@ pub fn check_machine(
     defs: &[Definition],
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<Vec<Finding>> {
-    let records = all_records(s)?;
+    let records = State::new(&s.data_root).install_records()?;
     let present = present_units(s)?;
     let mut findings = Vec::new();
     for (name, files) in &present {

@@ -37,7 +37,7 @@ pub mod dashboard;
 pub mod definition;
 pub mod exit;
 pub mod fsutil;
-pub mod gate;
+
 pub mod health;
 pub mod history;
 pub mod http;
@@ -46,6 +46,7 @@ pub mod keys;
 pub mod locks;
 pub mod names;
 pub mod notify;
+pub mod redact;
 pub mod runlog;
 pub mod runner;
 pub mod schedule;

@@ -21,6 +21,18 @@ pub const DEFAULT_NAMESPACE: &str = "automations";
 /// The folder of definitions inside the repository root.
 pub const DEFINITIONS_DIR: &str = "automations";
 
+/// The fixed `PATH` of commands on macOS (and of every LaunchAgent).
+pub const FIXED_PATH_MACOS: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+/// The fixed `PATH` of commands on Linux (and of every systemd unit).
+pub const FIXED_PATH_LINUX: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+
+/// The fixed `PATH` of every command on this machine.
+#[cfg(target_os = "macos")]
+pub const FIXED_PATH: &str = FIXED_PATH_MACOS;
+/// The fixed `PATH` of every command on this machine.
+#[cfg(not(target_os = "macos"))]
+pub const FIXED_PATH: &str = FIXED_PATH_LINUX;
+
 /// Which service manager this machine schedules with.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,

@@ -1,18 +1,22 @@
-//! Live switches in `<data root>/state/`: per-automation pause and the kill switch (SPEC §10).
+//! What `<data root>/state/` holds about this machine: per-automation pause and the kill switch
+//! (SPEC §10), and the install records (SPEC §7: `state/installed/<name>.json`).
 //!
-//! Each switch is one small JSON file written atomically, so the runner answers "paused?" with one
-//! `stat`-sized read and never scans the log for it. The log also records `paused` / `resumed`
-//! events (written by the callers) for history and auto-pause. This module must never run or
-//! signal anything.
+//! Each is one small JSON file written atomically, so the runner answers "paused?" or "installed
+//! when?" with one small read and never scans the log for it. The log also records `paused` /
+//! `resumed` events (written by the callers) for history and auto-pause. This module must never
+//! run or signal anything.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::fsutil;
 use crate::names::Name;
 use crate::runlog::By;
+use crate::settings::Target;
 
 /// Why an automation is paused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +36,21 @@ pub struct Stop {
     pub reason: String,
     /// When (RFC 3339 UTC).
     pub at: String,
+}
+
+/// What `state/installed/<name>.json` records about one install.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    pub label: String,
+    pub target: Target,
+    /// File name -> sha256 of the bytes installed.
+    pub files: BTreeMap<String, String>,
+    /// sha256 of the definition file installed from.
+    pub definition: String,
+    pub bin: String,
+    pub root: String,
+    pub data_root: String,
+    pub installed_at: DateTime<Utc>,
 }
 
 /// Why a state file could not be used; names the file.
@@ -97,18 +116,45 @@ impl State {
         write_json(&self.stop_path(), stop)
     }
 
+    fn record_path(&self, name: &Name) -> PathBuf {
+        self.dir.join("installed").join(format!("{name}.json"))
+    }
+
+    /// The install record of `name`, if it is installed on this machine.
+    pub fn install_record(&self, name: &Name) -> Result<Option<Record>, StateError> {
+        read_json(&self.record_path(name))
+    }
+
+    /// Every install record of this data root, by name.
+    pub fn install_records(&self) -> Result<BTreeMap<Name, Record>, StateError> {
+        let dir = self.dir.join("installed");
+        let mut out = BTreeMap::new();
+        for (stem, _) in fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))? {
+            let Ok(name) = Name::new(&stem) else { continue };
+            if let Some(r) = self.install_record(&name)? {
+                out.insert(name, r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Records that `name` was installed (replacing an earlier record).
+    pub fn record_install(&self, name: &Name, record: &Record) -> Result<(), StateError> {
+        write_json(&self.record_path(name), record)
+    }
+
+    /// Forgets the install of `name`; returns whether there was a record.
+    pub fn forget_install(&self, name: &Name) -> Result<bool, StateError> {
+        let path = self.record_path(name);
+        fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))
+    }
+
     /// When the unit of `name` was installed on this machine, from its install record.
     pub fn installed_at(
         &self,
         name: &Name,
-    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, StateError> {
-        #[derive(Deserialize)]
-        struct Installed {
-            installed_at: chrono::DateTime<chrono::Utc>,
-        }
-        let record: Option<Installed> =
-            read_json(&self.dir.join("installed").join(format!("{name}.json")))?;
-        Ok(record.map(|r| r.installed_at))
+    ) -> Result<Option<DateTime<Utc>>, StateError> {
+        Ok(self.install_record(name)?.map(|r| r.installed_at))
     }
 
     /// Turns the kill switch off; returns whether it was on.

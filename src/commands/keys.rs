@@ -6,7 +6,7 @@ use anyhow::anyhow;
 
 use super::one_definition;
 use crate::definition::AnyTypeAccess;
-use crate::gate;
+use crate::anytype::gate;
 use crate::keys::{self, Secret};
 use crate::names::Name;
 use crate::settings::Settings;

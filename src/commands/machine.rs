@@ -415,7 +415,7 @@ pub fn doctor(s: &Settings) -> CmdResult {
             ),
         ),
     }
-    match install::all_records(s) {
+    match crate::state::State::new(&s.data_root).install_records() {
         Ok(records) if records.is_empty() => line("ok", "binary", "nothing installed yet".into()),
         Ok(records) => {
             for (name, r) in records {

@@ -6,7 +6,6 @@
 //! must never panic on any input (see the fuzz test below) and never touches the data root.
 
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -110,14 +109,12 @@ pub struct Loaded {
 
 /// Loads every `*.toml` of the definitions folder `dir`. Only an unreadable folder is an error.
 pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
+    if !dir.is_dir() {
+        // An unreadable folder is the one error; a missing one is too (nothing to validate).
+        std::fs::read_dir(dir)?;
+    }
     let mut loaded = Loaded::default();
-    for path in files {
+    for (_, path) in crate::fsutil::list_named(dir, "", &[".toml"])? {
         let file_name = path
             .file_name()
             .unwrap_or_default()
@@ -148,11 +145,7 @@ fn read_capped(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
     let file_name = path.file_name().unwrap_or_default().to_string_lossy();
     let fail = |message: String| vec![problem(&file_name, "file", message)];
     // A FIFO or device named like a definition must never block validate, list, units or check.
-    let file = crate::fsutil::open_regular_following(path)
-        .map_err(|e| fail(format!("cannot read: {e}")))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
+    let bytes = crate::fsutil::read_capped_following(path, MAX_FILE_BYTES + 1)
         .map_err(|e| fail(format!("cannot read: {e}")))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(fail(format!(

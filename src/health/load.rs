@@ -71,7 +71,7 @@ pub fn subjects_from(
                 .map(str::to_owned)
         })
         .collect();
-    let installs = crate::install::all_records(s)?;
+    let installs = State::new(&s.data_root).install_records()?;
     let mut names: BTreeSet<String> = loaded
         .definitions
         .iter()

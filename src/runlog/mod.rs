@@ -517,19 +517,11 @@ impl RunLog {
 
     /// The rotated segments, newest name first.
     fn rotated_by_name(&self) -> Vec<PathBuf> {
-        let mut rotated: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .map(|rd| {
-                rd.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| {
-                        p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("runs-") && n.ends_with(".jsonl"))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        rotated.sort();
+        let mut rotated: Vec<PathBuf> = fsutil::list_named(&self.dir, "runs-", &[".jsonl"])
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect();
         rotated.reverse();
         rotated
     }

@@ -11,18 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::definition::Definition;
 use crate::fsutil;
-
-/// The fixed `PATH` of commands on macOS (and of every LaunchAgent).
-pub const FIXED_PATH_MACOS: &str = "/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-/// The fixed `PATH` of commands on Linux (and of every systemd unit).
-pub const FIXED_PATH_LINUX: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-
-/// The fixed `PATH` of every command on this machine.
-#[cfg(target_os = "macos")]
-pub const FIXED_PATH: &str = FIXED_PATH_MACOS;
-/// The fixed `PATH` of every command on this machine.
-#[cfg(not(target_os = "macos"))]
-pub const FIXED_PATH: &str = FIXED_PATH_LINUX;
+use crate::settings::FIXED_PATH;
 
 /// `LANG` when the runner has none.
 #[cfg(target_os = "macos")]

@@ -9,7 +9,7 @@
 pub mod after;
 pub mod env;
 pub mod keeper;
-pub mod redact;
+
 pub mod result;
 pub mod supervise;
 pub mod tail;
@@ -25,7 +25,7 @@ use chrono::Utc;
 use crate::clock;
 use crate::definition::{self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF};
 use crate::fsutil;
-use crate::gate;
+use crate::anytype::gate;
 use crate::history;
 use crate::keys;
 use crate::locks::{self, Acquired};
@@ -38,7 +38,7 @@ use crate::settings::Settings;
 use crate::state::State;
 
 use keeper::Keeper;
-use redact::Redactor;
+use crate::redact::Redactor;
 use supervise::{Ending, Interrupt, Signals, Supervised};
 
 /// What one firing came to.

@@ -27,7 +27,7 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::redact::{Redactor, Stream};
+use crate::redact::{Redactor, Stream};
 use super::tail::Tail;
 use super::tree::{self, ProcessTable, Walk};
 

@@ -4,7 +4,7 @@
 //! forward to a UTF-8 boundary; bytes that are not UTF-8 become U+FFFD, so they stay visible instead
 //! of being dropped. This module sees only redacted bytes: it must never be fed raw output.
 
-use super::redact::Sink;
+use crate::redact::Sink;
 
 /// Bytes kept per stream.
 pub const TAIL_BYTES: usize = 8 * 1024;

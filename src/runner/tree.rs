@@ -9,8 +9,8 @@
 //! never seen is found).
 //!
 //! One trait, [`ProcessTable`], in front of two sources: `/proc` on Linux and libproc on macOS.
-//! [`Walk::members`] is pure over a snapshot, and is what the runner and the keeper (see
-//! [`super::keeper`]) both use. This module only reads the process table; it never signals.
+//! [`Walk::members`] is pure over a snapshot, and is what the runner and its keeper both use. This
+//! module only reads the process table; it never signals.
 
 use std::collections::BTreeSet;
 

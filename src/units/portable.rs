@@ -34,19 +34,12 @@ pub fn desired(defs: &[Definition], namespace: &Namespace) -> BTreeMap<PathBuf, 
 pub fn present(units: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
     for dir in ["launchd", "systemd"] {
-        let rd = match std::fs::read_dir(units.join(dir)) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(e),
-        };
-        for entry in rd {
-            let entry = entry?;
-            let name = entry.file_name();
-            let owned = name.to_str().is_some_and(|n| {
-                n.ends_with(".plist") || n.ends_with(".service") || n.ends_with(".timer")
-            });
-            if owned && entry.file_type()?.is_file() {
-                out.insert(Path::new(dir).join(&name), std::fs::read(entry.path())?);
+        for (_, path) in
+            crate::fsutil::list_named(&units.join(dir), "", &[".plist", ".service", ".timer"])?
+        {
+            if std::fs::symlink_metadata(&path)?.is_file() {
+                let name = path.file_name().unwrap_or_default();
+                out.insert(Path::new(dir).join(name), std::fs::read(&path)?);
             }
         }
     }

@@ -224,6 +224,23 @@ pub fn copy_dir(from: &Path, to: &Path) {
 }
 
 impl Sandbox {
+    /// An install record of `name` made at `at`, as `install` writes it (with placeholder paths and
+    /// hashes): for tests of what a record changes, without a service manager.
+    pub fn install_record(&self, name: &str, at: chrono::DateTime<chrono::Utc>) {
+        let dir = self.data.join("state/installed");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.json")),
+            serde_json::json!({
+                "label": format!("local.automations.{name}"), "target": "systemd", "files": {},
+                "definition": "0", "bin": "/x", "root": "/x", "data_root": "/x",
+                "installed_at": at.to_rfc3339(),
+            })
+            .to_string(),
+        )
+        .unwrap();
+    }
+
     /// Every line of the live run log, parsed.
     pub fn log_lines(&self) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(self.data.join("runs.jsonl")).unwrap_or_default();

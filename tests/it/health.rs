@@ -143,18 +143,7 @@ impl Fixture {
 
 /// Writes an install record of `name` at `at`.
 fn installed(sb: &Sandbox, name: &str, at: DateTime<Utc>) {
-    let dir = sb.data.join("state/installed");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::json!({
-            "label": format!("local.automations.{name}"), "target": "systemd", "files": {},
-            "definition": "0", "bin": "/x", "root": "/x", "data_root": "/x",
-            "installed_at": at.to_rfc3339(),
-        })
-        .to_string(),
-    )
-    .unwrap();
+    sb.install_record(name, at);
 }
 
 /// `health NAME --json`: the verdict of that automation.

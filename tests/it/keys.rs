@@ -317,7 +317,7 @@ fn inspect(api: &FakeAnytype, deadline: Duration) -> Result<Vec<String>, String>
             &format!("{{\"api_url\": \"{}\", \"spaces\"", api.url),
         ),
     );
-    automations::gate::inspect(
+    automations::anytype::gate::inspect(
         &secret(KEY),
         &access("read", &["agent"]),
         &sb.data,
@@ -410,7 +410,7 @@ fn the_whoami_exchange_against_a_fake_anytype() {
             &format!("{{\"api_url\": \"http://127.0.0.1:{port}\", \"spaces\""),
         ),
     );
-    let e = automations::gate::inspect(&secret(KEY), &access("read", &["agent"]), &sb.data, d)
+    let e = automations::anytype::gate::inspect(&secret(KEY), &access("read", &["agent"]), &sb.data, d)
         .err()
         .unwrap();
     assert!(e.to_string().contains("no answer from AnyType"), "{e}");

@@ -662,15 +662,7 @@ fn a_unit_installed_after_the_slot_does_not_catch_up_that_slot() {
             quiet_time_of_day()
         ),
     );
-    std::fs::create_dir_all(sb.data.join("state/installed")).unwrap();
-    std::fs::write(
-        sb.data.join("state/installed/daily.json"),
-        format!(
-            "{{\"installed_at\": \"{}\"}}",
-            chrono::Utc::now().to_rfc3339()
-        ),
-    )
-    .unwrap();
+    sb.install_record("daily", chrono::Utc::now());
     assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
     assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
     assert!(sb.events("started").is_empty());

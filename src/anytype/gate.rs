@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::anytype::{self, Declared};
+use super::{self as anytype, Declared};
 use crate::definition::AnyTypeAccess;
 use crate::fsutil;
 use crate::keys::{KeyStore, Secret};
@@ -207,7 +207,7 @@ pub fn gate(
     };
     verify_key(&key, access, data_root, anytype::DEADLINE).map_err(|r| {
         // Differences quote what the server said; never let that carry the key.
-        let mut redactor = crate::runner::redact::Redactor::default();
+        let mut redactor = crate::redact::Redactor::default();
         redactor.add_key(key.expose().as_bytes());
         Refusal(r.0.iter().map(|line| redactor.scrub(line)).collect())
     })?;

@@ -1,5 +1,6 @@
-//! What an AnyType key really grants: `GET <base>/v2/auth/whoami`, and the comparison with what a
-//! definition declares (SPEC §8). This module is the one place the response shape lives.
+//! AnyType (SPEC §8): what a key really grants — `GET <base>/v2/auth/whoami` and the comparison with
+//! what a definition declares, here — and the key gate built on it ([`gate`]). This module is the
+//! one place the response shape lives.
 //!
 //! # The response we expect (HTTP 200, JSON)
 //!
@@ -19,6 +20,8 @@
 //! Unknown extra fields are ignored; a missing or mistyped field, a non-200 answer, no answer, or
 //! an answer slower than the deadline is a refusal — never a pass. A refusal lists every
 //! difference it finds and never contains the key.
+
+pub mod gate;
 
 use std::time::Duration;
 
