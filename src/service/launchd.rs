@@ -97,17 +97,21 @@ impl Launchd {
         Ok(())
     }
 
+    /// Bootstraps `plist`, retrying the codes launchd gives while a job is still going away, with
+    /// backoff, for as long as the pauses add up to `retry_for`: a count of waits, not of the
+    /// clock, so how long each `launchctl` takes never changes how often it is tried.
     fn bootstrap(&self, plist: &str) -> Result<(), ExecError> {
-        let until = Instant::now() + self.retry_for;
+        let mut waited = Duration::ZERO;
         let mut pause = self.pause;
         loop {
             match self.program.run(&["bootstrap", &self.domain(), plist]) {
                 Ok(_) => return Ok(()),
                 Err(e)
                     if e.code.is_some_and(|c| RETRYABLE.contains(&c))
-                        && Instant::now() + pause < until =>
+                        && waited + pause <= self.retry_for =>
                 {
                     std::thread::sleep(pause);
+                    waited += pause;
                     pause = (pause * 2).min(Duration::from_secs(2));
                 }
                 Err(e) => return Err(e),

@@ -722,16 +722,13 @@ fn hostile_requests_never_take_the_server_down() {
 
 /// Puts an `xdg-open` on the sandbox's PATH that writes its arguments to the returned file.
 fn fake_opener(sb: &mut Sandbox) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let fake = sb.path("fakebin");
     std::fs::create_dir_all(&fake).unwrap();
     let opener = fake.join("xdg-open");
-    std::fs::write(
+    write_executable(
         &opener,
         "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$ARGV_FILE.tmp\"\nmv \"$ARGV_FILE.tmp\" \"$ARGV_FILE\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&opener, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let argv_file = sb.path("argv");
     sb.env(
         "PATH",

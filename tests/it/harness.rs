@@ -141,10 +141,8 @@ impl Sandbox {
 
     /// Writes an executable script under `scripts/`.
     pub fn script(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
         let p = self.root.join("scripts").join(name);
-        std::fs::write(&p, body).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_executable(&p, body);
         p
     }
 
@@ -210,17 +208,17 @@ pub fn assert_code(o: &Output, code: i32) {
     );
 }
 
+/// Copies the folder `from` into `to`, modes kept, through `cp` (its scripts are run: see
+/// [`install_executable`] for why this process never writes them).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
+    let status = Command::new("cp")
+        .arg("-R")
+        .arg(from.join("."))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cp -R {} {}", from.display(), to.display());
 }
 
 impl Sandbox {
@@ -376,8 +374,33 @@ pub fn run_on_pty_answers(mut cmd: Command, answers: &[(&str, &str)]) -> PtyRun 
 pub fn stable_bin(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let dest = dir.join("automations");
-    std::fs::copy(bin(), &dest).unwrap();
+    install_executable(&bin(), &dest);
     dest
+}
+
+/// Writes `content` to `path` as an executable (0755).
+pub fn write_executable(path: &Path, content: impl AsRef<[u8]>) {
+    let src = path.with_file_name(format!(
+        ".{}.src",
+        path.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&src, content).unwrap();
+    install_executable(&src, path);
+    std::fs::remove_file(&src).unwrap();
+}
+
+/// Copies `from` to `to` as an executable (0755) through a child process, never a file this process
+/// holds open for writing: another test of this binary forking at that moment would inherit the
+/// handle until its exec, and running a file any process holds open for writing fails with
+/// ETXTBSY ("Text file busy") — which once failed a test under load.
+fn install_executable(from: &Path, to: &Path) {
+    let status = Command::new("install")
+        .args(["-m", "0755"])
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(status.success(), "install {} {}", from.display(), to.display());
 }
 
 /// Polls `cond` every 10 ms until it holds; panics naming `what` after 10 s.

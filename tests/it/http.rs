@@ -98,7 +98,9 @@ fn every_class_of_answer_and_of_no_answer() {
     let took = t0.elapsed();
     assert_code(&o, 7);
     assert_eq!(meta["class"], "none/timeout");
-    assert!(took < Duration::from_millis(1500), "took {took:?}");
+    // The server never answers: anything but the deadline would wait for good. The bound leaves
+    // room for a loaded machine; it is no measure of speed.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 
     // Regression: once the body began, --max-time bounded only each read, so a server sending a
     // byte every 300 ms kept the call alive until --max-bytes. One deadline for the whole call.
@@ -111,13 +113,15 @@ fn every_class_of_answer_and_of_no_answer() {
         "{}",
         stderr(&o)
     );
-    assert!(took < Duration::from_millis(1500), "took {took:?}");
+    // The drip would last 30 s.
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 
     let t0 = Instant::now();
     let (o, meta) = call(&sb, &log, &["get", "http://nonexistent.invalid/x"]);
     assert_code(&o, 7);
     assert_eq!(meta["class"], "none/dns", "{}", stderr(&o));
-    assert!(t0.elapsed() < Duration::from_secs(2), "waited on a network");
+    // Under the call's own 20 s deadline: the lookup failed, it did not wait the deadline out.
+    assert!(t0.elapsed() < Duration::from_secs(15), "waited on a network");
 
     // One line per call, the host only.
     let lines = log_lines(&log);

@@ -21,10 +21,7 @@ impl Fakes {
         std::fs::write(d.join("installed"), installed.join("\n") + "\n").unwrap();
         std::fs::write(d.join("uid"), format!("{uid}\n")).unwrap();
         let script = |name: &str, body: &str| {
-            use std::os::unix::fs::PermissionsExt;
-            let p = d.join(name);
-            std::fs::write(&p, format!("#!/bin/sh\nD={}\n{body}", d.display())).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            write_executable(&d.join(name), format!("#!/bin/sh\nD={}\n{body}", d.display()));
         };
         script(
             "dpkg",

@@ -23,7 +23,8 @@ fn sh_def(sb: &Sandbox, name: &str, timeout: u32, script: &str) {
 const GRACE: u64 = 5;
 
 /// Runs a timeout case: the command writes its pids to `pids`, the run must end as `timeout`
-/// within timeout + grace + 1 s, and no process of the tree may be alive afterwards.
+/// well within timeout + grace (a tree that outlived the grace would keep it going: the bound
+/// leaves room for a loaded machine), and no process of the tree may be alive afterwards.
 fn assert_tree_dies(script_with_pids: &str) {
     let sb = Sandbox::new();
     let pids = sb.path("pids");
@@ -33,7 +34,7 @@ fn assert_tree_dies(script_with_pids: &str) {
     let o = sb.run(["run", "t"]);
     let took = t0.elapsed();
     assert_code(&o, 1);
-    assert!(took < Duration::from_secs(2 + GRACE + 1), "took {took:?}");
+    assert!(took < Duration::from_secs(2 + GRACE + 5), "took {took:?}");
     let f = sb.last_finished();
     assert_eq!(f["outcome"], "timeout", "{f}");
     assert_eq!(f["error"]["class"], "timeout");

@@ -369,7 +369,7 @@ fn a_real_timer_fires_the_runner() {
 fn fake_systemctl(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("systemctl");
-    std::fs::write(
+    write_executable(
         &path,
         r#"#!/bin/sh
 dir=$(dirname "$0")
@@ -387,10 +387,7 @@ if [ "$1" = show ]; then
 fi
 exit 0
 "#,
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
 }
 
 #[test]

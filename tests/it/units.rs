@@ -353,7 +353,7 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
 /// might, so trusting `list` would show.
 fn fake_launchctl(dir: &Path) -> PathBuf {
     let path = dir.join("launchctl");
-    std::fs::write(
+    write_executable(
         &path,
         r#"#!/bin/sh
 dir=$(dirname "$0")
@@ -390,10 +390,7 @@ case "$verb" in
 esac
 exit 0
 "#,
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     path
 }
 
