@@ -15,6 +15,10 @@ use crate::runlog::{self, By, Event, RunLog};
 use crate::settings::Settings;
 use crate::state::{Pause, State, Stop};
 
+/// Time a run's process tree gets between SIGTERM and SIGKILL when it is stopped or times out
+/// (SPEC §5.8); `stop-all` waits that long, and a little more, for runs to record their end.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
 /// Why a switch could not be turned.
 #[derive(Debug, thiserror::Error)]
 pub enum ControlError {
@@ -50,13 +54,14 @@ pub fn require_definition(s: &Settings, name: &Name) -> Result<(), ControlError>
     }
 }
 
-/// Pauses `name` by hand; returns the pause.
-pub fn pause(s: &Settings, name: &Name, why: &str) -> Result<Pause, ControlError> {
+/// Pauses `name` (by hand, or automatically by the runner); returns the pause. The state file
+/// takes effect at once; the `paused` event records it.
+pub fn pause(s: &Settings, name: &Name, by: By, why: &str) -> Result<Pause, ControlError> {
     require_definition(s, name)?;
     let why = reason(why)?;
     let now = Utc::now();
     let pause = Pause {
-        by: By::Hand,
+        by,
         reason: why.clone(),
         at: runlog::stamp(now),
     };
@@ -66,10 +71,7 @@ pub fn pause(s: &Settings, name: &Name, why: &str) -> Result<Pause, ControlError
     RunLog::new(&s.data_root)
         .append(
             name.as_str(),
-            Event::Paused(runlog::Paused {
-                by: By::Hand,
-                reason: why,
-            }),
+            Event::Paused(runlog::Paused { by, reason: why }),
             now,
         )
         .map_err(anyhow::Error::from)?;
@@ -143,7 +145,7 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
         }
     }
     // Wait (bounded) until they have recorded their runs, so the log is final on return.
-    let until = Instant::now() + crate::runner::supervise::GRACE + Duration::from_secs(5);
+    let until = Instant::now() + STOP_GRACE + Duration::from_secs(5);
     let alive = |(n, pid): &(Name, u32)| locks::holder(&s.data_root, n) == Some(*pid);
     while running.iter().any(alive) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));

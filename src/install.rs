@@ -30,16 +30,17 @@ pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<Str
         Target::Launchd => &[".plist"],
         Target::Systemd => &[".service", ".timer"],
     };
-    let found = fsutil::list_named(&s.agents_dir, &prefix, exts).with_context(|| {
-        format!("cannot read the agents folder {}", s.agents_dir.display())
-    })?;
+    let found = fsutil::list_named(&s.agents_dir, &prefix, exts)
+        .with_context(|| format!("cannot read the agents folder {}", s.agents_dir.display()))?;
     for (stem, path) in found {
         let Ok(name) = Name::new(&stem) else { continue };
         // A FIFO or device with our prefix must never hang `check`.
         let bytes = fsutil::read_capped_following(&path, fsutil::SMALL_FILE)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let file = path.file_name().unwrap_or_default().to_string_lossy();
-        out.entry(name).or_default().insert(file.into_owned(), bytes);
+        out.entry(name)
+            .or_default()
+            .insert(file.into_owned(), bytes);
     }
     Ok(out)
 }

@@ -95,8 +95,17 @@ impl<E: Into<anyhow::Error>> From<E> for Fail {
 }
 
 /// Exit 3 when anything in the chain says the environment is unusable: settings, the data root,
-/// a file in it that is not a regular file (or is a link), a run log that cannot be opened.
+/// a file in it that is not a regular file (or is a link), a run log that cannot be opened; exit 2
+/// for a settings file whose contents are wrong; else 1.
 fn exit_for(error: &anyhow::Error) -> Exit {
+    let settings_file = error
+        .chain()
+        .find_map(|c| c.downcast_ref::<settings::file::Refused>());
+    match settings_file.map(|r| r.kind) {
+        Some(settings::file::Problem::Unusable) => return Exit::Environment,
+        Some(settings::file::Problem::Invalid) => return Exit::BadInput,
+        None => {}
+    }
     let environment = error.chain().any(|cause| {
         cause.is::<settings::SettingsError>()
             || cause.is::<fsutil::DataRootError>()

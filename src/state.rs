@@ -150,10 +150,7 @@ impl State {
     }
 
     /// When the unit of `name` was installed on this machine, from its install record.
-    pub fn installed_at(
-        &self,
-        name: &Name,
-    ) -> Result<Option<DateTime<Utc>>, StateError> {
+    pub fn installed_at(&self, name: &Name) -> Result<Option<DateTime<Utc>>, StateError> {
         Ok(self.install_record(name)?.map(|r| r.installed_at))
     }
 

@@ -4,16 +4,15 @@ use std::io::Write;
 
 use super::data_root;
 use crate::fsutil::Use;
-use crate::health::{self, AgeClock, State, thresholds};
+use crate::health::{self, AgeClock, State};
 use crate::names::Name;
 use crate::settings::Settings;
 use crate::{CmdResult, Exit, Fail};
 
 /// The verdicts of `only` (or every automation), with the thresholds refused as bad input.
 pub(crate) fn verdicts(s: &Settings, only: Option<&Name>) -> Result<Vec<health::Verdict>, Fail> {
-    let th = thresholds::load(&s.data_root).map_err(|e| Fail::new(Exit::BadInput, e))?;
-    let subjects = health::load::subjects(s, &th, only)?;
-    Ok(health::verdicts(&subjects, &th, &health::load::now()))
+    let src = health::load::Sources::read(s, only)?;
+    Ok(health::load::assess(s, &src, only)?.verdicts)
 }
 
 pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {

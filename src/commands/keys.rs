@@ -5,8 +5,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use anyhow::anyhow;
 
 use super::one_definition;
-use crate::definition::AnyTypeAccess;
 use crate::anytype::gate;
+use crate::definition::AnyTypeAccess;
 use crate::keys::{self, Secret};
 use crate::names::Name;
 use crate::settings::Settings;

@@ -109,23 +109,16 @@ pub(crate) fn data_root(s: &Settings, usage: crate::fsutil::Use) -> Result<bool,
     crate::fsutil::check_data_root(&s.data_root, usage).map_err(|e| Fail::new(Exit::Environment, e))
 }
 
-pub(crate) fn checks(s: &Settings) -> Checks {
-    Checks {
-        home: s.home.clone(),
-        data_root: s.data_root.clone(),
-    }
-}
-
 /// The definition of `name`; missing or invalid is bad input (exit 2).
 pub(crate) fn one_definition(s: &Settings, name: &Name) -> Result<Definition, Fail> {
-    definition::load_one(&s.definitions_dir(), name, &checks(s))
+    definition::load_one(&s.definitions_dir(), name, &Checks::of(s))
         .map_err(|e| Fail::new(Exit::BadInput, e))
 }
 
 /// Loads every definition; an unreadable folder is an environment problem.
 pub(crate) fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
     let dir = s.definitions_dir();
-    definition::load_all(&dir, &checks(s))
+    definition::load_all(&dir, &Checks::of(s))
         .with_context(|| format!("cannot read {}", dir.display()))
         .map_err(|e| Fail::new(Exit::Environment, e))
 }
@@ -485,7 +478,7 @@ fn control_fail(e: control::ControlError) -> Fail {
 fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
     control::require_definition(s, name).map_err(control_fail)?;
     data_root(s, Use::Write)?;
-    let p = control::pause(s, name, reason).map_err(control_fail)?;
+    let p = control::pause(s, name, By::Hand, reason).map_err(control_fail)?;
     outln!("{name}: paused ({})", p.reason);
     Ok(Exit::Success)
 }

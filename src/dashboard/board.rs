@@ -67,23 +67,20 @@ impl Board {
     /// Gathers everything. Only an unreadable log or definitions folder is an error; other
     /// unreadable files become `problems`.
     pub fn gather(s: &Settings) -> anyhow::Result<Board> {
-        let mut problems = Vec::new();
-        let src = health::load::Sources::read(s)?;
+        let (src, problem) = health::load::Sources::read_lenient(s)?;
+        let mut problems: Vec<String> = problem.into_iter().collect();
         let state = State::new(&s.data_root);
         let stopped = state.stopped().unwrap_or_else(|e| {
             problems.push(crate::chain_text(&e));
             None
         });
-        let th = health::thresholds::load(&s.data_root).unwrap_or_else(|e| {
-            problems.push(e.to_string());
-            health::ThresholdSet::default()
-        });
         if let Err(e) = crate::notify::settings::load(&s.data_root) {
             problems.push(e.to_string());
         }
-        let subjects = health::load::subjects_from(s, &src, &th, None)?;
-        let verdicts = health::verdicts(&subjects, &th, &health::load::now());
-        let health::load::Sources { loaded, snapshot } = src;
+        let health::load::Assessment { subjects, verdicts } = health::load::assess(s, &src, None)?;
+        let health::load::Sources {
+            loaded, snapshot, ..
+        } = src;
         let now = Utc::now();
         let day_ago = now - Duration::hours(24);
         let mut cards: Vec<Card> = subjects

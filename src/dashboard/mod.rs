@@ -303,7 +303,8 @@ fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
     }
     if let Some(name) = named("/api/pause/") {
         return control_reply(
-            control::pause(s, &name, &reason_of(body)).map(|p| serde_json::json!({"paused": p})),
+            control::pause(s, &name, crate::runlog::By::Hand, &reason_of(body))
+                .map(|p| serde_json::json!({"paused": p})),
         );
     }
     if let Some(name) = named("/api/resume/") {

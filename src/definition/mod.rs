@@ -87,6 +87,16 @@ pub struct Checks {
     pub data_root: PathBuf,
 }
 
+impl Checks {
+    /// The checks of this installation: its home and its data root.
+    pub fn of(s: &crate::settings::Settings) -> Self {
+        Self {
+            home: s.home.clone(),
+            data_root: s.data_root.clone(),
+        }
+    }
+}
+
 /// Why one definition could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use anyhow::Context;
 
-use super::{Now, Subject, ThresholdSet};
+use super::{Now, Subject, ThresholdSet, Verdict, thresholds};
 use crate::definition::{self, Checks};
 use crate::history::Runs;
 use crate::names::Name;
@@ -22,44 +22,99 @@ use crate::state::State;
 /// The most records read back for one automation, whatever its rules would like.
 const MAX_RECORDS: usize = 20_000;
 
-/// What health reads once: the definitions and the log's index (the dashboard reads them too).
+/// What health reads once: the definitions (all, or the one asked about), the log's index and the
+/// thresholds (the dashboard reads them too).
 pub struct Sources {
     pub loaded: definition::Loaded,
     pub snapshot: Snapshot,
+    pub thresholds: ThresholdSet,
 }
 
 impl Sources {
-    pub fn read(s: &Settings) -> anyhow::Result<Self> {
-        let dir = s.definitions_dir();
-        let checks = Checks {
-            home: s.home.clone(),
-            data_root: s.data_root.clone(),
-        };
-        let loaded = definition::load_all(&dir, &checks)
-            .with_context(|| format!("cannot read {}", dir.display()))?;
-        let snapshot = Index::new(&RunLog::new(&s.data_root)).refresh()?;
-        Ok(Self { loaded, snapshot })
+    /// Reads what the verdicts of `only` (or of every automation) need; a `health.toml` that
+    /// cannot be used is an error.
+    pub fn read(s: &Settings, only: Option<&Name>) -> anyhow::Result<Self> {
+        let thresholds = thresholds::load(&s.data_root)?;
+        Self::read_with(s, only, thresholds)
     }
+
+    /// [`Sources::read`] for a page that shows what it cannot read: a `health.toml` that cannot be
+    /// used is said (the returned problem) and the defaults apply.
+    pub fn read_lenient(s: &Settings) -> anyhow::Result<(Self, Option<String>)> {
+        let (thresholds, problem) = match thresholds::load(&s.data_root) {
+            Ok(t) => (t, None),
+            Err(e) => (ThresholdSet::default(), Some(e.to_string())),
+        };
+        Ok((Self::read_with(s, None, thresholds)?, problem))
+    }
+
+    /// The sources of the one automation `def` already read (the runner's, after a run).
+    pub fn of(s: &Settings, def: definition::Definition) -> anyhow::Result<Self> {
+        Ok(Self {
+            loaded: definition::Loaded {
+                definitions: vec![def],
+                problems: Vec::new(),
+            },
+            snapshot: Index::new(&RunLog::new(&s.data_root)).refresh()?,
+            thresholds: thresholds::load(&s.data_root)?,
+        })
+    }
+
+    fn read_with(
+        s: &Settings,
+        only: Option<&Name>,
+        thresholds: ThresholdSet,
+    ) -> anyhow::Result<Self> {
+        let dir = s.definitions_dir();
+        let checks = Checks::of(s);
+        // One automation's verdict needs one definition, not the folder (the runner's look after
+        // a run asks for exactly one).
+        let loaded = match only {
+            Some(name) => match definition::load_one(&dir, name, &checks) {
+                Ok(d) => definition::Loaded {
+                    definitions: vec![d],
+                    problems: Vec::new(),
+                },
+                Err(definition::LoadError::Missing(_)) => definition::Loaded::default(),
+                Err(definition::LoadError::Invalid(problems)) => definition::Loaded {
+                    definitions: Vec::new(),
+                    problems,
+                },
+            },
+            None => definition::load_all(&dir, &checks)
+                .with_context(|| format!("cannot read {}", dir.display()))?,
+        };
+        let snapshot = Index::new(&RunLog::new(&s.data_root)).refresh()?;
+        Ok(Self {
+            loaded,
+            snapshot,
+            thresholds,
+        })
+    }
+}
+
+/// What health found: each automation's subject and its verdict, in the same order.
+pub struct Assessment {
+    pub subjects: Vec<Subject>,
+    pub verdicts: Vec<Verdict>,
+}
+
+/// The one verdict pipeline (`health`, notifications, the dashboard): the subjects of `only` (or of
+/// every automation) from `src`, and their verdicts now.
+pub fn assess(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Assessment> {
+    let subjects = subjects_from(s, src, only)?;
+    let verdicts = super::verdicts(&subjects, &src.thresholds, &now());
+    Ok(Assessment { subjects, verdicts })
 }
 
 /// Every automation health knows of: defined ones (valid or not), names in the log, installed ones.
 /// With `only`, just that one.
-pub fn subjects(
-    s: &Settings,
-    thresholds: &ThresholdSet,
-    only: Option<&Name>,
-) -> anyhow::Result<Vec<Subject>> {
-    subjects_from(s, &Sources::read(s)?, thresholds, only)
-}
-
-/// [`subjects`] from sources already read.
-pub fn subjects_from(
-    s: &Settings,
-    src: &Sources,
-    thresholds: &ThresholdSet,
-    only: Option<&Name>,
-) -> anyhow::Result<Vec<Subject>> {
-    let Sources { loaded, snapshot } = src;
+fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Vec<Subject>> {
+    let Sources {
+        loaded,
+        snapshot,
+        thresholds,
+    } = src;
     let invalid: BTreeSet<String> = loaded
         .problems
         .iter()
@@ -71,19 +126,30 @@ pub fn subjects_from(
                 .map(str::to_owned)
         })
         .collect();
-    let installs = State::new(&s.data_root).install_records()?;
-    let mut names: BTreeSet<String> = loaded
-        .definitions
-        .iter()
-        .map(|d| d.name.to_string())
-        .collect();
-    names.extend(invalid.iter().cloned());
-    names.extend(snapshot.names());
-    names.extend(installs.keys().map(|n| n.to_string()));
-    if let Some(n) = only {
-        names.retain(|x| x == n.as_str());
-        names.insert(n.to_string());
-    }
+    let state = State::new(&s.data_root);
+    let (names, installs) = match only {
+        // One automation: its own record, not a listing of every one.
+        Some(n) => {
+            let installs = state
+                .install_record(n)?
+                .map(|r| (n.clone(), r))
+                .into_iter()
+                .collect();
+            (BTreeSet::from([n.to_string()]), installs)
+        }
+        None => {
+            let installs = state.install_records()?;
+            let mut names: BTreeSet<String> = loaded
+                .definitions
+                .iter()
+                .map(|d| d.name.to_string())
+                .collect();
+            names.extend(invalid.iter().cloned());
+            names.extend(snapshot.names());
+            names.extend(installs.keys().map(|n| n.to_string()));
+            (names, installs)
+        }
+    };
     let mut out = Vec::with_capacity(names.len());
     for name in names {
         let Ok(n) = Name::new(&name) else { continue };
@@ -97,7 +163,7 @@ pub fn subjects_from(
 }
 
 /// One automation's subject (without its install time and validity, which `subjects` adds).
-pub fn subject(
+fn subject(
     s: &Settings,
     snapshot: &Snapshot,
     name: &Name,

@@ -16,8 +16,8 @@ use std::path::Path;
 
 use toml::Value;
 
-use crate::fsutil;
 use crate::names::Name;
+use crate::settings::file::{self, Refused};
 
 /// The file in the data root.
 pub const FILE: &str = "health.toml";
@@ -91,39 +91,21 @@ impl ThresholdSet {
     }
 }
 
-/// Why `health.toml` was refused: every problem, each naming its key.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {}", problems.join("; "))]
-pub struct ThresholdsError {
-    pub path: String,
-    pub problems: Vec<String>,
-}
-
 /// Reads `<data root>/health.toml`; none is the defaults.
-pub fn load(data_root: &Path) -> Result<ThresholdSet, ThresholdsError> {
-    let path = data_root.join(FILE);
-    let fail = |problems: Vec<String>| ThresholdsError {
-        path: path.display().to_string(),
-        problems,
-    };
-    let bytes = match fsutil::read_private(&path, 64 * 1024) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Ok(ThresholdSet::default()),
-        Err(e) => return Err(fail(vec![e.to_string()])),
-    };
-    let text = String::from_utf8(bytes).map_err(|_| fail(vec!["not UTF-8 text".into()]))?;
-    parse(&text).map_err(fail)
+pub fn load(data_root: &Path) -> Result<ThresholdSet, Refused> {
+    Ok(file::load(data_root, FILE, parse_table)?.unwrap_or_default())
 }
 
 /// Parses the text of `health.toml`.
 pub fn parse(text: &str) -> Result<ThresholdSet, Vec<String>> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| vec![format!("not valid TOML: {}", e.message())])?;
+    parse_table(&file::table(text)?)
+}
+
+fn parse_table(table: &toml::Table) -> Result<ThresholdSet, Vec<String>> {
     let mut problems = Vec::new();
     let mut set = ThresholdSet::default();
     let mut per_name_raw = Vec::new();
-    for (key, value) in &table {
+    for (key, value) in table {
         match (key.as_str(), value) {
             ("defaults", Value::Table(t)) => {
                 set.defaults = apply(&Thresholds::default(), t, "defaults", &mut problems)

@@ -140,12 +140,22 @@ fn configured(cfg: &NotifySettings) -> Vec<String> {
 /// One look at a time (`state/verdicts/.lock`): the runner's look after a run and the hourly
 /// health-check can meet, and each reads, changes and saves the same last verdicts.
 pub fn look(s: &Settings, only: Option<&Name>) -> anyhow::Result<LookReport> {
+    if settings::load(&s.data_root)?.is_none() {
+        return Ok(LookReport::default());
+    }
+    look_at(s, &health::load::Sources::read(s, only)?, only)
+}
+
+/// [`look`] from sources already read (the runner's, after a run of `only`).
+pub fn look_at(
+    s: &Settings,
+    src: &health::load::Sources,
+    only: Option<&Name>,
+) -> anyhow::Result<LookReport> {
     let Some(cfg) = settings::load(&s.data_root)? else {
         return Ok(LookReport::default());
     };
-    let th = health::thresholds::load(&s.data_root)?;
-    let subjects = health::load::subjects(s, &th, only)?;
-    let verdicts = health::verdicts(&subjects, &th, &health::load::now());
+    let verdicts = health::load::assess(s, src, only)?.verdicts;
     let lock_path = s.data_root.join("state").join("verdicts").join(".lock");
     let lock = crate::fsutil::open_private_in(&lock_path)
         .with_context(|| format!("cannot open {}", lock_path.display()))?;

@@ -12,8 +12,8 @@ use std::path::Path;
 
 use toml::Value;
 
-use crate::fsutil;
 use crate::schedule::TimeOfDay;
+use crate::settings::file::{self, Refused};
 
 /// The file in the data root.
 pub const FILE: &str = "notify.toml";
@@ -40,38 +40,20 @@ impl NotifySettings {
     }
 }
 
-/// Why `notify.toml` was refused: every problem, by key.
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {}", problems.join("; "))]
-pub struct SettingsError {
-    pub path: String,
-    pub problems: Vec<String>,
-}
-
 /// Reads `<data root>/notify.toml`; `None` when there is none (nothing is configured).
-pub fn load(data_root: &Path) -> Result<Option<NotifySettings>, SettingsError> {
-    let path = data_root.join(FILE);
-    let fail = |problems: Vec<String>| SettingsError {
-        path: path.display().to_string(),
-        problems,
-    };
-    let bytes = match fsutil::read_private(&path, 64 * 1024) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(fail(vec![e.to_string()])),
-    };
-    let text = String::from_utf8(bytes).map_err(|_| fail(vec!["not UTF-8 text".into()]))?;
-    parse(&text).map(Some).map_err(fail)
+pub fn load(data_root: &Path) -> Result<Option<NotifySettings>, Refused> {
+    file::load(data_root, FILE, parse_table)
 }
 
 /// Parses the text of `notify.toml`.
 pub fn parse(text: &str) -> Result<NotifySettings, Vec<String>> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| vec![format!("not valid TOML: {}", e.message())])?;
+    parse_table(&file::table(text)?)
+}
+
+fn parse_table(table: &toml::Table) -> Result<NotifySettings, Vec<String>> {
     let mut p = Vec::new();
     let mut n = NotifySettings::default();
-    for (key, v) in &table {
+    for (key, v) in table {
         match (key.as_str(), v) {
             ("recovery", Value::Boolean(b)) => n.recovery = *b,
             ("recovery", _) => p.push("recovery: expected true or false".into()),

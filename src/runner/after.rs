@@ -5,15 +5,12 @@
 //! good run's path: auto-pause reads history only when an outbound run failed, and the look
 //! happens only when notifications are configured.
 
-use chrono::Utc;
-
+use crate::control;
 use crate::definition::Definition;
-use crate::health::{self, thresholds};
-use crate::names::Name;
-use crate::runlog::index::Index;
-use crate::runlog::{By, Event, Finished, Outcome, Paused, RunLog};
+use crate::health::load::{Assessment, Sources, assess};
+use crate::runlog::{By, Finished, Outcome};
 use crate::settings::Settings;
-use crate::state::{Pause, State};
+use crate::state::State;
 
 /// What happened after the run, for its summary line.
 #[derive(Debug, Default)]
@@ -22,11 +19,24 @@ pub struct After {
     pub auto_paused: Option<String>,
 }
 
-/// The checks after a run of `def` that ended in `finished`.
+/// The checks after a run of `def` that ended in `finished`. What they read (this one definition,
+/// the index, the thresholds) is read once, and only when one of them is due.
 pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
     let mut after = After::default();
-    if def.outbound && finished.outcome != Outcome::Ok {
-        match auto_pause(s, &def.name) {
+    let pause_check = def.outbound && finished.outcome != Outcome::Ok;
+    let look = crate::notify::enabled(s);
+    if !pause_check && !look {
+        return after;
+    }
+    let src = match Sources::of(s, def.clone()) {
+        Ok(src) => src,
+        Err(e) => {
+            errln!("automations: {}: cannot read its health: {e:#}", def.name);
+            return after;
+        }
+    };
+    if pause_check {
+        match auto_pause(s, &src, def) {
             Ok(p) => after.auto_paused = p,
             Err(e) => errln!(
                 "automations: {}: the auto-pause check failed: {e:#}",
@@ -34,8 +44,8 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
             ),
         }
     }
-    if crate::notify::enabled(s) {
-        match crate::notify::look(s, Some(&def.name)) {
+    if look {
+        match crate::notify::look_at(s, &src, Some(&def.name)) {
             Ok(report) => {
                 for problem in &report.unreadable {
                     errln!("automations: notifications: {problem}");
@@ -47,42 +57,25 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
     after
 }
 
-/// Pauses `name` when its failures in a row since the last resume reach `auto_pause_after`.
-/// Returns the reason when it did.
-pub fn auto_pause(s: &Settings, name: &Name) -> anyhow::Result<Option<String>> {
-    let state = State::new(&s.data_root);
-    if state.paused(name)?.is_some() {
+/// Pauses `def`'s automation when its failures in a row since the last resume reach
+/// `auto_pause_after`. Returns the reason when it did.
+fn auto_pause(s: &Settings, src: &Sources, def: &Definition) -> anyhow::Result<Option<String>> {
+    let name = &def.name;
+    if State::new(&s.data_root).paused(name)?.is_some() {
         return Ok(None);
     }
-    let set = thresholds::load(&s.data_root)?;
-    let th = set.of(name.as_str());
-    let log = RunLog::new(&s.data_root);
-    let snapshot = Index::new(&log).refresh()?;
-    let subject = health::load::subject(s, &snapshot, name, None, th)?;
-    let (streak, kinds) = health::failing_streak(&subject.runs, subject.resumed_at);
-    if streak < th.auto_pause_after {
+    let Assessment { verdicts, .. } = assess(s, src, Some(name))?;
+    let Some(v) = verdicts.first() else {
+        return Ok(None);
+    };
+    let streak = v.figures.streak;
+    if streak < src.thresholds.of(name.as_str()).auto_pause_after {
         return Ok(None);
     }
     let reason = format!(
         "auto-paused: {streak} failures in a row ({}). Fix the cause, then resume",
-        kinds.join(", ")
+        v.figures.streak_kinds.join(", ")
     );
-    let now = Utc::now();
-    state.pause(
-        name,
-        &Pause {
-            by: By::Auto,
-            reason: reason.clone(),
-            at: crate::runlog::stamp(now),
-        },
-    )?;
-    log.append(
-        name.as_str(),
-        Event::Paused(Paused {
-            by: By::Auto,
-            reason: reason.clone(),
-        }),
-        now,
-    )?;
+    control::pause(s, name, By::Auto, &reason)?;
     Ok(Some(reason))
 }

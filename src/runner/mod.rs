@@ -22,10 +22,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 
+use crate::anytype::gate;
 use crate::clock;
 use crate::definition::{self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF};
 use crate::fsutil;
-use crate::anytype::gate;
 use crate::history;
 use crate::keys;
 use crate::locks::{self, Acquired};
@@ -37,8 +37,8 @@ use crate::schedule::{self, Schedule};
 use crate::settings::Settings;
 use crate::state::State;
 
-use keeper::Keeper;
 use crate::redact::Redactor;
+use keeper::Keeper;
 use supervise::{Ending, Interrupt, Signals, Supervised};
 
 /// What one firing came to.
@@ -153,10 +153,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     use anyhow::Context as _;
     fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
     let log = RunLog::new(&s.data_root);
-    let checks = Checks {
-        home: s.home.clone(),
-        data_root: s.data_root.clone(),
-    };
+    let checks = Checks::of(s);
 
     // 1. The definition. On schedule a broken one is still a recorded (failed) run.
     let def = match definition::load_one(&s.definitions_dir(), name, &checks) {

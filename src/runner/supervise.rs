@@ -27,12 +27,12 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::redact::{Redactor, Stream};
 use super::tail::Tail;
 use super::tree::{self, ProcessTable, Walk};
+use crate::redact::{Redactor, Stream};
 
-/// Time between SIGTERM and SIGKILL.
-pub const GRACE: Duration = Duration::from_secs(5);
+/// Time between SIGTERM and SIGKILL (the stop contract `stop-all` waits on).
+pub use crate::control::STOP_GRACE as GRACE;
 /// How long SIGKILLed processes may take to disappear before the runner gives up on them.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long output still buffered in the pipes is read once the tree is gone.

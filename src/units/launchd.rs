@@ -14,8 +14,8 @@ use plist::{Dictionary, Value};
 use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
 use crate::definition::Definition;
 use crate::names::{Label, Namespace};
-use crate::settings::FIXED_PATH_MACOS as FIXED_PATH;
 use crate::schedule::{Schedule, Weekday};
+use crate::settings::FIXED_PATH_MACOS as FIXED_PATH;
 
 /// The folder under the data root where launchd writes a job's own stdout/stderr.
 pub const LOG_DIR: &str = "launchd";

@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
 use crate::definition::Definition;
 use crate::names::{Label, Namespace};
-use crate::settings::FIXED_PATH_LINUX as FIXED_PATH;
 use crate::schedule::Schedule;
+use crate::settings::FIXED_PATH_LINUX as FIXED_PATH;
 
 /// The service and the timer of `def`.
 pub fn pair(

@@ -218,7 +218,12 @@ pub fn copy_dir(from: &Path, to: &Path) {
         .arg(to)
         .status()
         .unwrap();
-    assert!(status.success(), "cp -R {} {}", from.display(), to.display());
+    assert!(
+        status.success(),
+        "cp -R {} {}",
+        from.display(),
+        to.display()
+    );
 }
 
 impl Sandbox {
@@ -400,7 +405,12 @@ fn install_executable(from: &Path, to: &Path) {
         .arg(to)
         .status()
         .unwrap();
-    assert!(status.success(), "install {} {}", from.display(), to.display());
+    assert!(
+        status.success(),
+        "install {} {}",
+        from.display(),
+        to.display()
+    );
 }
 
 /// Polls `cond` every 10 ms until it holds; panics naming `what` after 10 s.

@@ -121,7 +121,10 @@ fn every_class_of_answer_and_of_no_answer() {
     assert_code(&o, 7);
     assert_eq!(meta["class"], "none/dns", "{}", stderr(&o));
     // Under the call's own 20 s deadline: the lookup failed, it did not wait the deadline out.
-    assert!(t0.elapsed() < Duration::from_secs(15), "waited on a network");
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "waited on a network"
+    );
 
     // One line per call, the host only.
     let lines = log_lines(&log);

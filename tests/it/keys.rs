@@ -412,9 +412,10 @@ fn the_whoami_exchange_against_a_fake_anytype() {
             &format!("{{\"api_url\": \"http://127.0.0.1:{port}\", \"spaces\""),
         ),
     );
-    let e = automations::anytype::gate::inspect(&secret(KEY), &access("read", &["agent"]), &sb.data, d)
-        .err()
-        .unwrap();
+    let e =
+        automations::anytype::gate::inspect(&secret(KEY), &access("read", &["agent"]), &sb.data, d)
+            .err()
+            .unwrap();
     assert!(e.to_string().contains("no answer from AnyType"), "{e}");
 }
 

@@ -21,7 +21,10 @@ impl Fakes {
         std::fs::write(d.join("installed"), installed.join("\n") + "\n").unwrap();
         std::fs::write(d.join("uid"), format!("{uid}\n")).unwrap();
         let script = |name: &str, body: &str| {
-            write_executable(&d.join(name), format!("#!/bin/sh\nD={}\n{body}", d.display()));
+            write_executable(
+                &d.join(name),
+                format!("#!/bin/sh\nD={}\n{body}", d.display()),
+            );
         };
         script(
             "dpkg",

@@ -663,7 +663,8 @@ mod launchd {
         std::fs::remove_file(d.path().join("refuse-if")).unwrap();
         assert!(!agents.join("local.automations.x.plist").exists());
         assert!(
-            automations::state::State::new(&s.data_root).install_record(&def.name)
+            automations::state::State::new(&s.data_root)
+                .install_record(&def.name)
                 .unwrap()
                 .is_none()
         );
@@ -678,7 +679,8 @@ mod launchd {
         automations::install::apply_install(&s, &plan, &l).unwrap();
         let plist = agents.join("local.automations.x.plist");
         let before = std::fs::read(&plist).unwrap();
-        let record = automations::state::State::new(&s.data_root).install_record(&def.name)
+        let record = automations::state::State::new(&s.data_root)
+            .install_record(&def.name)
             .unwrap()
             .unwrap();
         assert!(sb.data.join("launchd").is_dir());
@@ -704,7 +706,8 @@ mod launchd {
             "previous plist restored"
         );
         assert_eq!(
-            automations::state::State::new(&s.data_root).install_record(&def.name)
+            automations::state::State::new(&s.data_root)
+                .install_record(&def.name)
                 .unwrap()
                 .unwrap(),
             record

@@ -5,6 +5,8 @@
 //! the working directory) are gathered once into [`OsFacts`] and passed in, so tests re-root them
 //! with a temporary HOME. This module never creates anything on disk.
 
+pub mod file;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
