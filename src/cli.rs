@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::names::Name;
 use crate::runlog::Trigger;
-use crate::settings::Target;
+use crate::units::Target;
 
 /// Turns automations/<name>.toml definitions into OS-native scheduled units and runs every firing
 /// safely: lock, pause state, clean environment, whole-tree timeout, redacted output, hash-chained

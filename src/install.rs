@@ -18,7 +18,7 @@ use crate::definition::{Definition, hex_sha256};
 use crate::fsutil;
 use crate::names::{Label, Name};
 use crate::service::ServiceManager;
-use crate::settings::{Settings, Target};
+use crate::settings::{Manager, Settings};
 use crate::state::{Record, State};
 use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
 
@@ -26,10 +26,7 @@ use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
 pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>> {
     let prefix = Label::prefix(&s.namespace);
     let mut out: BTreeMap<Name, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
-    let exts: &[&str] = match s.target {
-        Target::Launchd => &[".plist"],
-        Target::Systemd => &[".service", ".timer"],
-    };
+    let exts = units::Target::of(s.manager).extensions();
     let found = fsutil::list_named(&s.agents_dir, &prefix, exts)
         .with_context(|| format!("cannot read the agents folder {}", s.agents_dir.display()))?;
     for (stem, path) in found {
@@ -281,11 +278,11 @@ pub fn plan_install(
 ) -> anyhow::Result<Plan> {
     let label = s.label(&def.name);
     let paths = machine_paths(s, bin)?;
-    let desired = units::render(def, &s.namespace, &paths, s.target);
+    let desired = units::render(def, &s.namespace, &paths, units::Target::of(s.manager));
     let (present, record, loaded) = what_is_there(s, &def.name, &label, manager)?;
     let new_record = Record {
         label: label.to_string(),
-        target: s.target,
+        target: s.manager,
         files: desired
             .iter()
             .map(|u| (u.name.clone(), hex_sha256(&u.bytes)))
@@ -343,7 +340,7 @@ pub fn apply_install(
     let new_record = plan.new_record.as_ref().expect("an install plan");
     manager.preflight()?;
     let changed = plan.files_change();
-    if s.target == Target::Launchd {
+    if s.manager == Manager::Launchd {
         // launchd does not create the folder of StandardOutPath.
         fsutil::private_dir(&s.data_root.join(units::launchd::LOG_DIR)).with_context(|| {
             format!(

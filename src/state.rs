@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::fsutil;
 use crate::names::Name;
 use crate::runlog::By;
-use crate::settings::Target;
+use crate::settings::Manager;
 
 /// Why an automation is paused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,7 +42,8 @@ pub struct Stop {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub label: String,
-    pub target: Target,
+    /// The service manager it was installed with (the record's field keeps its first name).
+    pub target: Manager,
     /// File name -> sha256 of the bytes installed.
     pub files: BTreeMap<String, String>,
     /// sha256 of the definition file installed from.

@@ -62,7 +62,7 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
     outln!("checking the key with AnyType…");
     match gate::verify_key(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
         Ok(declared) => {
-            keys::for_target(s.target)
+            keys::for_manager(s.manager)
                 .set(&label, &key)
                 .map_err(|e| Fail::new(Exit::Failure, e))?;
             let spaces: Vec<&str> = declared.spaces.iter().map(|(n, _)| n.as_str()).collect();
@@ -87,7 +87,7 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
     let access = access(s, name)?;
     super::data_root(s, crate::fsutil::Use::Read)?;
     let label = s.label(name);
-    let key = match keys::for_target(s.target).get(&label) {
+    let key = match keys::for_manager(s.manager).get(&label) {
         Ok(Some(k)) => k,
         Ok(None) => {
             outln!("no key is stored for {label}; store one with `automations key store {name}`");
@@ -156,14 +156,19 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
 }
 
 pub fn delete(s: &Settings, name: &Name) -> CmdResult {
-    let label = s.label(name);
-    match keys::for_target(s.target).delete(&label) {
-        Ok(true) => outln!("deleted the key of {label}"),
-        Ok(false) => outln!("no key was stored for {label}"),
+    delete_item(s, &s.label(name))
+}
+
+/// Deletes the keychain item `label` (an automation's key, a notification credential), saying
+/// whether there was one.
+pub(super) fn delete_item(s: &Settings, label: &crate::names::Label) -> CmdResult {
+    match keys::for_manager(s.manager).delete(label) {
+        Ok(true) => outln!("deleted the keychain item {label}"),
+        Ok(false) => outln!("nothing was stored as {label}"),
         Err(e) => {
             return Err(Fail::new(
                 Exit::Failure,
-                anyhow!("cannot delete the key of {label}: {e}"),
+                anyhow!("cannot delete the keychain item {label}: {e}"),
             ));
         }
     }

@@ -12,7 +12,7 @@ use crate::fsutil::Use;
 use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
-use crate::settings::{Settings, Target};
+use crate::settings::{Manager, Settings};
 use crate::units::{self, portable};
 use crate::{CmdResult, Exit, Fail};
 
@@ -82,12 +82,12 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
 pub fn render(
     s: &Settings,
     name: &Name,
-    target: Option<Target>,
+    target: Option<units::Target>,
     bin: Option<PathBuf>,
     json: bool,
 ) -> CmdResult {
     let def = one_definition(s, name)?;
-    let target = target.unwrap_or(s.target);
+    let target = target.unwrap_or(units::Target::of(s.manager));
     let paths = install::machine_paths(s, &unit_binary(bin)?)?;
     let files = units::render(&def, &s.namespace, &paths, target);
     if files.is_empty() {
@@ -95,11 +95,10 @@ pub fn render(
             "{name} has no [schedule]: there is no unit to render"
         )));
     }
-    let agents = match target {
-        t if t == s.target => s.agents_dir.clone(),
-        Target::Launchd => s.home.join("Library/LaunchAgents"),
-        Target::Systemd => s.home.join(".config/systemd/user"),
-    };
+    let agents = s.agents_dir_of(match target {
+        units::Target::Launchd => Manager::Launchd,
+        units::Target::Systemd => Manager::Systemd,
+    });
     if json {
         let files: Vec<_> = files
             .iter()
@@ -192,7 +191,7 @@ fn after_install(
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
 fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
-    if s.target != Target::Launchd {
+    if s.manager != Manager::Launchd {
         return;
     }
     for (what, path) in [("repository root", &s.root), ("data root", &s.data_root)] {
@@ -207,7 +206,7 @@ fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
 
 /// On Linux, timers of a user without lingering run only while that user is logged in.
 fn linger_warning(s: &Settings) {
-    if s.target != Target::Systemd {
+    if s.manager != Manager::Systemd {
         return;
     }
     let user = user_name();
@@ -227,7 +226,7 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
         )));
     };
     let bin = unit_binary(bin)?;
-    let manager = service::for_target(s.target);
+    let manager = service::for_manager(s.manager);
     let plan = install::plan_install(s, &def, &bin, manager.as_ref())?;
     outln!(
         "install {} ({}) running {}:",
@@ -281,7 +280,7 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
 
 pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
     data_root(s, if dry_run { Use::Read } else { Use::Write })?;
-    let manager = service::for_target(s.target);
+    let manager = service::for_manager(s.manager);
     let plan = install::plan_uninstall(s, name, manager.as_ref())?;
     if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
         outln!(
@@ -327,7 +326,7 @@ fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
 
 pub fn check(s: &Settings, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
-    let manager = service::for_target(s.target);
+    let manager = service::for_manager(s.manager);
     let d = drift(s, manager.as_ref())?;
     let clean = d.units.is_empty() && d.machine.is_empty();
     if json {
@@ -361,12 +360,12 @@ pub fn doctor(s: &Settings) -> CmdResult {
         failed |= level == "fail";
         outln!("{level:4}  {what}: {detail}");
     };
-    let manager = service::for_target(s.target);
+    let manager = service::for_manager(s.manager);
     match manager.reachable() {
         Ok(()) => line(
             "ok",
             "service manager",
-            format!("{:?} answers", s.target).to_lowercase(),
+            format!("{} answers", s.manager.as_str()),
         ),
         Err(e) => line(
             "fail",
@@ -376,7 +375,7 @@ pub fn doctor(s: &Settings) -> CmdResult {
             ),
         ),
     }
-    if s.target == Target::Systemd {
+    if s.manager == Manager::Systemd {
         let user = user_name();
         if Path::new("/var/lib/systemd/linger").join(&user).exists() {
             line(
@@ -479,7 +478,7 @@ pub fn doctor(s: &Settings) -> CmdResult {
         }
         Err(e) => line("fail", "data root", e.to_string()),
     }
-    if s.target == Target::Launchd {
+    if s.manager == Manager::Launchd {
         let mut warned = false;
         privacy_warnings(s, &mut |w| {
             warned = true;

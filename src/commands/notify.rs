@@ -91,7 +91,7 @@ fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
 
 pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
     terminal()?;
-    let store = keys::for_target(s.target);
+    let store = keys::for_manager(s.manager);
     let label = label(s, ntfy);
     if ntfy {
         let token = secret("ntfy access token (input hidden): ")?;
@@ -123,7 +123,7 @@ pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
 }
 
 pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
-    let store = keys::for_target(s.target);
+    let store = keys::for_manager(s.manager);
     let label = label(s, ntfy);
     if ntfy {
         return match store.get(&label) {
@@ -163,16 +163,5 @@ pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
 }
 
 pub fn key_delete(s: &Settings, ntfy: bool) -> CmdResult {
-    let label = label(s, ntfy);
-    match keys::for_target(s.target).delete(&label) {
-        Ok(true) => outln!("deleted {label}"),
-        Ok(false) => outln!("nothing was stored as {label}"),
-        Err(e) => {
-            return Err(Fail::new(
-                Exit::Failure,
-                anyhow!("cannot delete {label}: {e}"),
-            ));
-        }
-    }
-    Ok(Exit::Success)
+    super::keys::delete_item(s, &label(s, ntfy))
 }

@@ -14,7 +14,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::names::Label;
-use crate::settings::Target;
+use crate::settings::Manager;
 
 /// The deadline of every keychain call.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -87,11 +87,12 @@ pub trait KeyStore {
     fn delete(&self, label: &Label) -> Result<bool, KeyError>;
 }
 
-/// The keychain of `target`.
-pub fn for_target(target: Target) -> Box<dyn KeyStore> {
-    match target {
-        Target::Systemd => Box::new(secret_service::SecretServiceStore::new()),
-        Target::Launchd => Box::new(security::SecurityCli::new(security::SECURITY)),
+/// The key store of a machine with `manager`: the Keychain beside launchd, the Secret Service beside
+/// systemd.
+pub fn for_manager(manager: Manager) -> Box<dyn KeyStore> {
+    match manager {
+        Manager::Systemd => Box::new(secret_service::SecretServiceStore::new()),
+        Manager::Launchd => Box::new(security::SecurityCli::new(security::SECURITY)),
     }
 }
 

@@ -278,7 +278,7 @@ fn deliver(last: &mut Last, name: &str, drivers: &[Box<dyn Notifier>], report: &
 pub fn drivers(s: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let mut out: Vec<Box<dyn Notifier>> = Vec::new();
-    let store = || keys::for_target(s.target);
+    let store = || keys::for_manager(s.manager);
     if cfg.pushover {
         match drivers::PushoverPair::find(&env, store().as_ref(), &s.namespace) {
             Ok(Some(pair)) => out.push(Box::new(drivers::Pushover {

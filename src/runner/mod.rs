@@ -233,7 +233,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
             &s.label(name),
             access,
             &s.data_root,
-            keys::for_target(s.target).as_ref(),
+            keys::for_manager(s.manager).as_ref(),
         ) {
             Ok(pass) => {
                 redactor.add_key(pass.key.expose().as_bytes());

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use super::exec::{ExecError, Program};
 use super::{PreflightError, ServiceManager};
 use crate::names::Label;
-use crate::settings::Target;
+use crate::settings::Manager;
 
 /// launchctl, by absolute path: a LaunchAgent's PATH or a user's shell must not pick another one.
 pub const LAUNCHCTL: &str = "/bin/launchctl";
@@ -121,8 +121,8 @@ impl Launchd {
 }
 
 impl ServiceManager for Launchd {
-    fn target(&self) -> Target {
-        Target::Launchd
+    fn manager(&self) -> Manager {
+        Manager::Launchd
     }
 
     fn preflight(&self) -> Result<(), PreflightError> {

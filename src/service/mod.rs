@@ -16,7 +16,7 @@ use std::time::Duration;
 pub use exec::ExecError;
 
 use crate::names::Label;
-use crate::settings::Target;
+use crate::settings::Manager;
 
 /// Why this machine cannot install or uninstall units right now; checked before anything is
 /// written.
@@ -39,8 +39,8 @@ pub enum PreflightError {
 
 /// A service manager backend.
 pub trait ServiceManager {
-    /// Which target it manages.
-    fn target(&self) -> Target;
+    /// Which manager it is.
+    fn manager(&self) -> Manager;
 
     /// Whether units can be installed or uninstalled here at all (right user, a session the
     /// manager serves). Called before any file is written.
@@ -80,11 +80,11 @@ pub trait ServiceManager {
     fn run_now_command(&self, label: &Label) -> String;
 }
 
-/// The backend for `target`, using the programs on PATH.
-pub fn for_target(target: Target) -> Box<dyn ServiceManager> {
-    match target {
-        Target::Systemd => Box::new(systemd::Systemd::new("systemctl")),
-        Target::Launchd => Box::new(launchd::Launchd::new(
+/// The backend for `manager`, using the programs on PATH.
+pub fn for_manager(manager: Manager) -> Box<dyn ServiceManager> {
+    match manager {
+        Manager::Systemd => Box::new(systemd::Systemd::new("systemctl")),
+        Manager::Launchd => Box::new(launchd::Launchd::new(
             launchd::LAUNCHCTL,
             nix::unistd::getuid().as_raw(),
         )),

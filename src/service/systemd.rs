@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::exec::{ExecError, Program};
 use super::{PreflightError, ServiceManager};
 use crate::names::Label;
-use crate::settings::Target;
+use crate::settings::Manager;
 
 /// `systemctl --user`.
 pub struct Systemd {
@@ -30,8 +30,8 @@ impl Systemd {
 }
 
 impl ServiceManager for Systemd {
-    fn target(&self) -> Target {
-        Target::Systemd
+    fn manager(&self) -> Manager {
+        Manager::Systemd
     }
 
     fn preflight(&self) -> Result<(), PreflightError> {

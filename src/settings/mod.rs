@@ -35,25 +35,34 @@ pub const FIXED_PATH: &str = FIXED_PATH_MACOS;
 #[cfg(not(target_os = "macos"))]
 pub const FIXED_PATH: &str = FIXED_PATH_LINUX;
 
-/// Which service manager this machine schedules with.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
-)]
+/// What this machine is: the service manager that schedules its user's jobs, which also decides
+/// its key store (the Keychain beside launchd, the Secret Service beside systemd) and its folders.
+/// Not to be confused with what can be rendered (`units::Target`): a render target never needs a
+/// machine, and a machine never needs to know every target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Target {
-    /// macOS LaunchAgents.
+pub enum Manager {
+    /// macOS: launchd LaunchAgents, the login Keychain.
     Launchd,
-    /// systemd user timers.
+    /// Linux: systemd user timers, the Secret Service.
     Systemd,
 }
 
-impl Target {
-    /// The target of the machine this binary was built for.
+impl Manager {
+    /// The manager of the machine this binary was built for.
     pub fn native() -> Self {
         if cfg!(target_os = "macos") {
-            Target::Launchd
+            Manager::Launchd
         } else {
-            Target::Systemd
+            Manager::Systemd
+        }
+    }
+
+    /// Its name, as `doctor` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Manager::Launchd => "launchd",
+            Manager::Systemd => "systemd",
         }
     }
 }
@@ -65,8 +74,8 @@ pub struct OsFacts {
     pub home: PathBuf,
     /// The working directory, where root discovery starts.
     pub cwd: PathBuf,
-    /// The native target.
-    pub target: Target,
+    /// The machine's service manager.
+    pub manager: Manager,
     /// The environment the binary was started with (only what settings need is read from it).
     env: Vec<(OsString, OsString)>,
 }
@@ -82,22 +91,22 @@ impl OsFacts {
         Ok(Self {
             home,
             cwd,
-            target: Target::native(),
+            manager: Manager::native(),
             env: std::env::vars_os().collect(),
         })
     }
 
-    /// Facts for a test: an explicit home, working directory, target and environment.
+    /// Facts for a test: an explicit home, working directory, manager and environment.
     pub fn new(
         home: PathBuf,
         cwd: PathBuf,
-        target: Target,
+        manager: Manager,
         env: Vec<(OsString, OsString)>,
     ) -> Self {
         Self {
             home,
             cwd,
-            target,
+            manager,
             env,
         }
     }
@@ -166,8 +175,10 @@ pub struct Settings {
     pub agents_dir: PathBuf,
     /// The user's home.
     pub home: PathBuf,
+    /// Where the user's configuration lives on Linux (`$XDG_CONFIG_HOME`, else `~/.config`).
+    pub config_home: PathBuf,
     /// The service manager of this machine.
-    pub target: Target,
+    pub manager: Manager,
 }
 
 impl Settings {
@@ -208,19 +219,26 @@ impl Settings {
             (None, None) => default_data_root(os, &namespace),
         };
 
+        let config_home = xdg(os, "XDG_CONFIG_HOME").unwrap_or_else(|| os.home.join(".config"));
         Ok(Self {
             root,
             namespace,
             data_root,
-            agents_dir: agents_dir(os),
+            agents_dir: agents_dir(&os.home, &config_home, os.manager),
             home: os.home.clone(),
-            target: os.target,
+            config_home,
+            manager: os.manager,
         })
     }
 
     /// The folder of definitions.
     pub fn definitions_dir(&self) -> PathBuf {
         self.root.join(DEFINITIONS_DIR)
+    }
+
+    /// Where `manager` would read user units from for this user (`agents_dir` is this machine's).
+    pub fn agents_dir_of(&self, manager: Manager) -> PathBuf {
+        agents_dir(&self.home, &self.config_home, manager)
     }
 
     /// The label of `name` in this namespace.
@@ -261,21 +279,19 @@ fn discover_root(cwd: &Path) -> Result<PathBuf, SettingsError> {
 }
 
 fn default_data_root(os: &OsFacts, namespace: &Namespace) -> PathBuf {
-    let base = match os.target {
-        Target::Launchd => os.home.join("Library/Application Support"),
-        Target::Systemd => {
+    let base = match os.manager {
+        Manager::Launchd => os.home.join("Library/Application Support"),
+        Manager::Systemd => {
             xdg(os, "XDG_STATE_HOME").unwrap_or_else(|| os.home.join(".local/state"))
         }
     };
     base.join("automations").join(namespace.as_str())
 }
 
-fn agents_dir(os: &OsFacts) -> PathBuf {
-    match os.target {
-        Target::Launchd => os.home.join("Library/LaunchAgents"),
-        Target::Systemd => xdg(os, "XDG_CONFIG_HOME")
-            .unwrap_or_else(|| os.home.join(".config"))
-            .join("systemd/user"),
+fn agents_dir(home: &Path, config_home: &Path, manager: Manager) -> PathBuf {
+    match manager {
+        Manager::Launchd => home.join("Library/LaunchAgents"),
+        Manager::Systemd => config_home.join("systemd/user"),
     }
 }
 
@@ -288,7 +304,7 @@ fn xdg(os: &OsFacts, key: &str) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
-    fn facts(dir: &Path, target: Target, env: &[(&str, &str)]) -> OsFacts {
+    fn facts(dir: &Path, target: Manager, env: &[(&str, &str)]) -> OsFacts {
         OsFacts::new(
             dir.join("home"),
             dir.join("repo/sub"),
@@ -310,7 +326,7 @@ mod tests {
         let d = repo();
         let s = Settings::resolve(
             &Overrides::default(),
-            &facts(d.path(), Target::Systemd, &[]),
+            &facts(d.path(), Manager::Systemd, &[]),
         )
         .unwrap();
         let root = std::fs::canonicalize(d.path().join("repo")).unwrap();
@@ -324,7 +340,7 @@ mod tests {
 
         let s = Settings::resolve(
             &Overrides::default(),
-            &facts(d.path(), Target::Launchd, &[]),
+            &facts(d.path(), Manager::Launchd, &[]),
         )
         .unwrap();
         assert_eq!(
@@ -341,7 +357,7 @@ mod tests {
         let env = [("XDG_STATE_HOME", "/st"), ("XDG_CONFIG_HOME", "/cf")];
         let s = Settings::resolve(
             &Overrides::default(),
-            &facts(d.path(), Target::Systemd, &env),
+            &facts(d.path(), Manager::Systemd, &env),
         )
         .unwrap();
         assert_eq!(s.data_root, Path::new("/st/automations/automations"));
@@ -349,7 +365,7 @@ mod tests {
         let env = [("XDG_STATE_HOME", "rel")];
         let s = Settings::resolve(
             &Overrides::default(),
-            &facts(d.path(), Target::Systemd, &env),
+            &facts(d.path(), Manager::Systemd, &env),
         )
         .unwrap();
         assert!(s.data_root.starts_with(d.path().join("home/.local/state")));
@@ -365,7 +381,7 @@ mod tests {
             (ENV_NAMESPACE, "envns"),
             (ENV_DATA_ROOT, "/env/data"),
         ];
-        let os = facts(d.path(), Target::Systemd, &env);
+        let os = facts(d.path(), Manager::Systemd, &env);
         let s = Settings::resolve(&Overrides::default(), &os).unwrap();
         assert_eq!(s.root, std::fs::canonicalize(&other).unwrap());
         assert_eq!(s.namespace.as_str(), "envns");
@@ -388,7 +404,7 @@ mod tests {
     #[test]
     fn bad_settings_name_their_source() {
         let d = repo();
-        let os = facts(d.path(), Target::Systemd, &[(ENV_NAMESPACE, "Bad")]);
+        let os = facts(d.path(), Manager::Systemd, &[(ENV_NAMESPACE, "Bad")]);
         let e = Settings::resolve(&Overrides::default(), &os)
             .unwrap_err()
             .to_string();
@@ -397,7 +413,7 @@ mod tests {
             data_root: Some("rel".into()),
             ..Overrides::default()
         };
-        let e = Settings::resolve(&flags, &facts(d.path(), Target::Systemd, &[]))
+        let e = Settings::resolve(&flags, &facts(d.path(), Manager::Systemd, &[]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("--data-root") && e.contains("absolute"), "{e}");
@@ -405,11 +421,11 @@ mod tests {
             root: Some(d.path().join("home")),
             ..Overrides::default()
         };
-        let e = Settings::resolve(&flags, &facts(d.path(), Target::Systemd, &[]))
+        let e = Settings::resolve(&flags, &facts(d.path(), Manager::Systemd, &[]))
             .unwrap_err()
             .to_string();
         assert!(e.contains("--root") && e.contains("no automations/"), "{e}");
-        let os = OsFacts::new(d.path().into(), "/".into(), Target::Systemd, vec![]);
+        let os = OsFacts::new(d.path().into(), "/".into(), Manager::Systemd, vec![]);
         let e = Settings::resolve(&Overrides::default(), &os)
             .unwrap_err()
             .to_string();

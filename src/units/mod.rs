@@ -11,7 +11,46 @@ pub mod systemd;
 
 use crate::definition::Definition;
 use crate::names::{Label, Namespace};
-use crate::settings::Target;
+use crate::settings::Manager;
+
+/// What can be rendered: the unit formats of each service manager. A target never needs the
+/// machine it is rendered on (`render --target launchd` works on Linux).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Target {
+    /// A macOS LaunchAgent property list.
+    Launchd,
+    /// A systemd user service and timer.
+    Systemd,
+}
+
+impl Target {
+    /// Every target, in the order `units/` lists them.
+    pub const ALL: [Target; 2] = [Target::Launchd, Target::Systemd];
+
+    /// The target this machine's service manager loads.
+    pub fn of(manager: Manager) -> Self {
+        match manager {
+            Manager::Launchd => Target::Launchd,
+            Manager::Systemd => Target::Systemd,
+        }
+    }
+
+    /// Its folder in `units/`.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Target::Launchd => "launchd",
+            Target::Systemd => "systemd",
+        }
+    }
+
+    /// The endings of the files it renders.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Target::Launchd => &[".plist"],
+            Target::Systemd => &[".service", ".timer"],
+        }
+    }
+}
 
 /// Seconds the service manager waits beyond a run's own timeout before it stops the run itself
 /// (systemd `TimeoutStartSec`, launchd `ExitTimeOut`): room for the runner's own tree kill.

@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::Target;
 use super::{MachinePaths, header_definition_hash, render};
 use crate::definition::Definition;
 use crate::names::Namespace;
-use crate::settings::Target;
 
 /// The folder of portable units in the repository root.
 pub const UNITS_DIR: &str = "units";
@@ -21,9 +21,9 @@ pub fn desired(defs: &[Definition], namespace: &Namespace) -> BTreeMap<PathBuf, 
     let paths = MachinePaths::portable();
     let mut out = BTreeMap::new();
     for def in defs {
-        for (dir, target) in [("launchd", Target::Launchd), ("systemd", Target::Systemd)] {
+        for target in Target::ALL {
             for f in render(def, namespace, &paths, target) {
-                out.insert(Path::new(dir).join(&f.name), f.bytes);
+                out.insert(Path::new(target.dir()).join(&f.name), f.bytes);
             }
         }
     }
@@ -33,10 +33,9 @@ pub fn desired(defs: &[Definition], namespace: &Namespace) -> BTreeMap<PathBuf, 
 /// What `units/` holds now: relative path -> bytes (only files this module owns).
 pub fn present(units: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for dir in ["launchd", "systemd"] {
-        for (_, path) in
-            crate::fsutil::list_named(&units.join(dir), "", &[".plist", ".service", ".timer"])?
-        {
+    for target in Target::ALL {
+        let dir = target.dir();
+        for (_, path) in crate::fsutil::list_named(&units.join(dir), "", target.extensions())? {
             if std::fs::symlink_metadata(&path)?.is_file() {
                 let name = path.file_name().unwrap_or_default();
                 out.insert(Path::new(dir).join(name), std::fs::read(&path)?);

@@ -407,7 +407,7 @@ mod launchd {
     use automations::names::{Label, Name, Namespace};
     use automations::service::launchd::Launchd;
     use automations::service::{PreflightError, ServiceManager};
-    use automations::settings::{OsFacts, Overrides, Settings, Target};
+    use automations::settings::{Manager, OsFacts, Overrides, Settings};
     use std::time::{Duration, Instant};
 
     const WAIT: Duration = Duration::from_secs(5);
@@ -584,7 +584,7 @@ mod launchd {
             "x",
             "name = \"x\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"08:00\"\n",
         );
-        let os = OsFacts::new(sb.home.clone(), sb.root.clone(), Target::Launchd, vec![]);
+        let os = OsFacts::new(sb.home.clone(), sb.root.clone(), Manager::Launchd, vec![]);
         let flags = Overrides {
             root: Some(sb.root.clone()),
             data_root: Some(sb.data.clone()),
