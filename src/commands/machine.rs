@@ -161,7 +161,7 @@ fn confirm(question: &str) -> Result<bool, Fail> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
-fn user_name() -> String {
+pub(super) fn user_name() -> String {
     std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty())
@@ -190,7 +190,7 @@ fn after_install(
 }
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
-fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
+pub(super) fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
     if s.manager != Manager::Launchd {
         return;
     }
@@ -308,12 +308,12 @@ pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
 }
 
 /// Both halves of the drift check.
-struct Drift {
-    units: Vec<portable::Difference>,
-    machine: Vec<Finding>,
+pub(super) struct Drift {
+    pub units: Vec<portable::Difference>,
+    pub machine: Vec<Finding>,
 }
 
-fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
+pub(super) fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
     let defs = valid_definitions(s)?;
     let dir = s.root.join(portable::UNITS_DIR);
     let present =
@@ -352,178 +352,4 @@ pub fn check(s: &Settings, json: bool) -> CmdResult {
         }
     }
     Ok(if clean { Exit::Success } else { Exit::Failure })
-}
-
-pub fn doctor(s: &Settings) -> CmdResult {
-    let mut failed = false;
-    let mut line = |level: &str, what: &str, detail: String| {
-        failed |= level == "fail";
-        outln!("{level:4}  {what}: {detail}");
-    };
-    let manager = service::for_manager(s.manager);
-    match manager.reachable() {
-        Ok(()) => line(
-            "ok",
-            "service manager",
-            format!("{} answers", s.manager.as_str()),
-        ),
-        Err(e) => line(
-            "fail",
-            "service manager",
-            format!(
-                "{e}; fix: run from your login session (systemd: XDG_RUNTIME_DIR must name your user manager's runtime folder)"
-            ),
-        ),
-    }
-    if s.manager == Manager::Systemd {
-        let user = user_name();
-        if Path::new("/var/lib/systemd/linger").join(&user).exists() {
-            line(
-                "ok",
-                "lingering",
-                format!("on for {user}: timers fire without a login"),
-            );
-        } else {
-            line(
-                "warn",
-                "lingering",
-                format!(
-                    "off for {user}: timers fire only while you are logged in; fix: loginctl enable-linger {user}"
-                ),
-            );
-        }
-    }
-    // Look, never create: the nearest existing folder on the way must be writable.
-    let existing = s
-        .agents_dir
-        .ancestors()
-        .find(|p| p.exists())
-        .unwrap_or(Path::new("/"));
-    match nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK) {
-        Ok(()) => line(
-            "ok",
-            "agents folder",
-            format!("{} is writable", s.agents_dir.display()),
-        ),
-        Err(e) => line(
-            "fail",
-            "agents folder",
-            format!(
-                "{} is not writable ({e}); fix: make it writable by you",
-                existing.display()
-            ),
-        ),
-    }
-    match crate::state::State::new(&s.data_root).install_records() {
-        Ok(records) if records.is_empty() => line("ok", "binary", "nothing installed yet".into()),
-        Ok(records) => {
-            for (name, r) in records {
-                let bin = Path::new(&r.bin);
-                if !bin.exists() {
-                    line(
-                        "fail",
-                        "binary",
-                        format!(
-                            "{name}'s unit runs {}, which is gone; fix: make automations-install NAME={name}",
-                            r.bin
-                        ),
-                    );
-                } else if install::in_build_folder(bin) {
-                    line(
-                        "fail",
-                        "binary",
-                        format!(
-                            "{name}'s unit runs {}, inside a target/ folder; fix: make automations-install NAME={name}",
-                            r.bin
-                        ),
-                    );
-                } else {
-                    line("ok", "binary", format!("{name}'s unit runs {}", r.bin));
-                }
-            }
-        }
-        Err(e) => line("fail", "install records", format!("{e:#}")),
-    }
-    // The same check every command makes, so doctor never calls usable what they refuse.
-    match crate::fsutil::check_data_root(&s.data_root, crate::fsutil::Use::Read) {
-        Ok(false) => line(
-            "warn",
-            "data root",
-            format!(
-                "{} does not exist yet; the first run creates it 0700",
-                s.data_root.display()
-            ),
-        ),
-        Ok(true) => {
-            let mode = std::fs::metadata(&s.data_root)
-                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
-                .unwrap_or(0);
-            if mode & 0o077 == 0 {
-                line(
-                    "ok",
-                    "data root",
-                    format!("{} is yours and private ({mode:o})", s.data_root.display()),
-                );
-            } else {
-                line(
-                    "warn",
-                    "data root",
-                    format!(
-                        "{} is readable by others (mode {mode:o}); its files stay 0600, but fix: chmod 700 {}",
-                        s.data_root.display(),
-                        s.data_root.display()
-                    ),
-                );
-            }
-        }
-        Err(e) => line("fail", "data root", e.to_string()),
-    }
-    if s.manager == Manager::Launchd {
-        let mut warned = false;
-        privacy_warnings(s, &mut |w| {
-            warned = true;
-            line("warn", "privacy folders", w);
-        });
-        if !warned {
-            line(
-                "ok",
-                "privacy folders",
-                "the root and the data root are outside folders macOS guards".into(),
-            );
-        }
-    }
-    let loaded = load_all(s)?;
-    if loaded.problems.is_empty() {
-        line(
-            "ok",
-            "definitions",
-            format!("{} valid", loaded.definitions.len()),
-        );
-    } else {
-        line(
-            "fail",
-            "definitions",
-            format!(
-                "{} problem(s); fix: automations validate",
-                loaded.problems.len()
-            ),
-        );
-    }
-    if loaded.problems.is_empty() {
-        match drift(s, manager.as_ref()) {
-            Ok(d) if d.units.is_empty() && d.machine.is_empty() => {
-                line("ok", "drift", "none".into())
-            }
-            Ok(d) => line(
-                "fail",
-                "drift",
-                format!(
-                    "{} finding(s); fix: see automations check",
-                    d.units.len() + d.machine.len()
-                ),
-            ),
-            Err(e) => line("fail", "drift", format!("{:#}", e.error)),
-        }
-    }
-    Ok(if failed { Exit::Failure } else { Exit::Success })
 }

@@ -3,6 +3,7 @@
 //! Output formatting of each command lives here; logic lives in its module. Errors are returned,
 //! never printed (see `lib.rs`).
 
+mod doctor;
 mod health;
 mod http;
 mod keys;
@@ -85,7 +86,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             machine::uninstall(&settings(&cli.global)?, &name, dry_run)
         }
         Command::Check { json } => machine::check(&settings(&cli.global)?, json),
-        Command::Doctor => machine::doctor(&settings(&cli.global)?),
+        Command::Doctor => doctor::doctor(&settings(&cli.global)?),
         Command::Key(KeyCommand::Store { name }) => keys::store(&settings(&cli.global)?, &name),
         Command::Key(KeyCommand::Check { name }) => keys::check(&settings(&cli.global)?, &name),
         Command::Key(KeyCommand::Delete { name }) => keys::delete(&settings(&cli.global)?, &name),

@@ -1,5 +1,6 @@
 use chrono::{TimeZone, Utc};
 
+use super::rules::age_of;
 use super::*;
 use crate::clock::Clock;
 use crate::history::{RunView, Status};

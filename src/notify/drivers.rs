@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::Message;
+use super::{Message, NotifySettings};
 use crate::keys::{KeyError, KeyStore, Secret};
 use crate::names::{Label, Namespace};
 
@@ -16,6 +16,7 @@ pub const PUSHOVER_API: &str = "https://api.pushover.net";
 pub const ENV_PUSHOVER_API: &str = "AUTOMATIONS_PUSHOVER_URL";
 pub const ENV_PUSHOVER_USER: &str = "PUSHOVER_USER_KEY";
 pub const ENV_PUSHOVER_TOKEN: &str = "PUSHOVER_API_TOKEN";
+pub const ENV_NTFY_TOKEN: &str = "NTFY_TOKEN";
 /// Pushover's limits, in characters.
 pub const TITLE_MAX: usize = 250;
 pub const MESSAGE_MAX: usize = 1024;
@@ -27,6 +28,62 @@ pub trait Notifier {
     /// Delivers `m`; the service's answer (status and what it said, never a credential), or why
     /// not.
     fn send(&self, m: &Message) -> Result<String, String>;
+}
+
+/// What a driver may need to be made: the environment (a manual override), the keychain, the
+/// namespace its items are named in, and `notify.toml`.
+pub struct Setup<'a> {
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    pub keys: &'a dyn KeyStore,
+    pub namespace: &'a Namespace,
+    pub settings: &'a NotifySettings,
+}
+
+/// A kind of driver `notify.toml` can name: a new driver is one more [`Notifier`] and one more
+/// entry in [`KINDS`].
+pub struct Kind {
+    /// Its name in `notify.toml`, reports and state.
+    pub name: &'static str,
+    /// Whether `notify.toml` asks for it.
+    pub configured: fn(&NotifySettings) -> bool,
+    /// The driver with its credentials, or why it cannot be had now.
+    pub make: fn(&Setup) -> Result<Box<dyn Notifier>, String>,
+}
+
+/// Every driver.
+pub const KINDS: &[Kind] = &[
+    Kind {
+        name: "pushover",
+        configured: |c| c.pushover,
+        make: make_pushover,
+    },
+    Kind {
+        name: "ntfy",
+        configured: |c| c.ntfy.is_some(),
+        make: make_ntfy,
+    },
+];
+
+fn make_pushover(s: &Setup) -> Result<Box<dyn Notifier>, String> {
+    match PushoverPair::find(s.env, s.keys, s.namespace) {
+        Ok(Some(pair)) => Ok(Box::new(Pushover {
+            api: pushover_api(s.env),
+            pair,
+        })),
+        Ok(None) => Err(
+            "Pushover is configured but has no credentials (automations notify-key store)".into(),
+        ),
+        Err(e) => Err(format!("Pushover credentials: {e}")),
+    }
+}
+
+fn make_ntfy(s: &Setup) -> Result<Box<dyn Notifier>, String> {
+    let url = s.settings.ntfy.clone().unwrap_or_default();
+    let token = match (s.env)(ENV_NTFY_TOKEN) {
+        Some(t) => Secret::new(t).ok(),
+        None => Ntfy::token(s.keys, s.namespace).map_err(|e| format!("the ntfy token: {e}"))?,
+    };
+    Ok(Box::new(Ntfy { url, token }))
 }
 
 fn client() -> Result<reqwest::blocking::Client, String> {

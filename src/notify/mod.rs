@@ -125,14 +125,11 @@ pub struct LookReport {
 /// The drivers `notify.toml` names, whether or not their credentials can be had right now: a
 /// message waits for each of them.
 fn configured(cfg: &NotifySettings) -> Vec<String> {
-    let mut names = Vec::new();
-    if cfg.pushover {
-        names.push("pushover".to_owned());
-    }
-    if cfg.ntfy.is_some() {
-        names.push("ntfy".to_owned());
-    }
-    names
+    drivers::KINDS
+        .iter()
+        .filter(|k| (k.configured)(cfg))
+        .map(|k| k.name.to_owned())
+        .collect()
 }
 
 /// Looks at `only` (or every automation): notes transitions, delivers what is due.
@@ -277,34 +274,22 @@ fn deliver(last: &mut Last, name: &str, drivers: &[Box<dyn Notifier>], report: &
 /// The configured drivers; one whose credentials cannot be had is left out, saying why.
 pub fn drivers(s: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let mut out: Vec<Box<dyn Notifier>> = Vec::new();
-    let store = || keys::for_manager(s.manager);
-    if cfg.pushover {
-        match drivers::PushoverPair::find(&env, store().as_ref(), &s.namespace) {
-            Ok(Some(pair)) => out.push(Box::new(drivers::Pushover {
-                api: drivers::pushover_api(&env),
-                pair,
-            })),
-            Ok(None) => errln!(
-                "automations: Pushover is configured but has no credentials (automations notify-key store)"
-            ),
-            Err(e) => errln!("automations: Pushover credentials: {e}"),
-        }
-    }
-    if let Some(url) = &cfg.ntfy {
-        let token = match env("NTFY_TOKEN") {
-            Some(t) => keys::Secret::new(t).ok(),
-            None => drivers::Ntfy::token(store().as_ref(), &s.namespace).unwrap_or_else(|e| {
-                errln!("automations: the ntfy token: {e}");
-                None
-            }),
-        };
-        out.push(Box::new(drivers::Ntfy {
-            url: url.clone(),
-            token,
-        }));
-    }
-    out
+    let keys = keys::for_manager(s.manager);
+    let setup = drivers::Setup {
+        env: &env,
+        keys: keys.as_ref(),
+        namespace: &s.namespace,
+        settings: cfg,
+    };
+    drivers::KINDS
+        .iter()
+        .filter(|k| (k.configured)(cfg))
+        .filter_map(|k| {
+            (k.make)(&setup)
+                .inspect_err(|e| errln!("automations: {e}"))
+                .ok()
+        })
+        .collect()
 }
 
 /// Sends one test message through every configured driver; each driver's answer.

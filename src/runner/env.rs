@@ -43,7 +43,7 @@ pub const SELF_PASSTHROUGH: [&str; 7] = [
     crate::notify::drivers::ENV_PUSHOVER_API,
     crate::notify::drivers::ENV_PUSHOVER_USER,
     crate::notify::drivers::ENV_PUSHOVER_TOKEN,
-    "NTFY_TOKEN",
+    crate::notify::drivers::ENV_NTFY_TOKEN,
     crate::anytype::ENV_API_URL,
 ];
 
@@ -51,7 +51,7 @@ pub const SELF_PASSTHROUGH: [&str; 7] = [
 const SELF_SECRETS: [&str; 3] = [
     crate::notify::drivers::ENV_PUSHOVER_USER,
     crate::notify::drivers::ENV_PUSHOVER_TOKEN,
-    "NTFY_TOKEN",
+    crate::notify::drivers::ENV_NTFY_TOKEN,
 ];
 
 /// The per-run values the runner itself provides.

@@ -1,0 +1,257 @@
+//! `automations doctor`: is this machine ready to run its automations? A table of checks, each a
+//! small function that says `ok`, `warn` or `fail` with the fix (STYLE 25: a new check is one
+//! function and one line in [`CHECKS`]). Doctor only looks; it never creates or changes anything.
+
+use std::path::Path;
+
+use super::machine::{drift, privacy_warnings, user_name};
+use crate::fsutil::{self, Use};
+use crate::service::{self, ServiceManager};
+use crate::settings::{Manager, Settings};
+use crate::state::State;
+use crate::{CmdResult, Exit};
+
+/// How a check came out.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// One line of the report: the level, what was checked, and what was found (with the fix).
+struct Line(Level, &'static str, String);
+
+/// What every check may use.
+struct Ctx<'a> {
+    s: &'a Settings,
+    manager: Box<dyn ServiceManager>,
+}
+
+type Check = fn(&Ctx) -> Vec<Line>;
+
+/// Every check, in the order they are printed.
+const CHECKS: &[Check] = &[
+    service_manager,
+    lingering,
+    agents_folder,
+    binaries,
+    data_root,
+    privacy_folders,
+    definitions_and_drift,
+];
+
+pub fn doctor(s: &Settings) -> CmdResult {
+    let ctx = Ctx {
+        s,
+        manager: service::for_manager(s.manager),
+    };
+    let mut failed = false;
+    for Line(level, what, detail) in CHECKS.iter().flat_map(|check| check(&ctx)) {
+        failed |= level == Level::Fail;
+        let word = match level {
+            Level::Ok => "ok",
+            Level::Warn => "warn",
+            Level::Fail => "fail",
+        };
+        outln!("{word:4}  {what}: {detail}");
+    }
+    Ok(if failed { Exit::Failure } else { Exit::Success })
+}
+
+fn service_manager(c: &Ctx) -> Vec<Line> {
+    vec![match c.manager.reachable() {
+        Ok(()) => Line(
+            Level::Ok,
+            "service manager",
+            format!("{} answers", c.s.manager.as_str()),
+        ),
+        Err(e) => Line(
+            Level::Fail,
+            "service manager",
+            format!(
+                "{e}; fix: run from your login session (systemd: XDG_RUNTIME_DIR must name your user manager's runtime folder)"
+            ),
+        ),
+    }]
+}
+
+fn lingering(c: &Ctx) -> Vec<Line> {
+    if c.s.manager != Manager::Systemd {
+        return Vec::new();
+    }
+    let user = user_name();
+    vec![
+        if Path::new("/var/lib/systemd/linger").join(&user).exists() {
+            Line(
+                Level::Ok,
+                "lingering",
+                format!("on for {user}: timers fire without a login"),
+            )
+        } else {
+            Line(
+                Level::Warn,
+                "lingering",
+                format!(
+                    "off for {user}: timers fire only while you are logged in; fix: loginctl enable-linger {user}"
+                ),
+            )
+        },
+    ]
+}
+
+/// Look, never create: the nearest existing folder on the way must be writable.
+fn agents_folder(c: &Ctx) -> Vec<Line> {
+    let dir = &c.s.agents_dir;
+    let existing = dir
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("/"));
+    vec![
+        match nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK) {
+            Ok(()) => Line(
+                Level::Ok,
+                "agents folder",
+                format!("{} is writable", dir.display()),
+            ),
+            Err(e) => Line(
+                Level::Fail,
+                "agents folder",
+                format!(
+                    "{} is not writable ({e}); fix: make it writable by you",
+                    existing.display()
+                ),
+            ),
+        },
+    ]
+}
+
+/// The binary each installed unit runs: there, and not in a build folder.
+fn binaries(c: &Ctx) -> Vec<Line> {
+    let records = match State::new(&c.s.data_root).install_records() {
+        Ok(r) => r,
+        Err(e) => return vec![Line(Level::Fail, "install records", format!("{e:#}"))],
+    };
+    if records.is_empty() {
+        return vec![Line(Level::Ok, "binary", "nothing installed yet".into())];
+    }
+    records
+        .into_iter()
+        .map(|(name, r)| {
+            let bin = Path::new(&r.bin);
+            let fix = format!("fix: make automations-install NAME={name}");
+            if !bin.exists() {
+                Line(
+                    Level::Fail,
+                    "binary",
+                    format!("{name}'s unit runs {}, which is gone; {fix}", r.bin),
+                )
+            } else if crate::install::in_build_folder(bin) {
+                Line(
+                    Level::Fail,
+                    "binary",
+                    format!(
+                        "{name}'s unit runs {}, inside a target/ folder; {fix}",
+                        r.bin
+                    ),
+                )
+            } else {
+                Line(Level::Ok, "binary", format!("{name}'s unit runs {}", r.bin))
+            }
+        })
+        .collect()
+}
+
+/// The same check every command makes, so doctor never calls usable what they refuse.
+fn data_root(c: &Ctx) -> Vec<Line> {
+    let root = &c.s.data_root;
+    vec![match fsutil::check_data_root(root, Use::Read) {
+        Ok(false) => Line(
+            Level::Warn,
+            "data root",
+            format!(
+                "{} does not exist yet; the first run creates it 0700",
+                root.display()
+            ),
+        ),
+        Ok(true) => {
+            let mode = std::fs::metadata(root)
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+                .unwrap_or(0);
+            if mode & 0o077 == 0 {
+                Line(
+                    Level::Ok,
+                    "data root",
+                    format!("{} is yours and private ({mode:o})", root.display()),
+                )
+            } else {
+                Line(
+                    Level::Warn,
+                    "data root",
+                    format!(
+                        "{} is readable by others (mode {mode:o}); its files stay 0600, but fix: chmod 700 {}",
+                        root.display(),
+                        root.display()
+                    ),
+                )
+            }
+        }
+        Err(e) => Line(Level::Fail, "data root", e.to_string()),
+    }]
+}
+
+fn privacy_folders(c: &Ctx) -> Vec<Line> {
+    if c.s.manager != Manager::Launchd {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    privacy_warnings(c.s, &mut |w| {
+        lines.push(Line(Level::Warn, "privacy folders", w))
+    });
+    if lines.is_empty() {
+        lines.push(Line(
+            Level::Ok,
+            "privacy folders",
+            "the root and the data root are outside folders macOS guards".into(),
+        ));
+    }
+    lines
+}
+
+/// The definitions, and when they are valid, the drift `check` reports.
+fn definitions_and_drift(c: &Ctx) -> Vec<Line> {
+    let loaded = match super::load_all(c.s) {
+        Ok(l) => l,
+        Err(e) => return vec![Line(Level::Fail, "definitions", format!("{:#}", e.error))],
+    };
+    if !loaded.problems.is_empty() {
+        return vec![Line(
+            Level::Fail,
+            "definitions",
+            format!(
+                "{} problem(s); fix: automations validate",
+                loaded.problems.len()
+            ),
+        )];
+    }
+    let defs = Line(
+        Level::Ok,
+        "definitions",
+        format!("{} valid", loaded.definitions.len()),
+    );
+    let drift = match drift(c.s, c.manager.as_ref()) {
+        Ok(d) if d.units.is_empty() && d.machine.is_empty() => {
+            Line(Level::Ok, "drift", "none".into())
+        }
+        Ok(d) => Line(
+            Level::Fail,
+            "drift",
+            format!(
+                "{} finding(s); fix: see automations check",
+                d.units.len() + d.machine.len()
+            ),
+        ),
+        Err(e) => Line(Level::Fail, "drift", format!("{:#}", e.error)),
+    };
+    vec![defs, drift]
+}
