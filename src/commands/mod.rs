@@ -299,43 +299,7 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
     if recent.runs.is_empty() {
         writeln!(out, "no runs yet")?;
     } else {
-        let nw = recent
-            .runs
-            .iter()
-            .map(|r| r.name.len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
-        writeln!(
-            out,
-            "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  HEADLINE",
-            "RUN", "NAME", "TRIGGER", "STARTED", "STATUS", "DURATION"
-        )?;
-        for r in &recent.runs {
-            let status = match (
-                &r.reason,
-                r.finished.as_ref().and_then(|f| f.error.as_ref()),
-            ) {
-                (Some(reason), _) => format!("skipped ({})", reason.as_str()),
-                (None, Some(e)) if r.status != Status::Ok => {
-                    format!("{} ({})", r.status.as_str(), e.class)
-                }
-                _ => r.status.as_str().to_owned(),
-            };
-            writeln!(
-                out,
-                "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  {}",
-                r.run.as_deref().unwrap_or("-"),
-                r.name,
-                r.trigger.as_str(),
-                views::short_time(&r.at),
-                status,
-                r.duration_ms()
-                    .map_or_else(String::new, |ms| format!("{:.2} s", ms as f64 / 1000.0)),
-                r.headline()
-                    .map_or_else(String::new, |(h, v)| format!("{h}={v}")),
-            )?;
-        }
+        print_runs(out, &recent.runs)?;
     }
     if recent.unreadable > 0 {
         writeln!(
@@ -345,6 +309,42 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
         )?;
     }
     Ok(Exit::Success)
+}
+
+/// `runs`'s table.
+fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result<()> {
+    let nw = runs.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        out,
+        "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  HEADLINE",
+        "RUN", "NAME", "TRIGGER", "STARTED", "STATUS", "DURATION"
+    )?;
+    for r in runs {
+        let status = match (
+            &r.reason,
+            r.finished.as_ref().and_then(|f| f.error.as_ref()),
+        ) {
+            (Some(reason), _) => format!("skipped ({})", reason.as_str()),
+            (None, Some(e)) if r.status != Status::Ok => {
+                format!("{} ({})", r.status.as_str(), e.class)
+            }
+            _ => r.status.as_str().to_owned(),
+        };
+        writeln!(
+            out,
+            "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  {}",
+            r.run.as_deref().unwrap_or("-"),
+            r.name,
+            r.trigger.as_str(),
+            views::short_time(&r.at),
+            status,
+            r.duration_ms()
+                .map_or_else(String::new, |ms| format!("{:.2} s", ms as f64 / 1000.0)),
+            r.headline()
+                .map_or_else(String::new, |(h, v)| format!("{h}={v}")),
+        )?;
+    }
+    Ok(())
 }
 
 fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
@@ -380,71 +380,84 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
         writeln!(out)?;
         return Ok(Exit::Success);
     }
+    print_run(out, &view)?;
+    Ok(Exit::Success)
+}
+
+/// `show`'s text: the run's fields, its outside calls, then its output tails.
+fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
     writeln!(out, "run       {}", view.run.as_deref().unwrap_or("-"))?;
     writeln!(out, "name      {}", view.name)?;
     writeln!(out, "trigger   {}", view.trigger.as_str())?;
     writeln!(out, "started   {}", view.at)?;
     writeln!(out, "status    {}", view.status.as_str())?;
-    if let Some(f) = &view.finished {
-        writeln!(out, "duration  {:.3} s", f.duration_ms as f64 / 1000.0)?;
-        if let Some(c) = f.exit_code {
-            writeln!(out, "exit      {c}")?;
-        }
-        if let Some(sig) = f.signal {
-            writeln!(out, "signal    {sig}")?;
-        }
-        if let Some(e) = &f.error {
-            writeln!(out, "error     {}: {}", e.class, e.detail)?;
-        }
-        if !f.facts.is_empty() {
-            let facts: Vec<String> = f.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            writeln!(out, "facts     {}", facts.join(" "))?;
-        }
-        if let Some(h) = &f.headline {
-            writeln!(out, "headline  {h}")?;
-        }
-        if let Some(h) = &f.http {
-            let total: u64 = h.counts.values().sum();
-            let counts: Vec<String> = h.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            writeln!(out, "http      {total} call(s): {}", counts.join(", "))?;
-            for c in &h.requests {
-                writeln!(
-                    out,
-                    "          {} {} {} ms {}",
-                    c.host,
-                    c.status.map_or_else(|| "-".to_owned(), |s| s.to_string()),
-                    c.ms,
-                    c.class.as_str()
-                )?;
-            }
-            if h.more > 0 {
-                writeln!(out, "          ({} more, counted above)", h.more)?;
-            }
-        }
-        writeln!(out, "leftover  {} process(es)", f.leftover_processes)?;
-        for (label, tail, dropped) in [
-            ("stdout", &f.stdout_tail, f.dropped.stdout),
-            ("stderr", &f.stderr_tail, f.dropped.stderr),
-        ] {
-            let note = if dropped > 0 {
-                format!(" ({dropped} earlier bytes dropped)")
-            } else {
-                String::new()
-            };
-            writeln!(out, "--- {label}{note}")?;
-            // On a terminal a command's escape sequences would be obeyed: show them instead.
-            let shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                escape_controls(tail)
-            } else {
-                std::borrow::Cow::Borrowed(tail.as_str())
-            };
-            write!(out, "{shown}")?;
-            if !shown.is_empty() && !shown.ends_with('\n') {
-                writeln!(out)?;
-            }
+    let Some(f) = &view.finished else {
+        return Ok(());
+    };
+    writeln!(out, "duration  {:.3} s", f.duration_ms as f64 / 1000.0)?;
+    if let Some(c) = f.exit_code {
+        writeln!(out, "exit      {c}")?;
+    }
+    if let Some(sig) = f.signal {
+        writeln!(out, "signal    {sig}")?;
+    }
+    if let Some(e) = &f.error {
+        writeln!(out, "error     {}: {}", e.class, e.detail)?;
+    }
+    if !f.facts.is_empty() {
+        let facts: Vec<String> = f.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        writeln!(out, "facts     {}", facts.join(" "))?;
+    }
+    if let Some(h) = &f.headline {
+        writeln!(out, "headline  {h}")?;
+    }
+    if let Some(h) = &f.http {
+        print_http(out, h)?;
+    }
+    writeln!(out, "leftover  {} process(es)", f.leftover_processes)?;
+    for (label, tail, dropped) in [
+        ("stdout", &f.stdout_tail, f.dropped.stdout),
+        ("stderr", &f.stderr_tail, f.dropped.stderr),
+    ] {
+        let note = if dropped > 0 {
+            format!(" ({dropped} earlier bytes dropped)")
+        } else {
+            String::new()
+        };
+        writeln!(out, "--- {label}{note}")?;
+        // On a terminal a command's escape sequences would be obeyed: show them instead.
+        let shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            escape_controls(tail)
+        } else {
+            std::borrow::Cow::Borrowed(tail.as_str())
+        };
+        write!(out, "{shown}")?;
+        if !shown.is_empty() && !shown.ends_with('\n') {
+            writeln!(out)?;
         }
     }
-    Ok(Exit::Success)
+    Ok(())
+}
+
+/// A run's outside calls: counts per class, then each call listed.
+fn print_http(out: &mut dyn Write, h: &crate::http::log::Summary) -> std::io::Result<()> {
+    let total: u64 = h.counts.values().sum();
+    let counts: Vec<String> = h.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    writeln!(out, "http      {total} call(s): {}", counts.join(", "))?;
+    for c in &h.requests {
+        writeln!(
+            out,
+            "          {} {} {} ms {}",
+            c.host,
+            c.status.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+            c.ms,
+            c.class.as_str()
+        )?;
+    }
+    if h.more > 0 {
+        writeln!(out, "          ({} more, counted above)", h.more)?;
+    }
+    Ok(())
 }
 
 /// Output as text a terminal shows but never obeys: control characters other than newline and tab

@@ -211,6 +211,31 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
         file_name,
         problems: Vec::new(),
     };
+    let Some(table) = toml_table(&mut r, bytes) else {
+        return Err(r.problems);
+    };
+    let stem = file_name.strip_suffix(".toml").unwrap_or(file_name);
+    let f = fields(&mut r, &table, checks, stem);
+    match (f.name, f.command) {
+        (Some(name), Some(command)) if r.problems.is_empty() => Ok(Definition {
+            name,
+            description: f.description,
+            command,
+            timeout_seconds: f.timeout_seconds,
+            outbound: f.outbound,
+            headline: f.headline,
+            env: f.env,
+            anytype: f.anytype,
+            schedule: f.schedule,
+            sha256: hex_sha256(bytes),
+        }),
+        _ => Err(r.problems),
+    }
+}
+
+/// The file as a TOML table: small enough, UTF-8, valid TOML (the problem located by line and
+/// column), or `None` with the one problem reported.
+fn toml_table(r: &mut Report, bytes: &[u8]) -> Option<Table> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         r.add(
             "file",
@@ -219,7 +244,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
                 MAX_FILE_BYTES / 1024
             ),
         );
-        return Err(r.problems);
+        return None;
     }
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
@@ -228,12 +253,11 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
                 "file",
                 format!("not valid UTF-8 (at byte {})", e.valid_up_to()),
             );
-            return Err(r.problems);
+            return None;
         }
     };
-    let table: Table = match toml::from_str(text) {
-        Ok(t) => t,
-        Err(e) => {
+    toml::from_str(text)
+        .map_err(|e| {
             let place = e
                 .span()
                 .map(|s| {
@@ -245,62 +269,63 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
                 .unwrap_or_default();
             let msg = e.message().trim().replace('\n', " ");
             r.add("toml", format!("{msg}{place}"));
-            return Err(r.problems);
-        }
+        })
+        .ok()
+}
+
+/// What the keys of a definition said, each checked; `None` where a key was missing or wrong.
+struct Fields {
+    name: Option<Name>,
+    description: Option<String>,
+    command: Option<Vec<String>>,
+    timeout_seconds: u32,
+    outbound: bool,
+    headline: Option<FactName>,
+    env: Vec<EnvName>,
+    anytype: Option<AnyTypeAccess>,
+    schedule: Option<Schedule>,
+}
+
+/// Walks every key of `table`, reporting each problem (unknown keys included) and the missing
+/// required ones.
+fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields {
+    let mut f = Fields {
+        name: None,
+        description: None,
+        command: None,
+        timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        outbound: false,
+        headline: None,
+        env: Vec::new(),
+        anytype: None,
+        schedule: None,
     };
-
-    let stem = file_name.strip_suffix(".toml").unwrap_or(file_name);
-    let mut name = None;
-    let mut description = None;
-    let mut command = None;
-    let mut timeout_seconds = DEFAULT_TIMEOUT_SECONDS;
-    let mut outbound = false;
-    let mut headline = None;
-    let mut env = Vec::new();
-    let mut anytype = None;
-    let mut schedule = None;
-
-    for (key, value) in &table {
+    for (key, value) in table {
         match key.as_str() {
-            "name" => name = check_name(&mut r, value, stem),
-            "description" => description = check_description(&mut r, value),
-            "kind" => match value {
-                Value::String(s) if s == "command" => {}
-                Value::String(s) => r.add(
-                    "kind",
-                    format!(
-                        "{:?} is not a kind; the only kind is \"command\"",
-                        truncate(s, 40)
-                    ),
-                ),
-                v => r.wrong_type("kind", "a string", v),
-            },
-            "command" => command = check_command(&mut r, value, checks),
+            "name" => f.name = check_name(r, value, stem),
+            "description" => f.description = check_description(r, value),
+            "kind" => check_kind(r, value),
+            "command" => f.command = check_command(r, value, checks),
             "timeout_seconds" => {
-                if let Some(t) = check_int(
-                    &mut r,
-                    "timeout_seconds",
-                    value,
-                    1,
-                    i64::from(MAX_TIMEOUT_SECONDS),
-                ) {
-                    timeout_seconds = t;
+                let max = i64::from(MAX_TIMEOUT_SECONDS);
+                if let Some(t) = check_int(r, "timeout_seconds", value, 1, max) {
+                    f.timeout_seconds = t;
                 }
             }
             "outbound" => match value {
-                Value::Boolean(b) => outbound = *b,
+                Value::Boolean(b) => f.outbound = *b,
                 v => r.wrong_type("outbound", "a boolean", v),
             },
             "headline" => match value {
                 Value::String(s) => match FactName::new(s) {
-                    Ok(f) => headline = Some(f),
+                    Ok(h) => f.headline = Some(h),
                     Err(e) => r.add("headline", e.to_string()),
                 },
                 v => r.wrong_type("headline", "a string", v),
             },
-            "env" => env = check_env(&mut r, value),
-            "anytype" => anytype = check_anytype(&mut r, value),
-            "schedule" => schedule = check_schedule(&mut r, value),
+            "env" => f.env = check_env(r, value),
+            "anytype" => f.anytype = check_anytype(r, value),
+            "schedule" => f.schedule = check_schedule(r, value),
             other => r.add(other, "unknown key"),
         }
     }
@@ -313,21 +338,20 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             "missing; the argv to run, e.g. command = [\"scripts/x.sh\"]",
         );
     }
+    f
+}
 
-    match (name, command) {
-        (Some(name), Some(command)) if r.problems.is_empty() => Ok(Definition {
-            name,
-            description,
-            command,
-            timeout_seconds,
-            outbound,
-            headline,
-            env,
-            anytype,
-            schedule,
-            sha256: hex_sha256(bytes),
-        }),
-        _ => Err(r.problems),
+fn check_kind(r: &mut Report, value: &Value) {
+    match value {
+        Value::String(s) if s == "command" => {}
+        Value::String(s) => r.add(
+            "kind",
+            format!(
+                "{:?} is not a kind; the only kind is \"command\"",
+                truncate(s, 40)
+            ),
+        ),
+        v => r.wrong_type("kind", "a string", v),
     }
 }
 

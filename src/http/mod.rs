@@ -278,16 +278,29 @@ fn origin(u: &Url) -> (String, String, Option<u16>) {
 /// Names that carry credentials whatever their source.
 const CREDENTIALS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
 
+/// One request of a call: where, how, with what. A redirect makes the next one.
+#[derive(Clone)]
+struct Hop {
+    url: Url,
+    method: Method,
+    body: Option<Vec<u8>>,
+    headers: Vec<Header>,
+}
+
+/// What a call ended in before writing any body: the status (if any), the class and why.
+type Ended = (Option<u16>, Class, Problem);
+
 /// Makes the call, writing the body to `out`. Never fails: every problem is in the outcome.
 pub fn call(req: &Request, out: &mut dyn Write) -> Outcome {
     let started = Instant::now();
     let deadline = started + req.max_time;
-    let mut url = req.url.clone();
-    let mut method = req.method.clone();
-    let mut body = req.body.clone();
-    let mut headers: Vec<Header> = req.headers.clone();
-    let mut redirects = 0;
-    let done = |status: Option<u16>, url: Url, class: Class, bytes, problem| Outcome {
+    let mut hop = Hop {
+        url: req.url.clone(),
+        method: req.method.clone(),
+        body: req.body.clone(),
+        headers: req.headers.clone(),
+    };
+    let done = |status, url, class, bytes, problem| Outcome {
         status,
         url,
         class,
@@ -295,126 +308,123 @@ pub fn call(req: &Request, out: &mut dyn Write) -> Outcome {
         bytes,
         problem,
     };
+    let mut redirects = 0;
     loop {
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        if remaining.is_zero() {
-            return done(
-                None,
-                url,
-                Class::Timeout,
-                0,
-                Some(Problem::NoAnswer("no answer before the deadline".into())),
-            );
-        }
-        let client = match reqwest::blocking::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(remaining)
-            .connect_timeout(remaining)
-            .user_agent(concat!("automations/", env!("CARGO_PKG_VERSION")))
-            .build()
-        {
-            Ok(c) => c,
-            Err(e) => {
-                return done(
-                    None,
-                    url,
-                    Class::Other,
-                    0,
-                    Some(Problem::NoAnswer(format!(
-                        "cannot build an HTTP client: {}",
-                        cause(&e)
-                    ))),
-                );
-            }
-        };
-        let mut map = HeaderMap::new();
-        for h in &headers {
-            map.append(h.name.clone(), h.value.clone());
-        }
-        // The request's own timeout runs until the body has ended (the client's only bounds each
-        // read of it): one deadline for the whole call.
-        let mut rb = client
-            .request(method.clone(), url.clone())
-            .headers(map)
-            .timeout(remaining);
-        if let Some(b) = &body {
-            rb = rb.body(b.clone());
-        }
-        let mut response = match rb.send() {
+        let mut response = match send(&hop, deadline) {
             Ok(r) => r,
-            Err(e) => {
-                let class = classify(&e);
-                return done(None, url, class, 0, Some(Problem::NoAnswer(cause(&e))));
-            }
+            Err((status, class, problem)) => return done(status, hop.url, class, 0, Some(problem)),
         };
-        let status = response.status();
-        if status.is_redirection()
-            && let Some(next) = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .and_then(|l| url.join(l).ok())
-        {
-            let why_not = if redirects == MAX_REDIRECTS {
-                Some(format!("more than {MAX_REDIRECTS} redirects"))
-            } else if !matches!(next.scheme(), "http" | "https") {
-                Some(format!("a redirect to a {}: URL", next.scheme()))
-            } else {
-                None
-            };
-            let cross = origin(&next) != origin(&url);
-            // 303, and 301/302 answering a POST: a GET, without the body.
-            let to_get = status == StatusCode::SEE_OTHER
-                || (method == Method::POST
-                    && matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND));
-            let resend_elsewhere = !to_get && body.is_some() && cross;
-            let why_not = why_not.or_else(|| {
-                resend_elsewhere
-                    .then(|| "a redirect that would send the body to another origin".to_owned())
-            });
-            match why_not {
-                Some(why) => {
-                    return done(
-                        Some(status.as_u16()),
-                        url,
-                        Class::Redirect,
-                        0,
-                        Some(Problem::NotFollowed(why)),
-                    );
-                }
-                None => {
-                    if to_get {
-                        if method != Method::HEAD {
-                            method = Method::GET;
-                        }
-                        body = None;
-                    }
-                    if cross {
-                        headers.retain(|h| !h.secret && !CREDENTIALS.contains(&h.name.as_str()));
-                    }
-                    url = next;
-                    redirects += 1;
-                    continue;
-                }
+        match next_hop(&response, &hop, redirects) {
+            Ok(Some(next)) => {
+                hop = next;
+                redirects += 1;
+                continue;
             }
+            Ok(None) => {}
+            Err((status, class, problem)) => return done(status, hop.url, class, 0, Some(problem)),
         }
-        let code = status.as_u16();
+        let code = response.status().as_u16();
         let class = Class::of_status(code);
-        if method == Method::HEAD || (req.fail && code >= 400) {
-            return done(Some(code), url, class, 0, None);
+        if hop.method == Method::HEAD || (req.fail && code >= 400) {
+            return done(Some(code), hop.url, class, 0, None);
         }
         if response.content_length().is_some_and(|n| n > req.max_bytes) {
-            return done(
-                Some(code),
-                url,
-                class,
-                0,
-                Some(Problem::TooLarge(req.max_bytes)),
-            );
+            let problem = Problem::TooLarge(req.max_bytes);
+            return done(Some(code), hop.url, class, 0, Some(problem));
         }
         let (bytes, problem) = stream(&mut response, out, req.max_bytes, deadline);
-        return done(Some(code), url, class, bytes, problem);
+        return done(Some(code), hop.url, class, bytes, problem);
     }
+}
+
+/// Sends one hop with what is left of the deadline.
+fn send(hop: &Hop, deadline: Instant) -> Result<reqwest::blocking::Response, Ended> {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    if remaining.is_zero() {
+        let why = Problem::NoAnswer("no answer before the deadline".into());
+        return Err((None, Class::Timeout, why));
+    }
+    let client = reqwest::blocking::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(remaining)
+        .connect_timeout(remaining)
+        .user_agent(concat!("automations/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| {
+            let why = format!("cannot build an HTTP client: {}", cause(&e));
+            (None, Class::Other, Problem::NoAnswer(why))
+        })?;
+    let mut map = HeaderMap::new();
+    for h in &hop.headers {
+        map.append(h.name.clone(), h.value.clone());
+    }
+    // The request's own timeout runs until the body has ended (the client's only bounds each
+    // read of it): one deadline for the whole call.
+    let mut rb = client
+        .request(hop.method.clone(), hop.url.clone())
+        .headers(map)
+        .timeout(remaining);
+    if let Some(b) = &hop.body {
+        rb = rb.body(b.clone());
+    }
+    rb.send()
+        .map_err(|e| (None, classify(&e), Problem::NoAnswer(cause(&e))))
+}
+
+/// The hop a redirect leads to (`None`: not a redirect, the answer is final), or why it is not
+/// followed: too many, not http(s), or a body that would go to another origin. Leaving the origin
+/// drops every credential.
+fn next_hop(
+    response: &reqwest::blocking::Response,
+    hop: &Hop,
+    redirects: usize,
+) -> Result<Option<Hop>, Ended> {
+    let status = response.status();
+    let Some(next) = status
+        .is_redirection()
+        .then(|| response.headers().get(reqwest::header::LOCATION))
+        .flatten()
+        .and_then(|l| l.to_str().ok())
+        .and_then(|l| hop.url.join(l).ok())
+    else {
+        return Ok(None);
+    };
+    let cross = origin(&next) != origin(&hop.url);
+    // 303, and 301/302 answering a POST: a GET, without the body.
+    let to_get = status == StatusCode::SEE_OTHER
+        || (hop.method == Method::POST
+            && matches!(status, StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND));
+    let why_not = if redirects == MAX_REDIRECTS {
+        Some(format!("more than {MAX_REDIRECTS} redirects"))
+    } else if !matches!(next.scheme(), "http" | "https") {
+        Some(format!("a redirect to a {}: URL", next.scheme()))
+    } else if !to_get && hop.body.is_some() && cross {
+        Some("a redirect that would send the body to another origin".to_owned())
+    } else {
+        None
+    };
+    if let Some(why) = why_not {
+        return Err((
+            Some(status.as_u16()),
+            Class::Redirect,
+            Problem::NotFollowed(why),
+        ));
+    }
+    let mut hop = Hop {
+        url: next,
+        ..hop.clone()
+    };
+    if to_get {
+        if hop.method != Method::HEAD {
+            hop.method = Method::GET;
+        }
+        hop.body = None;
+    }
+    if cross {
+        hop.headers
+            .retain(|h| !h.secret && !CREDENTIALS.contains(&h.name.as_str()));
+    }
+    Ok(Some(hop))
 }
 
 /// Copies the body to `out`, at most `cap` bytes, until `deadline`.

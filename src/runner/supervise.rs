@@ -255,38 +255,13 @@ pub fn supervise(
         table: spec.table,
     };
 
-    // Run until the main process ends, the deadline passes, or the runner is asked to stop.
-    let mut interrupt = None;
-    while tree.main_status.is_none() {
-        if let Some(s) = signals.stop {
-            interrupt = Some(Interrupt::Stop(s));
-            break;
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            interrupt = Some(Interrupt::Timeout);
-            break;
-        }
-        if io.wait(signals, deadline - now) {
-            tree.reap();
-        }
-    }
-
+    let interrupt = until_main_ends(&mut tree, &mut io, signals, deadline);
     // End whatever is left of the tree: after an interrupt that includes the main process.
     let mut unkillable = 0;
     if interrupt.is_some() || tree.reap() {
         unkillable = tree.terminate(&mut io, signals);
     }
-
-    // Collect what is still buffered in the pipes; nothing of the tree can hold them any more.
-    let drain_until = Instant::now() + DRAIN_WAIT;
-    while io.pipes.iter().any(Option::is_some) {
-        let now = Instant::now();
-        if now >= drain_until {
-            break;
-        }
-        io.wait(signals, drain_until - now);
-    }
+    io.drain(signals);
     drop(io);
     let ending = match tree.main_status {
         Some(WaitStatus::Exited(_, code)) => Ending::Exited(code),
@@ -304,6 +279,29 @@ pub fn supervise(
     }
 }
 
+/// Runs until the main process ends, the deadline passes, or the runner is asked to stop; the
+/// interrupt, if one came first.
+fn until_main_ends(
+    tree: &mut Tree,
+    io: &mut Io,
+    signals: &mut Signals,
+    deadline: Instant,
+) -> Option<Interrupt> {
+    while tree.main_status.is_none() {
+        if let Some(s) = signals.stop {
+            return Some(Interrupt::Stop(s));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Some(Interrupt::Timeout);
+        }
+        if io.wait(signals, deadline - now) {
+            tree.reap();
+        }
+    }
+    None
+}
+
 /// The two output pipes and their redacting tails.
 struct Io<'a, 'r> {
     pipes: [Option<OwnedFd>; 2],
@@ -312,6 +310,19 @@ struct Io<'a, 'r> {
 }
 
 impl Io<'_, '_> {
+    /// Collects what is still buffered in the pipes once nothing of the tree can hold them any
+    /// more, for at most [`DRAIN_WAIT`].
+    fn drain(&mut self, signals: &mut Signals) {
+        let until = Instant::now() + DRAIN_WAIT;
+        while self.pipes.iter().any(Option::is_some) {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            self.wait(signals, until - now);
+        }
+    }
+
     /// Waits up to `timeout` for output or a signal; reads what came. Returns whether a SIGCHLD
     /// arrived.
     fn wait(&mut self, signals: &mut Signals, timeout: Duration) -> bool {

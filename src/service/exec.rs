@@ -97,45 +97,18 @@ impl Program {
         }
         // Read both outputs on threads (a full pipe must not stall the child) and wait with a
         // deadline.
-        let mut out = child.stdout.take().expect("piped");
-        let mut err = child.stderr.take().expect("piped");
-        let (tx_out, rx_out) = std::sync::mpsc::channel();
-        let (tx_err, rx_err) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = out.read_to_end(&mut s);
-            let _ = tx_out.send(s);
-        });
-        std::thread::spawn(move || {
-            let mut s = Vec::new();
-            let _ = err.read_to_end(&mut s);
-            let _ = tx_err.send(s);
-        });
-        let until = Instant::now() + deadline;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if Instant::now() >= until => {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(child.id() as i32),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(_) => break None,
-            }
-        };
+        let out = collect(child.stdout.take().expect("piped"));
+        let err = collect(child.stderr.take().expect("piped"));
+        let status = wait_until(&mut child, Instant::now() + deadline);
         // Output still held open by something outside the group is not waited for long.
         let grace = Duration::from_secs(1);
-        let stdout =
-            String::from_utf8_lossy(&rx_out.recv_timeout(grace).unwrap_or_default()).into_owned();
-        let stderr =
-            String::from_utf8_lossy(&rx_err.recv_timeout(grace).unwrap_or_default()).into_owned();
+        let text = |rx: std::sync::mpsc::Receiver<Vec<u8>>| {
+            String::from_utf8_lossy(&rx.recv_timeout(grace).unwrap_or_default()).into_owned()
+        };
+        let (stdout, stderr) = (text(out), text(err));
         match status {
             None => Err(fail(
-                format!("timed out after {} s", DEADLINE.as_secs()),
+                format!("timed out after {} s", deadline.as_secs_f32()),
                 None,
                 stderr,
             )),
@@ -148,6 +121,37 @@ impl Program {
                 s.code(),
                 stderr,
             )),
+        }
+    }
+}
+
+/// Reads `pipe` to its end on a thread; the bytes arrive on the receiver.
+fn collect(mut pipe: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = pipe.read_to_end(&mut s);
+        let _ = tx.send(s);
+    });
+    rx
+}
+
+/// Waits for `child` until `until`, then kills its process group; `None` when it was killed (or
+/// cannot be waited for).
+fn wait_until(child: &mut std::process::Child, until: Instant) -> Option<std::process::ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if Instant::now() >= until => {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(child.id() as i32),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+                let _ = child.wait();
+                return None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(_) => return None,
         }
     }
 }
