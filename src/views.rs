@@ -10,7 +10,7 @@ use crate::runlog::Trigger;
 use crate::schedule;
 use crate::schedule::Schedule;
 use crate::settings::Settings;
-use crate::state::{Pause, State, StateError, Stop};
+use crate::state::{Pause, Stop};
 
 /// The `list --json` document.
 #[derive(Serialize)]
@@ -50,20 +50,27 @@ pub struct LastRun {
     pub headline: Option<u64>,
 }
 
-/// The list entry of `d`, with its last run.
+/// What an entry shows beside the definition: read by the caller, once, before rendering.
+pub struct Live<'r> {
+    pub paused: Option<Pause>,
+    pub last: Option<&'r RunView>,
+}
+
+/// The list entry of `d` as of `now`. Pure: whatever it shows that is not in the definition comes
+/// in `live`.
 pub fn entry<'a>(
     s: &Settings,
     d: &'a Definition,
-    state: &State,
-    last: Option<&RunView>,
-) -> Result<ListEntry<'a>, StateError> {
-    let now = chrono::Local::now();
+    live: Live,
+    now: &chrono::DateTime<chrono::Local>,
+) -> ListEntry<'a> {
+    let Live { paused, last } = live;
     let last_start = last.and_then(|r| crate::runlog::parse_stamp(&r.at));
     let next = d
         .schedule
         .as_ref()
-        .and_then(|sch| schedule::next_firing(sch, &now, last_start));
-    Ok(ListEntry {
+        .and_then(|sch| schedule::next_firing(sch, now, last_start));
+    ListEntry {
         name: d.name.as_str(),
         label: s.label(&d.name).to_string(),
         schedule: d.schedule.as_ref(),
@@ -73,7 +80,7 @@ pub fn entry<'a>(
             .map_or_else(|| "manual only".into(), Schedule::words),
         outbound: d.outbound,
         description: d.description.as_deref(),
-        paused: state.paused(&d.name)?,
+        paused,
         running: last.is_some_and(|r| r.status == Status::Running),
         last_run: last.map(|r| LastRun {
             run: r.run.clone().unwrap_or_default(),
@@ -84,8 +91,8 @@ pub fn entry<'a>(
             headline: r.headline().map(|(_, v)| v),
         }),
         next: next.and_then(|n| n.instant()).map(crate::runlog::stamp),
-        next_words: next.map(|n| n.words(&now)),
-    })
+        next_words: next.map(|n| n.words(now)),
+    }
 }
 
 /// One run in `runs --json` (and `show --json`'s `run`).

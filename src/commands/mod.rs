@@ -152,11 +152,18 @@ fn list(s: &Settings, json: bool) -> CmdResult {
     let state = State::new(&s.data_root);
     let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();
     let last = history::last_runs(&RunLog::new(&s.data_root), &s.data_root, &names)?;
+    let now = chrono::Local::now();
     let entries = loaded
         .definitions
         .iter()
-        .map(|d| views::entry(s, d, &state, last.get(d.name.as_str())))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|d| {
+            let live = views::Live {
+                paused: state.paused(&d.name)?,
+                last: last.get(d.name.as_str()),
+            };
+            Ok(views::entry(s, d, live, &now))
+        })
+        .collect::<Result<Vec<_>, crate::state::StateError>>()?;
     let stop = state.stopped()?;
     let out = &mut std::io::stdout().lock();
     if json {

@@ -40,6 +40,8 @@ pub struct Card {
     pub latest: Option<RunView>,
     pub strip: Strip,
     pub installed: bool,
+    /// Its pause, as health read it.
+    pub paused: Option<crate::state::Pause>,
 }
 
 /// The last 24 hours: runs as marks at their minute, and missed daily slots.
@@ -129,6 +131,7 @@ impl Board {
                         missed,
                     },
                     installed: subject.installed_at.is_some(),
+                    paused: subject.paused.clone(),
                 }
             })
             .collect();
@@ -154,11 +157,20 @@ impl Board {
         self.definitions.iter().find(|d| d.name.as_str() == name)
     }
 
-    /// The `list --json` entry of a card (with its last run), when it has a definition.
+    /// The `list --json` entry of a card (with its last run), when it has a definition. The
+    /// pause comes from the verdict's subject, read once with everything else.
     pub fn entry<'a>(&'a self, s: &Settings, card: &Card) -> Option<views::ListEntry<'a>> {
         let def = self.definition(&card.name)?;
-        let last = card.recent.iter().find(|r| r.run.is_some());
-        views::entry(s, def, &State::new(&s.data_root), last).ok()
+        let live = views::Live {
+            paused: card.paused.clone(),
+            last: card.recent.iter().find(|r| r.run.is_some()),
+        };
+        Some(views::entry(
+            s,
+            def,
+            live,
+            &self.now.with_timezone(&chrono::Local),
+        ))
     }
 
     /// `/api/automations`: every part in the CLI's `--json` shape.

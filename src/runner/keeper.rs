@@ -1,41 +1,58 @@
-//! The keeper: the command's tree dies with the runner, even when the runner is SIGKILLed
-//! (SPEC §5.8, issue: "a SIGKILLed runner").
+//! The keeper: the command's tree dies with the runner, even when the runner is SIGKILLed, and no
+//! second run starts beside a survivor (SPEC §5.8).
 //!
-//! Right after taking the run lock, while still single-threaded, the runner forks twice; the
-//! grandchild is the keeper. It shares the lock's open file description, detaches into its own
-//! session (Ctrl-C and hangups are the runner's business) and waits on a pipe. The runner writes the
-//! command's process group once it has spawned it, and `done` at the very end, after which it
-//! releases the lock itself (an explicit unlock also frees the keeper's copy, so the next firing is
-//! never delayed by a keeper still on its way out).
+//! Right after taking the run lock, while still single-threaded, the firing splits in two with one
+//! fork: the **parent becomes the keeper** and the child goes on as the runner. The keeper is the
+//! process systemd, launchd or the shell started and waits on; it shares the lock's open file
+//! description, so the lock is held until both have let go. The runner moves into a process group
+//! of its own, so a signal meant for the job (Ctrl-C, `kill %1`, a service stop) reaches the keeper,
+//! which passes INT, TERM, HUP and QUIT on to the runner: the runner then stops its command's tree
+//! and records the run as `stopped`.
 //!
-//! If the pipe ends without `done`, the runner died. The keeper then walks the process table for
-//! the run's members ([`super::tree`]: group, sessions, the run's environment marker), SIGKILLs
-//! them until none is left, and exits — only then is the lock free, so no second run of the
-//! automation starts beside a survivor of the first. Its only output is one line on stderr, which
-//! the journal or launchd's log keeps.
+//! On Linux the keeper is a child subreaper before it forks, so whatever the runner's tree leaves
+//! behind when the runner dies — a double-forked daemon in its own session with its environment
+//! cleared included — is re-parented to the keeper, never to init. The runner tells the keeper the
+//! command's process group and, at the very end, `done`. If the runner dies without saying it was
+//! done, the keeper SIGKILLs every process it has left (its children, until none is left; without a
+//! subreaper — macOS — every member the process table shows: the group, sessions that members led,
+//! the run's environment marker), and only then exits, freeing the lock. Either way the keeper ends
+//! the way the runner did: its exit code, or its signal.
 //!
 //! This module must never touch the run log: a keeper outlives a runner that may have died of a
 //! full disk, and `started` without `finished` already reads as interrupted.
 
 use std::io;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{self, SigHandler, Signal};
+use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 
-use super::tree::{self, Proc, Walk};
+use super::tree::{self, Walk};
 
 /// How long the keeper keeps killing before it gives up and frees the lock anyway.
 const KILL_FOR: Duration = Duration::from_secs(30);
+
+/// The signals the keeper passes on to the runner.
+const PASSED_ON: [Signal; 4] = [
+    Signal::SIGINT,
+    Signal::SIGTERM,
+    Signal::SIGHUP,
+    Signal::SIGQUIT,
+];
+
+/// The runner's pid, for the keeper's signal handler.
+static RUNNER: AtomicI32 = AtomicI32::new(0);
 
 /// The runner's end of the keeper's pipe. Dropping it (every way the runner returns) says `done`;
 /// only a runner that dies without returning leaves the keeper to clean up.
 #[derive(Debug)]
 pub struct Keeper {
     write: Option<OwnedFd>,
-    /// The intermediate child, until reaped (see [`Keeper::settle`]).
-    intermediate: Option<Pid>,
+    /// The keeper's pid: the process that holds the lock and that was started for this firing.
+    pid: u32,
 }
 
 impl Drop for Keeper {
@@ -45,49 +62,44 @@ impl Drop for Keeper {
 }
 
 impl Keeper {
-    /// Forks the keeper of run `run_id` (whose command will carry `marker` in its environment).
+    /// Splits the firing. In the parent this never returns: it becomes the keeper of the run
+    /// `marker` names (the environment entry every process of the command inherits). The child
+    /// returns, as the runner. `subreaper` makes the keeper the reaper of the runner's orphans
+    /// (Linux; a test turns it off to stand in for macOS).
     ///
     /// # Safety of the fork
-    /// Must be called while the runner has no other thread (before the key gate, which may start
-    /// some): the forked processes run ordinary Rust code.
-    pub fn start(marker: &[u8]) -> io::Result<Self> {
+    /// Must be called while the process has no other thread (before the key gate, which may start
+    /// some): both halves go on running ordinary Rust code.
+    pub fn split(marker: &[u8], subreaper: bool) -> io::Result<Self> {
+        let subreaper = subreaper && become_subreaper();
         let (read, write) = nix::unistd::pipe()?;
-        let runner = tree::me();
-        // SAFETY: the runner is single-threaded here (see above), so the child may allocate.
+        let keeper = std::process::id();
+        // SAFETY: single-threaded here (see above).
         match unsafe { nix::unistd::fork() }? {
-            ForkResult::Child => {
-                drop(write);
-                // SAFETY: as above; the intermediate child exits at once, so the keeper is
-                // re-parented away from the runner and never shows up among its children.
-                match unsafe { nix::unistd::fork() } {
-                    Ok(ForkResult::Child) => keep(read, runner, marker),
-                    _ => exit(0),
-                }
-            }
             ForkResult::Parent { child } => {
+                drop(write);
+                keep(read, child, marker, subreaper)
+            }
+            ForkResult::Child => {
                 drop(read);
-                // Mark only our end close-on-exec: the command must never hold the pipe open.
+                // Only the runner's end; close-on-exec, so the command never holds the pipe open.
                 nix::fcntl::fcntl(
                     &write,
                     nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
                 )?;
-                // The intermediate child is reaped later (`settle`), so its fork and exit overlap
-                // with the runner's own work instead of being waited for here.
+                // A group of its own: what is sent to the job reaches the keeper, which passes it on.
+                let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                 Ok(Self {
                     write: Some(write),
-                    intermediate: Some(child),
+                    pid: keeper,
                 })
             }
         }
     }
 
-    /// Reaps the intermediate child (which exits as soon as it has forked the keeper). Must be
-    /// called before the command is spawned: from then on every child of the runner is part of
-    /// the command's tree.
-    pub fn settle(&mut self) {
-        if let Some(pid) = self.intermediate.take() {
-            while let Err(nix::errno::Errno::EINTR) = nix::sys::wait::waitpid(pid, None) {}
-        }
+    /// The keeper's pid: the process holding the run's lock, and the one its starter waits on.
+    pub fn pid(&self) -> u32 {
+        self.pid
     }
 
     /// Tells the keeper the command's process group.
@@ -98,7 +110,8 @@ impl Keeper {
         self.send(&msg);
     }
 
-    /// Tells the keeper the run is over; it exits without touching anything.
+    /// Tells the keeper the command's whole tree is gone; it waits for the runner and ends as it
+    /// does, touching nothing.
     pub fn done(&mut self) {
         if self.write.is_some() {
             self.send(b"d");
@@ -108,52 +121,98 @@ impl Keeper {
 
     fn send(&mut self, bytes: &[u8]) {
         if let Some(fd) = &self.write {
-            // A keeper that is gone (killed with the service) leaves nothing to tell: EPIPE is
-            // fine (std ignores SIGPIPE).
+            // A keeper that is gone (killed with the job) leaves nothing to tell: EPIPE is fine
+            // (std ignores SIGPIPE).
             let _ = nix::unistd::write(fd, bytes);
         }
     }
 }
 
+/// Makes this process the reaper of its orphaned descendants (Linux); whether it is one.
+pub fn become_subreaper() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_child_subreaper(true).is_ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+extern "C" fn pass_on(sig: nix::libc::c_int) {
+    let runner = RUNNER.load(Ordering::Relaxed);
+    if runner > 0 {
+        // SAFETY: kill is async-signal-safe.
+        unsafe { nix::libc::kill(runner, sig) };
+    }
+}
+
 fn exit(code: i32) -> ! {
-    // SAFETY: _exit ends the process without running the runner's destructors or atexit handlers,
-    // which belong to the runner.
+    // SAFETY: _exit ends the process without running destructors or atexit handlers that belong
+    // to the runner's half (a buffered stdout would be flushed twice).
     unsafe { nix::libc::_exit(code) }
 }
 
 /// The keeper's whole life.
-fn keep(read: OwnedFd, runner: Proc, marker: &[u8]) -> ! {
-    let _ = nix::unistd::setsid();
-    for sig in [
-        Signal::SIGINT,
-        Signal::SIGHUP,
-        Signal::SIGTERM,
-        Signal::SIGPIPE,
-    ] {
-        // SAFETY: ignoring a signal installs no handler code.
-        let _ = unsafe { signal::signal(sig, SigHandler::SigIgn) };
+fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
+    RUNNER.store(runner.as_raw(), Ordering::Relaxed);
+    let action = SigAction::new(
+        SigHandler::Handler(pass_on),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    for sig in PASSED_ON {
+        // SAFETY: the handler only calls kill, which is async-signal-safe.
+        let _ = unsafe { signal::sigaction(sig, &action) };
     }
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        let _ = nix::unistd::dup2_stdin(&null);
-        let _ = nix::unistd::dup2_stdout(&null);
+    // SAFETY: ignoring a signal installs no handler code.
+    let _ = unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_name(c"automations-kpr");
+    let (group, done) = listen(&read);
+    let status = loop {
+        match waitpid(runner, None) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other.ok(),
+        }
+    };
+    // Nothing is left when the runner said so; otherwise (and to be sure) whatever is still there.
+    let killed = if done && nothing_left() {
+        0
+    } else if subreaper {
+        kill_children()
+    } else {
+        kill_members(runner, group, marker)
+    };
+    if killed > 0 {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "automations: the runner (pid {runner}) died mid-run; its keeper killed {killed} process(es) it left behind\n"
+            )
+            .as_bytes(),
+        );
     }
+    end_like(status)
+}
+
+/// Reads the runner's messages until `done` or the end of the pipe (the runner is gone); the
+/// command's group, if it was told, and whether the runner said it was done.
+fn listen(read: &OwnedFd) -> (Option<i32>, bool) {
     let mut group = None;
     let mut buf = [0u8; 64];
     let mut pending: Vec<u8> = Vec::new();
     loop {
-        match nix::unistd::read(&read, &mut buf) {
-            Ok(0) => break,
+        match nix::unistd::read(read, &mut buf) {
+            Ok(0) => return (group, false),
             Ok(n) => pending.extend_from_slice(&buf[..n]),
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => break,
+            Err(_) => return (group, false),
         }
         while let Some(&tag) = pending.first() {
             match tag {
-                b'd' => exit(0),
+                b'd' => return (group, true),
                 b'g' if pending.len() >= 5 => {
                     group = Some(i32::from_le_bytes([
                         pending[1], pending[2], pending[3], pending[4],
@@ -167,26 +226,55 @@ fn keep(read: OwnedFd, runner: Proc, marker: &[u8]) -> ! {
             }
         }
     }
-    // The runner is gone without saying it was done.
-    let killed = kill_tree(runner, group, marker);
-    if killed > 0 {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!(
-                "automations: the runner (pid {}) died mid-run; its keeper killed {killed} process(es) it left behind\n",
-                runner.pid
-            )
-            .as_bytes(),
-        );
-    }
-    exit(0)
 }
 
-/// SIGKILLs every member of the run until none is left (or `KILL_FOR` passes); returns how many
-/// distinct processes it killed.
-fn kill_tree(runner: Proc, group: Option<i32>, marker: &[u8]) -> usize {
+/// Whether the keeper has no child left (one call, the usual case after a run that ended well).
+fn nothing_left() -> bool {
+    loop {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Err(nix::errno::Errno::ECHILD) => return true,
+            Ok(WaitStatus::StillAlive) => return false,
+            Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+            Err(_) => return true,
+        }
+    }
+}
+
+/// With a subreaper: every orphan of the run comes back to the keeper, so SIGKILL its children
+/// until none is left (or `KILL_FOR` passes); how many distinct processes were killed.
+fn kill_children() -> usize {
+    let me = std::process::id() as i32;
+    let mut killed = std::collections::BTreeSet::new();
+    let until = Instant::now() + KILL_FOR;
+    loop {
+        let children = tree::children_of(me);
+        if children.is_empty() || Instant::now() >= until {
+            return killed.len();
+        }
+        for pid in children {
+            let _ = signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+            killed.insert(pid);
+        }
+        while matches!(
+            waitpid(None, Some(WaitPidFlag::WNOHANG)),
+            Ok(s) if s != WaitStatus::StillAlive
+        ) {}
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Without a subreaper: SIGKILLs every member of the run the process table shows until none is
+/// left (or `KILL_FOR` passes); how many distinct processes it killed.
+fn kill_members(runner: Pid, group: Option<i32>, marker: &[u8]) -> usize {
+    let me = tree::me();
+    let runner = tree::Proc {
+        pid: runner.as_raw(),
+        ppid: me.pid,
+        pgid: runner.as_raw(),
+        sid: me.sid,
+    };
     let mut walk = Walk::new(runner, group, marker.to_vec());
-    walk.exclude(std::process::id() as i32);
+    walk.exclude(me.pid);
     let table = tree::system();
     let mut killed = std::collections::BTreeSet::new();
     let until = Instant::now() + KILL_FOR;
@@ -203,5 +291,24 @@ fn kill_tree(runner: Proc, group: Option<i32>, marker: &[u8]) -> usize {
             killed.insert(pid);
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ends the keeper the way the runner ended: its exit code, or the same signal.
+fn end_like(status: Option<WaitStatus>) -> ! {
+    match status {
+        Some(WaitStatus::Exited(_, code)) => exit(code),
+        Some(WaitStatus::Signaled(_, sig, _)) => {
+            // SAFETY: restoring the default action installs no handler code.
+            let _ = unsafe { signal::signal(sig, SigHandler::SigDfl) };
+            let _ = signal::sigprocmask(
+                signal::SigmaskHow::SIG_UNBLOCK,
+                Some(&SigSet::from(sig)),
+                None,
+            );
+            let _ = signal::raise(sig);
+            exit(128 + sig as i32)
+        }
+        _ => exit(1),
     }
 }

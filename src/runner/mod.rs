@@ -199,11 +199,15 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     // Room to record the run even if the command fills the disk; none at all: do not start.
     crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
 
-    // The keeper kills the command's tree if this runner dies mid-run, and holds the lock until
-    // it has (see keeper.rs). Forked here, while the runner is still single-threaded.
+    // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
+    // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
+    // here, while still single-threaded.
     let run_id = new_run_id(Utc::now());
-    let mut keeper = Keeper::start(run_marker(&run_id).as_bytes())
-        .context("cannot start the run's keeper process")?;
+    let mut keeper = Keeper::split(
+        run_marker(&run_id).as_bytes(),
+        supervise::subreaper_wanted(),
+    )
+    .context("cannot start the run's keeper")?;
     // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
     // scratch belongs to runs that were interrupted, and is cleared now.
     let scratch = Scratch::prepare(&s.data_root, name);
@@ -219,7 +223,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         Event::Started(Started {
             run: run_id.clone(),
             trigger,
-            pid: std::process::id(),
+            pid: keeper.pid(),
             definition: Some(def.sha256.clone()),
             clock: clock::now(),
         }),
@@ -604,7 +608,6 @@ fn execute(
         redactor.add(secret);
     }
 
-    keeper.settle();
     let argv = resolve_argv(&def.command, s, &bin);
     // The command runs in the root. The runner moves there itself instead of asking std to: every
     // path it still uses is absolute, and a Command without a working directory is spawned with
@@ -620,9 +623,7 @@ fn execute(
     cmd.args(&argv[1..])
         .env_clear()
         .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
-    let subreaper = supervise::become_subreaper(
-        std::env::var_os(supervise::ENV_SUBREAPER).is_none_or(|v| v != "off"),
-    );
+    let subreaper = supervise::subreaper_wanted() && keeper::become_subreaper();
     let sup = supervise::supervise(
         &mut cmd,
         Duration::from_secs(u64::from(def.timeout_seconds)),

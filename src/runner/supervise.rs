@@ -174,17 +174,10 @@ pub struct Supervised {
 /// the process table, as it must on macOS. For tests of that walk; nothing else should set it.
 pub const ENV_SUBREAPER: &str = "AUTOMATIONS_SUBREAPER";
 
-/// Makes the runner the reaper of its orphaned descendants (Linux); returns whether it is one.
-pub fn become_subreaper(wanted: bool) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        wanted && nix::sys::prctl::set_child_subreaper(true).is_ok()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = wanted;
-        false
-    }
+/// Whether the runner and its keeper are to be reapers of their orphans: always, unless a test
+/// turns it off (`AUTOMATIONS_SUBREAPER=off`) to stand in for macOS, which has none.
+pub fn subreaper_wanted() -> bool {
+    std::env::var_os(ENV_SUBREAPER).is_none_or(|v| v != "off")
 }
 
 /// How the command's tree is found: whether the runner is its subreaper, and the environment

@@ -245,6 +245,24 @@ impl Walk {
     }
 }
 
+/// The live children of `pid`. On Linux one read of `/proc/PID/task/PID/children` when the kernel
+/// has it, else (and elsewhere) a walk of the table.
+pub fn children_of(pid: i32) -> Vec<i32> {
+    #[cfg(target_os = "linux")]
+    if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+        return text
+            .split_ascii_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+    }
+    system()
+        .snapshot()
+        .into_iter()
+        .filter(|p| p.ppid == pid)
+        .map(|p| p.pid)
+        .collect()
+}
+
 /// This process, as the table sees it.
 pub fn me() -> Proc {
     let pid = nix::unistd::getpid();

@@ -31,8 +31,7 @@ fn a_sigkilled_runner_takes_its_whole_tree_and_no_second_run_starts_beside_it() 
         std::thread::sleep(Duration::from_millis(10));
     }
     let first = read_pids(&pids);
-    runner.kill().unwrap();
-    runner.wait().unwrap();
+    kill_runner(&mut runner);
 
     // The next firing checks, as its command, whether anything of the first run is alive (not a
     // zombie: this machine's init may never reap the orphans).
@@ -107,8 +106,7 @@ fn the_next_run_clears_the_scratch_an_interrupted_run_left() {
         );
         std::thread::sleep(Duration::from_millis(10));
     };
-    runner.kill().unwrap();
-    runner.wait().unwrap();
+    kill_runner(&mut runner);
     assert!(
         left.exists(),
         "an interrupted run leaves its scratch behind"
@@ -840,4 +838,133 @@ fn the_kill_switch_leaves_events_in_the_log() {
     assert_eq!(stops[0]["stopped"], 0);
     assert_eq!(sb.events("resume_all").len(), 1);
     sb.assert_log_verifies();
+}
+
+/// The escapes a command can try, each recording its pid in `$1`: a background child, a child in a
+/// session of its own, a double-forked orphan, and a daemon that double-forks, calls setsid, runs
+/// with its environment cleared (no run marker) and ignores SIGTERM.
+const ZOO_PY: &str = r#"#!/usr/bin/env python3
+import os, signal, sys, time
+out = sys.argv[1]
+def note(pid):
+    with open(out, "a") as f:
+        f.write("%d\n" % pid)
+def child(then):
+    pid = os.fork()
+    if pid == 0:
+        then()
+        os._exit(0)
+    return pid
+def sleeper():
+    os.execv("/bin/sleep", ["sleep", "300"])
+def own_session():
+    os.setsid()
+    sleeper()
+def orphan():
+    if os.fork() == 0:
+        note(os.getpid())
+        sleeper()
+    os._exit(0)
+def daemon():
+    os.setsid()
+    if os.fork() == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        note(os.getpid())
+        os.execve("/bin/sleep", ["sleep", "300"], {})
+    os._exit(0)
+note(child(sleeper))
+note(child(own_session))
+child(orphan)
+child(daemon)
+while len(open(out).read().split()) < 4:
+    time.sleep(0.01)
+note(os.getpid())
+if len(sys.argv) > 2:
+    sys.exit(0)
+time.sleep(300)
+"#;
+
+/// Starts a run of the zoo (timeout `timeout`, the command exiting at once when `exit`), waits
+/// until every escape has recorded itself, and returns the firing and the pids.
+fn zoo(sb: &Sandbox, timeout: u32, exit: bool) -> (std::process::Child, Vec<i32>) {
+    let py = sb.script("zoo.py", ZOO_PY);
+    let pids = sb.path("zoo-pids");
+    let command = if exit {
+        format!("[\"{}\", \"{}\", \"exit\"]", py.display(), pids.display())
+    } else {
+        format!("[\"{}\", \"{}\"]", py.display(), pids.display())
+    };
+    sb.definition(
+        "z",
+        &format!("name = \"z\"\ncommand = {command}\ntimeout_seconds = {timeout}\n"),
+    );
+    let firing = sb.cmd(["run", "z"]).stdout(Stdio::null()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(20);
+    while read_pids(&pids).len() < 5 {
+        assert!(Instant::now() < until, "the zoo never reported its pids");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (firing, read_pids(&pids))
+}
+
+/// Issue 17: a daemon that double-forked, called setsid, cleared its environment and ignored
+/// SIGTERM outlived a SIGKILLed runner, and the lock was already free. Now the keeper is the
+/// runner's parent and a subreaper: every orphan comes back to it, and it ends only when none is
+/// left. No waiting after that: the firing has ended, so the tree is gone.
+#[test]
+fn every_escape_dies_with_a_sigkilled_runner_before_its_firing_ends() {
+    let sb = Sandbox::new();
+    let (mut firing, pids) = zoo(&sb, 300, false);
+    kill_runner(&mut firing);
+    let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert_eq!(left, Vec::<i32>::new(), "survivors of the zoo {pids:?}");
+    // The lock went with the keeper: the next firing runs.
+    sb.definition("z", "name = \"z\"\ncommand = [\"true\"]\n");
+    assert!(stdout(&sb.run(["run", "z"])).contains("z: ok"));
+    sb.assert_log_verifies();
+}
+
+/// The same zoo at the deadline and after a command that exits leaving it behind: the runner's own
+/// tree kill finds every one (it is their subreaper), and counts them.
+#[test]
+fn every_escape_dies_at_the_deadline_and_after_a_normal_exit() {
+    for exit in [false, true] {
+        let sb = Sandbox::new();
+        let (mut firing, pids) = zoo(&sb, if exit { 60 } else { 3 }, exit);
+        let status = firing.wait().unwrap();
+        let f = sb.last_finished();
+        if exit {
+            assert!(status.success(), "{f}");
+            assert_eq!(f["leftover_processes"], 4, "{f}");
+        } else {
+            assert_eq!(f["outcome"], "timeout", "{f}");
+        }
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        assert_eq!(left, Vec::<i32>::new(), "survivors of the zoo: {f}");
+    }
+}
+
+/// The process a shell or service manager started is the keeper. Killing it (rather than the
+/// runner) takes nothing down: the runner goes on and records its run.
+#[test]
+fn a_killed_keeper_leaves_the_run_to_finish() {
+    let sb = Sandbox::new();
+    let gate = sb.path("gate");
+    let script = format!(
+        "while [ ! -e {g} ]; do sleep 0.02; done; echo finished",
+        g = gate.display()
+    );
+    sb.shell_definition("k", &script, "");
+    let mut firing = sb.cmd(["run", "k"]).stdout(Stdio::null()).spawn().unwrap();
+    let runner = runner_of(&firing);
+    firing.kill().unwrap();
+    firing.wait().unwrap();
+    assert!(alive(runner), "the runner died with its keeper");
+    std::fs::write(&gate, "").unwrap();
+    wait_for("the run to be recorded", || {
+        !sb.events("finished").is_empty()
+    });
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "ok", "{f}");
+    assert_eq!(f["stdout_tail"], "finished\n");
 }

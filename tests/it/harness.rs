@@ -279,6 +279,40 @@ impl Sandbox {
 }
 
 /// True while `pid` is a live (non-zombie) process.
+/// The runner of a firing started as `firing`: the keeper's child (the firing splits in two; see
+/// runner/keeper.rs). Waits for it to appear.
+pub fn runner_of(firing: &std::process::Child) -> i32 {
+    let keeper = firing.id();
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let kids = std::fs::read_to_string(format!("/proc/{keeper}/task/{keeper}/children"))
+            .unwrap_or_default();
+        if let Some(pid) = kids.split_whitespace().next() {
+            return pid.parse().unwrap();
+        }
+        assert!(std::time::Instant::now() < until, "the firing never split");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// SIGKILLs the runner of `firing` (not its keeper) and waits for the firing to end: the keeper
+/// ends only once the run's whole tree is gone, the way its runner did.
+pub fn kill_runner(firing: &mut std::process::Child) {
+    use std::os::unix::process::ExitStatusExt;
+    let runner = runner_of(firing);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(runner),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let status = firing.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the keeper ends like its runner: {status:?}"
+    );
+}
+
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => false,

@@ -133,9 +133,10 @@ fn killed_runner_takes_its_command_along_and_the_run_reads_interrupted() {
     sb.definition("t", "name = \"t\"\ncommand = [\"sleep\", \"300\"]\n");
     let mut child = sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap();
     // Wait until the command runs: `started` is in the log and the runner has a child.
+    let runner = runner_of(&child);
     let until = Instant::now() + Duration::from_secs(10);
     let sleeper = loop {
-        let kids = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+        let kids = std::fs::read_to_string(format!("/proc/{runner}/task/{runner}/children"))
             .unwrap_or_default();
         if let Some(pid) = kids.split_whitespace().next() {
             break pid.parse::<i32>().unwrap();
@@ -144,8 +145,8 @@ fn killed_runner_takes_its_command_along_and_the_run_reads_interrupted() {
         std::thread::sleep(Duration::from_millis(10));
     };
     assert!(list_doc(&sb).automations[0].running);
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // The runner is SIGKILLed; its keeper (the process started) ends only when the tree is gone.
+    kill_runner(&mut child);
     assert_eq!(
         survivors(&[sleeper], Duration::from_secs(2)),
         Vec::<i32>::new(),
