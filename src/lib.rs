@@ -148,15 +148,18 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
             };
         }
     };
-    match commands::dispatch(cli) {
-        Ok(exit) => exit.into(),
+    let exit = match commands::dispatch(cli) {
+        Ok(exit) => exit,
         // The reader went away (`automations runs | head -1`): nothing is wrong.
-        Err(Fail { error, .. }) if broken_pipe(&error) => Exit::Success.into(),
+        Err(Fail { error, .. }) if broken_pipe(&error) => Exit::Success,
         Err(Fail { exit, error }) => {
             errln!("automations: error: {}", chain(&error));
-            exit.into()
+            exit
         }
-    }
+    };
+    // A firing's keeper (its parent) ends with this code now: all is said and recorded.
+    runner::conclude(exit as u8);
+    exit.into()
 }
 
 fn broken_pipe(error: &anyhow::Error) -> bool {

@@ -176,6 +176,7 @@ pub fn look_at(
                 continue;
             }
         };
+        let before = last.clone();
         transition(&mut last, v, &cfg, &names);
         if quiet || off() {
             report.held += last.pending.len();
@@ -183,7 +184,10 @@ pub fn look_at(
             let drivers = drivers.get_or_insert_with(|| self::drivers(s, &cfg));
             deliver(&mut last, &v.name, drivers, &mut report);
         }
-        if let Err(e) = crate::state::write_json(&path, &last) {
+        // Most looks change nothing: nothing is written then.
+        if last != before
+            && let Err(e) = crate::state::write_json(&path, &last)
+        {
             report.unreadable.push(format!("{}: {e:#}", v.name));
         }
     }

@@ -29,6 +29,10 @@ pub struct Head {
     pub bytes: u64,
     /// The sha256 of its last line.
     pub hash: String,
+    /// The live segment's inode (0 in heads written before it was recorded): a head of another
+    /// inode was recorded before a rotation.
+    #[serde(default)]
+    pub ino: u64,
 }
 
 /// The head file of the log in `dir`.
@@ -40,6 +44,19 @@ pub fn path(dir: &Path) -> PathBuf {
 pub fn read(dir: &Path) -> Option<Head> {
     let bytes = fsutil::read_capped(&path(dir), WIDTH as u64).ok()??;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// The head, if one was recorded; why not, when something is there that cannot be read as one (a
+/// FIFO, a folder, a link, garbage, an empty file).
+pub fn read_checked(dir: &Path) -> Result<Option<Head>, String> {
+    let bytes = match fsutil::read_capped(&path(dir), WIDTH as u64) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    serde_json::from_slice(bytes.trim_ascii_end())
+        .map(Some)
+        .map_err(|_| "it is not a head record".to_owned())
 }
 
 /// The head file, open for reading and rewriting in place (created 0600 when missing).

@@ -1,25 +1,30 @@
 //! A per-automation index of the run log, so readers cost what they report (SPEC §6), also for an
 //! automation that never ran or ran less than asked for.
 //!
-//! `<data root>/state/index/` holds one `<name>.idx` per automation — fixed 16-byte entries, the
-//! segment id (u32) and the byte offset (u64) of each line of that automation, oldest first — and
+//! `<data root>/state/index/` holds one `<name>.idx` per automation — a 16-byte header (`AIDX`,
+//! the format version) and fixed 16-byte entries, the segment id (u32), the first four bytes of the
+//! line's sha256 and its byte offset (u64) of each line of that automation, oldest first — and
 //! `cursor`, how far the index has read: the segments it knows, each identified by the hash of its
 //! first line (stable across the rename at rotation, inode reuse, and a copy of the data root), the
-//! position after the last line read and that line's hash.
+//! position after the last line read and that line's hash, and how many entries each file holds.
 //!
 //! Readers keep it. Before answering, [`Index::refresh`] reads only the lines appended since the
 //! cursor (under `state/index/lock`, so two readers never add the same entries) and appends their
 //! entries. A firing pays nothing for it, except after a run that the runner looks at (when
 //! notifications are configured, or an outbound run failed): that look is a reader too. The first reader
 //! after N appended lines pays O(N) once; a reader after that pays O(what it reports). The index
-//! is a cache: missing, unreadable, or disagreeing with the log (a line before the cursor changed,
-//! a segment vanished under it) it is rebuilt from the log. An entry is trusted only if the line it
-//! points at still carries its automation's name; entries of deleted segments are skipped.
-//! Without write access (a read-only data root) the catch-up happens in memory and is not kept.
+//! is a cache, checked and never trusted blindly: missing, unreadable, or disagreeing with the log
+//! (a line before the cursor changed, a segment vanished under it) it is rebuilt from the log; a
+//! file whose header is wrong or that holds fewer entries than the cursor counted is rebuilt for
+//! its automation, saying so on stderr; entries past the count (an interrupted write, or garbage)
+//! are never read; an entry is trusted only if the line it points at still hashes as it did and
+//! carries its automation's name (a damaged entry is said, and the file rebuilt for the next
+//! reader); entries of deleted segments are skipped. Being a checked cache it is written without
+//! fsync. Without write access (a read-only data root) the catch-up happens in memory only.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek, Write};
+use std::io::{self, BufRead, BufReader, Seek};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -31,8 +36,16 @@ use crate::fsutil;
 use crate::names::Name;
 
 const ENTRY: u64 = 16;
+/// The header of an index file: magic, format version, room.
+const HEADER: u64 = 16;
+const MAGIC: &[u8; 4] = b"AIDX";
+/// The index format (files and cursor); another one is rebuilt.
+const FORMAT: u32 = 2;
 const CURSOR: &str = "cursor";
 const LOCK: &str = "lock";
+
+/// One entry: segment id, the first 4 bytes of the line's sha256, offset.
+type Entry = (u32, u32, u64);
 
 /// Where the index reads up to.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +57,9 @@ struct Cursor {
     at: Option<Position>,
     /// Lines read that were not valid records (torn writes, damage).
     unreadable: u64,
+    /// Entries each automation's file holds (what lies past that is never read).
+    #[serde(default)]
+    counts: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +97,9 @@ pub struct Snapshot {
     /// Segment id -> path, for the segments that exist.
     paths: HashMap<u32, PathBuf>,
     /// Entries found in memory only (a read-only data root), by name.
-    memory: HashMap<String, Vec<(u32, u64)>>,
+    memory: HashMap<String, Vec<Entry>>,
+    /// Entries each file held when this snapshot was taken.
+    counts: BTreeMap<String, u64>,
     /// Unreadable lines met in the whole log.
     pub unreadable: u64,
 }
@@ -147,7 +165,7 @@ impl Index {
             }
         };
         cursor.segments.retain(|id, _| ids.contains(id));
-        let mut found: HashMap<String, Vec<(u32, u64)>> = HashMap::new();
+        let mut found: HashMap<String, Vec<Entry>> = HashMap::new();
         for (i, seg) in segments.iter().enumerate().skip(from_segment) {
             let offset = if i == from_segment { from_offset } else { 0 };
             read_forward(seg, ids[i], offset, &mut found, &mut cursor).map_err(|source| {
@@ -157,11 +175,11 @@ impl Index {
                 }
             })?;
         }
-        cursor.v = VERSION;
+        cursor.v = FORMAT;
         // Nothing new (the common case for a reader, and the dashboard's refresh every few
         // seconds): nothing to write.
         let unchanged = found.is_empty() && cursor == before;
-        let persisted = persist && (unchanged || self.write(&found, &cursor).is_ok());
+        let persisted = persist && (unchanged || self.write(&found, &mut cursor).is_ok());
         Ok(Snapshot {
             dir: self.dir.clone(),
             paths: ids
@@ -172,6 +190,7 @@ impl Index {
             // Not kept on disk: what was found is answered from memory (on top of whatever index
             // could be read; repeats are dropped).
             memory: if persisted { HashMap::new() } else { found },
+            counts: cursor.counts,
             unreadable: cursor.unreadable,
         })
     }
@@ -225,7 +244,7 @@ impl Index {
         let bytes = fsutil::read_capped(&self.dir.join(CURSOR), fsutil::SMALL_FILE).ok()??;
         serde_json::from_slice::<Cursor>(&bytes)
             .ok()
-            .filter(|c| c.v == VERSION)
+            .filter(|c| c.v == FORMAT)
     }
 
     /// Forgets everything (a rebuild follows).
@@ -240,29 +259,67 @@ impl Index {
         let _ = std::fs::remove_file(self.dir.join(CURSOR));
     }
 
-    /// Appends the new entries (synced), then moves the cursor. A crash in between only repeats
-    /// entries, which readers drop.
-    fn write(&self, found: &HashMap<String, Vec<(u32, u64)>>, cursor: &Cursor) -> io::Result<()> {
+    /// Appends the new entries, each file first cut back to what the cursor counted (dropping
+    /// what an interrupted write left), then replaces the cursor with the new counts. Nothing is
+    /// synced: after a crash a file short of its count is found and rebuilt, and extra entries are
+    /// never read.
+    fn write(&self, found: &HashMap<String, Vec<Entry>>, cursor: &mut Cursor) -> io::Result<()> {
         for (name, entries) in found {
-            let mut bytes = Vec::with_capacity(entries.len() * ENTRY as usize);
-            for (seg, offset) in entries {
-                bytes.extend_from_slice(&seg.to_le_bytes());
-                bytes.extend_from_slice(&[0u8; 4]);
-                bytes.extend_from_slice(&offset.to_le_bytes());
-            }
-            let mut f = fsutil::open_regular(
+            let known = cursor.counts.get(name).copied().unwrap_or(0);
+            let f = fsutil::open_regular(
                 &self.dir.join(format!("{name}.idx")),
-                OpenOptions::new().append(true).create(true).mode(0o600),
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .mode(0o600),
             )?;
-            f.write_all(&bytes)?;
-            // On disk before the cursor that counts them is: after a power cut the cursor must
-            // never be ahead of the entries (those runs would be missing for good).
-            f.sync_data()?;
+            if known == 0 || !has_header(&f) {
+                f.set_len(0)?;
+                f.write_all_at(&header(), 0)?;
+            } else {
+                f.set_len(HEADER + known * ENTRY)?;
+            }
+            f.write_all_at(&encode(entries), HEADER + known * ENTRY)?;
+            cursor
+                .counts
+                .insert(name.clone(), known + entries.len() as u64);
         }
         let mut json = serde_json::to_vec(cursor).map_err(io::Error::other)?;
         json.push(b'\n');
-        fsutil::write_atomic_mode(&self.dir.join(CURSOR), &json, 0o600)
+        fsutil::replace_unsynced(&self.dir.join(CURSOR), &json)
     }
+}
+
+/// An index file's header.
+fn header() -> [u8; HEADER as usize] {
+    let mut h = [0u8; HEADER as usize];
+    h[..4].copy_from_slice(MAGIC);
+    h[4..8].copy_from_slice(&FORMAT.to_le_bytes());
+    h
+}
+
+/// Whether `f` starts with this format's header.
+fn has_header(f: &File) -> bool {
+    let mut h = [0u8; HEADER as usize];
+    f.read_exact_at(&mut h, 0).is_ok() && h == header()
+}
+
+fn encode(entries: &[Entry]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(entries.len() * ENTRY as usize);
+    for (seg, hash, offset) in entries {
+        bytes.extend_from_slice(&seg.to_le_bytes());
+        bytes.extend_from_slice(&hash.to_le_bytes());
+        bytes.extend_from_slice(&offset.to_le_bytes());
+    }
+    bytes
+}
+
+/// The first four bytes of a line's sha256, as an entry keeps them.
+fn line_hash(line: &[u8]) -> u32 {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(line);
+    u32::from_le_bytes([d[0], d[1], d[2], d[3]])
 }
 
 /// Whether the line the cursor says it read last is still there, unchanged.
@@ -285,7 +342,7 @@ fn read_forward(
     seg: &Segment,
     id: u32,
     offset: u64,
-    found: &mut HashMap<String, Vec<(u32, u64)>>,
+    found: &mut HashMap<String, Vec<Entry>>,
     cursor: &mut Cursor,
 ) -> io::Result<()> {
     let mut file = open_segment(&seg.path)?;
@@ -303,13 +360,15 @@ fn read_forward(
         let start = pos;
         pos += n as u64;
         line.pop();
+        let digest: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(&line).into();
+        let short = u32::from_le_bytes([digest[0], digest[1], digest[2], digest[3]]);
         match serde_json::from_slice::<Head>(&line) {
             Ok(h) if !h.name.is_empty() => {
                 if Name::new(h.name).is_ok() {
                     found
                         .entry(h.name.to_owned())
                         .or_default()
-                        .push((id, start));
+                        .push((id, short, start));
                 }
             }
             Ok(_) => {}
@@ -319,7 +378,7 @@ fn read_forward(
             segment: id,
             offset: pos,
             last_start: start,
-            last_hash: hex_sha256(&line),
+            last_hash: super::hex(&digest),
         });
     }
 }
@@ -345,47 +404,127 @@ impl Snapshot {
         names
     }
 
-    /// The records of `name`, newest first, read from the lines the index points at.
+    /// The records of `name`, newest first, read from the lines the index points at. A file that
+    /// cannot be the index the cursor counted (a wrong header, fewer entries) is rebuilt from the
+    /// log first, saying so.
     pub fn records(&self, name: &str) -> Records<'_> {
-        let file = fsutil::open_regular(
-            &self.dir.join(format!("{name}.idx")),
-            OpenOptions::new().read(true),
-        )
-        .ok();
-        let entries = file
-            .as_ref()
-            .and_then(|f| f.metadata().ok())
-            .map_or(0, |m| m.len() / ENTRY);
+        let path = self.dir.join(format!("{name}.idx"));
+        let count = self.counts.get(name).copied().unwrap_or(0);
+        let mut file = open_index(&path);
+        let ok = match &file {
+            None => count == 0,
+            Some(f) => {
+                let len = f.metadata().map_or(0, |m| m.len());
+                has_header(f) && len >= HEADER + count * ENTRY
+            }
+        };
+        if !ok {
+            errln!(
+                "automations: the run index {} does not match the log; rebuilding it from the log",
+                path.display()
+            );
+            file = self.rebuild(name).ok().flatten();
+        }
+        let entries = match &file {
+            Some(f) if !ok => (f.metadata().map_or(0, |m| m.len()).saturating_sub(HEADER)) / ENTRY,
+            Some(_) => count,
+            None => 0,
+        };
         Records {
             snapshot: self,
             name: name.to_owned(),
+            path,
             file,
             next: entries,
             block: Vec::new(),
             memory: self.memory.get(name).cloned().unwrap_or_default(),
             seen: std::collections::HashSet::new(),
             files: HashMap::new(),
+            damaged: false,
         }
     }
+
+    /// Writes `name`'s index file anew from every segment of the log (under the index lock) and
+    /// records its count; the new file, open.
+    fn rebuild(&self, name: &str) -> io::Result<Option<File>> {
+        let lock = fsutil::open_private(&self.dir.join(LOCK))?;
+        lock.lock()?;
+        let mut ids: Vec<(&u32, &PathBuf)> = self.paths.iter().collect();
+        ids.sort();
+        let mut entries = Vec::new();
+        for (id, path) in ids {
+            let file = open_segment(path)?;
+            let mut reader = BufReader::with_capacity(256 * 1024, file);
+            let (mut pos, mut line) = (0u64, Vec::new());
+            loop {
+                line.clear();
+                let n = reader.read_until(b'\n', &mut line)?;
+                if n == 0 || line.last() != Some(&b'\n') {
+                    break;
+                }
+                line.pop();
+                if serde_json::from_slice::<Head>(&line).is_ok_and(|h| h.name == name) {
+                    entries.push((*id, line_hash(&line), pos));
+                }
+                pos += n as u64;
+            }
+        }
+        let mut bytes = header().to_vec();
+        bytes.extend_from_slice(&encode(&entries));
+        let path = self.dir.join(format!("{name}.idx"));
+        fsutil::replace_unsynced(&path, &bytes)?;
+        // The cursor counts the rebuilt file (what a refresh reads after this is appended anew
+        // and repeats dropped by readers).
+        let cursor_path = self.dir.join(CURSOR);
+        if let Some(bytes) = fsutil::read_capped(&cursor_path, fsutil::SMALL_FILE)?
+            && let Ok(mut c) = serde_json::from_slice::<Cursor>(&bytes)
+        {
+            c.counts.insert(name.to_owned(), entries.len() as u64);
+            let mut json = serde_json::to_vec(&c).map_err(io::Error::other)?;
+            json.push(b'\n');
+            fsutil::replace_unsynced(&cursor_path, &json)?;
+        }
+        Ok(open_index(&path))
+    }
+}
+
+fn open_index(path: &Path) -> Option<File> {
+    fsutil::open_regular(path, OpenOptions::new().read(true)).ok()
 }
 
 /// Records of one automation, newest first: entries read backwards from its index file in blocks.
 pub struct Records<'a> {
     snapshot: &'a Snapshot,
     name: String,
+    path: PathBuf,
     file: Option<File>,
     /// Entries of the file not yet read (they come before `block`).
     next: u64,
-    block: Vec<(u32, u64)>,
+    block: Vec<Entry>,
     /// Entries only in memory (read-only data root): newer than the file's.
-    memory: Vec<(u32, u64)>,
+    memory: Vec<Entry>,
     /// Entries already returned (repeats after an interrupted index write are dropped).
     seen: std::collections::HashSet<(u32, u64)>,
     files: HashMap<u32, File>,
+    /// An entry pointed at a line that is not the one it indexed.
+    damaged: bool,
+}
+
+impl Drop for Records<'_> {
+    fn drop(&mut self) {
+        if self.damaged {
+            errln!(
+                "automations: the run index {} pointed at lines it did not index (they were passed over); it is rebuilt from the log for the next reader",
+                self.path.display()
+            );
+            let _ = std::fs::remove_file(&self.path);
+            let _ = self.snapshot.rebuild(&self.name);
+        }
+    }
 }
 
 impl Records<'_> {
-    fn next_entry(&mut self) -> Option<(u32, u64)> {
+    fn next_entry(&mut self) -> Option<Entry> {
         if let Some(e) = self.memory.pop() {
             return Some(e);
         }
@@ -397,12 +536,14 @@ impl Records<'_> {
             let n = self.next.min(256);
             self.next -= n;
             let mut bytes = vec![0u8; (n * ENTRY) as usize];
-            file.read_exact_at(&mut bytes, self.next * ENTRY).ok()?;
+            file.read_exact_at(&mut bytes, HEADER + self.next * ENTRY)
+                .ok()?;
             self.block = bytes
                 .chunks_exact(ENTRY as usize)
                 .map(|c| {
                     (
                         u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                        u32::from_le_bytes([c[4], c[5], c[6], c[7]]),
                         u64::from_le_bytes([c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]]),
                     )
                 })
@@ -411,38 +552,50 @@ impl Records<'_> {
         self.block.pop()
     }
 
-    fn read(&mut self, seg: u32, offset: u64) -> Option<Record> {
+    /// The record of an entry: the line must start where the entry says, hash as it did, and be
+    /// this automation's. A line of a segment that is gone is no damage; any other miss is.
+    fn read(&mut self, (seg, hash, offset): Entry) -> Option<Record> {
         let path = self.snapshot.paths.get(&seg)?;
         let file = match self.files.entry(seg) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => v.insert(open_segment(path).ok()?),
         };
-        // A line starts at the file's start or right after a newline.
-        if offset > 0 {
-            let mut before = [0u8; 1];
-            file.read_exact_at(&mut before, offset - 1).ok()?;
-            if before[0] != b'\n' {
-                return None;
-            }
+        let line = read_line_at(file, offset);
+        let record = line
+            .as_ref()
+            .filter(|l| line_hash(l) == hash)
+            .and_then(|l| serde_json::from_slice::<Record>(l).ok())
+            .filter(|r| r.v == VERSION && r.name == self.name);
+        if record.is_none() {
+            self.damaged = true;
         }
-        let mut line = Vec::new();
-        let mut chunk = vec![0u8; 4096];
-        let mut at = offset;
-        loop {
-            let n = file.read_at(&mut chunk, at).ok()?;
-            if n == 0 {
-                return None;
-            }
-            if let Some(i) = chunk[..n].iter().position(|&b| b == b'\n') {
-                line.extend_from_slice(&chunk[..i]);
-                break;
-            }
-            line.extend_from_slice(&chunk[..n]);
-            at += n as u64;
+        record
+    }
+}
+
+/// The whole line starting at `offset` (which must be a line's start), without its newline.
+fn read_line_at(file: &File, offset: u64) -> Option<Vec<u8>> {
+    if offset > 0 {
+        let mut before = [0u8; 1];
+        file.read_exact_at(&mut before, offset - 1).ok()?;
+        if before[0] != b'\n' {
+            return None;
         }
-        serde_json::from_slice::<Record>(&line)
-            .ok()
-            .filter(|r| r.v == VERSION && r.name == self.name)
+    }
+    let mut line = Vec::new();
+    let mut chunk = vec![0u8; 4096];
+    let mut at = offset;
+    loop {
+        let n = file.read_at(&mut chunk, at).ok()?;
+        if n == 0 {
+            return None;
+        }
+        if let Some(i) = chunk[..n].iter().position(|&b| b == b'\n') {
+            line.extend_from_slice(&chunk[..i]);
+            return Some(line);
+        }
+        line.extend_from_slice(&chunk[..n]);
+        at += n as u64;
     }
 }
 
@@ -452,10 +605,10 @@ impl Iterator for Records<'_> {
     fn next(&mut self) -> Option<Record> {
         loop {
             let e = self.next_entry()?;
-            if !self.seen.insert(e) {
+            if !self.seen.insert((e.0, e.2)) {
                 continue;
             }
-            if let Some(r) = self.read(e.0, e.1) {
+            if let Some(r) = self.read(e) {
                 return Some(r);
             }
         }
@@ -509,7 +662,7 @@ mod tests {
         assert_eq!(reasons(&s, "b"), [SkipReason::Stopped]);
         assert_eq!(s.records("never").count(), 0);
         let idx = d.path().join("state/index/a.idx");
-        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 2 * ENTRY);
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), HEADER + 2 * ENTRY);
         // Nothing new: nothing is written (the cursor is the same file as before).
         let ino = || {
             std::os::unix::fs::MetadataExt::ino(
@@ -525,15 +678,16 @@ mod tests {
         // Only what was appended since is read and added.
         skip(&log, "a", SkipReason::AlreadyRunning);
         let s = index.refresh().unwrap();
-        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 3 * ENTRY);
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), HEADER + 3 * ENTRY);
         assert_eq!(reasons(&s, "a")[0], SkipReason::AlreadyRunning);
-        // An interrupted index write (entries appended, cursor not moved) repeats entries: dropped.
+        // An interrupted index write (entries appended, cursor not moved): the next write cuts the
+        // file back to what the cursor counted before appending, so nothing repeats.
         let cursor = std::fs::read(d.path().join("state/index/cursor")).unwrap();
         skip(&log, "a", SkipReason::Paused);
         index.refresh().unwrap();
         std::fs::write(d.path().join("state/index/cursor"), cursor).unwrap();
         let s = index.refresh().unwrap();
-        assert_eq!(std::fs::metadata(&idx).unwrap().len(), 5 * ENTRY);
+        assert_eq!(std::fs::metadata(&idx).unwrap().len(), HEADER + 4 * ENTRY);
         assert_eq!(
             reasons(&s, "a"),
             [

@@ -205,6 +205,28 @@ pub struct Resumed {
 pub struct Rotated {
     pub previous: String,
     pub tail: String,
+    /// The rotated segments retention deleted at this rotation (absent in lines written before it
+    /// was recorded), so `verify` can tell a seam retention made from history deleted by hand.
+    #[serde(default)]
+    pub pruned: Option<Vec<String>>,
+}
+
+/// Where the live segment stood: its line count, size and last line's hash.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extent {
+    pub lines: u64,
+    pub bytes: u64,
+    pub hash: String,
+}
+
+/// The log did not end where its head (`state/head`) said it did: its tail was cut or rewritten
+/// between two appends. Written by the next append, so the cut stays in the chain for good.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Break {
+    /// What the head recorded.
+    pub expected: Extent,
+    /// What the live segment held.
+    pub found: Extent,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -229,6 +251,7 @@ pub enum Event {
     StopAll(StopAll),
     ResumeAll(ResumeAll),
     Rotated(Rotated),
+    Break(Break),
 }
 
 /// One line of the log.
@@ -296,9 +319,21 @@ pub struct RunLog {
     dir: PathBuf,
     rotate_bytes: u64,
     keep: usize,
-    /// The inode, end offset and hash of the line this handle wrote last: when the log is still
-    /// that file and still ends there, the next append chains to it without reading it back.
-    last: std::cell::Cell<Option<(u64, u64, [u8; 32])>>,
+    /// Where the log stood after this handle's last append (inode, lines, size, last hash): when
+    /// it still ends there, the next append chains to it without reading anything back.
+    known: std::cell::RefCell<Option<head::Head>>,
+    /// What an append left to make durable (see [`RunLog::append_unsynced`]): the inode and the
+    /// head the log will have once synced.
+    pending: std::cell::RefCell<Option<(u64, head::Head)>>,
+}
+
+/// Whether an append waits until its line is on disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durable {
+    /// fsync'd before the append returns (and the head recorded).
+    Now,
+    /// Written; made durable by [`RunLog::sync`], the next durable append, or the kernel.
+    Later,
 }
 
 impl RunLog {
@@ -308,7 +343,8 @@ impl RunLog {
             dir: data_root.to_path_buf(),
             rotate_bytes: ROTATE_BYTES,
             keep: KEEP_SEGMENTS,
-            last: std::cell::Cell::new(None),
+            known: std::cell::RefCell::new(None),
+            pending: std::cell::RefCell::new(None),
         }
     }
 
@@ -329,9 +365,49 @@ impl RunLog {
         self.dir.join(LOG_FILE)
     }
 
-    /// Appends one event for `name` at `at`: locked, chained, one write, fsync'd.
+    /// Appends one event for `name` at `at`: locked, chained, one write, fsync'd, and the head of
+    /// the chain recorded.
     pub fn append(&self, name: &str, event: Event, at: DateTime<Utc>) -> Result<(), LogError> {
+        self.append_with(name, event, at, Durable::Now)
+    }
+
+    /// Appends like [`RunLog::append`] but returns once the line is written, before it is on
+    /// disk: for a line whose writer has nothing left to do that depends on it (a run's
+    /// `finished`). [`RunLog::sync`] makes it durable; so does the next durable append, which
+    /// flushes the whole file.
+    pub fn append_unsynced(
+        &self,
+        name: &str,
+        event: Event,
+        at: DateTime<Utc>,
+    ) -> Result<(), LogError> {
+        self.append_with(name, event, at, Durable::Later)
+    }
+
+    /// Makes what [`RunLog::append_unsynced`] wrote durable and records the head, unless a later
+    /// append already did.
+    pub fn sync(&self) -> Result<(), LogError> {
+        let Some((ino, head)) = self.pending.borrow_mut().take() else {
+            return Ok(());
+        };
+        let _lock = self.lock()?;
         let path = self.path();
+        let file = open_log(&path)?;
+        let (len, now_ino) = stat(&file, &path)?;
+        // Appended to since: that append was durable, and recorded its own head.
+        if now_ino != ino || len != head.bytes {
+            return Ok(());
+        }
+        file.sync_data()
+            .map_err(|source| LogError::Write { path, source })?;
+        if let Ok(f) = head::open(&self.dir) {
+            let _ = head::write_to(&f, &head);
+        }
+        Ok(())
+    }
+
+    /// The append lock (a separate, never-unlinked file, so rotation can rename the log under it).
+    fn lock(&self) -> Result<File, LogError> {
         let lock_path = self.dir.join(LOCK_FILE);
         let lock = fsutil::open_private(&lock_path).map_err(|source| LogError::Open {
             path: lock_path.clone(),
@@ -341,35 +417,136 @@ impl RunLog {
             path: lock_path,
             source,
         })?;
+        Ok(lock)
+    }
+
+    fn append_with(
+        &self,
+        name: &str,
+        event: Event,
+        at: DateTime<Utc>,
+        durable: Durable,
+    ) -> Result<(), LogError> {
+        let _lock = self.lock()?;
+        let path = self.path();
         let mut file = open_log(&path)?;
-        let stat = |f: &File| {
-            f.metadata()
-                .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
-                .map_err(|source| LogError::Read {
-                    path: path.clone(),
-                    source,
-                })
-        };
-        let (mut len, mut ino) = stat(&file)?;
+        let (mut len, mut ino) = stat(&file, &path)?;
         if len >= self.rotate_bytes {
             file = self.rotate(&path, at)?;
-            (len, ino) = stat(&file)?;
+            (len, ino) = stat(&file, &path)?;
         } else if len == 0
             && let Some(previous) = self.segments().get(1)
         {
             // An empty live segment beside rotated ones: a rotation that was cut off (killed, or a
             // full disk) between the rename and its `rotated` line. Write that line now, so the
             // chain goes on from the last segment instead of starting again.
-            self.write_seam(&mut file, &path, previous, at)?;
-            (len, ino) = stat(&file)?;
+            self.write_seam(&mut file, &path, previous, at, Vec::new())?;
+            (len, ino) = stat(&file, &path)?;
         }
-        let (prev, sealed) = match self.last.get() {
-            Some((i, end, hash)) if i == ino && end == len => (hex(&hash), true),
-            _ => last_line_hash(&file, len).map_err(|source| LogError::Read {
-                path: path.clone(),
-                source,
-            })?,
+        // Where the log ends, and how many whole lines it has: known when this handle wrote the
+        // last line, or from the head when it names this very file at this very size (a last line
+        // edited since then breaks the chain, which `verify` sees); else read back and checked.
+        let ours = self
+            .known
+            .borrow()
+            .clone()
+            .filter(|k| k.ino == ino && k.bytes == len);
+        let head_file = match (&ours, durable) {
+            (Some(_), Durable::Later) => None,
+            _ => head::open(&self.dir).ok(),
         };
+        let recorded = match &ours {
+            Some(k) => Some(k.clone()),
+            None => head_file.as_ref().and_then(head::read_from),
+        };
+        let (prev, sealed, lines) = match recorded {
+            Some(h) if h.ino == ino && h.bytes == len => (h.hash, true, Some(h.lines)),
+            recorded => {
+                let (prev, sealed) =
+                    last_line_hash(&file, len).map_err(|source| LogError::Read {
+                        path: path.clone(),
+                        source,
+                    })?;
+                // The log must still hold what the head says it held; if not, the cut is written
+                // into the chain before this line.
+                let lines = match recorded.map(|h| (check_head_at(&file, (len, ino), &prev, &h), h))
+                {
+                    Some((Ok(lines), _)) => Some(lines),
+                    Some((Err(found), expected)) => {
+                        let brk = Event::Break(Break {
+                            expected: Extent {
+                                lines: expected.lines,
+                                bytes: expected.bytes,
+                                hash: expected.hash,
+                            },
+                            found: found.clone(),
+                        });
+                        let (end, hash) =
+                            self.write_record(&mut file, &path, len, sealed, "", brk, at, &prev)?;
+                        // Whole lines found, the torn one sealed, and the break.
+                        let after = (end, hex(&hash), found.lines + 1);
+                        return self.append_after_break(
+                            name,
+                            event,
+                            at,
+                            durable,
+                            (file, path, ino),
+                            after,
+                            head_file,
+                        );
+                    }
+                    None => None,
+                };
+                (prev, sealed, lines)
+            }
+        };
+        self.write_event(
+            name,
+            event,
+            at,
+            durable,
+            (&mut file, &path, ino),
+            (len, prev, sealed, lines),
+            head_file.as_ref(),
+        )
+    }
+
+    /// [`append_with`]'s last part after a `break` was written: the event itself.
+    #[allow(clippy::too_many_arguments)]
+    fn append_after_break(
+        &self,
+        name: &str,
+        event: Event,
+        at: DateTime<Utc>,
+        durable: Durable,
+        (mut file, path, ino): (File, PathBuf, u64),
+        (len, prev, lines): (u64, String, u64),
+        head_file: Option<File>,
+    ) -> Result<(), LogError> {
+        self.write_event(
+            name,
+            event,
+            at,
+            durable,
+            (&mut file, &path, ino),
+            (len, prev, true, Some(lines)),
+            head_file.as_ref(),
+        )
+    }
+
+    /// Writes the event at `len` after `prev`, then records where the log now stands: in the head
+    /// at once when durable, else for [`RunLog::sync`].
+    #[allow(clippy::too_many_arguments)]
+    fn write_event(
+        &self,
+        name: &str,
+        event: Event,
+        at: DateTime<Utc>,
+        durable: Durable,
+        (file, path, ino): (&mut File, &Path, u64),
+        (len, prev, sealed, lines): (u64, String, bool, Option<u64>),
+        head_file: Option<&File>,
+    ) -> Result<(), LogError> {
         let record = Record {
             v: VERSION,
             event,
@@ -377,29 +554,62 @@ impl RunLog {
             at: stamp(at),
             prev,
         };
-        let head_file = head::open(&self.dir).ok();
-        let head_before = head_file.as_ref().and_then(head::read_from);
-        let written = self.write_line_or_reserve(&mut file, &path, len, sealed, &record);
-        self.last
-            .set(written.as_ref().ok().map(|(end, hash)| (ino, *end, *hash)));
-        let (end, hash) = written?;
-        // The head lags by nothing: the lines it counted, plus this one (and a torn line sealed).
-        let lines = match head_before {
-            Some(h) if h.bytes == len => h.lines + 1 + u64::from(!sealed),
-            _ => count_lines(&file).unwrap_or(0),
+        let written = self.write_line_or_reserve(file, path, len, sealed, &record, durable);
+        let (end, hash) = match written {
+            Ok(w) => w,
+            Err(e) => {
+                *self.known.borrow_mut() = None;
+                return Err(e);
+            }
         };
-        if let Some(f) = &head_file {
-            let _ = head::write_to(
-                f,
-                &head::Head {
-                    v: VERSION,
-                    lines,
-                    bytes: end,
-                    hash: hex(&hash),
-                },
-            );
+        // The head counts the whole lines there were, a torn one sealed, and this one; with no
+        // head to start from, the whole segment is counted once.
+        let lines = match lines {
+            Some(before) => before + u64::from(!sealed) + 1,
+            None => count_lines(file).unwrap_or(0),
+        };
+        let head = head::Head {
+            v: VERSION,
+            lines,
+            bytes: end,
+            hash: hex(&hash),
+            ino,
+        };
+        *self.known.borrow_mut() = Some(head.clone());
+        match durable {
+            Durable::Now => {
+                if let Some(f) = head_file {
+                    let _ = head::write_to(f, &head);
+                }
+                *self.pending.borrow_mut() = None;
+            }
+            // The head never runs ahead of what is on disk: it is written by `sync`.
+            Durable::Later => *self.pending.borrow_mut() = Some((ino, head)),
         }
         Ok(())
+    }
+
+    /// Writes one more record (a seam, a break) at `len`, chained to `prev`; the new end and hash.
+    #[allow(clippy::too_many_arguments)]
+    fn write_record(
+        &self,
+        file: &mut File,
+        path: &Path,
+        len: u64,
+        sealed: bool,
+        name: &str,
+        event: Event,
+        at: DateTime<Utc>,
+        prev: &str,
+    ) -> Result<(u64, [u8; 32]), LogError> {
+        let record = Record {
+            v: VERSION,
+            event,
+            name: name.to_owned(),
+            at: stamp(at),
+            prev: prev.to_owned(),
+        };
+        self.write_line_or_reserve(file, path, len, sealed, &record, Durable::Now)
     }
 
     fn rotate(&self, path: &Path, at: DateTime<Utc>) -> Result<File, LogError> {
@@ -423,20 +633,23 @@ impl RunLog {
             name = segment_name(t);
         }
         std::fs::rename(path, self.dir.join(&name)).map_err(err)?;
+        // Retention first, so the seam can say what it deleted.
+        let pruned = self.prune();
         let mut file = open_log(path)?;
-        self.write_seam(&mut file, path, &self.dir.join(&name), at)?;
-        self.prune();
+        self.write_seam(&mut file, path, &self.dir.join(&name), at, pruned)?;
         Ok(file)
     }
 
     /// Writes the `rotated` line that starts the (empty) live segment `file`, chained to the last
-    /// line of `previous`. On a full disk the reserve makes room for it, as for any line.
+    /// line of `previous`, naming the segments retention just deleted. On a full disk the reserve
+    /// makes room for it, as for any line.
     fn write_seam(
         &self,
         file: &mut File,
         path: &Path,
         previous: &Path,
         at: DateTime<Utc>,
+        pruned: Vec<String>,
     ) -> Result<(), LogError> {
         let err = |source| LogError::Rotate {
             path: path.to_path_buf(),
@@ -445,20 +658,15 @@ impl RunLog {
         let old = open_segment(previous).map_err(err)?;
         let old_len = old.metadata().map_err(err)?.len();
         let (tail, _) = last_line_hash(&old, old_len).map_err(err)?;
-        let record = Record {
-            v: VERSION,
-            event: Event::Rotated(Rotated {
-                previous: previous
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-                tail: tail.clone(),
-            }),
-            name: String::new(),
-            at: stamp(at),
-            prev: tail,
-        };
-        self.write_line_or_reserve(file, path, 0, true, &record)
+        let seam = Event::Rotated(Rotated {
+            previous: previous
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            tail: tail.clone(),
+            pruned: Some(pruned),
+        });
+        self.write_record(file, path, 0, true, "", seam, at, &tail)
             .map(|_| ())
     }
 
@@ -471,25 +679,33 @@ impl RunLog {
         len: u64,
         sealed: bool,
         record: &Record,
+        durable: Durable,
     ) -> Result<(u64, [u8; 32]), LogError> {
-        let written = write_line(file, path, len, sealed, record);
+        let sync = durable == Durable::Now;
+        let written = write_line(file, path, len, sealed, record, sync);
         match &written {
             Err(LogError::Write { source, .. })
                 if reserve::disk_full(source) && reserve::release(&self.dir) =>
             {
-                write_line(file, path, len, sealed, record)
+                write_line(file, path, len, sealed, record, sync)
             }
             _ => written,
         }
     }
 
-    /// Deletes the oldest rotated segments beyond the retention limit.
-    fn prune(&self) {
+    /// Deletes the oldest rotated segments beyond the retention limit; their names.
+    fn prune(&self) -> Vec<String> {
         let mut rotated = self.segments();
         rotated.remove(0);
+        let mut pruned = Vec::new();
         for old in rotated.iter().skip(self.keep) {
-            let _ = std::fs::remove_file(old);
+            if std::fs::remove_file(old).is_ok()
+                && let Some(n) = old.file_name()
+            {
+                pruned.push(n.to_string_lossy().into_owned());
+            }
         }
+        pruned
     }
 
     /// Every segment, newest first: the live one, then the rotated ones in the order their
@@ -585,13 +801,17 @@ fn segment_stamp(path: &Path) -> Option<DateTime<Utc>> {
 
 /// The segment a segment's first line says it was rotated from, if that line is a seam.
 fn seam_previous(path: &Path) -> Option<std::ffi::OsString> {
-    let file = open_segment(path).ok()?;
-    // A seam is a short line; read no more than could hold one.
-    let mut buf = vec![0u8; 1024];
+    seam_of(&open_segment(path).ok()?).map(|r| r.previous.into())
+}
+
+/// The `rotated` seam a segment starts with, if it does.
+fn seam_of(file: &File) -> Option<Rotated> {
+    // A seam is a short line (with the names retention deleted); read no more than could hold one.
+    let mut buf = vec![0u8; 4096];
     let n = file.read_at(&mut buf, 0).ok()?;
     let line = buf[..n].split(|&b| b == b'\n').next()?;
     match serde_json::from_slice::<Record>(line).ok()?.event {
-        Event::Rotated(r) => Some(r.previous.into()),
+        Event::Rotated(r) => Some(r),
         _ => None,
     }
 }
@@ -631,13 +851,87 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
     }
 }
 
-/// Writes one line; returns the file's new end and the line's sha256.
+/// The size and inode of an open segment.
+fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
+    file.metadata()
+        .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
+        .map_err(|source| LogError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Checks the live segment (`len` bytes, last line hashing to `last`) against the recorded head:
+/// the number of whole (newline-ended) lines before the next append when the log still holds what
+/// the head says (the head may lag: an append whose line is written but whose head is not yet),
+/// else what was found.
+fn check_head_at(
+    file: &File,
+    (len, ino): (u64, u64),
+    last: &str,
+    h: &head::Head,
+) -> Result<u64, Extent> {
+    let found = |lines| Extent {
+        lines,
+        bytes: len,
+        hash: last.to_owned(),
+    };
+    if h.ino != 0 && h.ino != ino {
+        // Recorded before a rotation: the live segment must start at the end the head knew.
+        let first = seam_of(file);
+        return match first {
+            Some(seam) if seam.tail == h.hash => {
+                newlines_in(file, 0, len).map_err(|_| found(count_lines(file).unwrap_or(0)))
+            }
+            _ => Err(found(count_lines(file).unwrap_or(0))),
+        };
+    }
+    if h.bytes == len && h.hash == last {
+        return Ok(h.lines);
+    }
+    if h.bytes < len && h.bytes.saturating_add(LAG_MAX) >= len {
+        // The head lags: the line it ends at is still there, and the lines after it are counted.
+        let ends_there = last_line_hash(file, h.bytes).ok().map(|(hash, _)| hash);
+        let after = newlines_in(file, h.bytes, len).ok();
+        if ends_there.as_deref() == Some(h.hash.as_str())
+            && let Some(after) = after
+        {
+            return Ok(h.lines + after);
+        }
+    }
+    Err(found(count_lines(file).unwrap_or(0)))
+}
+
+/// How far a head may lag behind the log and still be checked by reading the gap (beyond it, a
+/// gap is read as a cut).
+const LAG_MAX: u64 = 16 * 1024 * 1024;
+
+/// Newlines between `from` and `to`: the whole lines there.
+fn newlines_in(file: &File, from: u64, to: u64) -> io::Result<u64> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut at, mut lines) = (from, 0u64);
+    while at < to {
+        let want = usize::try_from(to - at)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = file.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            break;
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+        at += n as u64;
+    }
+    Ok(lines)
+}
+
+/// Writes one line (and fsyncs it when `sync`); returns the file's new end and the line's sha256.
 fn write_line(
     file: &mut File,
     path: &Path,
     len: u64,
     sealed: bool,
     record: &Record,
+    sync: bool,
 ) -> Result<(u64, [u8; 32]), LogError> {
     let mut bytes = Vec::with_capacity(1024);
     if !sealed {
@@ -651,10 +945,11 @@ fn write_line(
     // One write for the whole line; a short write (a full disk) is finished or fails with the
     // real error, which the truncation below then cleans up after.
     let result = match file.write(&bytes) {
-        Ok(n) if n == bytes.len() => file.sync_data(),
-        Ok(n) => file.write_all(&bytes[n..]).and_then(|()| file.sync_data()),
+        Ok(n) if n == bytes.len() => Ok(()),
+        Ok(n) => file.write_all(&bytes[n..]),
         Err(e) => Err(e),
-    };
+    }
+    .and_then(|()| if sync { file.sync_data() } else { Ok(()) });
     if let Err(source) = result {
         // Never leave a half line behind: cut the file back to where this append began.
         let _ = file.set_len(len);
@@ -835,6 +1130,9 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
     segments.reverse();
     let mut v = Verification::default();
     let mut prev_hash: Option<String> = None;
+    // What retention recorded deleting, and whether the seam the chain starts at says it can.
+    let mut pruned: std::collections::BTreeSet<String> = Default::default();
+    let mut start_recorded = false;
     let n_segments = segments.len();
     for (si, path) in segments.iter().enumerate() {
         let read = open_segment(path).and_then(|mut f| {
@@ -886,6 +1184,7 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
                 && !log.dir.join(&rot.previous).exists()
             {
                 v.starts_after = Some(rot.previous.clone());
+                start_recorded = rot.pruned.is_some();
                 prev_hash = Some(prev.clone());
             }
             let expected = prev_hash.clone().unwrap_or_else(|| GENESIS.to_owned());
@@ -898,7 +1197,19 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
                             short(&expected)
                         ));
                     }
+                    if let Event::Break(b) = &r.event {
+                        v.breaks.push(format!(
+                            "{place}: the log was cut before this line was appended: the chain head recorded {} line(s) ({} bytes) ending in {}, the log held {} line(s) ({} bytes) ending in {}",
+                            b.expected.lines,
+                            b.expected.bytes,
+                            short(&b.expected.hash),
+                            b.found.lines,
+                            b.found.bytes,
+                            short(&b.found.hash)
+                        ));
+                    }
                     if let Event::Rotated(rot) = &r.event {
+                        pruned.extend(rot.pruned.iter().flatten().cloned());
                         if i != 0 {
                             v.breaks
                                 .push(format!("{place}: a rotated line inside a segment"));
@@ -923,14 +1234,49 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
     if !v.segments.iter().any(|s| s == LOG_FILE) {
         check_head(log, 0, "", &mut v);
     }
+    // A seam whose segment retention did not record deleting: history removed by hand. (Seams
+    // written before retention recorded its deletions are taken at their word.)
+    if let Some(gone) = &v.starts_after
+        && start_recorded
+        && !pruned.contains(gone)
+    {
+        v.breaks.push(format!(
+            "the chain starts at the seam of {gone}, which no rotation records deleting: rotated segments were removed by hand"
+        ));
+    }
     Ok(v)
 }
 
 /// Compares the live segment (`lines`, last line's hash) with the recorded head of the chain.
 fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
-    let Some(h) = head::read(&log.dir) else {
-        return;
+    let h = match head::read_checked(&log.dir) {
+        Ok(Some(h)) => h,
+        Ok(None) => return,
+        Err(why) => {
+            v.breaks.push(format!(
+                "the chain head (state/head) cannot be read ({why}), so a cut tail would go unseen; remove it and the next append writes it again"
+            ));
+            v.head = Some("unreadable".into());
+            return;
+        }
     };
+    let live_ino = std::fs::symlink_metadata(log.path())
+        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+        .unwrap_or(0);
+    if h.ino != 0 && live_ino != 0 && h.ino != live_ino && lines > 0 {
+        // Recorded before the last rotation: the live segment must start where it ended.
+        let starts = open_segment(&log.path()).ok().as_ref().and_then(seam_of);
+        if starts.is_some_and(|s| s.tail == h.hash) {
+            v.head = Some("lags the log (recorded before the last rotation)".into());
+        } else {
+            v.breaks.push(format!(
+                "{LOG_FILE} does not start where the chain head (state/head) says the log ended ({}): the log was replaced",
+                short(&h.hash)
+            ));
+            v.head = Some("disagrees with the log".into());
+        }
+        return;
+    }
     if lines < h.lines {
         v.breaks.push(format!(
             "{LOG_FILE} has {lines} line(s), but the chain head (state/head) records {} ending in {}: its tail was cut or it was emptied",
@@ -951,7 +1297,7 @@ fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
             "matches the log".into()
         } else {
             format!(
-                "lags the log by {} line(s) (an interrupted append)",
+                "lags the log by {} line(s) (appended and not yet synced, or an interrupted append)",
                 lines - h.lines
             )
         });

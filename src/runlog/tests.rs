@@ -446,3 +446,122 @@ fn readers_follow_the_chain_when_names_disagree() {
         .collect();
     assert_eq!(numbers, (0..12).rev().collect::<Vec<u32>>());
 }
+
+/// Issue 17: `head -n -4 runs.jsonl > x; mv x runs.jsonl`, then one append, and `verify` said
+/// "chain ok": the append rewrote the head. Now the append finds the log short of its head and
+/// writes a `break` into the chain first, so the cut stays visible for good — also when the log is
+/// cut in place.
+#[test]
+fn a_cut_tail_is_written_into_the_chain_by_the_next_append() {
+    for in_place in [false, true] {
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path());
+        for i in 0..8 {
+            log.append("a", started(&format!("r{i}")), Utc::now())
+                .unwrap();
+        }
+        let l = lines(&log.path());
+        let kept = l[..4].join("\n") + "\n";
+        if in_place {
+            let f = OpenOptions::new().write(true).open(log.path()).unwrap();
+            f.set_len(0).unwrap();
+            f.write_all_at(kept.as_bytes(), 0).unwrap();
+        } else {
+            let x = d.path().join("x");
+            std::fs::write(&x, kept).unwrap();
+            std::fs::rename(&x, log.path()).unwrap();
+        }
+        // A fresh handle, as the next firing has.
+        let next = RunLog::new(d.path());
+        next.append("a", started("r8"), Utc::now()).unwrap();
+        let after = lines(&next.path());
+        assert_eq!(after.len(), 6, "{after:?}");
+        let brk: serde_json::Value = serde_json::from_str(&after[4]).unwrap();
+        assert_eq!(brk["event"], "break", "{brk}");
+        assert_eq!(brk["expected"]["lines"], 8);
+        assert_eq!(brk["found"]["lines"], 4);
+        let v = verify(&next).unwrap();
+        assert!(
+            v.breaks
+                .iter()
+                .any(|b| b.contains("was cut before this line")),
+            "{v:?}"
+        );
+        assert_eq!(v.head.as_deref(), Some("matches the log"), "{v:?}");
+        // And later appends neither repeat the break nor hide it.
+        next.append("a", started("r9"), Utc::now()).unwrap();
+        let v = verify(&next).unwrap();
+        assert_eq!(v.breaks.len(), 1, "{v:?}");
+    }
+}
+
+/// Issue 17: a FIFO, folder, link, garbage or an empty `state/head` made `verify` say "chain ok"
+/// without a word of the head. Now it is a finding, and the log's appends go on.
+#[test]
+fn an_unreadable_head_is_a_finding() {
+    type Make = fn(&Path);
+    let makes: [(&str, Make); 5] = [
+        ("fifo", |p| {
+            nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap()
+        }),
+        ("folder", |p| std::fs::create_dir(p).unwrap()),
+        ("link", |p| {
+            std::os::unix::fs::symlink("/etc/hostname", p).unwrap()
+        }),
+        ("garbage", |p| std::fs::write(p, "not a head").unwrap()),
+        ("empty", |p| std::fs::write(p, "").unwrap()),
+    ];
+    for (what, make) in makes {
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path());
+        log.append("a", started("r1"), Utc::now()).unwrap();
+        let head = d.path().join("state/head");
+        std::fs::remove_file(&head).unwrap();
+        make(&head);
+        let v = verify(&log).unwrap();
+        assert!(
+            v.breaks
+                .iter()
+                .any(|b| b.contains("state/head) cannot be read")),
+            "{what}: {v:?}"
+        );
+        log.append("a", started("r2"), Utc::now()).unwrap();
+        assert_eq!(lines(&log.path()).len(), 2, "{what}");
+    }
+}
+
+/// Issue 17: after deleting the 4 oldest of 8 rotated segments by hand, `verify` said "chain ok"
+/// from "a seam which retention deleted". Retention now records what it deletes in the seam it
+/// writes; a seam nobody recorded deleting is a finding.
+#[test]
+fn history_deleted_by_hand_is_not_blamed_on_retention() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(400).with_retention(8);
+    let at = fixed_time();
+    for i in 0..30 {
+        log.append("a", started(&format!("r{i}")), at).unwrap();
+        if log.segments().len() == 9 {
+            break;
+        }
+    }
+    assert_eq!(log.segments().len(), 9, "8 rotated and the live one");
+    assert!(verify(&log).unwrap().breaks.is_empty());
+    // Retention itself: more rotations delete the oldest, and say so.
+    let mut i = 100;
+    while verify(&log).unwrap().starts_after.is_none() {
+        log.append("a", started(&format!("r{i}")), at).unwrap();
+        i += 1;
+    }
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    // By hand: the four oldest go.
+    let segments = log.segments();
+    for old in &segments[segments.len() - 4..] {
+        std::fs::remove_file(old).unwrap();
+    }
+    let v = verify(&log).unwrap();
+    assert!(
+        v.breaks.iter().any(|b| b.contains("removed by hand")),
+        "{v:?}"
+    );
+}

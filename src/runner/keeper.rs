@@ -46,6 +46,9 @@ const PASSED_ON: [Signal; 4] = [
 /// The runner's pid, for the keeper's signal handler.
 static RUNNER: AtomicI32 = AtomicI32::new(0);
 
+/// In the runner: the keeper's pipe, kept open until the process hands over its exit code.
+static PIPE: std::sync::Mutex<Option<OwnedFd>> = std::sync::Mutex::new(None);
+
 /// The runner's end of the keeper's pipe. Dropping it (every way the runner returns) says `done`;
 /// only a runner that dies without returning leaves the keeper to clean up.
 #[derive(Debug)]
@@ -110,12 +113,14 @@ impl Keeper {
         self.send(&msg);
     }
 
-    /// Tells the keeper the command's whole tree is gone; it waits for the runner and ends as it
-    /// does, touching nothing.
+    /// Tells the keeper the command's whole tree is gone: from here it has nothing to guard, and
+    /// waits only for the runner's exit code ([`hand_over`]).
     pub fn done(&mut self) {
-        if self.write.is_some() {
-            self.send(b"d");
-            self.write = None;
+        if let Some(fd) = self.write.take() {
+            let _ = nix::unistd::write(&fd, b"d");
+            if let Ok(mut pipe) = PIPE.lock() {
+                *pipe = Some(fd);
+            }
         }
     }
 
@@ -126,6 +131,18 @@ impl Keeper {
             let _ = nix::unistd::write(fd, bytes);
         }
     }
+}
+
+/// The runner's last word: its exit code, after everything is printed and recorded. The keeper
+/// ends with it at once, so the firing is over for whoever waits on it while this process is
+/// still tearing itself down. Does nothing outside a firing.
+pub fn hand_over(code: u8) {
+    let Some(fd) = PIPE.lock().ok().and_then(|mut p| p.take()) else {
+        return;
+    };
+    let _ = std::io::Write::flush(&mut std::io::stdout());
+    let _ = std::io::Write::flush(&mut std::io::stderr());
+    let _ = nix::unistd::write(&fd, &[b'x', code]);
 }
 
 /// Makes this process the reaper of its orphaned descendants (Linux); whether it is one.
@@ -170,7 +187,12 @@ fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
     let _ = unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigIgn) };
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_name(c"automations-kpr");
-    let (group, done) = listen(&read);
+    let heard = listen(&read);
+    if let Some(code) = heard.exit.filter(|_| heard.done) {
+        // All is over: the runner is only tearing itself down.
+        exit(i32::from(code));
+    }
+    let (group, done) = (heard.group, heard.done);
     let status = loop {
         match waitpid(runner, None) {
             Err(nix::errno::Errno::EINTR) => continue,
@@ -197,24 +219,43 @@ fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
     end_like(status)
 }
 
-/// Reads the runner's messages until `done` or the end of the pipe (the runner is gone); the
-/// command's group, if it was told, and whether the runner said it was done.
-fn listen(read: &OwnedFd) -> (Option<i32>, bool) {
-    let mut group = None;
+/// What the runner told the keeper.
+#[derive(Default)]
+struct Heard {
+    /// The command's process group.
+    group: Option<i32>,
+    /// The command's tree is gone.
+    done: bool,
+    /// The runner's exit code, handed over at its very end.
+    exit: Option<u8>,
+}
+
+/// Reads the runner's messages until its exit code or the end of the pipe (the runner is gone, or
+/// went without a word).
+fn listen(read: &OwnedFd) -> Heard {
+    let mut heard = Heard::default();
     let mut buf = [0u8; 64];
     let mut pending: Vec<u8> = Vec::new();
     loop {
         match nix::unistd::read(read, &mut buf) {
-            Ok(0) => return (group, false),
+            Ok(0) => return heard,
             Ok(n) => pending.extend_from_slice(&buf[..n]),
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(_) => return (group, false),
+            Err(_) => return heard,
         }
         while let Some(&tag) = pending.first() {
             match tag {
-                b'd' => return (group, true),
+                b'd' => {
+                    heard.done = true;
+                    pending.remove(0);
+                }
+                b'x' if pending.len() >= 2 => {
+                    heard.exit = Some(pending[1]);
+                    return heard;
+                }
+                b'x' => break,
                 b'g' if pending.len() >= 5 => {
-                    group = Some(i32::from_le_bytes([
+                    heard.group = Some(i32::from_le_bytes([
                         pending[1], pending[2], pending[3], pending[4],
                     ]));
                     pending.drain(..5);

@@ -148,15 +148,16 @@ pub fn new_run_id(now: chrono::DateTime<Utc>) -> String {
     )
 }
 
+/// The log of this process's firing, until its end is made durable ([`conclude`]).
+static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
+
 /// Runs one firing of `name`.
 pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
-    use anyhow::Context as _;
     fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
     let log = RunLog::new(&s.data_root);
-    let checks = Checks::of(s);
 
     // 1. The definition. On schedule a broken one is still a recorded (failed) run.
-    let def = match definition::load_one(&s.definitions_dir(), name, &checks) {
+    let def = match definition::load_one(&s.definitions_dir(), name, &Checks::of(s)) {
         Ok(d) => d,
         Err(e) if trigger == Trigger::Schedule => {
             let class = match e {
@@ -168,21 +169,16 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         Err(e) => return Err(RunError::Definition(e)),
     };
 
-    // 2–3. Kill switch, pause, slot: checked before the lock (a paused automation never
-    //      contends for it) and again once it is held, so a `stop-all` or a second firing that
-    //      lands in between is not missed.
+    // 2–4. Kill switch, pause, slot: checked before the lock (a paused automation never contends
+    //      for it) and again once it is held, so a `stop-all` or a second firing that lands in
+    //      between is not missed.
     let state = State::new(&s.data_root);
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger)? {
         return Ok(skipped);
     }
-
-    // 4. The lock.
-    let lock_path = locks::path(&s.data_root, name);
-    let _lock = match locks::try_acquire(&s.data_root, name)
-        .with_context(|| format!("cannot take the lock {}", lock_path.display()))?
-    {
-        Acquired::Held(l) => l,
-        Acquired::Busy => {
+    let lock = match take_lock(s, name)? {
+        Some(lock) => lock,
+        None => {
             return skip(
                 &log,
                 name,
@@ -195,99 +191,127 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger)? {
         return Ok(skipped);
     }
+    let firing = Firing {
+        s,
+        def: &def,
+        run_id: &new_run_id(Utc::now()),
+        trigger,
+    };
+    let finished = fire(&firing, &log)?;
+    // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
+    // before anything slow, so a firing never waits on this one's look or messages.
+    drop(lock);
 
+    // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12); their failures print
+    //     to stderr and never change the outcome recorded above.
+    let after = after::after_run(s, &def, &finished);
+    if let Ok(mut f) = FIRING.lock() {
+        *f = Some(log);
+    }
+    Ok(Report::Finished {
+        run: firing.run_id.to_owned(),
+        finished: Box::new(finished),
+        auto_paused: after.auto_paused,
+    })
+}
+
+/// The firing's last step, once everything is printed: its keeper ends with `code` (so whoever
+/// waits on the firing is done), then the `finished` line is made durable. Does nothing outside a
+/// firing.
+pub fn conclude(code: u8) {
+    keeper::hand_over(code);
+    let log = FIRING.lock().ok().and_then(|mut f| f.take());
+    if let Some(log) = log
+        && let Err(e) = log.sync()
+    {
+        errln!("automations: the run's end is written but could not be synced to disk: {e}");
+    }
+}
+
+/// Step 4: the automation's lock; `None` when another firing holds it.
+fn take_lock(s: &Settings, name: &Name) -> Result<Option<locks::RunLock>, RunError> {
+    use anyhow::Context as _;
+    let lock_path = locks::path(&s.data_root, name);
+    match locks::try_acquire(&s.data_root, name)
+        .with_context(|| format!("cannot take the lock {}", lock_path.display()))?
+    {
+        Acquired::Held(l) => Ok(Some(l)),
+        Acquired::Busy => Ok(None),
+    }
+}
+
+/// Steps 5–11 under the lock: the keeper, `started`, the gate, the command, and its `finished`
+/// written (not yet synced: see [`conclude`]).
+fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
+    use anyhow::Context as _;
+    let Firing { s, def, run_id, .. } = *firing;
+    let name = &def.name;
     // Room to record the run even if the command fills the disk; none at all: do not start.
     crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
-
     // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
     // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
     // here, while still single-threaded.
-    let run_id = new_run_id(Utc::now());
-    let mut keeper = Keeper::split(
-        run_marker(&run_id).as_bytes(),
-        supervise::subreaper_wanted(),
-    )
-    .context("cannot start the run's keeper")?;
+    let mut keeper = Keeper::split(run_marker(run_id).as_bytes(), supervise::subreaper_wanted())
+        .context("cannot start the run's keeper")?;
     // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
     // scratch belongs to runs that were interrupted, and is cleared now.
     let scratch = Scratch::prepare(&s.data_root, name);
-
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
     let mut signals = Signals::install().context("cannot install signal handlers")?;
 
-    // 5. started.
+    // 5. started: durable before anything of the command can run.
     append(
-        &log,
+        log,
         name,
         Event::Started(Started {
-            run: run_id.clone(),
-            trigger,
+            run: run_id.to_owned(),
+            trigger: firing.trigger,
             pid: keeper.pid(),
             definition: Some(def.sha256.clone()),
             clock: clock::now(),
         }),
     )?;
 
-    // 6. The key gate (SPEC §8): only a declaring automation ever touches the keychain.
-    let mut redactor = Redactor::default();
-    let mut extra_env = Vec::new();
-    if let Some(access) = &def.anytype {
-        match gate::gate(
-            &s.label(name),
-            access,
-            &s.data_root,
-            keys::for_manager(s.manager).as_ref(),
-        ) {
-            Ok(pass) => {
-                redactor.add_key(pass.key.expose().as_bytes());
-                redactor.add(pass.headers.as_bytes());
-                extra_env.push(pass.env());
-            }
-            Err(refusal) => {
-                let finished =
-                    failed_before_start(&run_id, "key_refused", &refusal.to_string(), clock::now());
-                append(&log, name, Event::Finished(finished.clone()))?;
-                return Ok(Report::Finished {
-                    run: run_id,
-                    finished: Box::new(finished),
-                    auto_paused: None,
-                });
-            }
-        }
-    }
-
-    // 7–10. The command and its whole process tree.
-    let firing = Firing {
-        s,
-        def: &def,
-        run_id: &run_id,
-        trigger,
+    // 6–10. The key gate, then the command and its whole process tree.
+    let finished = match key_gate(s, def) {
+        Ok((redactor, extra_env)) => execute(
+            firing,
+            scratch,
+            redactor,
+            extra_env,
+            &mut signals,
+            &mut keeper,
+        ),
+        Err(refusal) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
     };
-    let finished = execute(
-        &firing,
-        scratch,
-        redactor,
-        extra_env,
-        &mut signals,
-        &mut keeper,
-    );
-    if let Err(source) = log.append(name.as_str(), Event::Finished(finished.clone()), Utc::now()) {
+    let end = Event::Finished(finished.clone());
+    if let Err(source) = log.append_unsynced(name.as_str(), end, Utc::now()) {
         return Err(RunError::Unrecorded {
             outcome: finished.outcome,
             exit_code: finished.exit_code,
             source,
         });
     }
+    Ok(finished)
+}
 
-    // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12); their failures print
-    //     to stderr and never change the outcome recorded above.
-    let after = after::after_run(s, &def, &finished);
-    Ok(Report::Finished {
-        run: run_id,
-        finished: Box::new(finished),
-        auto_paused: after.auto_paused,
-    })
+/// Step 6, the key gate (SPEC §8): only a declaring automation ever touches the keychain. What
+/// the redactor must know and the command must see when it passes; the refusal when not.
+fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, OsString)>), String> {
+    let mut redactor = Redactor::default();
+    let Some(access) = &def.anytype else {
+        return Ok((redactor, Vec::new()));
+    };
+    let store = keys::for_manager(s.manager);
+    match gate::gate(&s.label(&def.name), access, &s.data_root, store.as_ref()) {
+        Ok(pass) => {
+            redactor.add_key(pass.key.expose().as_bytes());
+            redactor.add(pass.headers.as_bytes());
+            Ok((redactor, vec![pass.env()]))
+        }
+        Err(refusal) => Err(refusal.to_string()),
+    }
 }
 
 /// Steps 2 and 3: the kill switch, the pause, the daily slot. `Some` is the recorded skip.

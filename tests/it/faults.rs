@@ -968,3 +968,80 @@ fn a_killed_keeper_leaves_the_run_to_finish() {
     assert_eq!(f["outcome"], "ok", "{f}");
     assert_eq!(f["stdout_tail"], "finished\n");
 }
+
+/// Issue 17: 64 random bytes in `state/index/<name>.idx` made `health` say healthy with 0 runs,
+/// `runs` "no runs yet" and `list` "never"; an index grown to 2 GB listed an ok run as interrupted.
+/// The index is checked against its header, the cursor's count and the lines it points at, and
+/// rebuilt from the log when it does not match — said on stderr, never silently trusted.
+#[test]
+fn a_damaged_index_is_rebuilt_not_believed() {
+    for damage in ["garbage", "grown", "flipped"] {
+        let sb = Sandbox::new();
+        sb.shell_definition("t", "exit 0", "");
+        for _ in 0..3 {
+            assert_code(&sb.run(["run", "t"]), 0);
+        }
+        // A reader builds the index.
+        assert!(stdout(&sb.run(["runs", "t"])).contains(" ok "));
+        let idx = sb.data.join("state/index/t.idx");
+        match damage {
+            "garbage" => std::fs::write(&idx, [0x5au8; 64]).unwrap(),
+            "grown" => std::fs::OpenOptions::new()
+                .write(true)
+                .open(&idx)
+                .unwrap()
+                .set_len(2 * 1024 * 1024 * 1024)
+                .unwrap(),
+            _ => {
+                // One entry's line hash changed: it points at a line it did not index.
+                let mut b = std::fs::read(&idx).unwrap();
+                b[16 + 4] ^= 0xff;
+                std::fs::write(&idx, b).unwrap();
+            }
+        }
+        let o = sb.run(["runs", "t", "--json"]);
+        assert_code(&o, 0);
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let statuses: Vec<&str> = doc["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["status"].as_str().unwrap())
+            .collect();
+        if damage == "flipped" {
+            // The damaged entry is passed over and said; the next reader has the whole index.
+            assert!(
+                stderr(&o).contains("pointed at lines it did not index"),
+                "{damage}: {}",
+                stderr(&o)
+            );
+            let o = sb.run(["runs", "t", "--json"]);
+            let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(doc["runs"].as_array().unwrap().len(), 3, "{damage}: {doc}");
+        } else {
+            assert_eq!(statuses, ["ok", "ok", "ok"], "{damage}: {doc}");
+        }
+        if damage == "garbage" {
+            assert!(
+                stderr(&o).contains("does not match the log; rebuilding it"),
+                "{damage}: {}",
+                stderr(&o)
+            );
+        }
+        if damage == "grown" {
+            // What lies past the cursor's count is never read, and the next write cuts it off.
+            sb.run(["run", "t"]);
+            sb.run(["runs", "t"]);
+            assert!(
+                std::fs::metadata(&idx).unwrap().len() < 1024,
+                "never cut back"
+            );
+        }
+        let runs = if damage == "grown" { 4 } else { 3 };
+        let v = sb.run(["health", "t", "--json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+        let figures = &doc["automations"][0]["figures"];
+        assert_eq!(figures["runs"], runs, "{damage}: {doc}");
+        assert_eq!(figures["ok"], runs, "{damage}: {doc}");
+    }
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Regenerates scripts/firing.order: the functions a firing executes, in the order it first reaches
+# them, which the release build (Makefile, Linux) hands to the linker as its symbol ordering file.
+# Placed side by side, they are faulted in as a few neighbouring pages instead of being spread over
+# the 7 MB of code the rest of the binary needs: a firing's peak RSS halves, and it starts faster
+# (docs/performance.md). Symbols that no longer exist are skipped by the linker, so a stale list only
+# costs memory; `make bench` says how much of it the binary still has. Needs valgrind.
+#
+# Usage: scripts/firing-order.sh BIN   (a release build of this checkout)
+set -euo pipefail
+BIN=$(realpath "$1")
+cd "$(dirname "$0")/.."
+command -v valgrind >/dev/null || { echo "firing-order: valgrind is missing (apt-get install valgrind)" >&2; exit 3; }
+work=$(mktemp -d /tmp/automations-order.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/root/automations"
+printf 'name = "noop"\ncommand = ["/bin/true"]\n' >"$work/root/automations/noop.toml"
+printf 'name = "loud"\ncommand = ["sh", "-c", "echo out; echo err >&2; exit 3"]\n' >"$work/root/automations/loud.toml"
+export AUTOMATIONS_NOTIFY=off USER=${USER:-$(id -un)}
+fire() { valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/cg.%p" \
+    "$BIN" run "$1" --trigger schedule --root "$work/root" --data-root "$work/data" --namespace automations \
+    >/dev/null 2>&1 || true; }
+# The first firing creates the data root; the ones after are what every later firing does: the
+# command ok, a failure, and one skipped as already running is not worth a profile of its own.
+fire noop
+rm -f "$work"/cg.*
+fire noop
+fire loud
+python3 - "$work" <<'PY' >scripts/firing.order
+import glob, re, sys
+seen, names = set(), []
+for path in sorted(glob.glob(sys.argv[1] + "/cg.*")):
+    for line in open(path, errors="replace"):
+        m = re.match(r"c?fn=\(\d+\) (\S+)$", line.strip())
+        # ThinLTO's promoted locals carry a per-build suffix: they would never match again.
+        if m and m.group(1) not in seen and ".llvm." not in m.group(1) and not m.group(1).startswith("0x"):
+            seen.add(m.group(1))
+            names.append(m.group(1))
+print("\n".join(names))
+PY
+echo "firing-order: $(wc -l <scripts/firing.order) symbols in scripts/firing.order"
