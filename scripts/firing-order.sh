@@ -15,16 +15,21 @@ work=$(mktemp -d /tmp/automations-order.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root/automations"
 printf 'name = "noop"\ncommand = ["/bin/true"]\n' >"$work/root/automations/noop.toml"
-printf 'name = "loud"\ncommand = ["sh", "-c", "echo out; echo err >&2; exit 3"]\n' >"$work/root/automations/loud.toml"
+printf 'name = "loud"\ncommand = ["sh", "-c", "echo out; echo err >&2; exit 3"]\noutbound = true\n' >"$work/root/automations/loud.toml"
 export AUTOMATIONS_NOTIFY=off USER=${USER:-$(id -un)}
 fire() { valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/cg.%p" \
     "$BIN" run "$1" --trigger schedule --root "$work/root" --data-root "$work/data" --namespace automations \
     >/dev/null 2>&1 || true; }
 # The first firing creates the data root; the ones after are what every later firing does: the
-# command ok, a failure, and one skipped as already running is not worth a profile of its own.
+# command ok, and a failure of an outbound automation (its auto-pause check), then the same with
+# notifications configured (the look after the run; nothing is delivered: no transition yet).
 fire noop
 rm -f "$work"/cg.*
 fire noop
+fire loud
+printf '[ntfy]\nurl = "http://127.0.0.1:9/order"\n' >"$work/data/notify.toml"
+chmod 600 "$work/data/notify.toml"
+unset AUTOMATIONS_NOTIFY
 fire loud
 python3 - "$work" <<'PY' >scripts/firing.order
 import glob, re, sys

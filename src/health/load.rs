@@ -21,6 +21,10 @@ use crate::state::State;
 
 /// The most records read back for one automation, whatever its rules would like.
 const MAX_RECORDS: usize = 20_000;
+/// Runs read back at most to find the last success: an automation failing longer than that has
+/// its last success from the index (so a look after each failure costs the same, however long it
+/// has been failing), and its failing streak counted as far as this.
+const FAILING_MAX: usize = 200;
 
 /// What health reads once: the definitions (all, or the one asked about), the log's index and the
 /// thresholds (the dashboard reads them too).
@@ -216,6 +220,8 @@ fn gather(
     let mut records: Vec<Record> = Vec::new();
     let (mut runs, mut successes) = (0usize, 0usize);
     let mut resumed_at = None;
+    // An automation the index knows no success of has none to look for.
+    let last_ok = snapshot.last_ok(name);
     for r in snapshot.records(name) {
         let started = matches!(r.event, Event::Started(_));
         if let Event::Finished(f) = &r.event
@@ -232,8 +238,11 @@ fn gather(
         records.push(r);
         if started {
             runs += 1;
+            // The last success is looked for among the newest FAILING_MAX runs only: beyond that
+            // the index names it.
+            let success_known = successes >= 1 || last_ok.is_none() || runs >= FAILING_MAX;
             let enough = runs >= th.window
-                && successes >= 1
+                && success_known
                 && old_enough
                 && (!th.headline_check || successes >= th.headline_min_successes);
             if enough || records.len() >= MAX_RECORDS {
@@ -241,6 +250,23 @@ fn gather(
             }
         }
     }
-    let views = Runs::new(records.into_iter(), &s.data_root).collect();
+    let mut views: Vec<crate::history::RunView> =
+        Runs::new(records.into_iter(), &s.data_root).collect();
+    if successes == 0
+        && let Some(ok) = last_ok
+        && let Event::Finished(f) = ok.event
+    {
+        // An old success, from the index: its end is all that is needed (its age).
+        views.push(crate::history::RunView {
+            run: Some(f.run.clone()),
+            name: ok.name,
+            trigger: crate::runlog::Trigger::Manual,
+            at: ok.at,
+            status: crate::history::Status::Ok,
+            reason: None,
+            started: None,
+            finished: Some(f),
+        });
+    }
     (views, resumed_at)
 }

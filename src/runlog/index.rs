@@ -60,6 +60,10 @@ struct Cursor {
     /// Entries each automation's file holds (what lies past that is never read).
     #[serde(default)]
     counts: BTreeMap<String, u64>,
+    /// Each automation's last `finished` with outcome ok, so health finds it without reading back
+    /// through a long run of failures.
+    #[serde(default)]
+    last_ok: BTreeMap<String, Entry>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,6 +87,10 @@ struct Segment {
 struct Head<'a> {
     #[serde(borrow)]
     name: &'a str,
+    #[serde(borrow, default)]
+    event: Option<&'a str>,
+    #[serde(borrow, default)]
+    outcome: Option<&'a str>,
 }
 
 /// The index of one data root's log.
@@ -100,6 +108,8 @@ pub struct Snapshot {
     memory: HashMap<String, Vec<Entry>>,
     /// Entries each file held when this snapshot was taken.
     counts: BTreeMap<String, u64>,
+    /// Each automation's last successful `finished`.
+    last_ok: BTreeMap<String, Entry>,
     /// Unreadable lines met in the whole log.
     pub unreadable: u64,
 }
@@ -191,6 +201,7 @@ impl Index {
             // could be read; repeats are dropped).
             memory: if persisted { HashMap::new() } else { found },
             counts: cursor.counts,
+            last_ok: cursor.last_ok,
             unreadable: cursor.unreadable,
         })
     }
@@ -369,6 +380,9 @@ fn read_forward(
                         .entry(h.name.to_owned())
                         .or_default()
                         .push((id, short, start));
+                    if h.event == Some("finished") && h.outcome == Some("ok") {
+                        cursor.last_ok.insert(h.name.to_owned(), (id, short, start));
+                    }
                 }
             }
             Ok(_) => {}
@@ -402,6 +416,16 @@ impl Snapshot {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// The last successful `finished` of `name`, when the index has seen one and it is still there.
+    pub fn last_ok(&self, name: &str) -> Option<Record> {
+        let &(seg, hash, offset) = self.last_ok.get(name)?;
+        let file = open_segment(self.paths.get(&seg)?).ok()?;
+        read_line_at(&file, offset)
+            .filter(|l| line_hash(l) == hash)
+            .and_then(|l| serde_json::from_slice::<Record>(&l).ok())
+            .filter(|r| r.v == VERSION && r.name == name)
     }
 
     /// The records of `name`, newest first, read from the lines the index points at. A file that
@@ -440,6 +464,7 @@ impl Snapshot {
             memory: self.memory.get(name).cloned().unwrap_or_default(),
             seen: std::collections::HashSet::new(),
             files: HashMap::new(),
+            cache: None,
             damaged: false,
         }
     }
@@ -452,6 +477,7 @@ impl Snapshot {
         let mut ids: Vec<(&u32, &PathBuf)> = self.paths.iter().collect();
         ids.sort();
         let mut entries = Vec::new();
+        let mut last_ok = None;
         for (id, path) in ids {
             let file = open_segment(path)?;
             let mut reader = BufReader::with_capacity(256 * 1024, file);
@@ -463,8 +489,14 @@ impl Snapshot {
                     break;
                 }
                 line.pop();
-                if serde_json::from_slice::<Head>(&line).is_ok_and(|h| h.name == name) {
-                    entries.push((*id, line_hash(&line), pos));
+                if let Ok(h) = serde_json::from_slice::<Head>(&line)
+                    && h.name == name
+                {
+                    let entry = (*id, line_hash(&line), pos);
+                    entries.push(entry);
+                    if h.event == Some("finished") && h.outcome == Some("ok") {
+                        last_ok = Some(entry);
+                    }
                 }
                 pos += n as u64;
             }
@@ -480,6 +512,10 @@ impl Snapshot {
             && let Ok(mut c) = serde_json::from_slice::<Cursor>(&bytes)
         {
             c.counts.insert(name.to_owned(), entries.len() as u64);
+            match last_ok {
+                Some(e) => c.last_ok.insert(name.to_owned(), e),
+                None => c.last_ok.remove(name),
+            };
             let mut json = serde_json::to_vec(&c).map_err(io::Error::other)?;
             json.push(b'\n');
             fsutil::replace_unsynced(&cursor_path, &json)?;
@@ -506,6 +542,9 @@ pub struct Records<'a> {
     /// Entries already returned (repeats after an interrupted index write are dropped).
     seen: std::collections::HashSet<(u32, u64)>,
     files: HashMap<u32, File>,
+    /// The last block read (segment, its start offset, bytes): the lines of one automation lie
+    /// close together, newest first, so most are found in the block read for the one before.
+    cache: Option<(u32, u64, Vec<u8>)>,
     /// An entry pointed at a line that is not the one it indexed.
     damaged: bool,
 }
@@ -560,7 +599,13 @@ impl Records<'_> {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(v) => v.insert(open_segment(path).ok()?),
         };
-        let line = read_line_at(file, offset);
+        let line = match cached_line(&self.cache, seg, offset) {
+            Some(l) => Some(l),
+            None => {
+                self.cache = read_block(file, offset).map(|(start, b)| (seg, start, b));
+                cached_line(&self.cache, seg, offset).or_else(|| read_line_at(file, offset))
+            }
+        };
         let record = line
             .as_ref()
             .filter(|l| line_hash(l) == hash)
@@ -571,6 +616,32 @@ impl Records<'_> {
         }
         record
     }
+}
+
+/// The block around `offset` read in one go: up to 64 KiB before it (where the older lines of the
+/// same automation are) and 4 KiB after.
+fn read_block(file: &File, offset: u64) -> Option<(u64, Vec<u8>)> {
+    let start = offset.saturating_sub(60 * 1024);
+    let mut buf = vec![0u8; (offset - start) as usize + 4096];
+    let n = file.read_at(&mut buf, start).ok()?;
+    buf.truncate(n);
+    Some((start, buf))
+}
+
+/// The line at `offset` from the cached block, when the block holds all of it (and the byte
+/// before it, which must be a newline).
+fn cached_line(cache: &Option<(u32, u64, Vec<u8>)>, seg: u32, offset: u64) -> Option<Vec<u8>> {
+    let (s, start, bytes) = cache.as_ref()?;
+    if *s != seg || offset < *start || (offset == *start && offset != 0) {
+        return None;
+    }
+    let at = usize::try_from(offset - start).ok()?;
+    if at > 0 && bytes.get(at - 1) != Some(&b'\n') {
+        return None;
+    }
+    let rest = bytes.get(at..)?;
+    let end = rest.iter().position(|&b| b == b'\n')?;
+    Some(rest[..end].to_vec())
 }
 
 /// The whole line starting at `offset` (which must be a line's start), without its newline.

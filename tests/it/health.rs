@@ -1046,3 +1046,40 @@ fn notify_key_store_validates_with_pushover_before_storing_in_the_real_keyring()
         "nothing was sent"
     );
 }
+
+/// Reading back for the last success through a long failing streak made every look after a run
+/// cost the whole history (up to 20,000 records). The index keeps each automation's last success:
+/// health reads a bounded number of runs and still knows when the last success was.
+#[test]
+fn the_last_success_is_known_after_a_long_failing_streak() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "long",
+        "name = \"long\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    installed(&sb, "long", Utc::now() - Duration::days(3));
+    let mut fx = Fixture::new(&sb);
+    let start = Utc::now() - Duration::days(2);
+    fx.ok("long", start);
+    for i in 0..260 {
+        fx.scheduled(
+            "long",
+            start + Duration::minutes(5 * (i + 1)),
+            Some(Outcome::Failed),
+            100,
+        );
+    }
+    let v = verdict(&sb, "long");
+    let f = &v["figures"];
+    let last = f["last_success"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        last.starts_with(&start.format("%Y-%m-%dT%H:%M").to_string()),
+        "{v}"
+    );
+    assert!(rules(&v).contains(&"stale".to_owned()), "{v}");
+    assert!(
+        detail(&v, "stale").starts_with("last success "),
+        "not 'never succeeded': {v}"
+    );
+    assert_eq!(f["runs"], 20, "{v}");
+}
