@@ -37,7 +37,7 @@ def main():
             ev = {"v": 1, "event": "finished", "run": "r%d" % (i - 1), "outcome": "ok", "exit_code": 0,
                   "signal": None, "duration_ms": 5, "error": None, "stdout_tail": "ok\n", "stderr_tail": "",
                   "dropped": {"stdout": 0, "stderr": 0}, "facts": {"n": 1}, "headline": "n", "http": None,
-                  "leftover_processes": 0, "clock": clock}
+                  "leftover_processes": 0, "clock": clock, "trigger": "schedule", "started_at": at}
         else:
             ev = {"v": 1, "event": "skipped", "trigger": "schedule", "reason": "already_running"}
         ev.update({"name": names[(i // 3) % len(names)], "at": at, "prev": prev})

@@ -139,6 +139,9 @@ pub struct Runs<'a, I: Iterator<Item = Record>> {
     records: I,
     pending: HashMap<String, Finished>,
     data_root: &'a Path,
+    /// A `finished` that says how and when its run started is a whole run by itself (see
+    /// `index::Records::ends_first`).
+    ends_first: bool,
 }
 
 impl<'a, I: Iterator<Item = Record>> Runs<'a, I> {
@@ -148,7 +151,17 @@ impl<'a, I: Iterator<Item = Record>> Runs<'a, I> {
             records,
             pending: HashMap::new(),
             data_root,
+            ends_first: false,
         }
+    }
+}
+
+impl<I: Iterator<Item = Record>> Runs<'_, I> {
+    /// Takes a `finished` that says how and when its run started as the whole run, for records
+    /// read with `index::Records::ends_first`.
+    pub fn ends_first(mut self) -> Self {
+        self.ends_first = true;
+        self
     }
 }
 
@@ -160,6 +173,20 @@ impl<I: Iterator<Item = Record>> Iterator for Runs<'_, I> {
             let r = self.records.next()?;
             match r.event {
                 Event::Finished(f) => {
+                    if self.ends_first
+                        && let (Some(trigger), Some(at)) = (f.trigger, f.started_at.clone())
+                    {
+                        return Some(RunView {
+                            run: Some(f.run.clone()),
+                            name: r.name,
+                            trigger,
+                            at,
+                            status: Status::of(f.outcome),
+                            reason: None,
+                            started: None,
+                            finished: Some(f),
+                        });
+                    }
                     self.pending.insert(f.run.clone(), f);
                 }
                 Event::Started(s) => {
@@ -236,7 +263,8 @@ pub fn last_runs(
     }
     let snapshot = Index::new(log).refresh()?;
     for name in names {
-        if let Some(view) = runs_of(&snapshot, data_root, name).find(|v| v.run.is_some()) {
+        let mut runs = Runs::new(snapshot.records(name).without_skips(), data_root);
+        if let Some(view) = runs.find(|v| v.run.is_some()) {
             found.insert((*name).to_owned(), view);
         }
     }

@@ -96,6 +96,16 @@ impl State {
         read_json(&self.pause_path(name))
     }
 
+    /// The automations with a pause file, from one listing.
+    pub fn paused_names(&self) -> Result<std::collections::BTreeSet<Name>, StateError> {
+        let dir = self.dir.join("paused");
+        let listed = fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))?;
+        Ok(listed
+            .into_iter()
+            .filter_map(|(stem, _)| Name::new(&stem).ok())
+            .collect())
+    }
+
     /// Pauses `name` (replacing an earlier pause).
     pub fn pause(&self, name: &Name, pause: &Pause) -> Result<(), StateError> {
         write_json(&self.pause_path(name), pause)

@@ -154,17 +154,50 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
             (names, installs)
         }
     };
-    let mut out = Vec::with_capacity(names.len());
-    for name in names {
-        let Ok(n) = Name::new(&name) else { continue };
-        let definition = loaded.definitions.iter().find(|d| d.name == n).cloned();
-        let mut subject = subject(s, snapshot, &n, definition, thresholds.of(&name))?;
-        subject.installed_at = installs.get(&n).map(|r| r.installed_at);
-        subject.invalid = invalid.contains(&name);
-        out.push(subject);
+    let names: Vec<Name> = names.iter().filter_map(|n| Name::new(n).ok()).collect();
+    let definitions: std::collections::HashMap<&Name, &definition::Definition> =
+        loaded.definitions.iter().map(|d| (&d.name, d)).collect();
+    let pauses = match only {
+        Some(_) => None,
+        None => Some(state.paused_names()?),
+    };
+    let one = |n: &Name| -> anyhow::Result<Subject> {
+        let definition = definitions.get(n).map(|d| (*d).clone());
+        let th = thresholds.of(n.as_str());
+        let mut subject = subject(s, snapshot, n, definition, th, pauses.as_ref())?;
+        subject.installed_at = installs.get(n).map(|r| r.installed_at);
+        subject.invalid = invalid.contains(n.as_str());
+        Ok(subject)
+    };
+    // Each automation is read on its own (its index file, its lines): with many, the cores share
+    // them, in order.
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(names.len().div_ceil(PER_WORKER));
+    if workers <= 1 {
+        return names.iter().map(one).collect();
     }
-    Ok(out)
+    let chunk = names.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = names
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || part.iter().map(one).collect::<anyhow::Result<Vec<_>>>())
+            })
+            .collect();
+        let mut out = Vec::with_capacity(names.len());
+        for h in handles {
+            out.extend(
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a health worker panicked"))??,
+            );
+        }
+        Ok(out)
+    })
 }
+
+/// Automations each worker thread takes at least: below that, one thread does it all.
+const PER_WORKER: usize = 32;
 
 /// One automation's subject (without its install time and validity, which `subjects` adds).
 fn subject(
@@ -173,6 +206,7 @@ fn subject(
     name: &Name,
     definition: Option<crate::definition::Definition>,
     th: &super::Thresholds,
+    pauses: Option<&BTreeSet<Name>>,
 ) -> anyhow::Result<Subject> {
     let (runs, resumed_at) = gather(
         snapshot,
@@ -183,7 +217,11 @@ fn subject(
     );
     Ok(Subject {
         name: name.to_string(),
-        paused: State::new(&s.data_root).paused(name)?,
+        // Only a pause file that is there is read (a listing told which are).
+        paused: match pauses {
+            Some(p) if !p.contains(name) => None,
+            _ => State::new(&s.data_root).paused(name)?,
+        },
         installed_at: None,
         invalid: false,
         definition,
@@ -222,8 +260,26 @@ fn gather(
     let mut resumed_at = None;
     // An automation the index knows no success of has none to look for.
     let last_ok = snapshot.last_ok(name);
-    for r in snapshot.records(name) {
-        let started = matches!(r.event, Event::Started(_));
+    // Skipped firings count only for the missed slots of a calendar schedule.
+    let calendar = matches!(schedule, Some(Schedule::DailyAt { .. }));
+    // A run is read from its end; its start only when the end does not say it or there is none.
+    let records_of = snapshot.records(name).ends_first();
+    let records_of = if calendar {
+        records_of
+    } else {
+        records_of.without_skips()
+    };
+    let mut last_end: Option<String> = None;
+    for r in records_of {
+        // One run: a `finished`, or a `started` that is not the start of the end just read.
+        let started = match &r.event {
+            Event::Finished(f) if f.trigger.is_some() && f.started_at.is_some() => {
+                last_end = Some(f.run.clone());
+                true
+            }
+            Event::Started(s) => last_end.take().is_none_or(|run| run != s.run),
+            _ => false,
+        };
         if let Event::Finished(f) = &r.event
             && f.outcome == Outcome::Ok
         {
@@ -250,8 +306,9 @@ fn gather(
             }
         }
     }
-    let mut views: Vec<crate::history::RunView> =
-        Runs::new(records.into_iter(), &s.data_root).collect();
+    let mut views: Vec<crate::history::RunView> = Runs::new(records.into_iter(), &s.data_root)
+        .ends_first()
+        .collect();
     if successes == 0
         && let Some(ok) = last_ok
         && let Event::Finished(f) = ok.event

@@ -44,8 +44,36 @@ const FORMAT: u32 = 2;
 const CURSOR: &str = "cursor";
 const LOCK: &str = "lock";
 
-/// One entry: segment id, the first 4 bytes of the line's sha256, offset.
+/// One entry: segment id, the first 4 bytes of the line's sha256, and the offset, whose top byte
+/// says what kind of line it is (see [`kind_of`]), so a reader can pass over what it does not need
+/// without reading it.
 type Entry = (u32, u32, u64);
+
+/// Offsets are below 2^56 (64 PiB): the top byte holds the kind.
+const OFFSET_BITS: u32 = 56;
+const KIND_STARTED: u64 = 1;
+const KIND_FINISHED: u64 = 2;
+const KIND_SKIPPED: u64 = 3;
+
+/// The kind byte of a line's event.
+fn kind_of(event: Option<&str>) -> u64 {
+    match event {
+        Some("started") => 1,
+        Some("finished") => 2,
+        Some("skipped") => KIND_SKIPPED,
+        _ => 4,
+    }
+}
+
+/// An entry's offset with its kind.
+fn tagged(offset: u64, event: Option<&str>) -> u64 {
+    offset | (kind_of(event) << OFFSET_BITS)
+}
+
+/// An entry's offset, without its kind.
+fn offset_of(tagged: u64) -> u64 {
+    tagged & ((1 << OFFSET_BITS) - 1)
+}
 
 /// Where the index reads up to.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -110,6 +138,8 @@ pub struct Snapshot {
     counts: BTreeMap<String, u64>,
     /// Each automation's last successful `finished`.
     last_ok: BTreeMap<String, Entry>,
+    /// Segments opened so far, shared by every reader of this snapshot (threads included).
+    files: std::sync::Mutex<HashMap<u32, std::sync::Arc<File>>>,
     /// Unreadable lines met in the whole log.
     pub unreadable: u64,
 }
@@ -202,6 +232,7 @@ impl Index {
             memory: if persisted { HashMap::new() } else { found },
             counts: cursor.counts,
             last_ok: cursor.last_ok,
+            files: Default::default(),
             unreadable: cursor.unreadable,
         })
     }
@@ -376,12 +407,10 @@ fn read_forward(
         match serde_json::from_slice::<Head>(&line) {
             Ok(h) if !h.name.is_empty() => {
                 if Name::new(h.name).is_ok() {
-                    found
-                        .entry(h.name.to_owned())
-                        .or_default()
-                        .push((id, short, start));
+                    let entry = (id, short, tagged(start, h.event));
+                    found.entry(h.name.to_owned()).or_default().push(entry);
                     if h.event == Some("finished") && h.outcome == Some("ok") {
-                        cursor.last_ok.insert(h.name.to_owned(), (id, short, start));
+                        cursor.last_ok.insert(h.name.to_owned(), entry);
                     }
                 }
             }
@@ -418,13 +447,24 @@ impl Snapshot {
         names
     }
 
+    /// Segment `seg`, opened once for every reader of this snapshot.
+    fn segment(&self, seg: u32) -> Option<std::sync::Arc<File>> {
+        let mut files = self.files.lock().ok()?;
+        if let Some(f) = files.get(&seg) {
+            return Some(f.clone());
+        }
+        let f = std::sync::Arc::new(open_segment(self.paths.get(&seg)?).ok()?);
+        files.insert(seg, f.clone());
+        Some(f)
+    }
+
     /// The last successful `finished` of `name`, when the index has seen one and it is still there.
     pub fn last_ok(&self, name: &str) -> Option<Record> {
         let &(seg, hash, offset) = self.last_ok.get(name)?;
         let file = open_segment(self.paths.get(&seg)?).ok()?;
-        read_line_at(&file, offset)
+        read_line_at(&file, offset_of(offset))
             .filter(|l| line_hash(l) == hash)
-            .and_then(|l| serde_json::from_slice::<Record>(&l).ok())
+            .and_then(|l| Record::parse(&l).ok())
             .filter(|r| r.v == VERSION && r.name == name)
     }
 
@@ -463,9 +503,12 @@ impl Snapshot {
             block: Vec::new(),
             memory: self.memory.get(name).cloned().unwrap_or_default(),
             seen: std::collections::HashSet::new(),
-            files: HashMap::new(),
+            dedupe: self.memory.contains_key(name),
             cache: None,
             damaged: false,
+            skips: true,
+            ends_first: false,
+            end_pending: None,
         }
     }
 
@@ -492,7 +535,7 @@ impl Snapshot {
                 if let Ok(h) = serde_json::from_slice::<Head>(&line)
                     && h.name == name
                 {
-                    let entry = (*id, line_hash(&line), pos);
+                    let entry = (*id, line_hash(&line), tagged(pos, h.event));
                     entries.push(entry);
                     if h.event == Some("finished") && h.outcome == Some("ok") {
                         last_ok = Some(entry);
@@ -539,14 +582,21 @@ pub struct Records<'a> {
     block: Vec<Entry>,
     /// Entries only in memory (read-only data root): newer than the file's.
     memory: Vec<Entry>,
-    /// Entries already returned (repeats after an interrupted index write are dropped).
+    /// Entries already returned: the file's may repeat those found in memory.
     seen: std::collections::HashSet<(u32, u64)>,
-    files: HashMap<u32, File>,
+    dedupe: bool,
     /// The last block read (segment, its start offset, bytes): the lines of one automation lie
     /// close together, newest first, so most are found in the block read for the one before.
     cache: Option<(u32, u64, Vec<u8>)>,
     /// An entry pointed at a line that is not the one it indexed.
     damaged: bool,
+    /// Whether `skipped` lines are read (else passed over unread).
+    skips: bool,
+    /// Whether a run's `started` is passed over when its `finished` says what it said.
+    ends_first: bool,
+    /// Newest first, a `finished` was read and its `started` is still to come: whether that
+    /// `finished` carried the start (so the `started` need not be read).
+    end_pending: Option<bool>,
 }
 
 impl Drop for Records<'_> {
@@ -563,6 +613,21 @@ impl Drop for Records<'_> {
 }
 
 impl Records<'_> {
+    /// The same records without the skipped firings, which are then never read.
+    pub fn without_skips(mut self) -> Self {
+        self.skips = false;
+        self
+    }
+
+    /// The same records, but a run's `started` is read only when its `finished` does not say when
+    /// and how the run started, or when it has none (a run still going, or interrupted): runs of
+    /// one automation never overlap (its lock), so the `started` older than a `finished` is its
+    /// own. Half the lines of a run, for readers that want its end (health).
+    pub fn ends_first(mut self) -> Self {
+        self.ends_first = true;
+        self
+    }
+
     fn next_entry(&mut self) -> Option<Entry> {
         if let Some(e) = self.memory.pop() {
             return Some(e);
@@ -593,23 +658,34 @@ impl Records<'_> {
 
     /// The record of an entry: the line must start where the entry says, hash as it did, and be
     /// this automation's. A line of a segment that is gone is no damage; any other miss is.
-    fn read(&mut self, (seg, hash, offset): Entry) -> Option<Record> {
-        let path = self.snapshot.paths.get(&seg)?;
-        let file = match self.files.entry(seg) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(open_segment(path).ok()?),
-        };
+    fn read(&mut self, (seg, hash, tagged): Entry) -> Option<Record> {
+        let offset = offset_of(tagged);
+        let file = self.snapshot.segment(seg)?;
+        let file = file.as_ref();
         let line = match cached_line(&self.cache, seg, offset) {
             Some(l) => Some(l),
             None => {
-                self.cache = read_block(file, offset).map(|(start, b)| (seg, start, b));
+                // One read for this line and the older ones of this automation close before it
+                // (the next entries): lines of one automation in a log shared by few lie close
+                // together; in one shared by many, only this line is read.
+                let reach = self
+                    .block
+                    .iter()
+                    .rev()
+                    .map(|&(s, _, o)| (s, offset_of(o)))
+                    .take_while(|&(s, o)| s == seg && o < offset && offset - o <= BLOCK_REACH)
+                    .last()
+                    .map_or(offset, |(_, o)| o);
+                let mut buf = self.cache.take().map(|(_, _, b)| b).unwrap_or_default();
+                self.cache =
+                    read_block(file, reach, offset, &mut buf).map(|start| (seg, start, buf));
                 cached_line(&self.cache, seg, offset).or_else(|| read_line_at(file, offset))
             }
         };
         let record = line
             .as_ref()
             .filter(|l| line_hash(l) == hash)
-            .and_then(|l| serde_json::from_slice::<Record>(l).ok())
+            .and_then(|l| Record::parse(l).ok())
             .filter(|r| r.v == VERSION && r.name == self.name);
         if record.is_none() {
             self.damaged = true;
@@ -618,14 +694,21 @@ impl Records<'_> {
     }
 }
 
-/// The block around `offset` read in one go: up to 64 KiB before it (where the older lines of the
-/// same automation are) and 4 KiB after.
-fn read_block(file: &File, offset: u64) -> Option<(u64, Vec<u8>)> {
-    let start = offset.saturating_sub(60 * 1024);
-    let mut buf = vec![0u8; (offset - start) as usize + 4096];
-    let n = file.read_at(&mut buf, start).ok()?;
+/// How far before a line the older lines read with it may lie.
+const BLOCK_REACH: u64 = 60 * 1024;
+
+/// Reads from `from` (at most [`BLOCK_REACH`] before `offset`) to 4 KiB past `offset` into `buf`
+/// in one go; where the bytes start.
+fn read_block(file: &File, from: u64, offset: u64, buf: &mut Vec<u8>) -> Option<u64> {
+    // From the byte before the first line: it must be a newline.
+    let start = from
+        .max(offset.saturating_sub(BLOCK_REACH))
+        .saturating_sub(1);
+    // A line is a few hundred bytes, one with output a few KiB: a longer one is read on.
+    buf.resize((offset - start) as usize + 1536, 0);
+    let n = file.read_at(buf, start).ok()?;
     buf.truncate(n);
-    Some((start, buf))
+    Some(start)
 }
 
 /// The line at `offset` from the cached block, when the block holds all of it (and the byte
@@ -676,12 +759,26 @@ impl Iterator for Records<'_> {
     fn next(&mut self) -> Option<Record> {
         loop {
             let e = self.next_entry()?;
-            if !self.seen.insert((e.0, e.2)) {
+            let kind = e.2 >> OFFSET_BITS;
+            if !self.skips && kind == KIND_SKIPPED {
                 continue;
             }
-            if let Some(r) = self.read(e) {
-                return Some(r);
+            // Repeats can only come from entries found in memory on top of the file's.
+            if self.dedupe && !self.seen.insert((e.0, offset_of(e.2))) {
+                continue;
             }
+            if self.ends_first && kind == KIND_STARTED && self.end_pending.take() == Some(true) {
+                continue;
+            }
+            let Some(r) = self.read(e) else { continue };
+            if self.ends_first && kind == KIND_FINISHED {
+                let told = matches!(
+                    &r.event,
+                    super::Event::Finished(f) if f.trigger.is_some() && f.started_at.is_some()
+                );
+                self.end_pending = Some(told);
+            }
+            return Some(r);
         }
     }
 }

@@ -565,3 +565,84 @@ fn history_deleted_by_hand_is_not_blamed_on_retention() {
         "{v:?}"
     );
 }
+
+/// The readers' two-pass parse gives exactly what the derived form gives, for every event, and
+/// refuses what it refuses.
+#[test]
+fn the_fast_parse_agrees_with_the_derived_one() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(400);
+    let at = fixed_time();
+    let finished = Finished {
+        run: "r1".into(),
+        outcome: Outcome::Failed,
+        exit_code: Some(3),
+        signal: None,
+        duration_ms: 12,
+        error: Some(ErrorInfo {
+            class: "exit_status".into(),
+            detail: "exited with 3".into(),
+        }),
+        stdout_tail: "out \"quoted\" \u{1b}[31m\n".into(),
+        stderr_tail: String::new(),
+        dropped: Dropped::default(),
+        facts: BTreeMap::from([("n".to_owned(), 4)]),
+        headline: Some("n".into()),
+        http: None,
+        leftover_processes: 0,
+        clock: clock::now(),
+        trigger: None,
+        started_at: None,
+    };
+    for event in [
+        started("r1"),
+        Event::Finished(finished),
+        skipped(SkipReason::SlotDone),
+        Event::Paused(Paused {
+            by: By::Auto,
+            reason: "why".into(),
+        }),
+        Event::Resumed(Resumed { by: By::Hand }),
+        Event::StopAll(StopAll {
+            reason: "r".into(),
+            stopped: 2,
+        }),
+        Event::ResumeAll(ResumeAll {}),
+    ] {
+        log.append("a", event, at).unwrap();
+    }
+    // A rotation for a seam, and a cut for a break.
+    for i in 0..3 {
+        log.append("a", started(&format!("x{i}")), at).unwrap();
+    }
+    let l = lines(&log.path());
+    std::fs::write(log.path(), l[..1].join("\n") + "\n").unwrap();
+    RunLog::new(d.path()).append("a", started("y"), at).unwrap();
+    let mut kinds = std::collections::BTreeSet::new();
+    for seg in log.segments() {
+        for line in lines(&seg) {
+            let fast = Record::parse(line.as_bytes()).unwrap();
+            let derived: Record = serde_json::from_str(&line).unwrap();
+            assert_eq!(fast, derived, "{line}");
+            // Keys in another order (sorted: an event's fields before `event`) read the same.
+            let sorted = serde_json::from_str::<serde_json::Value>(&line)
+                .unwrap()
+                .to_string();
+            assert_eq!(
+                Record::parse(sorted.as_bytes()).unwrap(),
+                derived,
+                "{sorted}"
+            );
+            kinds.insert(serde_json::to_value(&fast).unwrap()["event"].to_string());
+        }
+    }
+    assert!(kinds.len() >= 9, "{kinds:?}");
+    for bad in [
+        &b"{\"v\":1,\"event\":\"started\",\"name\":\"a\",\"at\":\"t\",\"prev\":\"p\"}"[..],
+        b"{\"v\":1,\"event\":\"nope\",\"name\":\"a\",\"at\":\"t\",\"prev\":\"p\"}",
+        b"not json",
+    ] {
+        assert!(Record::parse(bad).is_err());
+        assert!(serde_json::from_slice::<Record>(bad).is_err());
+    }
+}

@@ -261,7 +261,8 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     let mut signals = Signals::install().context("cannot install signal handlers")?;
 
     // 5. started: durable before anything of the command can run.
-    append(
+    let started_at = Utc::now();
+    append_at(
         log,
         name,
         Event::Started(Started {
@@ -271,6 +272,7 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             definition: Some(def.sha256.clone()),
             clock: clock::now(),
         }),
+        started_at,
     )?;
 
     // 6–10. The key gate, then the command and its whole process tree.
@@ -284,6 +286,11 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             &mut keeper,
         ),
         Err(refusal) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
+    };
+    let finished = Finished {
+        trigger: Some(firing.trigger),
+        started_at: Some(crate::runlog::stamp(started_at)),
+        ..finished
     };
     let end = Event::Finished(finished.clone());
     if let Err(source) = log.append_unsynced(name.as_str(), end, Utc::now()) {
@@ -360,7 +367,16 @@ fn switches_and_slot(
 }
 
 fn append(log: &RunLog, name: &Name, event: Event) -> Result<(), RunError> {
-    log.append(name.as_str(), event, Utc::now())
+    append_at(log, name, event, Utc::now())
+}
+
+fn append_at(
+    log: &RunLog,
+    name: &Name,
+    event: Event,
+    at: chrono::DateTime<Utc>,
+) -> Result<(), RunError> {
+    log.append(name.as_str(), event, at)
         .map_err(|e| RunError::Io(anyhow::Error::from(e)))
 }
 
@@ -384,9 +400,10 @@ fn record_unstartable(
     class: &str,
     detail: &str,
 ) -> Result<Report, RunError> {
-    let run_id = new_run_id(Utc::now());
+    let started_at = Utc::now();
+    let run_id = new_run_id(started_at);
     let clock = clock::now();
-    append(
+    append_at(
         log,
         name,
         Event::Started(Started {
@@ -396,8 +413,11 @@ fn record_unstartable(
             definition,
             clock: clock.clone(),
         }),
+        started_at,
     )?;
-    let finished = failed_before_start(&run_id, class, detail, clock);
+    let mut finished = failed_before_start(&run_id, class, detail, clock);
+    finished.trigger = Some(trigger);
+    finished.started_at = Some(crate::runlog::stamp(started_at));
     append(log, name, Event::Finished(finished.clone()))?;
     Ok(Report::Finished {
         run: run_id,
@@ -425,6 +445,8 @@ fn failed_before_start(run: &str, class: &str, detail: &str, clock: clock::Clock
         http: None,
         leftover_processes: 0,
         clock,
+        trigger: None,
+        started_at: None,
     }
 }
 
@@ -795,6 +817,8 @@ fn finish(
         http: None,
         leftover_processes: sup.leftover_processes,
         clock: clock::now(),
+        trigger: None,
+        started_at: None,
     }
 }
 

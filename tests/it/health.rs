@@ -96,6 +96,8 @@ impl Fixture {
                         http: None,
                         leftover_processes: 0,
                         clock,
+                        trigger: Some(trigger),
+                        started_at: Some(automations::runlog::stamp(at)),
                     }),
                     at + Duration::milliseconds(duration_ms as i64),
                 )
