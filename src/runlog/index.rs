@@ -392,11 +392,22 @@ fn read_forward(
     let mut reader = BufReader::with_capacity(256 * 1024, file);
     let mut pos = offset;
     let mut line = Vec::with_capacity(1024);
+    // The last line read: where it starts and its hash, put in the cursor once, at the end.
+    let mut last: Option<(u64, [u8; 32])> = None;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line)?;
         if n == 0 || line.last() != Some(&b'\n') {
             // The end, or a line still being written: leave it for the next reader.
+            if let Some((start, digest)) = last {
+                let end = pos;
+                cursor.at = Some(Position {
+                    segment: id,
+                    offset: end,
+                    last_start: start,
+                    last_hash: super::hex(&digest),
+                });
+            }
             return Ok(());
         }
         let start = pos;
@@ -417,12 +428,7 @@ fn read_forward(
             Ok(_) => {}
             Err(_) => cursor.unreadable += 1,
         }
-        cursor.at = Some(Position {
-            segment: id,
-            offset: pos,
-            last_start: start,
-            last_hash: super::hex(&digest),
-        });
+        last = Some((start, digest));
     }
 }
 
