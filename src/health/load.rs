@@ -255,11 +255,13 @@ fn gather(
         }
         _ => None,
     };
-    let mut records: Vec<Record> = Vec::new();
+    // A run is a line or two: room for the window's, so the vector is not moved as it grows.
+    let mut records: Vec<Record> = Vec::with_capacity(th.window * 2 + 2);
     let (mut runs, mut successes) = (0usize, 0usize);
     let mut resumed_at = None;
-    // An automation the index knows no success of has none to look for.
-    let last_ok = snapshot.last_ok(name);
+    // An automation the index knows no success of has none to look for (and the line of the one
+    // it knows is read only when the runs read hold none).
+    let any_ok = snapshot.has_last_ok(name);
     // Skipped firings count only for the missed slots of a calendar schedule.
     let calendar = matches!(schedule, Some(Schedule::DailyAt { .. }));
     // A run is read from its end; its start only when the end does not say it or there is none.
@@ -296,7 +298,7 @@ fn gather(
             runs += 1;
             // The last success is looked for among the newest FAILING_MAX runs only: beyond that
             // the index names it.
-            let success_known = successes >= 1 || last_ok.is_none() || runs >= FAILING_MAX;
+            let success_known = successes >= 1 || !any_ok || runs >= FAILING_MAX;
             let enough = runs >= th.window
                 && success_known
                 && old_enough
@@ -306,11 +308,10 @@ fn gather(
             }
         }
     }
-    let mut views: Vec<crate::history::RunView> = Runs::new(records.into_iter(), &s.data_root)
-        .ends_first()
-        .collect();
+    let mut views: Vec<crate::history::RunView> = Vec::with_capacity(runs + 1);
+    views.extend(Runs::new(records.into_iter(), &s.data_root).ends_first());
     if successes == 0
-        && let Some(ok) = last_ok
+        && let Some(ok) = snapshot.last_ok(name)
         && let Event::Finished(f) = ok.event
     {
         // An old success, from the index: its end is all that is needed (its age).

@@ -464,10 +464,15 @@ impl Snapshot {
         Some(f)
     }
 
+    /// Whether the index has seen a successful `finished` of `name` (without reading it).
+    pub fn has_last_ok(&self, name: &str) -> bool {
+        self.last_ok.contains_key(name)
+    }
+
     /// The last successful `finished` of `name`, when the index has seen one and it is still there.
     pub fn last_ok(&self, name: &str) -> Option<Record> {
         let &(seg, hash, offset) = self.last_ok.get(name)?;
-        let file = open_segment(self.paths.get(&seg)?).ok()?;
+        let file = self.segment(seg)?;
         read_line_at(&file, offset_of(offset))
             .filter(|l| line_hash(l) == hash)
             .and_then(|l| Record::parse(&l).ok())
@@ -668,28 +673,30 @@ impl Records<'_> {
         let offset = offset_of(tagged);
         let file = self.snapshot.segment(seg)?;
         let file = file.as_ref();
-        let line = match cached_line(&self.cache, seg, offset) {
-            Some(l) => Some(l),
-            None => {
-                // One read for this line and the older ones of this automation close before it
-                // (the next entries): lines of one automation in a log shared by few lie close
-                // together; in one shared by many, only this line is read.
-                let reach = self
-                    .block
-                    .iter()
-                    .rev()
-                    .map(|&(s, _, o)| (s, offset_of(o)))
-                    .take_while(|&(s, o)| s == seg && o < offset && offset - o <= BLOCK_REACH)
-                    .last()
-                    .map_or(offset, |(_, o)| o);
-                let mut buf = self.cache.take().map(|(_, _, b)| b).unwrap_or_default();
-                self.cache =
-                    read_block(file, reach, offset, &mut buf).map(|start| (seg, start, buf));
-                cached_line(&self.cache, seg, offset).or_else(|| read_line_at(file, offset))
+        if cached_range(&self.cache, seg, offset).is_none() {
+            // One read for this line and the older ones of this automation close before it
+            // (the next entries): lines of one automation in a log shared by few lie close
+            // together; in one shared by many, only this line is read.
+            let reach = self
+                .block
+                .iter()
+                .rev()
+                .map(|&(s, _, o)| (s, offset_of(o)))
+                .take_while(|&(s, o)| s == seg && o < offset && offset - o <= BLOCK_REACH)
+                .last()
+                .map_or(offset, |(_, o)| o);
+            let mut buf = self.cache.take().map(|(_, _, b)| b).unwrap_or_default();
+            self.cache = read_block(file, reach, offset, &mut buf).map(|start| (seg, start, buf));
+        }
+        let long;
+        let line = match (cached_range(&self.cache, seg, offset), &self.cache) {
+            (Some(r), Some((_, _, bytes))) => Some(&bytes[r]),
+            _ => {
+                long = read_line_at(file, offset);
+                long.as_deref()
             }
         };
         let record = line
-            .as_ref()
             .filter(|l| line_hash(l) == hash)
             .and_then(|l| Record::parse(l).ok())
             .filter(|r| r.v == VERSION && r.name == self.name);
@@ -717,9 +724,13 @@ fn read_block(file: &File, from: u64, offset: u64, buf: &mut Vec<u8>) -> Option<
     Some(start)
 }
 
-/// The line at `offset` from the cached block, when the block holds all of it (and the byte
+/// Where in the cached block the line at `offset` is, when the block holds all of it (and the byte
 /// before it, which must be a newline).
-fn cached_line(cache: &Option<(u32, u64, Vec<u8>)>, seg: u32, offset: u64) -> Option<Vec<u8>> {
+fn cached_range(
+    cache: &Option<(u32, u64, Vec<u8>)>,
+    seg: u32,
+    offset: u64,
+) -> Option<std::ops::Range<usize>> {
     let (s, start, bytes) = cache.as_ref()?;
     if *s != seg || offset < *start || (offset == *start && offset != 0) {
         return None;
@@ -728,9 +739,8 @@ fn cached_line(cache: &Option<(u32, u64, Vec<u8>)>, seg: u32, offset: u64) -> Op
     if at > 0 && bytes.get(at - 1) != Some(&b'\n') {
         return None;
     }
-    let rest = bytes.get(at..)?;
-    let end = rest.iter().position(|&b| b == b'\n')?;
-    Some(rest[..end].to_vec())
+    let end = bytes.get(at..)?.iter().position(|&b| b == b'\n')?;
+    Some(at..at + end)
 }
 
 /// The whole line starting at `offset` (which must be a line's start), without its newline.
