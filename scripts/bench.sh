@@ -152,6 +152,28 @@ hf "$work/h-dash.json" "curl -sf -o /dev/null -H '$(cookie "$work/m-1k" "$url_k"
 sleep 1
 rss_dash=$(awk '/^VmRSS/ {print $2}' "/proc/$dpid_m/status")
 
+# The same page while 5,000 idle connections are open to the server (a hostile neighbour), and the
+# server's memory meanwhile.
+port_k=${url_k##*:}; port_k=${port_k%%/*}
+python3 - "$port_k" >"$work/crowd.out" <<'PY' &
+import resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 10000), hard))
+crowd = [socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20) for _ in range(5000)]
+print("ready", flush=True)
+time.sleep(600)
+PY
+crowd_pid=$!
+pids+=("$crowd_pid")
+until grep -q ready "$work/crowd.out" 2>/dev/null; do
+    kill -0 "$crowd_pid" 2>/dev/null || { echo "bench: could not open 5,000 connections" >&2; exit 1; }
+    sleep 0.1
+done
+echo "== the dashboard's page, 20 automations, 1,000 lines: alone vs with 5,000 idle connections open"
+hf "$work/h-crowd.json" "curl -sf -o /dev/null -H '$(cookie "$work/m-1k" "$url_k")' $url_k"
+rss_crowd=$(awk '/^VmRSS/ {print $2}' "/proc/$dpid_k/status")
+kill "$crowd_pid" 2>/dev/null || true
+
 rss() { # peak RSS in KiB over 5 firings of $1: the largest process, keeper or runner (peak_rss.py)
     local max=0 v
     for _ in 1 2 3 4 5; do
@@ -204,11 +226,11 @@ for _ in 1 2 3; do
 done
 
 python3 - "$work" "$ROUNDS" "$rss_noop" "$rss_some" "$rss_loud" "$overshoot" "$index_ms" \
-    "$rss_http_cap" "$rss_http_file" "$rss_dash" "$order_found" "$order_all" <<'PY'
+    "$rss_http_cap" "$rss_http_file" "$rss_dash" "$order_found" "$order_all" "$rss_crowd" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
 (rounds, rss_noop, rss_some, rss_loud, overshoot, index_ms, rss_http_cap, rss_http_file,
- rss_dash, order_found, order_all) = map(int, sys.argv[2:])
+ rss_dash, order_found, order_all, rss_crowd) = map(int, sys.argv[2:])
 def medians(name):
     # Medians: one stall of this machine's disk or scheduler must not decide a comparison.
     return [r["median"] * 1000 for r in json.load(open(f"{work}/{name}"))["results"]]
@@ -230,6 +252,8 @@ def pair(name, label, target, detail=""):
     return (label, big / small, f"<= {target}", big / small <= target,
             f"{big:.2f} ms vs {small:.2f} ms{detail}")
 http, curl = medians("h-http.json")
+alone = medians("h-dash.json")[0]
+crowd = medians("h-crowd.json")[0]
 rows = [
     ("a firing of noop / flock -n L timeout 300 /bin/true", ratio, "<= 0.8", ratio <= 0.8,
      f"median of {rounds} rounds ({ratios[0]:.2f}-{ratios[-1]:.2f}); {run:.2f} ms vs {flock:.2f} ms"
@@ -260,6 +284,10 @@ rows = [
     pair("h-dash.json", "dashboard page (20), 1,000,000 / 1,000 lines", 2),
     ("RSS of an idle dashboard after serving its page", rss_dash / 1024, "<= 15 MB",
      rss_dash * 1024 <= 15_000_000, f"{rss_dash} KiB"),
+    ("dashboard page (20), 5,000 idle connections / none", crowd / alone, "<= 2",
+     crowd / alone <= 2, f"{crowd:.2f} ms vs {alone:.2f} ms"),
+    ("RSS of the dashboard with 5,000 idle connections", rss_crowd / 1024, "<= 15 MB",
+     rss_crowd * 1024 <= 15_000_000, f"{rss_crowd} KiB"),
 ]
 for i, (what, target) in enumerate([("validate", 100), ("list", 100), ("health", 100),
                                     ("the dashboard's page", 300)]):

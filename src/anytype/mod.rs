@@ -39,6 +39,9 @@ pub const DEADLINE: Duration = Duration::from_secs(10);
 /// The API version the MCP server is told to speak.
 pub const API_VERSION: &str = "2025-05-20";
 
+/// The most of a whoami answer that is read (a real one is a few hundred bytes per space).
+pub const WHOAMI_MAX: u64 = 64 * 1024;
+
 /// The whoami answer.
 #[derive(Debug, Clone, Deserialize)]
 pub struct WhoAmI {
@@ -94,8 +97,13 @@ pub fn whoami(base: &str, key: &Secret, deadline: Duration) -> Result<WhoAmI, St
     if status != reqwest::StatusCode::OK {
         return Err(format!("AnyType answered {} to whoami", status.as_u16()));
     }
-    let body = response.bytes().map_err(|e| {
-        if e.is_timeout() {
+    let mut response = response;
+    let (body, more) = crate::http::answer_capped(&mut response, WHOAMI_MAX).map_err(|e| {
+        let timed_out = e.kind() == std::io::ErrorKind::TimedOut
+            || e.get_ref()
+                .and_then(|i| i.downcast_ref::<reqwest::Error>())
+                .is_some_and(reqwest::Error::is_timeout);
+        if timed_out {
             format!(
                 "AnyType at {base} did not finish answering within {} s",
                 deadline.as_secs_f64()
@@ -104,6 +112,12 @@ pub fn whoami(base: &str, key: &Secret, deadline: Duration) -> Result<WhoAmI, St
             "AnyType's answer broke off".to_owned()
         }
     })?;
+    if more {
+        return Err(format!(
+            "AnyType's whoami answer is larger than {} KiB",
+            WHOAMI_MAX / 1024
+        ));
+    }
     // serde's message can quote the answer's strings; say where, never what.
     serde_json::from_slice(&body).map_err(|e| {
         format!(

@@ -37,7 +37,14 @@ pub fn test(s: &Settings) -> CmdResult {
 
 pub fn look(s: &Settings, name: Option<&Name>) -> CmdResult {
     data_root(s, Use::Write)?;
-    let report = notify::look(s, name)?;
+    let report = notify::look(s, name, notify::LOOK_WAIT)?;
+    if report.busy {
+        errln!(
+            "automations: notify look: another look held state/verdicts/.lock for {} s; this one is left to the next look",
+            notify::LOOK_WAIT.as_secs()
+        );
+        return Ok(Exit::Success);
+    }
     for (automation, driver, answer) in &report.deliveries {
         match answer {
             Ok(a) => outln!("{automation}: delivered through {driver} ({a})"),

@@ -19,14 +19,16 @@
 
 pub mod board;
 mod page;
+mod server;
 
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, anyhow};
-use tiny_http::{Header, Method, Request, Response, Server};
+use anyhow::Context;
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Method, Request, Response};
 
 use crate::control;
 use crate::fsutil;
@@ -77,8 +79,6 @@ pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
     let listener = TcpListener::bind(("127.0.0.1", port))
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
     let port = listener.local_addr()?.port();
-    let server = Server::from_listener(listener, None)
-        .map_err(|e| anyhow!("cannot start the server: {e}"))?;
     let url = format!("http://127.0.0.1:{port}/?token={token}");
     outln!("dashboard: {url}");
     if open {
@@ -93,12 +93,7 @@ pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
         port,
         exe: std::env::current_exe().context("cannot find this binary")?,
     });
-    for request in server.incoming_requests() {
-        let ctx = Arc::clone(&ctx);
-        // One thread per request: a stop-all waits for runs to stop, and the page must not.
-        std::thread::spawn(move || handle(&ctx, request));
-    }
-    Ok(())
+    server::serve(listener, Arc::new(move |request| secured(route(&ctx, &request))))
 }
 
 /// The page the browser is opened on: a private file in the data root that forwards to `url`,
@@ -148,38 +143,46 @@ struct Ctx {
     exe: PathBuf,
 }
 
-type Reply = Response<std::io::Cursor<Vec<u8>>>;
+type Reply = Response<Vec<u8>>;
 
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("valid header")
+/// A response with `status`, `content_type` and `body`.
+fn reply(status: u16, content_type: &'static str, body: impl Into<Vec<u8>>) -> Reply {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = hyper::StatusCode::from_u16(status).expect("a status code");
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type),
+    );
+    r
 }
 
 /// Every response carries these.
-fn secured(r: Reply) -> Reply {
-    r.with_header(header("Content-Security-Policy", CSP))
-        .with_header(header("X-Content-Type-Options", "nosniff"))
-        .with_header(header("Referrer-Policy", "no-referrer"))
-        .with_header(header("X-Frame-Options", "DENY"))
-        .with_header(header("Cache-Control", "no-store"))
+fn secured(mut r: Reply) -> Reply {
+    for (name, value) in [
+        ("content-security-policy", CSP),
+        ("x-content-type-options", "nosniff"),
+        ("referrer-policy", "no-referrer"),
+        ("x-frame-options", "DENY"),
+        ("cache-control", "no-store"),
+    ] {
+        r.headers_mut().insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    r
 }
 
 fn text(code: u16, body: &str) -> Reply {
-    Response::from_string(body)
-        .with_status_code(code)
-        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+    reply(code, "text/plain; charset=utf-8", body)
 }
 
 fn json(code: u16, v: &serde_json::Value) -> Reply {
-    Response::from_string(v.to_string())
-        .with_status_code(code)
-        .with_header(header("Content-Type", "application/json"))
+    reply(code, "application/json", v.to_string())
 }
 
-fn get_header<'a>(r: &'a Request, name: &'static str) -> Option<&'a str> {
-    r.headers()
-        .iter()
-        .find(|h| h.field.equiv(name))
-        .map(|h| h.value.as_str())
+fn get_header<'a>(r: &'a Request<Vec<u8>>, name: &'static str) -> Option<&'a str> {
+    r.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Equal in constant time (a token compare must not leak how much matched).
@@ -191,12 +194,7 @@ fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
-fn handle(ctx: &Ctx, mut request: Request) {
-    let reply = route(ctx, &mut request);
-    let _ = request.respond(secured(reply));
-}
-
-fn route(ctx: &Ctx, request: &mut Request) -> Reply {
+fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
     // DNS rebinding: only our own address names this server.
     let hosts = [
         format!("127.0.0.1:{}", ctx.port),
@@ -205,10 +203,8 @@ fn route(ctx: &Ctx, request: &mut Request) -> Reply {
     if !get_header(request, "Host").is_some_and(|h| hosts.iter().any(|x| x == h)) {
         return text(403, "refused: wrong Host\n");
     }
-    let (path, query) = match request.url().split_once('?') {
-        Some((p, q)) => (p.to_owned(), q.to_owned()),
-        None => (request.url().to_owned(), String::new()),
-    };
+    let path = request.uri().path();
+    let query = request.uri().query().unwrap_or("");
     // The token once in the URL: set the cookie and drop the token from the address bar. By a page
     // that moves on to `/` itself rather than a 303: a redirect belongs to the navigation that
     // brought the token, and when that began elsewhere (the file the browser is opened on, a link
@@ -216,16 +212,19 @@ fn route(ctx: &Ctx, request: &mut Request) -> Reply {
     // same-site. Always to `/`: nothing from the request goes into the answer.
     if let Some(t) = query.split('&').find_map(|kv| kv.strip_prefix("token="))
         && same(t, &ctx.token)
-        && *request.method() == Method::Get
+        && *request.method() == Method::GET
     {
-        return Response::from_string(
+        let mut r = reply(
+            200,
+            "text/html; charset=utf-8",
             "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=/\"><title>automations</title><a href=\"/\">automations dashboard</a>\n",
-        )
-        .with_header(header("Content-Type", "text/html; charset=utf-8"))
-        .with_header(header(
-            "Set-Cookie",
-            &format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", ctx.session),
-        ));
+        );
+        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", ctx.session);
+        r.headers_mut().insert(
+            hyper::header::SET_COOKIE,
+            HeaderValue::from_str(&cookie).expect("a cookie of hex digits"),
+        );
+        return r;
     }
     let authed = get_header(request, "Cookie").is_some_and(|c| {
         c.split(';')
@@ -238,30 +237,29 @@ fn route(ctx: &Ctx, request: &mut Request) -> Reply {
             "no token: open the address `automations dashboard` printed (it carries the token)\n",
         );
     }
-    match (request.method(), path.as_str()) {
-        (Method::Get, "/") => match Board::gather(&ctx.s) {
-            Ok(b) => Response::from_string(page::page(&ctx.s, &b).into_string())
-                .with_header(header("Content-Type", "text/html; charset=utf-8")),
+    match (request.method().clone(), path) {
+        (Method::GET, "/") => match Board::gather(&ctx.s) {
+            Ok(b) => reply(
+                200,
+                "text/html; charset=utf-8",
+                page::page(&ctx.s, &b).into_string(),
+            ),
             Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
         },
-        (Method::Get, "/static/app.js") => Response::from_string(APP_JS)
-            .with_header(header("Content-Type", "text/javascript; charset=utf-8")),
-        (Method::Get, "/static/app.css") => Response::from_string(APP_CSS)
-            .with_header(header("Content-Type", "text/css; charset=utf-8")),
-        (Method::Get, "/api/automations") => match Board::gather(&ctx.s) {
+        (Method::GET, "/static/app.js") => reply(200, "text/javascript; charset=utf-8", APP_JS),
+        (Method::GET, "/static/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
+        (Method::GET, "/api/automations") => match Board::gather(&ctx.s) {
             Ok(b) => json(200, &b.json(&ctx.s)),
             Err(e) => json(500, &serde_json::json!({"error": format!("{e:#}")})),
         },
-        (Method::Get, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
-        (Method::Post, p) => {
+        (Method::GET, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
+        (Method::POST, p) => {
             // Cross-site writes: the Origin must be this very page.
             let origins = hosts.map(|h| format!("http://{h}"));
             if !get_header(request, "Origin").is_some_and(|o| origins.iter().any(|x| x == o)) {
                 return text(403, "refused: wrong or missing Origin\n");
             }
-            let mut body = String::new();
-            let _ = request.as_reader().take(4096).read_to_string(&mut body);
-            action(ctx, p, &body)
+            action(ctx, p, &String::from_utf8_lossy(request.body()))
         }
         _ => text(404, "not found\n"),
     }

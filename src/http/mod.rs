@@ -232,6 +232,17 @@ impl Request {
     }
 }
 
+/// At most `cap` bytes of an answer's body, and whether there was more (left unread: the
+/// connection is dropped with it). For the answers this binary reads for itself — a notification
+/// service's, AnyType's whoami — which must never grow its memory with what a server sends.
+pub fn answer_capped(r: &mut dyn Read, cap: u64) -> std::io::Result<(Vec<u8>, bool)> {
+    let mut b = Vec::new();
+    r.take(cap + 1).read_to_end(&mut b)?;
+    let more = b.len() as u64 > cap;
+    b.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+    Ok((b, more))
+}
+
 fn read_capped(r: &mut dyn Read) -> std::io::Result<Vec<u8>> {
     let mut b = Vec::new();
     r.take(MAX_BODY + 1).read_to_end(&mut b)?;

@@ -9,8 +9,10 @@ use super::{Message, NotifySettings};
 use crate::keys::{KeyError, KeyStore, Secret};
 use crate::names::{Label, Namespace};
 
-/// Every delivery's deadline.
+/// The deadline of every delivery of one look together (and of a test message).
 pub const DEADLINE: Duration = Duration::from_secs(10);
+/// The most of a service's answer that is read.
+pub const ANSWER_MAX: u64 = 4 * 1024;
 /// Pushover's API (`AUTOMATIONS_PUSHOVER_URL` points elsewhere: a test server, a proxy).
 pub const PUSHOVER_API: &str = "https://api.pushover.net";
 pub const ENV_PUSHOVER_API: &str = "AUTOMATIONS_PUSHOVER_URL";
@@ -25,9 +27,9 @@ pub const MESSAGE_MAX: usize = 1024;
 pub trait Notifier {
     /// Its name in reports and state: `pushover`, `ntfy`.
     fn name(&self) -> &'static str;
-    /// Delivers `m`; the service's answer (status and what it said, never a credential), or why
-    /// not.
-    fn send(&self, m: &Message) -> Result<String, String>;
+    /// Delivers `m` within `time`; the service's answer (status and what it said, never a
+    /// credential), or why not.
+    fn send(&self, m: &Message, time: Duration) -> Result<String, String>;
 }
 
 /// What a driver may need to be made: the environment (a manual override), the keychain, the
@@ -91,10 +93,10 @@ fn make_ntfy(s: &Setup) -> Result<Box<dyn Notifier>, String> {
     Ok(Box::new(Ntfy { url, token }))
 }
 
-fn client() -> Result<reqwest::blocking::Client, String> {
+fn client(time: Duration) -> Result<reqwest::blocking::Client, String> {
     reqwest::blocking::Client::builder()
-        .timeout(DEADLINE)
-        .connect_timeout(DEADLINE)
+        .timeout(time)
+        .connect_timeout(time)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| format!("cannot build an HTTP client: {e}"))
@@ -169,9 +171,9 @@ impl Notifier for Pushover {
         "pushover"
     }
 
-    fn send(&self, m: &Message) -> Result<String, String> {
+    fn send(&self, m: &Message, time: Duration) -> Result<String, String> {
         let url = format!("{}/1/messages.json", self.api.trim_end_matches('/'));
-        let response = client()?
+        let response = client(time)?
             .post(url)
             .form(&[
                 ("token", self.pair.token.expose()),
@@ -188,7 +190,7 @@ impl Notifier for Pushover {
 /// What Pushover says of a pair: `users/validate.json`, which sends nothing.
 pub fn validate_pushover(api: &str, pair: &PushoverPair) -> Result<String, String> {
     let url = format!("{}/1/users/validate.json", api.trim_end_matches('/'));
-    let response = client()?
+    let response = client(DEADLINE)?
         .post(url)
         .form(&[("token", pair.token.expose()), ("user", pair.user.expose())])
         .send()
@@ -197,10 +199,12 @@ pub fn validate_pushover(api: &str, pair: &PushoverPair) -> Result<String, Strin
 }
 
 /// A 2xx is delivered; anything else is refused, with the status and what the service said about
-/// it (Pushover names the field that was wrong, never echoes its value; cut short anyway).
-fn answered(response: reqwest::blocking::Response) -> Result<String, String> {
+/// it (Pushover names the field that was wrong, never echoes its value; cut short anyway). At most
+/// [`ANSWER_MAX`] bytes of what it said are read.
+fn answered(mut response: reqwest::blocking::Response) -> Result<String, String> {
     let status = response.status();
-    let body = response.text().unwrap_or_default();
+    let (body, _) = crate::http::answer_capped(&mut response, ANSWER_MAX).unwrap_or_default();
+    let body = String::from_utf8_lossy(&body);
     let said = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
         .and_then(|v| v.get("errors").cloned())
@@ -235,8 +239,8 @@ impl Notifier for Ntfy {
         "ntfy"
     }
 
-    fn send(&self, m: &Message) -> Result<String, String> {
-        let mut rb = client()?
+    fn send(&self, m: &Message, time: Duration) -> Result<String, String> {
+        let mut rb = client(time)?
             .post(&self.url)
             .header("Title", cut(&m.title, TITLE_MAX))
             .body(cut(&m.body, MESSAGE_MAX));

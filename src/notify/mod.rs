@@ -18,6 +18,7 @@ pub mod settings;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use chrono::{Timelike, Utc};
@@ -120,7 +121,18 @@ pub struct LookReport {
     /// Automations whose last verdicts could not be read or saved, and why: the look went on
     /// with the others.
     pub unreadable: Vec<String>,
+    /// Another look held the lock for longer than this one waits: nothing was looked at, the
+    /// next look does it.
+    pub busy: bool,
 }
+
+/// How long the runner's look after a run waits for another look to finish: its firing is not
+/// over until the look is, and the next look catches up on what this one leaves.
+pub const RUNNER_WAIT: Duration = Duration::from_secs(1);
+/// How long `notify look` waits for another look: as long as one may take, and a little more.
+pub const LOOK_WAIT: Duration = Duration::from_secs(drivers::DEADLINE.as_secs() + 5);
+/// Below this much of the look's deadline left, a delivery is not begun.
+const LEAST_TIME: Duration = Duration::from_millis(250);
 
 /// The drivers `notify.toml` names, whether or not their credentials can be had right now: a
 /// message waits for each of them.
@@ -135,12 +147,33 @@ fn configured(cfg: &NotifySettings) -> Vec<String> {
 /// Looks at `only` (or every automation): notes transitions, delivers what is due.
 ///
 /// One look at a time (`state/verdicts/.lock`): the runner's look after a run and the hourly
-/// health-check can meet, and each reads, changes and saves the same last verdicts.
-pub fn look(s: &Settings, only: Option<&Name>) -> anyhow::Result<LookReport> {
+/// health-check can meet, and each reads, changes and saves the same last verdicts. A look waits
+/// at most `wait` for another, then leaves its work to the next look ([`LookReport::busy`]); all
+/// its deliveries share one [`drivers::DEADLINE`].
+pub fn look(s: &Settings, only: Option<&Name>, wait: Duration) -> anyhow::Result<LookReport> {
     if settings::load(&s.data_root)?.is_none() {
         return Ok(LookReport::default());
     }
-    look_at(s, &health::load::Sources::read(s, only)?, only)
+    look_at(s, &health::load::Sources::read(s, only)?, only, wait)
+}
+
+/// Takes the look lock within `wait`; `None` when another look kept it.
+fn lock_within(path: &std::path::Path, wait: Duration) -> anyhow::Result<Option<std::fs::File>> {
+    let lock = crate::fsutil::open_private_in(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let until = Instant::now() + wait;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(Some(lock)),
+            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < until => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            }
+        }
+    }
 }
 
 /// [`look`] from sources already read (the runner's, after a run of `only`).
@@ -148,16 +181,20 @@ pub fn look_at(
     s: &Settings,
     src: &health::load::Sources,
     only: Option<&Name>,
+    wait: Duration,
 ) -> anyhow::Result<LookReport> {
     let Some(cfg) = settings::load(&s.data_root)? else {
         return Ok(LookReport::default());
     };
     let verdicts = health::load::assess(s, src, only)?.verdicts;
     let lock_path = s.data_root.join("state").join("verdicts").join(".lock");
-    let lock = crate::fsutil::open_private_in(&lock_path)
-        .with_context(|| format!("cannot open {}", lock_path.display()))?;
-    lock.lock()
-        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+    let Some(lock) = lock_within(&lock_path, wait)? else {
+        return Ok(LookReport {
+            busy: true,
+            ..LookReport::default()
+        });
+    };
+    let deadline = Instant::now() + drivers::DEADLINE;
     let names = configured(&cfg);
     let now = chrono::Local::now();
     let quiet = cfg.quiet_at(TimeOfDay {
@@ -182,7 +219,7 @@ pub fn look_at(
             report.held += last.pending.len();
         } else if !last.pending.is_empty() {
             let drivers = drivers.get_or_insert_with(|| self::drivers(s, &cfg));
-            deliver(&mut last, &v.name, drivers, &mut report);
+            deliver(&mut last, &v.name, drivers, deadline, &mut report);
         }
         // Most looks change nothing: nothing is written then.
         if last != before
@@ -249,14 +286,26 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
     }
 }
 
-/// Delivers every pending message to every driver still to take it.
-fn deliver(last: &mut Last, name: &str, drivers: &[Box<dyn Notifier>], report: &mut LookReport) {
+/// Delivers every pending message to every driver still to take it, before `deadline`.
+fn deliver(
+    last: &mut Last,
+    name: &str,
+    drivers: &[Box<dyn Notifier>],
+    deadline: Instant,
+    report: &mut LookReport,
+) {
     for p in &mut last.pending {
         p.drivers.retain(|want| {
             // A driver whose credentials cannot be had now (a locked keychain, no session bus)
-            // is a delivery that failed: the message waits for the next look.
+            // is a delivery that failed: the message waits for the next look. So is one there is
+            // no time left for.
+            let left = deadline.saturating_duration_since(Instant::now());
             let answer = match drivers.iter().find(|d| d.name() == want) {
-                Some(d) => d.send(&p.message),
+                _ if left < LEAST_TIME => Err(format!(
+                    "the look's {} s for deliveries ran out",
+                    drivers::DEADLINE.as_secs()
+                )),
+                Some(d) => d.send(&p.message, left),
                 None => Err("its credentials cannot be read now".to_owned()),
             };
             let delivered = answer.is_ok();
@@ -314,7 +363,7 @@ pub fn test(s: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, Stri
     };
     Ok(drivers(s, &cfg)
         .iter()
-        .map(|d| (d.name().to_owned(), d.send(&m)))
+        .map(|d| (d.name().to_owned(), d.send(&m, drivers::DEADLINE)))
         .collect())
 }
 

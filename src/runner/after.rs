@@ -45,7 +45,11 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
         }
     }
     if look {
-        match crate::notify::look_at(s, &src, Some(&def.name)) {
+        match crate::notify::look_at(s, &src, Some(&def.name), crate::notify::RUNNER_WAIT) {
+            Ok(report) if report.busy => errln!(
+                "automations: {}: another notification look is under way; this run's is left to the next look",
+                def.name
+            ),
             Ok(report) => {
                 for problem in &report.unreadable {
                     errln!("automations: notifications: {problem}");

@@ -26,8 +26,28 @@ impl Dashboard {
     }
 
     fn start_with(sb: &Sandbox, args: &[&str]) -> Self {
-        let mut child = sb
-            .cmd(args)
+        Self::start_from(sb.cmd(args))
+    }
+
+    /// Under a limit of `files` open files (soft and hard), as a hostile neighbour would find it.
+    fn start_limited(sb: &Sandbox, files: u64) -> Self {
+        let mut cmd = sb.cmd(["dashboard", "--no-open"]);
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::sys::resource::setrlimit(
+                    nix::sys::resource::Resource::RLIMIT_NOFILE,
+                    files,
+                    files,
+                )
+                .map_err(std::io::Error::from)
+            });
+        }
+        Self::start_from(cmd)
+    }
+
+    fn start_from(mut cmd: Command) -> Self {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -718,6 +738,120 @@ fn hostile_requests_never_take_the_server_down() {
     // Still serving.
     assert_eq!(page_of(&dash, "/").0, 200);
     assert!(!sb.data.join("state/paused").exists());
+}
+
+/// `Name:  value kB` from /proc/PID/status.
+fn proc_status(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
+}
+
+/// Issue 17: about 510 idle connections made the dashboard exit silently (status 0) under a
+/// 1,024-file limit, about 4,900 made it panic under a high one (a thread per connection), one
+/// 1 GB header line grew it to 818 MB, and a duplicate Host was answered. Now it holds a bounded
+/// number of connections, closing the one idle the longest for a new one, and limits heads and
+/// bodies before buffering them.
+#[test]
+fn idle_crowds_trickled_heads_and_huge_requests_leave_the_page_answering() {
+    use std::io::{Read, Write};
+    let (_, hard) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    assert!(hard >= 6000, "this test holds 5,000 sockets; the hard file limit is {hard}");
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard)
+        .unwrap();
+    let sb = Sandbox::new();
+    sb.definition("backup", "name = \"backup\"\ncommand = [\"true\"]\n");
+    let mut dash = Dashboard::start_limited(&sb, 1024);
+    let pid = dash.child.id();
+    assert_eq!(page_of(&dash, "/").0, 200);
+    let rss_before = proc_status(pid, "VmRSS");
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", dash.port).parse().unwrap();
+    // 5,000 connections that never send a byte.
+    let crowd: Vec<std::net::TcpStream> = (0..5000)
+        .map(|i| {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(20))
+                .unwrap_or_else(|e| panic!("connection {i}: {e}"))
+        })
+        .collect();
+    let (code, body) = page_of(&dash, "/");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("data-name=\"backup\""), "{body}");
+    assert!(dash.child.try_wait().unwrap().is_none(), "the dashboard ended");
+    // Memory grows by what the connections held hold, not with the crowd (this is a debug build:
+    // the release build's figure is in docs/performance.md).
+    let rss = proc_status(pid, "VmRSS");
+    assert!(
+        rss < rss_before + 8 * 1024,
+        "{rss} kB with 5,000 idle connections, {rss_before} kB before"
+    );
+    let threads = proc_status(pid, "Threads");
+    assert!(threads <= 8, "{threads} threads with 5,000 idle connections");
+    drop(crowd);
+
+    // A head trickled a byte at a time is cut off, and the page answers meanwhile.
+    let mut trickle = std::net::TcpStream::connect(addr).unwrap();
+    let mut writer = trickle.try_clone().unwrap();
+    let trickler = std::thread::spawn(move || {
+        for b in b"GET / HTTP/1.1\r\nX-Slow: ".iter().chain([b'a'; 10_000].iter()) {
+            if writer.write_all(&[*b]).is_err() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        false
+    });
+    assert_eq!(page_of(&dash, "/").0, 200);
+    trickle
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = Vec::new();
+    match trickle.read_to_end(&mut answer) {
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+    }
+    assert!(trickler.join().unwrap(), "the trickled head was never cut off");
+
+    // A header line that never ends: refused within the head limit, never buffered whole.
+    let mut huge = std::net::TcpStream::connect(addr).unwrap();
+    huge.write_all(b"GET / HTTP/1.1\r\nX-Huge: ").unwrap();
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut sent = 0usize;
+    while sent < 256 * 1024 * 1024 && huge.write_all(&chunk).is_ok() {
+        sent += chunk.len();
+    }
+    assert!(sent < 64 * 1024 * 1024, "the server took {sent} bytes of one header");
+    let rss = proc_status(pid, "VmRSS");
+    assert!(
+        rss < rss_before + 8 * 1024,
+        "{rss} kB after a huge header, {rss_before} kB before"
+    );
+
+    // A body over the limit is refused before it is read; a second Host is refused.
+    let host = format!("Host: 127.0.0.1:{}\r\n", dash.port);
+    let answer = raw(
+        &dash,
+        format!(
+            "POST /api/stop-all HTTP/1.1\r\n{host}Origin: http://127.0.0.1:{}\r\nCookie: automations_dashboard={}\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n",
+            dash.port, dash.cookie
+        )
+        .as_bytes(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(!sb.data.join("state/stop-all.json").exists());
+    let answer = raw(
+        &dash,
+        format!(
+            "GET / HTTP/1.1\r\n{host}{host}Cookie: automations_dashboard={}\r\nConnection: close\r\n\r\n",
+            dash.cookie
+        )
+        .as_bytes(),
+    );
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert_eq!(page_of(&dash, "/").0, 200);
 }
 
 /// Puts an `xdg-open` on the sandbox's PATH that writes its arguments to the returned file.

@@ -924,6 +924,33 @@ fn every_escape_dies_with_a_sigkilled_runner_before_its_firing_ends() {
     sb.assert_log_verifies();
 }
 
+/// What macOS, which has no subreaper, cannot catch — said in docs/macos.md, shown here with the
+/// subreaper turned off. When the runner is SIGKILLed, the keeper's walk of the process table finds
+/// every escape that is still in the run's group, a session a member led, or carries the run's
+/// marker in its environment; a daemon that double-forked, called setsid and cleared its
+/// environment is none of these (its parent is init, its session's leader is gone) and survives.
+#[test]
+fn without_a_subreaper_only_a_setsid_daemon_with_a_cleared_environment_escapes() {
+    let mut sb = Sandbox::new();
+    sb.env("AUTOMATIONS_SUBREAPER", "off");
+    let (mut firing, pids) = zoo(&sb, 300, false);
+    let environ = |p: i32| std::fs::read(format!("/proc/{p}/environ")).ok();
+    // The daemon is the escape whose environment is empty once it has exec'd.
+    let mut daemon = None;
+    wait_for("the daemon to clear its environment", || {
+        daemon = pids.iter().copied().find(|&p| environ(p).is_some_and(|e| e.is_empty()));
+        daemon.is_some()
+    });
+    let daemon = daemon.unwrap();
+    kill_runner(&mut firing);
+    let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(daemon),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert_eq!(left, vec![daemon], "the zoo {pids:?}");
+}
+
 /// The same zoo at the deadline and after a command that exits leaving it behind: the runner's own
 /// tree kill finds every one (it is their subreaper), and counts them.
 #[test]

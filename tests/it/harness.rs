@@ -7,9 +7,11 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The binary under test.
+/// The binary under test: this build's, or `AUTOMATIONS_TEST_BIN` (to show a test failing on an
+/// older build).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_automations"))
+    std::env::var_os("AUTOMATIONS_TEST_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_automations")), PathBuf::from)
 }
 
 /// The checkout this test binary was built from.
@@ -544,4 +546,28 @@ pub fn run_within(mut cmd: Command, secs: u64, what: &str) -> Output {
 /// Makes a FIFO at `path`.
 pub fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
+}
+
+/// Waits for `child` and returns its status and its peak resident memory in KiB (its own, from
+/// `wait4`, not its parent's or siblings').
+pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStatus, u64) {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = child;
+    // Whatever it prints must not fill its pipe while it is waited for.
+    let out = child.stdout.take().map(|mut o| {
+        std::thread::spawn(move || std::io::copy(&mut o, &mut std::io::sink()))
+    });
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid out-parameter; the pid is our own child's.
+    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as i32;
+    let r = unsafe { nix::libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    if let Some(t) = out {
+        let _ = t.join();
+    }
+    (
+        std::process::ExitStatus::from_raw(status),
+        u64::try_from(usage.ru_maxrss).unwrap_or(0),
+    )
 }

@@ -3,6 +3,7 @@
 //! pass; notifications against fake Pushover and ntfy servers on loopback.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use automations::clock::Clock;
 use automations::runlog::{
@@ -809,9 +810,11 @@ fn an_unreadable_verdict_file_is_named_and_the_others_still_looked_at() {
 }
 
 /// Two looks never interleave (the runner's after a run and the hourly health-check can meet):
-/// a look waits for the one holding `state/verdicts/.lock`.
+/// `notify look` waits for the one holding `state/verdicts/.lock`, and the runner's look waits a
+/// second at most, then leaves its work to the next look (issue 17: it waited without bound while
+/// its firing went on).
 #[test]
-fn one_look_at_a_time() {
+fn one_look_at_a_time_and_a_run_never_waits_long_for_another() {
     let (sb, server) = notifying(false, None);
     for _ in 0..3 {
         sb.run(["run", "job"]);
@@ -830,6 +833,97 @@ fn one_look_at_a_time() {
     let status = look.wait().unwrap();
     assert!(status.success());
     assert_eq!(messages(&server).len(), 1);
+    // Recovered, then degraded again while another look holds the lock: the run ends, its look
+    // left to the next one, which tells.
+    set_command(&sb, true);
+    for _ in 0..3 {
+        sb.run(["run", "job"]);
+    }
+    set_command(&sb, false);
+    lock.lock().unwrap();
+    let o = sb.run(["run", "job"]);
+    assert_code(&o, 1);
+    assert!(stderr(&o).contains("left to the next look"), "{}", stderr(&o));
+    assert_eq!(messages(&server).len(), 1);
+    lock.unlock().unwrap();
+    assert_code(&sb.run(["notify", "look"]), 0);
+    assert_eq!(messages(&server).len(), 2);
+}
+
+/// Issue 17: with a notification server that never answers, each pending message cost the look
+/// its own 10 s, one after another, while the runner held its run lock: 12 degraded automations
+/// made a `/bin/true` run take 127 s and the next firing skip as already running. Now every
+/// delivery of one look shares one deadline, and the run lock is free before the look begins.
+#[test]
+fn a_hanging_notification_server_costs_a_look_one_deadline_and_never_skips_a_firing() {
+    let (mut sb, _) = notifying(false, None);
+    let hanging = FakeHttp::start(|_| Reply::Hang);
+    sb.env("AUTOMATIONS_PUSHOVER_URL", &hanging.url);
+    let names: Vec<String> = (1..=12).map(|i| format!("job{i:02}")).collect();
+    for n in &names {
+        sb.definition(n, &format!("name = \"{n}\"\ncommand = [\"false\"]\n"));
+        for _ in 0..3 {
+            sb.cmd(["run", n])
+                .env("AUTOMATIONS_NOTIFY", "off")
+                .output()
+                .unwrap();
+        }
+    }
+    let t0 = Instant::now();
+    let o = sb.run(["notify", "look"]);
+    let took = t0.elapsed();
+    // The old look took 12 x 10 s; this one's deliveries share 10 s.
+    assert!(took < std::time::Duration::from_secs(40), "the look took {took:?}");
+    let out = stdout(&o);
+    assert_eq!(out.matches("not delivered").count(), 12, "{out}");
+    assert!(out.contains("ran out"), "{out}");
+    // A firing whose look hangs on the server has already let go of its run lock: a second
+    // firing of the same automation meanwhile runs (its own look leaves the work to the next).
+    let seen = hanging.seen().len();
+    let mut first = sb
+        .cmd(["run", "job01"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the first firing's look to call the server", || {
+        hanging.seen().len() > seen
+    });
+    let second = sb.run(["run", "job01", "--trigger", "schedule"]);
+    assert!(
+        sb.events("skipped").is_empty(),
+        "a firing was skipped: {}",
+        stdout(&second)
+    );
+    assert!(stderr(&second).contains("left to the next look"), "{}", stderr(&second));
+    first.wait().unwrap();
+    let job01 = sb
+        .events("finished")
+        .into_iter()
+        .filter(|f| f["name"] == "job01")
+        .count();
+    assert_eq!(job01, 5);
+}
+
+/// Issue 17: an ntfy server answering 1 GiB pushed the runner's peak RSS to 2.1 GB. Only the first
+/// 4 KiB of an answer is read.
+#[test]
+fn a_huge_answer_from_a_notification_service_is_not_read() {
+    let (mut sb, _) = notifying(false, None);
+    let big = FakeHttp::start(|_| Reply::Big(1 << 30));
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!("[ntfy]\nurl = \"{}/topic\"\n", big.url),
+    );
+    sb.env("NTFY_TOKEN", "");
+    let child = sb
+        .cmd(["notify", "test"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (status, peak_kib) = wait_with_peak_rss(child);
+    assert!(status.success(), "notify test failed");
+    assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
 }
 
 #[test]

@@ -384,6 +384,12 @@ fn the_whoami_exchange_against_a_fake_anytype() {
         (Answer::Reply(401, "{}".into()), "rejected the key (401)"),
         (Answer::Reply(500, "{}".into()), "answered 500"),
         (Answer::Hangup, "no answer from AnyType"),
+        // Issue 17: the answer was read whole, whatever its size. A valid whoami padded to
+        // 1 MiB is refused after 64 KiB.
+        (
+            Answer::Reply(200, ok.replace("{\"key\"", &format!("{}{{\"key\"", " ".repeat(1 << 20)))),
+            "whoami answer is larger than 64 KiB",
+        ),
     ];
     for (answer, needle) in failures {
         api.set(answer);

@@ -737,7 +737,7 @@ fn walk_only_case(exit_normally: bool) {
     );
     sh_def(&sb, "w", if exit_normally { 60 } else { 3 }, &script);
     let mut child = sb.cmd(["run", "w"]).stdout(Stdio::piped()).spawn().unwrap();
-    let runner = child.id() as i32;
+    let keeper = child.id() as i32;
     let status = child.wait().unwrap();
     let f = sb.last_finished();
     let read = |tag: &str| -> (i32, i32) {
@@ -751,8 +751,8 @@ fn walk_only_case(exit_normally: bool) {
     };
     let (escapee, escapee_parent) = read("escapee");
     let (daemon, daemon_parent) = read("daemon");
-    assert_ne!(escapee_parent, runner, "the subreaper was on");
-    assert_ne!(daemon_parent, runner, "the subreaper was on");
+    assert_ne!(escapee_parent, keeper, "the subreaper was on");
+    assert_ne!(daemon_parent, keeper, "the subreaper was on");
     if exit_normally {
         assert!(status.success(), "{f}");
         assert_eq!(f["outcome"], "ok", "{f}");
