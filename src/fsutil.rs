@@ -160,6 +160,10 @@ pub enum DataRootError {
         #[source]
         source: io::Error,
     },
+    #[error(
+        "{path} is a symbolic link to a folder ({target}); folders in the data root are never followed to somewhere else. Remove the link (the folder is made again where it belongs)"
+    )]
+    LinkedFolder { path: PathBuf, target: PathBuf },
     #[error("cannot use the data root {path}")]
     Io {
         path: PathBuf,
@@ -242,7 +246,39 @@ pub fn check_data_root(path: &Path, usage: Use) -> Result<bool, DataRootError> {
             }
         })?;
     }
+    for dir in [path.to_path_buf(), path.join("state")] {
+        linked_folders(&dir)?;
+    }
     Ok(true)
+}
+
+/// Refuses a symbolic link to a folder among the entries of `dir`: every folder of the data root
+/// sits directly in it or in `state/`, and is made with `mkdir`, which would follow such a link
+/// and put our files elsewhere (a dangling one makes `mkdir` fail). A link where a file belongs
+/// is refused by whoever opens that file.
+fn linked_folders(dir: &Path) -> Result<(), DataRootError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotADirectory => return Ok(()),
+        Err(source) => {
+            return Err(DataRootError::Io {
+                path: dir.into(),
+                source,
+            });
+        }
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_symlink()) {
+            continue;
+        }
+        let path = entry.path();
+        if fs::metadata(&path).is_ok_and(|m| m.is_dir()) {
+            let target = fs::read_link(&path).unwrap_or_default();
+            return Err(DataRootError::LinkedFolder { path, target });
+        }
+    }
+    Ok(())
 }
 
 /// Whether an error means "this filesystem or folder cannot be written".

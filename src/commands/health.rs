@@ -55,10 +55,14 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
                         AgeClock::Wall => "wall clock",
                     }
                 ),
-                (_, _, Some(at)) => crate::views::short_time(at),
+                (_, _, Some(at)) => super::field(&crate::views::short_time(at)).into_owned(),
                 _ => "never".into(),
             };
-            let mut reasons: Vec<String> = v.reasons.iter().map(|r| r.detail.clone()).collect();
+            let mut reasons: Vec<String> = v
+                .reasons
+                .iter()
+                .map(|r| super::field(&r.detail).into_owned())
+                .collect();
             if v.verdict == State::Healthy
                 && let Some(by) = f.paused_by
             {

@@ -180,7 +180,8 @@ fn list(s: &Settings, json: bool) -> CmdResult {
             writeln!(
                 out,
                 "KILL SWITCH ON since {}: {} (automations resume-all)",
-                stop.at, stop.reason
+                field(&stop.at),
+                field(&stop.reason)
             )?;
         }
         let width = |f: &dyn Fn(&views::ListEntry) -> usize, min: usize| {
@@ -203,7 +204,7 @@ fn list(s: &Settings, json: bool) -> CmdResult {
         for ((e, st), next) in entries.iter().zip(&states).zip(&nexts) {
             let last = e.last_run.as_ref().map_or_else(
                 || "never".to_owned(),
-                |r| format!("{} {}", r.status.as_str(), views::short_time(&r.at)),
+                |r| format!("{} {}", r.status.as_str(), field(&views::short_time(&r.at))),
             );
             writeln!(
                 out,
@@ -229,9 +230,9 @@ fn state_words(e: &views::ListEntry) -> String {
     match (&e.paused, e.running) {
         (_, true) => "running".into(),
         (Some(p), _) if p.by == By::Auto => {
-            format!("paused automatically ({})", names::truncate(&p.reason, 30))
+            format!("paused automatically ({})", field(&names::truncate(&p.reason, 30)))
         }
-        (Some(p), _) => format!("paused ({})", names::truncate(&p.reason, 30)),
+        (Some(p), _) => format!("paused ({})", field(&names::truncate(&p.reason, 30))),
         (None, false) => "active".into(),
     }
 }
@@ -333,22 +334,22 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
         ) {
             (Some(reason), _) => format!("skipped ({})", reason.as_str()),
             (None, Some(e)) if r.status != Status::Ok => {
-                format!("{} ({})", r.status.as_str(), e.class)
+                format!("{} ({})", r.status.as_str(), field(&e.class))
             }
             _ => r.status.as_str().to_owned(),
         };
         writeln!(
             out,
             "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  {}",
-            r.run.as_deref().unwrap_or("-"),
-            r.name,
+            field(r.run.as_deref().unwrap_or("-")),
+            field(&r.name),
             r.trigger.as_str(),
-            views::short_time(&r.at),
+            field(&views::short_time(&r.at)),
             status,
             r.duration_ms()
                 .map_or_else(String::new, |ms| format!("{:.2} s", ms as f64 / 1000.0)),
             r.headline()
-                .map_or_else(String::new, |(h, v)| format!("{h}={v}")),
+                .map_or_else(String::new, |(h, v)| format!("{}={v}", field(h))),
         )?;
     }
     Ok(())
@@ -393,10 +394,10 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
 
 /// `show`'s text: the run's fields, its outside calls, then its output tails.
 fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
-    writeln!(out, "run       {}", view.run.as_deref().unwrap_or("-"))?;
-    writeln!(out, "name      {}", view.name)?;
+    writeln!(out, "run       {}", field(view.run.as_deref().unwrap_or("-")))?;
+    writeln!(out, "name      {}", field(&view.name))?;
     writeln!(out, "trigger   {}", view.trigger.as_str())?;
-    writeln!(out, "started   {}", view.at)?;
+    writeln!(out, "started   {}", field(&view.at))?;
     writeln!(out, "status    {}", view.status.as_str())?;
     let Some(f) = &view.finished else {
         return Ok(());
@@ -409,14 +410,18 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
         writeln!(out, "signal    {sig}")?;
     }
     if let Some(e) = &f.error {
-        writeln!(out, "error     {}: {}", e.class, e.detail)?;
+        writeln!(out, "error     {}: {}", field(&e.class), field(&e.detail))?;
     }
     if !f.facts.is_empty() {
-        let facts: Vec<String> = f.facts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let facts: Vec<String> = f
+            .facts
+            .iter()
+            .map(|(k, v)| format!("{}={v}", field(k)))
+            .collect();
         writeln!(out, "facts     {}", facts.join(" "))?;
     }
     if let Some(h) = &f.headline {
-        writeln!(out, "headline  {h}")?;
+        writeln!(out, "headline  {}", field(h))?;
     }
     if let Some(h) = &f.http {
         print_http(out, h)?;
@@ -455,7 +460,7 @@ fn print_http(out: &mut dyn Write, h: &crate::http::log::Summary) -> std::io::Re
         writeln!(
             out,
             "          {} {} {} ms {}",
-            c.host,
+            field(&c.host),
             c.status.map_or_else(|| "-".to_owned(), |s| s.to_string()),
             c.ms,
             c.class.as_str()
@@ -470,15 +475,23 @@ fn print_http(out: &mut dyn Write, h: &crate::http::log::Summary) -> std::io::Re
 /// Output as text a terminal shows but never obeys: control characters other than newline and tab
 /// (ESC, BEL, CSI, OSC, …) become `\u{1b}`-style escapes.
 pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    escape_where(text, |c| c.is_control() && c != '\n' && c != '\t')
+}
+
+/// One field from the log on one line of text (a run id, a name, an error class, a headline): every
+/// control character escaped, newlines and tabs too, so a forged line can neither drive the
+/// terminal nor print a line of its own.
+pub(crate) fn field(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_where(text, char::is_control)
+}
+
+fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&escaped) {
         return std::borrow::Cow::Borrowed(text);
     }
     text.chars()
         .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
+            if escaped(c) {
                 c.escape_unicode().to_string()
             } else {
                 c.to_string()

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{LogError, Record, RunLog, VERSION, open_segment};
+use super::{LINE_MAX, LogError, Record, RunLog, VERSION, open_segment};
 use crate::definition::hex_sha256;
 use crate::fsutil;
 use crate::names::Name;
@@ -396,8 +396,8 @@ fn read_forward(
     let mut last: Option<(u64, [u8; 32])> = None;
     loop {
         line.clear();
-        let n = reader.read_until(b'\n', &mut line)?;
-        if n == 0 || line.last() != Some(&b'\n') {
+        let (n, ended, too_long) = read_line_capped(&mut reader, &mut line)?;
+        if n == 0 || !ended {
             // The end, or a line still being written: leave it for the next reader.
             if let Some((start, digest)) = last {
                 let end = pos;
@@ -412,7 +412,12 @@ fn read_forward(
         }
         let start = pos;
         pos += n as u64;
-        line.pop();
+        if let Some(digest) = too_long {
+            // Chained like any line, never parsed.
+            cursor.unreadable += 1;
+            last = Some((start, digest));
+            continue;
+        }
         let digest: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(&line).into();
         let short = u32::from_le_bytes([digest[0], digest[1], digest[2], digest[3]]);
         match serde_json::from_slice::<Head>(&line) {
@@ -429,6 +434,43 @@ fn read_forward(
             Err(_) => cursor.unreadable += 1,
         }
         last = Some((start, digest));
+    }
+}
+
+/// Reads the next line of `reader` into `line` (without its newline) when it is at most
+/// [`LINE_MAX`] bytes; a longer one is read through, hashed as it goes and never held. Returns the
+/// bytes taken, whether they ended in a newline, and the long line's sha256.
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    line: &mut Vec<u8>,
+) -> io::Result<(usize, bool, Option<[u8; 32]>)> {
+    use sha2::Digest;
+    let mut taken = 0;
+    let mut long: Option<sha2::Sha256> = None;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((taken, false, long.map(|h| h.finalize().into())));
+        }
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let chunk = &buf[..newline.unwrap_or(buf.len())];
+        match &mut long {
+            Some(h) => h.update(chunk),
+            None if line.len() + chunk.len() > LINE_MAX => {
+                let mut h = sha2::Sha256::new();
+                h.update(&*line);
+                h.update(chunk);
+                line.clear();
+                long = Some(h);
+            }
+            None => line.extend_from_slice(chunk),
+        }
+        let used = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        taken += used;
+        if newline.is_some() {
+            return Ok((taken, true, long.map(|h| h.finalize().into())));
+        }
     }
 }
 

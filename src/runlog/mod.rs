@@ -891,8 +891,9 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
     }
     let mut lines = RevLines::new(file.try_clone()?, len)?;
     let sealed = lines.ends_with_newline;
-    match lines.next_line()? {
-        Some(line) => Ok((hex_sha256(&line), sealed)),
+    match lines.next_item()? {
+        Some(RevLine::Line(line)) => Ok((hex_sha256(&line), sealed)),
+        Some(RevLine::TooLong { start, end }) => Ok((hex(&hash_range(file, start, end)?), sealed)),
         None => Ok((GENESIS.to_owned(), true)),
     }
 }
@@ -1034,12 +1035,32 @@ fn hex(hash: &[u8; 32]) -> String {
     out
 }
 
-/// Lines of a file from the end to the start, read in blocks.
+/// The longest line a reader parses: a run's `finished` with both output tails full of escaped
+/// bytes is well under 200 KiB. A longer line (a damaged log, a forged one) is passed over as
+/// unreadable, never held whole, and costs its readers time linear in its length.
+pub const LINE_MAX: usize = 1024 * 1024;
+
+/// A line read backwards.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RevLine {
+    /// Its bytes, without the newline.
+    Line(Vec<u8>),
+    /// Longer than [`LINE_MAX`]: where it starts and ends in the file (its bytes were not kept).
+    TooLong { start: u64, end: u64 },
+}
+
+/// Lines of a file from the end to the start, read in blocks: each byte is read and searched
+/// once, and at most [`LINE_MAX`] of one line is held.
 pub struct RevLines {
     file: File,
     /// File offset of `buf[0]`.
     pos: u64,
+    /// The bytes from `pos` to the end of the line being assembled.
     buf: Vec<u8>,
+    /// `buf[..unscanned]` has not been searched for a newline yet.
+    unscanned: usize,
+    /// The end of a line longer than [`LINE_MAX`] whose start is being looked for.
+    skipping: Option<u64>,
     /// The size of the next read.
     block: u64,
     /// Whether the file's last byte is a newline.
@@ -1062,24 +1083,53 @@ impl RevLines {
             file,
             pos: end,
             buf: Vec::new(),
+            unscanned: 0,
+            skipping: None,
             block: FIRST_BLOCK,
             ends_with_newline,
         })
     }
 
-    /// The next line backwards (without its newline), or `None` at the start of the file.
+    /// The next line backwards (without its newline), or `None` at the start of the file. A line
+    /// longer than [`LINE_MAX`] comes back empty (unreadable to every parser).
     pub fn next_line(&mut self) -> io::Result<Option<Vec<u8>>> {
+        Ok(self.next_item()?.map(|l| match l {
+            RevLine::Line(bytes) => bytes,
+            RevLine::TooLong { .. } => Vec::new(),
+        }))
+    }
+
+    /// The next line backwards, or where it lies when it is too long to hold.
+    pub fn next_item(&mut self) -> io::Result<Option<RevLine>> {
         loop {
-            if let Some(i) = self.buf.iter().rposition(|&b| b == b'\n') {
-                let line = self.buf[i + 1..].to_vec();
+            if let Some(i) = self.buf[..self.unscanned]
+                .iter()
+                .rposition(|&b| b == b'\n')
+            {
+                let start = self.pos + i as u64 + 1;
+                let item = match self.skipping.take() {
+                    Some(end) => RevLine::TooLong { start, end },
+                    None => RevLine::Line(self.buf[i + 1..].to_vec()),
+                };
                 self.buf.truncate(i);
-                return Ok(Some(line));
+                self.unscanned = i;
+                return Ok(Some(item));
+            }
+            self.unscanned = 0;
+            if self.skipping.is_none() && self.buf.len() > LINE_MAX {
+                self.skipping = Some(self.pos + self.buf.len() as u64);
+            }
+            if self.skipping.is_some() {
+                self.buf.clear();
             }
             if self.pos == 0 {
+                if let Some(end) = self.skipping.take() {
+                    return Ok(Some(RevLine::TooLong { start: 0, end }));
+                }
                 if self.buf.is_empty() {
                     return Ok(None);
                 }
-                return Ok(Some(std::mem::take(&mut self.buf)));
+                return Ok(Some(RevLine::Line(std::mem::take(&mut self.buf))));
             }
             // Start small (most lines are short, and appends read just one) and grow.
             self.block = (self.block * 2).min(BLOCK);
@@ -1089,11 +1139,23 @@ impl RevLines {
             self.file.read_exact_at(&mut block, self.pos)?;
             block.extend_from_slice(&self.buf);
             self.buf = block;
-            if self.pos == 0 && self.buf.is_empty() {
-                return Ok(None);
-            }
+            self.unscanned = n as usize;
         }
     }
+}
+
+/// The sha256 of `file`'s bytes from `start` to `end`, read in blocks.
+fn hash_range(file: &File, start: u64, end: u64) -> io::Result<[u8; 32]> {
+    let mut h = sha2::Sha256::new();
+    let mut chunk = vec![0u8; BLOCK as usize];
+    let mut at = start;
+    while at < end {
+        let n = (end - at).min(BLOCK) as usize;
+        file.read_exact_at(&mut chunk[..n], at)?;
+        h.update(&chunk[..n]);
+        at += n as u64;
+    }
+    Ok(h.finalize().into())
 }
 
 /// Records newest first across all segments; unreadable lines are counted and skipped.
@@ -1224,6 +1286,14 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
             v.lines += 1;
             seg_lines += 1;
             let place = format!("{seg_name} line {}", i + 1);
+            if line.len() > LINE_MAX {
+                // Chained like any line, never parsed.
+                v.unreadable
+                    .push(format!("{place} (longer than {} MiB)", LINE_MAX >> 20));
+                last_hash = hex_sha256(line);
+                prev_hash = Some(last_hash.clone());
+                continue;
+            }
             let parsed = serde_json::from_slice::<Record>(line);
             // Retention deleted the segments before this one: the chain starts at its seam.
             if prev_hash.is_none()

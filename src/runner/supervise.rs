@@ -180,6 +180,47 @@ pub fn subreaper_wanted() -> bool {
     std::env::var_os(ENV_SUBREAPER).is_none_or(|v| v != "off")
 }
 
+/// Marks every descriptor above stderr close-on-exec, so the command gets exactly its stdin,
+/// stdout and stderr: whatever the runner's own starter left open (a shell's `exec 7>file`, a
+/// server's sockets) never reaches it. The runner's own descriptors already are (std opens them
+/// so). Linux 5.11+: one `close_range`; else, and on macOS, each descriptor listed in the fd folder.
+fn close_inherited_on_exec() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors.
+        let r = unsafe {
+            nix::libc::syscall(
+                nix::libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                nix::libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+    let dir = if cfg!(target_os = "linux") {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: F_SETFD on a descriptor that may have closed meanwhile fails harmlessly.
+        unsafe {
+            nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
+        }
+    }
+}
+
 /// How the command's tree is found: whether the runner is its subreaper, and the environment
 /// entry every member inherits.
 pub struct TreeSpec<'a> {
@@ -208,6 +249,7 @@ pub fn supervise(
     // instead of a full fork of the runner.
     let mut out = redactor.stream(Tail::default());
     let mut err = redactor.stream(Tail::default());
+    close_inherited_on_exec();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {

@@ -87,6 +87,10 @@ impl OsFacts {
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .ok_or(SettingsError::NoHome)?;
+        // A relative HOME would make a relative data root: a run could start, then not record.
+        if !home.is_absolute() {
+            return Err(SettingsError::RelativeHome(home));
+        }
         let cwd = std::env::current_dir().map_err(SettingsError::Cwd)?;
         Ok(Self {
             home,
@@ -139,6 +143,9 @@ pub enum SettingsError {
     /// No usable HOME.
     #[error("HOME is not set; it is needed to find the data root and the agents folder")]
     NoHome,
+    /// HOME is not an absolute path.
+    #[error("HOME ({}) must be an absolute path; it is needed to find the data root and the agents folder", .0.display())]
+    RelativeHome(PathBuf),
     /// The working directory is unreadable.
     #[error("cannot read the working directory")]
     Cwd(#[source] std::io::Error),

@@ -1072,3 +1072,179 @@ fn a_damaged_index_is_rebuilt_not_believed() {
         assert_eq!(figures["ok"], runs, "{damage}: {doc}");
     }
 }
+
+/// Issue 17: with `state/`, `locks/` or `state/index/` replaced by a link to an outside folder,
+/// every command exited 0 and wrote there. Now a link to a folder in the data root (or in
+/// `state/`) is refused before anything is read or written: exit 3, naming the link.
+#[test]
+fn a_folder_of_the_data_root_that_is_a_link_is_refused() {
+    for folder in ["state", "locks", "state/index", "env", "scratch"] {
+        let sb = Sandbox::new();
+        sb.shell_definition("t", "exit 0", "");
+        assert_code(&sb.run(["run", "t"]), 0);
+        assert_code(&sb.run(["list"]), 0);
+        let inside = sb.data.join(folder);
+        let outside = sb.path("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        if inside.exists() {
+            std::fs::remove_dir_all(&inside).unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, &inside).unwrap();
+        for args in [&["run", "t"][..], &["list"], &["runs", "t"], &["health"], &["pause", "t", "--reason", "x"]] {
+            let o = sb.run(args);
+            assert_code(&o, 3);
+            let err = stderr(&o);
+            assert!(
+                err.contains(&format!("{} is a symbolic link to a folder", inside.display())),
+                "{folder} {args:?}: {err}"
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(&outside).unwrap().count(),
+            0,
+            "{folder}: something was written through the link"
+        );
+    }
+}
+
+/// Issue 17: a relative HOME (without XDG_STATE_HOME) gave a relative data root: `doctor` said ok,
+/// then a run could not record its result. Refused up front, exit 3, naming the variable.
+#[test]
+fn a_relative_home_is_refused_up_front() {
+    let sb = Sandbox::new();
+    sb.shell_definition("t", "exit 0", "");
+    for args in [&["doctor"][..], &["run", "t"], &["list"]] {
+        let o = sb
+            .cmd(args)
+            .env("HOME", "relative/home")
+            .env_remove("AUTOMATIONS_DATA_ROOT")
+            .output()
+            .unwrap();
+        assert_code(&o, 3);
+        assert!(
+            stderr(&o).contains("HOME (relative/home) must be an absolute path"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    assert!(sb.log_lines().is_empty());
+}
+
+/// Issue 17: a descriptor the runner's starter left open (`exec 7>/tmp/f; automations run x`)
+/// reached the command, which could write to it. The command gets exactly stdin, stdout and
+/// stderr.
+#[test]
+fn descriptors_the_runner_inherits_never_reach_the_command() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    sb.shell_definition(
+        "fds",
+        "if { echo leaked >&7; } 2>/dev/null; then echo fd7-open; else echo fd7-closed; fi; ls /proc/$$/fd | tr '\\n' ' '",
+        "",
+    );
+    let file = std::fs::File::create(sb.path("seven")).unwrap();
+    let raw = file.as_raw_fd();
+    let mut cmd = sb.cmd(["run", "fds"]);
+    // SAFETY: dup2 is async-signal-safe; the new descriptor is not close-on-exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if nix::libc::dup2(raw, 7) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert_code(&o, 0);
+    let f = sb.last_finished();
+    let out = f["stdout_tail"].as_str().unwrap();
+    assert!(out.starts_with("fd7-closed"), "{out}");
+    // The shell's own descriptors: 0, 1, 2 (and the one `ls` reads the folder with, 3).
+    let fds: Vec<&str> = out.lines().nth(1).unwrap_or("").split_whitespace().collect();
+    assert!(fds.len() <= 4 && fds[..3] == ["0", "1", "2"], "{out}");
+    assert_eq!(std::fs::read_to_string(sb.path("seven")).unwrap(), "");
+}
+
+/// Issue 17: a forged log line with ESC/OSC bytes in its run id or error class was printed raw by
+/// `runs` and `show`, so the terminal obeyed it. Every field from the log is printed escaped, and
+/// a newline in one cannot make a line of its own.
+#[test]
+fn terminal_escapes_in_log_fields_are_shown_not_obeyed() {
+    use automations::runlog::{Event, RunLog};
+    let sb = Sandbox::new();
+    sb.shell_definition("t", "exit 3", "");
+    sb.run(["run", "t"]);
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
+    let run = format!("r{evil}\nt  forged line");
+    let strip = |mut v: serde_json::Value| {
+        for k in ["v", "event", "name", "at", "prev"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v["run"] = serde_json::json!(run);
+        v
+    };
+    let mut finished = strip(sb.last_finished());
+    finished["error"]["class"] = serde_json::json!(format!("exit_status{evil}"));
+    finished["headline"] = serde_json::json!(format!("n{evil}"));
+    finished["facts"] = serde_json::json!({ format!("n{evil}"): 1 });
+    let started = strip(sb.events("started").pop().unwrap());
+    let log = RunLog::new(&sb.data);
+    let now = chrono::Utc::now();
+    log.append("t", Event::Started(serde_json::from_value(started).unwrap()), now)
+        .unwrap();
+    log.append("t", Event::Finished(serde_json::from_value(finished).unwrap()), now)
+        .unwrap();
+    for args in [&["runs"][..], &["runs", "t"], &["show", "r"], &["list"], &["health"]] {
+        let o = sb.run(args);
+        let out = stdout(&o);
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{args:?}: {out:?}");
+        assert!(!out.lines().any(|l| l.starts_with("t  forged")), "{args:?}: {out}");
+    }
+    let shown = stdout(&sb.run(["show", "r"]));
+    assert!(shown.contains("\\u{1b}]0;pwned\\u{7}"), "{shown}");
+    sb.assert_log_verifies();
+}
+
+/// Issue 17: a long unterminated line made readers quadratic (a 50 MB one: 22 s for `runs`), and
+/// every reader held it whole. A line is read once, at most 1 MiB of it is held, and a longer one
+/// is reported as unreadable (still chained), never parsed: `runs`, `runs NAME`, `show`, the run
+/// that seals it and `log verify` each keep their memory whatever its length.
+#[test]
+fn a_huge_unterminated_line_costs_readers_no_memory_and_is_reported() {
+    let sb = Sandbox::new();
+    sb.shell_definition("t", "exit 0", "");
+    assert_code(&sb.run(["run", "t"]), 0);
+    let id = sb.last_finished()["run"].as_str().unwrap().to_owned();
+    {
+        use std::io::Write;
+        let mut log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(sb.data.join("runs.jsonl"))
+            .unwrap();
+        let chunk = vec![b'x'; 1 << 20];
+        for _ in 0..40 {
+            log.write_all(&chunk).unwrap();
+        }
+    }
+    let peak = |args: &[&str]| -> (std::process::ExitStatus, u64, String) {
+        let child = sb
+            .cmd(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (status, kib) = wait_with_peak_rss(child);
+        (status, kib, format!("{args:?}"))
+    };
+    for args in [&["runs"][..], &["runs", "t"], &["show", &id], &["run", "t"], &["runs"]] {
+        let (status, kib, what) = peak(args);
+        assert!(status.success(), "{what}: {status:?}");
+        assert!(kib < 30 * 1024, "{what}: peak RSS {kib} KiB with a 40 MiB line");
+    }
+    // The sealed line is one unreadable line in the chain; both runs are there.
+    let runs = stdout(&sb.run(["runs", "t"]));
+    assert_eq!(runs.matches(" ok ").count(), 2, "{runs}");
+    let o = sb.run(["log", "verify"]);
+    assert!(stdout(&o).contains("line 3 (longer than 1 MiB)"), "{}", stdout(&o));
+}
