@@ -109,7 +109,8 @@ pub enum Command {
         /// Only this automation.
         name: Option<Name>,
         /// How many runs.
-        #[arg(short = 'n', long = "limit", default_value_t = 20)]
+        #[arg(short = 'n', long = "limit", default_value_t = 20,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         limit: usize,
         /// Print JSON (format version 1).
         #[arg(long)]
@@ -268,7 +269,8 @@ pub enum Command {
     /// appends {host, status, ms, class} to the run's HTTP log, which the run records. Redirects
     /// are followed by hand (at most 5, http/https only); credentials never cross to another
     /// scheme, host or port, and a body is never sent again to another origin. No retries.
-    /// Secret headers go in --header-env or --header-file, never on the command line.
+    /// Secret headers go in --header-env or --header-file, and a URL holding a secret (a token in
+    /// its path, query or user info) in --url-env or --url-file, never on the command line.
     ///
     /// Exit codes: 0 any HTTP answer; 22 with --fail when the status is 400 or more; 7 no answer
     /// (the class, none/dns, none/refused, none/timeout, none/tls or none/other, on stderr); 56 the
@@ -323,8 +325,16 @@ pub struct HttpArgs {
     /// get, head or post.
     #[arg(value_enum)]
     pub method: HttpMethod,
-    /// The http:// or https:// URL.
-    pub url: String,
+    /// The http:// or https:// URL (visible in the process list: a URL holding a secret goes in
+    /// --url-env or --url-file).
+    #[arg(required_unless_present_any = ["url_env", "url_file"], conflicts_with_all = ["url_env", "url_file"])]
+    pub url: Option<String>,
+    /// The URL is in this environment variable (it holds a secret: never shown).
+    #[arg(long, value_name = "VAR", conflicts_with = "url_file")]
+    pub url_env: Option<String>,
+    /// The URL is the first line of this file (it holds a secret: never shown).
+    #[arg(long, value_name = "FILE")]
+    pub url_file: Option<PathBuf>,
     /// A header that is not secret (it is visible in the process list): "Name: value".
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
@@ -350,7 +360,7 @@ pub struct HttpArgs {
     #[arg(long, value_name = "N", default_value_t = 5_000_000)]
     pub max_bytes: u64,
     /// Print {"version":1,"status","url","ms","class","bytes"} on stderr when done (the URL
-    /// without its query).
+    /// without its query and user info; from --url-env or --url-file, only its origin).
     #[arg(long)]
     pub json: bool,
 }

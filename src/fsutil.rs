@@ -45,6 +45,8 @@ fn kind_of(meta: &fs::Metadata) -> &'static str {
     let t = meta.file_type();
     if t.is_dir() {
         "directory"
+    } else if t.is_file() {
+        "regular file"
     } else if t.is_fifo() {
         "FIFO"
     } else if t.is_socket() {

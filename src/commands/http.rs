@@ -23,7 +23,7 @@ pub fn http_cmd(a: &HttpArgs) -> CmdResult {
     };
     record(&host, &o);
     if a.json {
-        errln!("{}", http::meta(&o));
+        errln!("{}", http::meta(&o, req.secret_url));
     }
     let exit = exit_of(&o, &host, a.fail);
     output.finish(exit == Exit::Success)?;
@@ -37,10 +37,17 @@ fn request(a: &HttpArgs) -> Result<Request, Fail> {
         HttpMethod::Head => reqwest::Method::HEAD,
         HttpMethod::Post => reqwest::Method::POST,
     };
+    let url = match (&a.url, &a.url_env, &a.url_file) {
+        (Some(u), _, _) => http::UrlFrom::Arg(u),
+        (_, Some(var), _) => http::UrlFrom::Env(var),
+        (_, _, Some(file)) => http::UrlFrom::File(file),
+        // clap requires one of them.
+        (None, None, None) => http::UrlFrom::Arg(""),
+    };
     Request::parse(
         &http::Args {
             method,
-            url: &a.url,
+            url,
             headers: &a.headers,
             header_env: &a.header_env,
             header_files: &a.header_file,

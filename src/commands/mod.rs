@@ -40,7 +40,22 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Dashboard { port, no_open } => {
             let s = settings(&cli.global)?;
             data_root(&s, Use::Write)?;
-            crate::dashboard::serve(&s, port, !no_open)?;
+            crate::dashboard::serve(&s, port, !no_open).map_err(|e| {
+                // A port in use or not ours to take is this machine's state, not a failure.
+                let taken = e.chain().any(|c| {
+                    c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                        matches!(
+                            io.kind(),
+                            std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                        )
+                    })
+                });
+                if taken {
+                    Fail::new(Exit::Environment, e)
+                } else {
+                    Fail::from(e)
+                }
+            })?;
             Ok(Exit::Success)
         }
         Command::Notify(NotifyCommand::Test) => notify::test(&settings(&cli.global)?),
@@ -230,7 +245,10 @@ fn state_words(e: &views::ListEntry) -> String {
     match (&e.paused, e.running) {
         (_, true) => "running".into(),
         (Some(p), _) if p.by == By::Auto => {
-            format!("paused automatically ({})", field(&names::truncate(&p.reason, 30)))
+            format!(
+                "paused automatically ({})",
+                field(&names::truncate(&p.reason, 30))
+            )
         }
         (Some(p), _) => format!("paused ({})", field(&names::truncate(&p.reason, 30))),
         (None, false) => "active".into(),
@@ -265,9 +283,13 @@ fn result_cmd(pairs: &[String], headline: Option<&str>) -> CmdResult {
             anyhow::anyhow!("AUTOMATION_RESULT is not set: `automations result` reports facts from inside a command started by `automations run`"),
         )
     })?;
-    let facts = result::parse_args(pairs, headline).map_err(|e| Fail::new(Exit::BadInput, e))?;
-    result::write_merged(std::path::Path::new(&path), facts)
-        .map_err(|e| Fail::new(Exit::Failure, e))?;
+    let path = std::path::Path::new(&path);
+    // What the command says, and the file it wrote before: bad input (2) when refused. Only a
+    // file that cannot be written is a failure (1).
+    let bad = |e| Fail::new(Exit::BadInput, e);
+    let facts = result::parse_args(pairs, headline).map_err(bad)?;
+    let merged = result::merge(result::read(path).map_err(bad)?, facts).map_err(bad)?;
+    result::write(path, &merged).map_err(|e| Fail::new(Exit::Failure, e))?;
     Ok(Exit::Success)
 }
 
@@ -394,7 +416,11 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
 
 /// `show`'s text: the run's fields, its outside calls, then its output tails.
 fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
-    writeln!(out, "run       {}", field(view.run.as_deref().unwrap_or("-")))?;
+    writeln!(
+        out,
+        "run       {}",
+        field(view.run.as_deref().unwrap_or("-"))
+    )?;
     writeln!(out, "name      {}", field(&view.name))?;
     writeln!(out, "trigger   {}", view.trigger.as_str())?;
     writeln!(out, "started   {}", field(&view.at))?;

@@ -93,7 +93,10 @@ pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
         port,
         exe: std::env::current_exe().context("cannot find this binary")?,
     });
-    server::serve(listener, Arc::new(move |request| secured(route(&ctx, &request))))
+    server::serve(
+        listener,
+        Arc::new(move |request| secured(route(&ctx, &request))),
+    )
 }
 
 /// The page the browser is opened on: a private file in the data root that forwards to `url`,
@@ -219,7 +222,10 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
             "text/html; charset=utf-8",
             "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url=/\"><title>automations</title><a href=\"/\">automations dashboard</a>\n",
         );
-        let cookie = format!("{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/", ctx.session);
+        let cookie = format!(
+            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            ctx.session
+        );
         r.headers_mut().insert(
             hyper::header::SET_COOKIE,
             HeaderValue::from_str(&cookie).expect("a cookie of hex digits"),

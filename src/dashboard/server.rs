@@ -132,7 +132,12 @@ pub fn serve(listener: std::net::TcpListener, handler: Arc<Handler>) -> anyhow::
         loop {
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
-                Err(e) if matches!(e.raw_os_error(), Some(nix::libc::EMFILE | nix::libc::ENFILE)) => {
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(nix::libc::EMFILE | nix::libc::ENFILE)
+                    ) =>
+                {
                     // Out of descriptors: make room and try again, never end.
                     if !said_full {
                         errln!("dashboard: out of file descriptors; closing idle connections");
@@ -221,7 +226,10 @@ fn plain(status: StatusCode, body: &'static str) -> Response<Full<Bytes>> {
 /// the pool.
 async fn answer(req: Request<Incoming>, handler: Arc<Handler>) -> Response<Full<Bytes>> {
     if req.headers().get_all(hyper::header::HOST).iter().count() != 1 {
-        return plain(StatusCode::BAD_REQUEST, "refused: exactly one Host header\n");
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "refused: exactly one Host header\n",
+        );
     }
     let declared = req
         .headers()
@@ -232,15 +240,15 @@ async fn answer(req: Request<Incoming>, handler: Arc<Handler>) -> Response<Full<
         return plain(StatusCode::PAYLOAD_TOO_LARGE, "refused: body too large\n");
     }
     let (parts, body) = req.into_parts();
-    let body = match tokio::time::timeout(HEAD_TIMEOUT, Limited::new(body, BODY_MAX).collect()).await
-    {
-        Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "refused: body too slow\n"),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return plain(StatusCode::PAYLOAD_TOO_LARGE, "refused: body too large\n");
-        }
-        Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "refused: unreadable body\n"),
-        Ok(Ok(collected)) => collected.to_bytes().to_vec(),
-    };
+    let body =
+        match tokio::time::timeout(HEAD_TIMEOUT, Limited::new(body, BODY_MAX).collect()).await {
+            Err(_) => return plain(StatusCode::REQUEST_TIMEOUT, "refused: body too slow\n"),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return plain(StatusCode::PAYLOAD_TOO_LARGE, "refused: body too large\n");
+            }
+            Ok(Err(_)) => return plain(StatusCode::BAD_REQUEST, "refused: unreadable body\n"),
+            Ok(Ok(collected)) => collected.to_bytes().to_vec(),
+        };
     let request = Request::from_parts(parts, body);
     match tokio::task::spawn_blocking(move || handler(request)).await {
         Ok(response) => response.map(|b| Full::new(Bytes::from(b))),

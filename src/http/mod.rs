@@ -73,13 +73,40 @@ pub struct Request {
     pub max_bytes: u64,
     /// `--fail`: the body of a status of 400 or more is not written.
     pub fail: bool,
+    /// The URL came from `--url-env` or `--url-file`: it holds a secret, so only its origin is
+    /// ever shown.
+    pub secret_url: bool,
 }
+
+/// Where the URL comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum UrlFrom<'a> {
+    /// The command line.
+    Arg(&'a str),
+    /// `--url-env VAR`.
+    Env(&'a str),
+    /// `--url-file FILE`: its first line.
+    File(&'a Path),
+}
+
+/// The most of a `--url-file` that is read.
+const URL_FILE_MAX: u64 = 64 * 1024;
 
 /// Why the command line could not become a request (exit 2). Never holds a secret value.
 #[derive(Debug, thiserror::Error)]
 pub enum RequestError {
     #[error("{0:?} is not an http:// or https:// URL")]
     Url(String),
+    #[error("--url-env {0}: the variable is not set")]
+    UrlEnvMissing(String),
+    #[error("{0} does not hold an http:// or https:// URL (its value is not shown)")]
+    SecretUrl(String),
+    #[error("--url-file {}: {source}", path.display())]
+    UrlFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("--header {0:?} is not NAME:VALUE")]
     Header(String),
     #[error("--header-env {0:?} is not NAME=VARIABLE")]
@@ -150,7 +177,7 @@ fn header_file(path: &Path) -> Result<Vec<Header>, RequestError> {
 /// What the command line gave, before it is checked.
 pub struct Args<'a> {
     pub method: Method,
-    pub url: &'a str,
+    pub url: UrlFrom<'a>,
     pub headers: &'a [String],
     pub header_env: &'a [String],
     pub header_files: &'a [PathBuf],
@@ -168,10 +195,32 @@ impl Request {
         env: &dyn Fn(&str) -> Option<String>,
         stdin: &mut dyn Read,
     ) -> Result<Self, RequestError> {
-        let url = Url::parse(a.url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
-            .ok_or_else(|| RequestError::Url(a.url.to_owned()))?;
+        let (url, secret_url) = match a.url {
+            UrlFrom::Arg(u) => (
+                web_url(u).ok_or_else(|| RequestError::Url(u.to_owned()))?,
+                false,
+            ),
+            UrlFrom::Env(var) => {
+                let value = env(var).ok_or_else(|| RequestError::UrlEnvMissing(var.to_owned()))?;
+                let url = web_url(value.trim())
+                    .ok_or_else(|| RequestError::SecretUrl(format!("--url-env {var}")))?;
+                (url, true)
+            }
+            UrlFrom::File(path) => {
+                let bytes =
+                    crate::fsutil::read_capped_following(path, URL_FILE_MAX).map_err(|source| {
+                        RequestError::UrlFile {
+                            path: path.to_path_buf(),
+                            source,
+                        }
+                    })?;
+                let text = String::from_utf8_lossy(&bytes);
+                let url = web_url(text.lines().next().unwrap_or("").trim()).ok_or_else(|| {
+                    RequestError::SecretUrl(format!("--url-file {}", path.display()))
+                })?;
+                (url, true)
+            }
+        };
         let mut headers = Vec::new();
         for h in a.headers {
             let (n, v) = h
@@ -228,8 +277,16 @@ impl Request {
             max_time: Duration::from_secs_f64(a.max_time),
             max_bytes: a.max_bytes,
             fail: a.fail,
+            secret_url,
         })
     }
+}
+
+/// `u` as an http(s) URL with a host.
+fn web_url(u: &str) -> Option<Url> {
+    Url::parse(u)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
 }
 
 /// At most `cap` bytes of an answer's body, and whether there was more (left unread: the
@@ -544,9 +601,13 @@ fn io_cause(e: &std::io::Error) -> String {
     }
 }
 
-/// What `--json` prints on stderr: the final URL without its query (it may hold a secret).
-pub fn meta(o: &Outcome) -> serde_json::Value {
+/// What `--json` prints on stderr: the final URL without its query and user info (they may hold a
+/// secret); for a `secret_url`, its origin only.
+pub fn meta(o: &Outcome, secret_url: bool) -> serde_json::Value {
     let mut shown = o.url.clone();
+    if secret_url {
+        shown.set_path("/");
+    }
     shown.set_query(None);
     shown.set_fragment(None);
     let _ = shown.set_password(None);

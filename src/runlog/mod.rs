@@ -1102,10 +1102,7 @@ impl RevLines {
     /// The next line backwards, or where it lies when it is too long to hold.
     pub fn next_item(&mut self) -> io::Result<Option<RevLine>> {
         loop {
-            if let Some(i) = self.buf[..self.unscanned]
-                .iter()
-                .rposition(|&b| b == b'\n')
-            {
+            if let Some(i) = self.buf[..self.unscanned].iter().rposition(|&b| b == b'\n') {
                 let start = self.pos + i as u64 + 1;
                 let item = match self.skipping.take() {
                     Some(end) => RevLine::TooLong { start, end },

@@ -148,31 +148,42 @@ pub fn parse_args(pairs: &[String], headline: Option<&str>) -> Result<Facts, Res
     Ok(out)
 }
 
-/// Merges `new` into the result file at `path` (later facts win) and writes it atomically.
-pub fn write_merged(path: &Path, new: Facts) -> Result<Facts, ResultError> {
-    let mut merged = read(path)?;
-    merged.facts.extend(new.facts);
+/// `new` merged into `old` (later facts win), checked: at most [`MAX_FACTS`], the headline one of
+/// them. A refusal here is the caller's bad input.
+pub fn merge(mut old: Facts, new: Facts) -> Result<Facts, ResultError> {
+    old.facts.extend(new.facts);
     if new.headline.is_some() {
-        merged.headline = new.headline;
+        old.headline = new.headline;
     }
-    if merged.facts.len() > MAX_FACTS {
+    if old.facts.len() > MAX_FACTS {
         return Err(refuse(format!(
             "{} facts; at most {MAX_FACTS}",
-            merged.facts.len()
+            old.facts.len()
         )));
     }
-    if let Some(h) = &merged.headline
-        && !merged.facts.contains_key(h)
+    if let Some(h) = &old.headline
+        && !old.facts.contains_key(h)
     {
         return Err(refuse(format!("--headline {h} is not one of the facts")));
     }
-    let doc = serde_json::json!({"facts": merged.facts, "headline": merged.headline});
+    Ok(old)
+}
+
+/// Writes `facts` to the result file at `path` atomically.
+pub fn write(path: &Path, facts: &Facts) -> Result<(), ResultError> {
+    let doc = serde_json::json!({"facts": facts.facts, "headline": facts.headline});
     fsutil::write_atomic(path, doc.to_string().as_bytes()).map_err(|e| {
         refuse(format!(
             "cannot write the result file {}: {e}",
             path.display()
         ))
-    })?;
+    })
+}
+
+/// Merges `new` into the result file at `path` and writes it atomically.
+pub fn write_merged(path: &Path, new: Facts) -> Result<Facts, ResultError> {
+    let merged = merge(read(path)?, new)?;
+    write(path, &merged)?;
     Ok(merged)
 }
 

@@ -760,9 +760,11 @@ fn idle_crowds_trickled_heads_and_huge_requests_leave_the_page_answering() {
     use std::io::{Read, Write};
     let (_, hard) =
         nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
-    assert!(hard >= 6000, "this test holds 5,000 sockets; the hard file limit is {hard}");
-    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard)
-        .unwrap();
+    assert!(
+        hard >= 6000,
+        "this test holds 5,000 sockets; the hard file limit is {hard}"
+    );
+    nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, hard, hard).unwrap();
     let sb = Sandbox::new();
     sb.definition("backup", "name = \"backup\"\ncommand = [\"true\"]\n");
     let mut dash = Dashboard::start_limited(&sb, 1024);
@@ -780,7 +782,10 @@ fn idle_crowds_trickled_heads_and_huge_requests_leave_the_page_answering() {
     let (code, body) = page_of(&dash, "/");
     assert_eq!(code, 200, "{body}");
     assert!(body.contains("data-name=\"backup\""), "{body}");
-    assert!(dash.child.try_wait().unwrap().is_none(), "the dashboard ended");
+    assert!(
+        dash.child.try_wait().unwrap().is_none(),
+        "the dashboard ended"
+    );
     // Memory grows by what the connections held hold, not with the crowd (this is a debug build:
     // the release build's figure is in docs/performance.md).
     let rss = proc_status(pid, "VmRSS");
@@ -789,14 +794,20 @@ fn idle_crowds_trickled_heads_and_huge_requests_leave_the_page_answering() {
         "{rss} kB with 5,000 idle connections, {rss_before} kB before"
     );
     let threads = proc_status(pid, "Threads");
-    assert!(threads <= 8, "{threads} threads with 5,000 idle connections");
+    assert!(
+        threads <= 8,
+        "{threads} threads with 5,000 idle connections"
+    );
     drop(crowd);
 
     // A head trickled a byte at a time is cut off, and the page answers meanwhile.
     let mut trickle = std::net::TcpStream::connect(addr).unwrap();
     let mut writer = trickle.try_clone().unwrap();
     let trickler = std::thread::spawn(move || {
-        for b in b"GET / HTTP/1.1\r\nX-Slow: ".iter().chain([b'a'; 10_000].iter()) {
+        for b in b"GET / HTTP/1.1\r\nX-Slow: "
+            .iter()
+            .chain([b'a'; 10_000].iter())
+        {
             if writer.write_all(&[*b]).is_err() {
                 return true;
             }
@@ -813,7 +824,10 @@ fn idle_crowds_trickled_heads_and_huge_requests_leave_the_page_answering() {
         Ok(_) => {}
         Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
     }
-    assert!(trickler.join().unwrap(), "the trickled head was never cut off");
+    assert!(
+        trickler.join().unwrap(),
+        "the trickled head was never cut off"
+    );
 
     // A header line that never ends: refused within the head limit, never buffered whole.
     let mut huge = std::net::TcpStream::connect(addr).unwrap();
@@ -823,7 +837,10 @@ fn idle_crowds_trickled_heads_and_huge_requests_leave_the_page_answering() {
     while sent < 256 * 1024 * 1024 && huge.write_all(&chunk).is_ok() {
         sent += chunk.len();
     }
-    assert!(sent < 64 * 1024 * 1024, "the server took {sent} bytes of one header");
+    assert!(
+        sent < 64 * 1024 * 1024,
+        "the server took {sent} bytes of one header"
+    );
     let rss = proc_status(pid, "VmRSS");
     assert!(
         rss < rss_before + 8 * 1024,

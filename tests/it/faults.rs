@@ -938,7 +938,10 @@ fn without_a_subreaper_only_a_setsid_daemon_with_a_cleared_environment_escapes()
     // The daemon is the escape whose environment is empty once it has exec'd.
     let mut daemon = None;
     wait_for("the daemon to clear its environment", || {
-        daemon = pids.iter().copied().find(|&p| environ(p).is_some_and(|e| e.is_empty()));
+        daemon = pids
+            .iter()
+            .copied()
+            .find(|&p| environ(p).is_some_and(|e| e.is_empty()));
         daemon.is_some()
     });
     let daemon = daemon.unwrap();
@@ -1090,12 +1093,21 @@ fn a_folder_of_the_data_root_that_is_a_link_is_refused() {
             std::fs::remove_dir_all(&inside).unwrap();
         }
         std::os::unix::fs::symlink(&outside, &inside).unwrap();
-        for args in [&["run", "t"][..], &["list"], &["runs", "t"], &["health"], &["pause", "t", "--reason", "x"]] {
+        for args in [
+            &["run", "t"][..],
+            &["list"],
+            &["runs", "t"],
+            &["health"],
+            &["pause", "t", "--reason", "x"],
+        ] {
             let o = sb.run(args);
             assert_code(&o, 3);
             let err = stderr(&o);
             assert!(
-                err.contains(&format!("{} is a symbolic link to a folder", inside.display())),
+                err.contains(&format!(
+                    "{} is a symbolic link to a folder",
+                    inside.display()
+                )),
                 "{folder} {args:?}: {err}"
             );
         }
@@ -1161,7 +1173,12 @@ fn descriptors_the_runner_inherits_never_reach_the_command() {
     let out = f["stdout_tail"].as_str().unwrap();
     assert!(out.starts_with("fd7-closed"), "{out}");
     // The shell's own descriptors: 0, 1, 2 (and the one `ls` reads the folder with, 3).
-    let fds: Vec<&str> = out.lines().nth(1).unwrap_or("").split_whitespace().collect();
+    let fds: Vec<&str> = out
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     assert!(fds.len() <= 4 && fds[..3] == ["0", "1", "2"], "{out}");
     assert_eq!(std::fs::read_to_string(sb.path("seven")).unwrap(), "");
 }
@@ -1191,15 +1208,35 @@ fn terminal_escapes_in_log_fields_are_shown_not_obeyed() {
     let started = strip(sb.events("started").pop().unwrap());
     let log = RunLog::new(&sb.data);
     let now = chrono::Utc::now();
-    log.append("t", Event::Started(serde_json::from_value(started).unwrap()), now)
-        .unwrap();
-    log.append("t", Event::Finished(serde_json::from_value(finished).unwrap()), now)
-        .unwrap();
-    for args in [&["runs"][..], &["runs", "t"], &["show", "r"], &["list"], &["health"]] {
+    log.append(
+        "t",
+        Event::Started(serde_json::from_value(started).unwrap()),
+        now,
+    )
+    .unwrap();
+    log.append(
+        "t",
+        Event::Finished(serde_json::from_value(finished).unwrap()),
+        now,
+    )
+    .unwrap();
+    for args in [
+        &["runs"][..],
+        &["runs", "t"],
+        &["show", "r"],
+        &["list"],
+        &["health"],
+    ] {
         let o = sb.run(args);
         let out = stdout(&o);
-        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{args:?}: {out:?}");
-        assert!(!out.lines().any(|l| l.starts_with("t  forged")), "{args:?}: {out}");
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}'),
+            "{args:?}: {out:?}"
+        );
+        assert!(
+            !out.lines().any(|l| l.starts_with("t  forged")),
+            "{args:?}: {out}"
+        );
     }
     let shown = stdout(&sb.run(["show", "r"]));
     assert!(shown.contains("\\u{1b}]0;pwned\\u{7}"), "{shown}");
@@ -1237,14 +1274,27 @@ fn a_huge_unterminated_line_costs_readers_no_memory_and_is_reported() {
         let (status, kib) = wait_with_peak_rss(child);
         (status, kib, format!("{args:?}"))
     };
-    for args in [&["runs"][..], &["runs", "t"], &["show", &id], &["run", "t"], &["runs"]] {
+    for args in [
+        &["runs"][..],
+        &["runs", "t"],
+        &["show", &id],
+        &["run", "t"],
+        &["runs"],
+    ] {
         let (status, kib, what) = peak(args);
         assert!(status.success(), "{what}: {status:?}");
-        assert!(kib < 30 * 1024, "{what}: peak RSS {kib} KiB with a 40 MiB line");
+        assert!(
+            kib < 30 * 1024,
+            "{what}: peak RSS {kib} KiB with a 40 MiB line"
+        );
     }
     // The sealed line is one unreadable line in the chain; both runs are there.
     let runs = stdout(&sb.run(["runs", "t"]));
     assert_eq!(runs.matches(" ok ").count(), 2, "{runs}");
     let o = sb.run(["log", "verify"]);
-    assert!(stdout(&o).contains("line 3 (longer than 1 MiB)"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("line 3 (longer than 1 MiB)"),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -10,8 +10,10 @@ use std::process::{Command, Output};
 /// The binary under test: this build's, or `AUTOMATIONS_TEST_BIN` (to show a test failing on an
 /// older build).
 pub fn bin() -> PathBuf {
-    std::env::var_os("AUTOMATIONS_TEST_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_automations")), PathBuf::from)
+    std::env::var_os("AUTOMATIONS_TEST_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_automations")),
+        PathBuf::from,
+    )
 }
 
 /// The checkout this test binary was built from.
@@ -554,9 +556,10 @@ pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStat
     use std::os::unix::process::ExitStatusExt;
     let mut child = child;
     // Whatever it prints must not fill its pipe while it is waited for.
-    let out = child.stdout.take().map(|mut o| {
-        std::thread::spawn(move || std::io::copy(&mut o, &mut std::io::sink()))
-    });
+    let out = child
+        .stdout
+        .take()
+        .map(|mut o| std::thread::spawn(move || std::io::copy(&mut o, &mut std::io::sink())));
     let mut status = 0;
     // SAFETY: a zeroed rusage is a valid out-parameter; the pid is our own child's.
     let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };

@@ -843,7 +843,11 @@ fn one_look_at_a_time_and_a_run_never_waits_long_for_another() {
     lock.lock().unwrap();
     let o = sb.run(["run", "job"]);
     assert_code(&o, 1);
-    assert!(stderr(&o).contains("left to the next look"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("left to the next look"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(messages(&server).len(), 1);
     lock.unlock().unwrap();
     assert_code(&sb.run(["notify", "look"]), 0);
@@ -873,7 +877,10 @@ fn a_hanging_notification_server_costs_a_look_one_deadline_and_never_skips_a_fir
     let o = sb.run(["notify", "look"]);
     let took = t0.elapsed();
     // The old look took 12 x 10 s; this one's deliveries share 10 s.
-    assert!(took < std::time::Duration::from_secs(40), "the look took {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(40),
+        "the look took {took:?}"
+    );
     let out = stdout(&o);
     assert_eq!(out.matches("not delivered").count(), 12, "{out}");
     assert!(out.contains("ran out"), "{out}");
@@ -895,7 +902,11 @@ fn a_hanging_notification_server_costs_a_look_one_deadline_and_never_skips_a_fir
         "a firing was skipped: {}",
         stdout(&second)
     );
-    assert!(stderr(&second).contains("left to the next look"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("left to the next look"),
+        "{}",
+        stderr(&second)
+    );
     first.wait().unwrap();
     let job01 = sb
         .events("finished")

@@ -514,3 +514,87 @@ fn output_to_a_device_writes_to_it_and_never_replaces_it() {
         .collect();
     assert!(leftovers.is_empty());
 }
+
+/// Issue 17: a token that lives in the URL (its path, query or user info) had no way off the
+/// command line, where every local user can read it. `--url-env` and `--url-file` take the URL
+/// from a variable or a file; it reaches no argv, stderr, `--json` (the origin only) or record.
+#[test]
+fn a_secret_url_comes_from_a_variable_or_a_file_and_is_never_shown() {
+    const TOKEN: &str = "tok-Ab3Xy9Qw";
+    let mut sb = Sandbox::new();
+    let server = FakeHttp::start(|r| match r.path.as_str() {
+        p if p.starts_with("/hang/") => Reply::Hang,
+        _ => Reply::Status(200, b"fine".to_vec()),
+    });
+    let secret = server
+        .url
+        .replacen("http://", &format!("http://u:{TOKEN}@"), 1);
+    let hang = format!("{secret}/hang/{TOKEN}?key={TOKEN}");
+    sb.env("FEED_URL", &hang);
+    let log = sb.path("http.jsonl");
+    let mut c = sb.cmd([
+        "http",
+        "get",
+        "--url-env",
+        "FEED_URL",
+        "--max-time",
+        "2",
+        "--json",
+    ]);
+    c.env("AUTOMATION_HTTP_LOG", &log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = c.spawn().unwrap();
+    wait_for("the request", || !server.seen().is_empty());
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id())).unwrap();
+    assert!(!String::from_utf8_lossy(&cmdline).contains(TOKEN));
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 7);
+    assert_eq!(server.seen()[0].path, format!("/hang/{TOKEN}?key={TOKEN}"));
+    assert!(!stderr(&o).contains(TOKEN), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("\"url\":\"{}/\"", server.url)),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!std::fs::read_to_string(&log).unwrap().contains(TOKEN));
+    // From a file (its first line), the same.
+    let file = sb.path("feed-url");
+    std::fs::write(&file, format!("{secret}/ok/{TOKEN}?key={TOKEN}\n")).unwrap();
+    let (o, meta) = call(&sb, &log, &["get", "--url-file", file.to_str().unwrap()]);
+    assert_code(&o, 0);
+    assert_eq!(stdout(&o), "fine");
+    assert_eq!(meta["url"], format!("{}/", server.url));
+    assert!(!stderr(&o).contains(TOKEN));
+    // Refusals name the variable or file, never the value.
+    sb.env("BAD_URL", &format!("ftp://{TOKEN}"));
+    for args in [
+        &["get", "--url-env", "BAD_URL"][..],
+        &["get", "--url-env", "UNSET_URL"],
+        &["get", "--url-file", "/nonexistent/url"],
+        &["get", "http://example.org/", "--url-env", "FEED_URL"],
+    ] {
+        let o = sb.run(std::iter::once("http").chain(args.iter().copied()));
+        assert_code(&o, 2);
+        assert!(!stderr(&o).contains(TOKEN), "{args:?}: {}", stderr(&o));
+    }
+    let o = sb.run(["http", "get", "--url-env", "BAD_URL"]);
+    assert!(
+        stderr(&o).contains("--url-env BAD_URL does not hold an http:// or https:// URL"),
+        "{}",
+        stderr(&o)
+    );
+    // Through a run: nothing under the data root holds it.
+    sb.definition(
+        "caller",
+        "name = \"caller\"\ncommand = [\"sh\", \"-c\", \"$AUTOMATION_BIN http get --url-env FEED_URL --max-time 1\"]\nenv = [\"FEED_URL\"]\n",
+    );
+    sb.run(["run", "caller"]);
+    assert_eq!(
+        sb.last_finished()["http"]["counts"]["none/timeout"],
+        1,
+        "{}",
+        sb.last_finished()
+    );
+    sb.assert_no_file_holds(&[TOKEN]);
+}

@@ -387,7 +387,10 @@ fn the_whoami_exchange_against_a_fake_anytype() {
         // Issue 17: the answer was read whole, whatever its size. A valid whoami padded to
         // 1 MiB is refused after 64 KiB.
         (
-            Answer::Reply(200, ok.replace("{\"key\"", &format!("{}{{\"key\"", " ".repeat(1 << 20)))),
+            Answer::Reply(
+                200,
+                ok.replace("{\"key\"", &format!("{}{{\"key\"", " ".repeat(1 << 20))),
+            ),
             "whoami answer is larger than 64 KiB",
         ),
     ];

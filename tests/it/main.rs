@@ -6,6 +6,7 @@ mod schema;
 
 mod dashboard;
 mod definitions;
+mod exits;
 mod faults;
 mod health;
 mod http;
