@@ -26,7 +26,7 @@ STABLE_BIN ?= $(HOME)/.local/bin/automations
 
 .PHONY: build release test check check-macos lint bench \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
-	automations-pause automations-resume automations-install automations-uninstall automations-check \
+	automations-pause automations-resume automations-ack automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
 	automations-key-store automations-key-check automations-key-delete \
 	automations-health automations-notify-test automations-notify-key-store \
@@ -36,7 +36,7 @@ build:
 	$(CARGO) build --locked
 
 release:
-	$(RELEASE)
+	@$(RELEASE)
 
 # Checks the test prerequisites first (installing them as root on Debian, else printing the one
 # command that does), then runs every test; see scripts/test.sh.
@@ -80,6 +80,10 @@ automations-pause: release
 automations-resume: release
 	@test -n "$(NAME)" || { echo "usage: make automations-resume NAME=<name>" >&2; exit 2; }
 	@$(AUTOMATIONS) resume "$(NAME)"
+
+automations-ack: release
+	@test -n "$(NAME)" || { echo "usage: make automations-ack NAME=<name> [REASON=\"what was fixed\"]" >&2; exit 2; }
+	@$(AUTOMATIONS) ack "$(NAME)" $(if $(REASON),--reason "$(REASON)")
 
 # The binary goes in with mkdir + install (BSD install has no -D); install replaces the file
 # instead of writing into it, so a firing running the old binary is never disturbed.

@@ -4,7 +4,8 @@
 # Nothing built here links or runs (there is no Apple SDK); it proves the crate and its tests
 # compile and lint for macOS, so a macOS-only error breaks CI instead of a user's install. The one C
 # dependency on the way (ring, through rustls) is compiled by Debian's clang in freestanding mode
-# against three stand-in headers this script writes under target/ (see ../shared/TESTING.md).
+# against three stand-in headers this script writes under target/ (docs/macos.md says what that
+# does and does not prove).
 #
 # Sets up what it needs: the rustup targets, and clang (installed with apt-get when root; otherwise
 # it prints the command and exits 3).

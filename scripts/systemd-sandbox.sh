@@ -1,5 +1,5 @@
 #!/bin/sh
-# Starts a private systemd user manager for tests, in the foreground (see ../shared/TESTING.md):
+# Starts a private systemd user manager for tests, in the foreground (tests/it/systemd.rs uses it):
 # a private mount namespace whose /run/systemd is a tmpfs holding the system/ folder systemd
 # insists on, a private XDG_RUNTIME_DIR and a temporary HOME. From outside, with the same HOME and
 # XDG_RUNTIME_DIR, `systemctl --user` reaches it. Stop it with SIGTERM.

@@ -117,12 +117,22 @@ pub enum Command {
         json: bool,
     },
 
-    /// One run in full, output tails included.
+    /// One run in full, output tails included: a run id, or an automation's latest run.
+    ///
+    /// RUN is tried as a run id, then as a unique prefix of one, then as an automation name (its
+    /// latest run; with --failed, its latest run that did not end ok). A prefix shared by several
+    /// ids lists them. A run id or prefix always wins over a name (ids start with a date, so only a
+    /// name such as "2026" could be taken for one; `automations runs NAME` lists its runs).
     ///
     /// Example: automations show 20261129T204512.123Z-3f9a1c
+    /// Example: automations show backup --failed
     Show {
-        /// The run id, or a unique prefix of it.
+        /// A run id, a unique prefix of one, or an automation name.
         run: String,
+        /// With an automation name: its latest run that failed, timed out, was stopped or was
+        /// interrupted.
+        #[arg(long)]
+        failed: bool,
         /// Print the run's log events as JSON.
         #[arg(long)]
         json: bool,
@@ -160,6 +170,21 @@ pub enum Command {
     ///
     /// Example: automations resume heartbeat
     Resume { name: Name },
+
+    /// Say "I fixed it": health counts success rate, slow runs, outside calls and the failing
+    /// streak only from here.
+    ///
+    /// Records an `ack` event in the run log (a resume counts as one too). Staleness and missed
+    /// days are not reset: only a run can end those. If the next run fails, that is a new
+    /// degradation, and it is notified again.
+    ///
+    /// Example: automations ack backup --reason "rotated the expired token"
+    Ack {
+        name: Name,
+        /// What was fixed (one line, recorded in the log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
 
     /// The kill switch: skip every firing and stop every running run.
     ///
@@ -242,16 +267,21 @@ pub enum Command {
 
     /// Drift check: units/ against the definitions, and this machine's installed units.
     ///
-    /// One line per finding: changed (definition, a path, or edited by hand), missing (file gone
-    /// or not loaded), extra (our label prefix, never installed), orphaned (installed, definition
-    /// gone or unscheduled). Exits 1 on any finding. This is what `make automations-check` and CI
-    /// run.
+    /// This machine first, one line per finding: changed (definition, a path, or edited by
+    /// hand), missing (file gone or not loaded), extra (our label prefix, never installed),
+    /// orphaned (installed, definition gone or unscheduled); then units/, one line per file that
+    /// is missing, stale, edited or extra. Each line ends with the command that fixes it; a
+    /// summary line comes last. Exits 1 on any finding. This is what `make automations-check`
+    /// and CI run.
     ///
-    /// Example: automations check
+    /// Example: automations check --diff
     Check {
         /// Print the findings as JSON.
         #[arg(long)]
         json: bool,
+        /// Also print the diff of each units/ file that differs.
+        #[arg(long)]
+        diff: bool,
     },
 
     /// An automation's AnyType key in the OS keychain (macOS Keychain, Linux Secret Service).

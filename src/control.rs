@@ -97,6 +97,24 @@ pub fn resume(s: &Settings, name: &Name) -> Result<bool, ControlError> {
     Ok(true)
 }
 
+/// Records that a person fixed `name` (an `ack` event, with an optional reason): health's window
+/// rules (success rate, slow runs, outside calls) and its failing streak count runs from here.
+pub fn ack(s: &Settings, name: &Name, why: Option<&str>) -> Result<(), ControlError> {
+    require_definition(s, name)?;
+    let why = why.map(reason).transpose()?;
+    RunLog::new(&s.data_root)
+        .append(
+            name.as_str(),
+            Event::Ack(runlog::Ack {
+                by: By::Hand,
+                reason: why,
+            }),
+            Utc::now(),
+        )
+        .map_err(anyhow::Error::from)?;
+    Ok(())
+}
+
 /// What `stop-all` did.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Stopped {

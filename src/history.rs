@@ -251,6 +251,26 @@ pub fn recent(
     }
 }
 
+/// The newest run of `name` (not a skip) — with `failed`, the newest that did not end ok — through
+/// the index, reading back only as far as it is.
+pub fn latest(
+    log: &RunLog,
+    data_root: &Path,
+    name: &str,
+    failed: bool,
+) -> Result<Option<RunView>, LogError> {
+    let snapshot = Index::new(log).refresh()?;
+    let mut runs = Runs::new(snapshot.records(name).without_skips(), data_root);
+    Ok(runs.find(|v| {
+        v.run.is_some()
+            && (!failed
+                || matches!(
+                    v.status,
+                    Status::Failed | Status::Timeout | Status::Stopped | Status::Interrupted
+                ))
+    }))
+}
+
 /// The last run (not a skip) of each name in `names`, through the index.
 pub fn last_runs(
     log: &RunLog,

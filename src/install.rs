@@ -19,7 +19,7 @@ use crate::fsutil;
 use crate::names::{Label, Name};
 use crate::service::ServiceManager;
 use crate::settings::{Manager, Settings};
-use crate::state::{Record, State};
+use crate::state::{Installed, Record, State};
 use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
 
 /// The unit files of our namespace in the agents folder, by name: file name -> bytes.
@@ -38,6 +38,45 @@ pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<Str
         out.entry(name)
             .or_default()
             .insert(file.into_owned(), bytes);
+    }
+    Ok(out)
+}
+
+/// What is installed of each automation that has an install record, from the records and the unit
+/// files (no service manager is asked: `check` does that). A record that cannot be read is left
+/// out (`check` and `health` name it).
+pub fn installed(s: &Settings, defs: &[Definition]) -> anyhow::Result<BTreeMap<Name, Installed>> {
+    let records = State::new(&s.data_root).install_records_each()?;
+    if records.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let present = present_units(s)?;
+    let mut out = BTreeMap::new();
+    for (name, record) in records {
+        let Ok(record) = record else { continue };
+        let def = defs.iter().find(|d| d.name == name);
+        let files = present.get(&name);
+        let unit_changed = record.files.iter().any(|(f, h)| {
+            files
+                .and_then(|fs| fs.get(f))
+                .map(|b| hex_sha256(b))
+                .as_ref()
+                != Some(h)
+        });
+        let def_changed = def.is_none_or(|d| d.sha256 != record.definition);
+        let (schedule, from_record) = match (&record.schedule, def) {
+            (Some(sch), _) => (Some(sch.clone()), true),
+            (None, Some(d)) if !def_changed => (d.schedule.clone(), false),
+            _ => (None, false),
+        };
+        out.insert(
+            name,
+            Installed {
+                changed: unit_changed || def_changed,
+                schedule,
+                from_record,
+            },
+        );
     }
     Ok(out)
 }
@@ -213,8 +252,8 @@ impl Plan {
         for f in self.files.iter().filter(|f| f.differs()) {
             out.push_str(&unified_diff(
                 &f.path.display().to_string(),
-                f.old.as_deref().unwrap_or_default(),
-                f.new.as_deref().unwrap_or_default(),
+                f.old.as_deref(),
+                f.new.as_deref(),
             ));
         }
         out
@@ -292,6 +331,7 @@ pub fn plan_install(
         root: paths.root,
         data_root: paths.data_root,
         installed_at: Utc::now(),
+        schedule: def.schedule.clone(),
     };
     // A reload stops the copy that is running now: give it as long as its own unit allows, or
     // the new one, whichever is longer.
@@ -448,21 +488,47 @@ pub enum Finding {
     /// Recorded, but the file is gone or the manager has not loaded it.
     Missing { label: String, why: String },
     /// A unit file of our namespace that was never recorded as installed.
-    Extra { file: String },
+    Extra { file: String, name: String },
     /// Recorded, but its definition is gone or no longer scheduled.
     Orphaned { label: String, why: String },
 }
 
 impl Finding {
-    /// One line for people.
+    /// One line for people, ending with the command that fixes it.
     pub fn line(&self) -> String {
         match self {
-            Finding::Changed { label, why } => format!("{label}: changed ({why}); reinstall it"),
-            Finding::Missing { label, why } => format!("{label}: missing ({why}); reinstall it"),
-            Finding::Extra { file } => format!(
-                "{file}: extra (never installed by automations here); remove it or install its automation"
+            Finding::Changed { label, why } => {
+                format!("{label}: changed ({why}); fix: {}", self.fix())
+            }
+            Finding::Missing { label, why } => {
+                format!("{label}: missing ({why}); fix: {}", self.fix())
+            }
+            Finding::Extra { file, .. } => format!(
+                "{file}: extra (never installed by automations here); fix: {} (or install it)",
+                self.fix()
             ),
-            Finding::Orphaned { label, why } => format!("{label}: orphaned ({why}); uninstall it"),
+            Finding::Orphaned { label, why } => {
+                format!("{label}: orphaned ({why}); fix: {}", self.fix())
+            }
+        }
+    }
+
+    /// The command that fixes it: reinstall what changed or is missing (showing the diff against
+    /// what was approved), uninstall what is orphaned or was never installed here.
+    pub fn fix(&self) -> String {
+        let name = match self {
+            Finding::Extra { name, .. } => name.as_str(),
+            Finding::Changed { label, .. }
+            | Finding::Missing { label, .. }
+            | Finding::Orphaned { label, .. } => label.rsplit('.').next().unwrap_or(label),
+        };
+        match self {
+            Finding::Changed { .. } | Finding::Missing { .. } => {
+                format!("make automations-install NAME={name}")
+            }
+            Finding::Extra { .. } | Finding::Orphaned { .. } => {
+                format!("make automations-uninstall NAME={name}")
+            }
         }
     }
 }
@@ -482,6 +548,7 @@ pub fn check_machine(
             for f in files.keys() {
                 findings.push(Finding::Extra {
                     file: s.agents_dir.join(f).display().to_string(),
+                    name: name.to_string(),
                 });
             }
         }

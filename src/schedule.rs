@@ -10,10 +10,10 @@
 use std::fmt;
 
 use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, TimeZone, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A day of the week, as written in `weekdays`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Weekday {
     Mon,
@@ -87,8 +87,17 @@ impl Serialize for TimeOfDay {
     }
 }
 
-/// When the OS fires an automation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+impl<'de> Deserialize<'de> for TimeOfDay {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        TimeOfDay::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("{s:?} is not a time HH:MM")))
+    }
+}
+
+/// When the OS fires an automation. (Read back from install records, which keep the schedule
+/// that was installed.)
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Schedule {
     /// Every N minutes (1..=1440): on the wall clock when N is a grid (`schedule::is_grid`),

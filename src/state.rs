@@ -52,6 +52,22 @@ pub struct Record {
     pub root: String,
     pub data_root: String,
     pub installed_at: DateTime<Utc>,
+    /// The schedule installed (what the unit fires on, whatever the definition says now); absent
+    /// in records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::Schedule>,
+}
+
+/// What is installed of one automation, as `list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Installed {
+    /// The definition or a unit file differs from what was installed.
+    pub changed: bool,
+    /// The schedule its unit fires on: the one recorded at install, else (an older record) the
+    /// definition's when it is the one installed; `None` when that cannot be known.
+    pub schedule: Option<crate::schedule::Schedule>,
+    /// Whether the schedule came from the install record or the (unchanged) definition.
+    pub from_record: bool,
 }
 
 /// Why a state file could not be used; names the file.
@@ -144,6 +160,28 @@ impl State {
             let Ok(name) = Name::new(&stem) else { continue };
             if let Some(r) = self.install_record(&name)? {
                 out.insert(name, r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every install record of this data root, by name, each read on its own: one that cannot be
+    /// read is that name's error (named), not every name's.
+    pub fn install_records_each(
+        &self,
+    ) -> Result<BTreeMap<Name, Result<Record, String>>, StateError> {
+        let dir = self.dir.join("installed");
+        let mut out = BTreeMap::new();
+        for (stem, _) in fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))? {
+            let Ok(name) = Name::new(&stem) else { continue };
+            match self.install_record(&name) {
+                Ok(Some(r)) => {
+                    out.insert(name, Ok(r));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    out.insert(name, Err(crate::chain_text(&e)));
+                }
             }
         }
         Ok(out)

@@ -10,7 +10,7 @@ use crate::runlog::Trigger;
 use crate::schedule;
 use crate::schedule::Schedule;
 use crate::settings::Settings;
-use crate::state::{Pause, Stop};
+use crate::state::{Installed, Pause, Stop};
 
 /// The `list --json` document.
 #[derive(Serialize)]
@@ -33,10 +33,37 @@ pub struct ListEntry<'a> {
     pub paused: Option<Pause>,
     pub running: bool,
     pub last_run: Option<LastRun>,
-    /// The next firing (RFC 3339 UTC), when it is a time on the clock (see `next_words`).
+    /// Whether its unit is installed on this machine: `yes`, `no`, or `changed` (the definition or
+    /// a unit file differs from what was installed); `null` for a manual-only automation with
+    /// nothing installed.
+    pub installed: Option<InstallWord>,
+    /// The next firing (RFC 3339 UTC), when it is a time on the clock (see `next_words`): of the
+    /// schedule installed, since that is what fires; none when paused or not installed.
     pub next: Option<String>,
-    /// The next firing in words, in local time: a time, or awake time for an interval.
+    /// The next firing in words, in local time: a time, awake time for an interval, or `paused`.
     pub next_words: Option<String>,
+    /// Where the next firing was computed from: `installed` (the schedule the install recorded)
+    /// or `definition` (an older install record, whose definition is unchanged).
+    pub next_from: Option<&'static str>,
+}
+
+/// `list`'s INSTALLED column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstallWord {
+    Yes,
+    No,
+    Changed,
+}
+
+impl InstallWord {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstallWord::Yes => "yes",
+            InstallWord::No => "no",
+            InstallWord::Changed => "changed",
+        }
+    }
 }
 
 /// The last run of an automation, as `list --json` shows it.
@@ -54,6 +81,8 @@ pub struct LastRun {
 pub struct Live<'r> {
     pub paused: Option<Pause>,
     pub last: Option<&'r RunView>,
+    /// What is installed of it, if anything.
+    pub installed: Option<&'r Installed>,
 }
 
 /// The list entry of `d` as of `now`. Pure: whatever it shows that is not in the definition comes
@@ -64,12 +93,37 @@ pub fn entry<'a>(
     live: Live,
     now: &chrono::DateTime<chrono::Local>,
 ) -> ListEntry<'a> {
-    let Live { paused, last } = live;
+    let Live {
+        paused,
+        last,
+        installed,
+    } = live;
+    let is_paused = paused.is_some();
     let last_start = last.and_then(|r| crate::runlog::parse_stamp(&r.at));
-    let next = d
-        .schedule
-        .as_ref()
-        .and_then(|sch| schedule::next_firing(sch, now, last_start));
+    // What fires is what was installed: its schedule, not the definition's (which may be edited).
+    let next = match (paused.is_some(), installed) {
+        (false, Some(i)) => i
+            .schedule
+            .as_ref()
+            .and_then(|sch| schedule::next_firing(sch, now, last_start))
+            .map(|n| {
+                (
+                    n,
+                    if i.from_record {
+                        "installed"
+                    } else {
+                        "definition"
+                    },
+                )
+            }),
+        _ => None,
+    };
+    let installed_word = match installed {
+        Some(i) if i.changed => Some(InstallWord::Changed),
+        Some(_) => Some(InstallWord::Yes),
+        None if d.schedule.is_some() => Some(InstallWord::No),
+        None => None,
+    };
     ListEntry {
         name: d.name.as_str(),
         label: s.label(&d.name).to_string(),
@@ -90,8 +144,17 @@ pub fn entry<'a>(
             duration_ms: r.duration_ms(),
             headline: r.headline().map(|(_, v)| v),
         }),
-        next: next.and_then(|n| n.instant()).map(crate::runlog::stamp),
-        next_words: next.map(|n| n.words(now)),
+        installed: installed_word,
+        next: next
+            .as_ref()
+            .and_then(|(n, _)| n.instant())
+            .map(crate::runlog::stamp),
+        next_words: if is_paused && installed.is_some() {
+            Some("paused".to_owned())
+        } else {
+            next.as_ref().map(|(n, _)| n.words(now))
+        },
+        next_from: next.map(|(_, from)| from),
     }
 }
 

@@ -79,7 +79,11 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
                 out,
                 "{:w$}  {:8}  {:>4}  {:>5}  {:28}  {}",
                 v.name,
-                if v.degraded() { "DEGRADED" } else { "healthy" },
+                match v.verdict {
+                    State::Degraded => "DEGRADED",
+                    State::Unknown => "unknown",
+                    State::Healthy => "healthy",
+                },
                 f.runs,
                 rate,
                 age,

@@ -176,17 +176,25 @@ fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
         .map_err(|e| Fail::new(Exit::Environment, e))
 }
 
-/// The next firing and the command that runs the job now, after an install.
-fn after_install(
-    schedule: &crate::schedule::Schedule,
-    label: &crate::names::Label,
-    manager: &dyn ServiceManager,
-) {
+/// The next firing and the command that runs the job now, after an install: the same runner,
+/// data root and namespace as the unit, as a manual run. Not the unit's own start (`systemctl
+/// --user start`, `launchctl kickstart`): that is a scheduled firing, which the slot guard skips
+/// when today's slot of a daily job is already done.
+fn after_install(s: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail> {
     let now = chrono::Local::now();
-    if let Some(next) = crate::schedule::next_firing(schedule, &now, None) {
+    if let Some(next) = def
+        .schedule
+        .as_ref()
+        .and_then(|sch| crate::schedule::next_firing(sch, &now, None))
+    {
         outln!("next firing: {}", next.words(&now));
     }
-    outln!("run it now: {}", manager.run_now_command(label));
+    let paths = install::machine_paths(s, bin)?;
+    outln!(
+        "run it now: {}",
+        units::run_now_command(def, &s.namespace, &paths)
+    );
+    Ok(())
 }
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
@@ -268,12 +276,12 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
     }
     if plan.is_empty() {
         outln!("{} is already installed and up to date", plan.label);
-        after_install(schedule, &plan.label, manager.as_ref());
+        after_install(s, &def, &bin)?;
         return Ok(Exit::Success);
     }
     install::apply_install(s, &plan, manager.as_ref())?;
     outln!("installed {}", plan.label);
-    after_install(schedule, &plan.label, manager.as_ref());
+    after_install(s, &def, &bin)?;
     linger_warning(s);
     Ok(Exit::Success)
 }
@@ -304,7 +312,62 @@ pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
     }
     install::apply_uninstall(s, &plan, manager.as_ref())?;
     outln!("uninstalled {}", plan.label);
+    for line in left_behind(s, name, plan.record.as_ref()) {
+        outln!("{line}");
+    }
     Ok(Exit::Success)
+}
+
+/// What an uninstall leaves in place (it removes only the unit files and the install record),
+/// each with the command that removes it.
+fn left_behind(s: &Settings, name: &Name, record: Option<&crate::state::Record>) -> Vec<String> {
+    let mut out = vec!["left in place, and how to remove each:".to_owned()];
+    let def = s.definitions_dir().join(format!("{name}.toml"));
+    if def.exists() {
+        out.push(format!(
+            "  the definition {}: a manual run still works; delete it (and commit) to retire {name}",
+            def.display()
+        ));
+    }
+    let env = s.data_root.join("env").join(format!("{name}.env"));
+    if env.exists() {
+        out.push(format!(
+            "  its private environment {}: rm {}",
+            env.display(),
+            units::shell_word(&env.to_string_lossy())
+        ));
+    }
+    out.push(format!(
+        "  its AnyType key, if one was stored: automations key delete {name}"
+    ));
+    out.push(format!(
+        "  its runs in the run log under {} (history; `automations runs {name}` shows them)",
+        s.data_root.display()
+    ));
+    let others = crate::state::State::new(&s.data_root)
+        .install_records()
+        .map(|r| r.len())
+        .unwrap_or(1);
+    if let Some(bin) = record.map(|r| &r.bin) {
+        if others == 0 {
+            out.push(format!(
+                "  the binary {bin}: no unit runs it any more; rm {}",
+                units::shell_word(bin)
+            ));
+        } else {
+            out.push(format!(
+                "  the binary {bin}: {others} installed automation(s) still run it"
+            ));
+        }
+    }
+    if others == 0 {
+        out.push(format!(
+            "  the data root {} (the run log, settings and state of every automation): rm -r {}",
+            s.data_root.display(),
+            units::shell_word(&s.data_root.to_string_lossy())
+        ));
+    }
+    out
 }
 
 /// Both halves of the drift check.
@@ -324,32 +387,54 @@ pub(super) fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift,
     })
 }
 
-pub fn check(s: &Settings, json: bool) -> CmdResult {
+/// The fix for every finding in `units/`.
+const UNITS_FIX: &str = "make automations-units && git add units/";
+
+/// `check`: this machine's findings first (what fires here), then `units/` one line per file, each
+/// ending with its fix; the diffs only with `--diff`; a summary line last.
+pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let manager = service::for_manager(s.manager);
     let d = drift(s, manager.as_ref())?;
     let clean = d.units.is_empty() && d.machine.is_empty();
     if json {
         let units: Vec<String> = d.units.iter().map(portable::Difference::line).collect();
+        let fixes: Vec<String> = d
+            .machine
+            .iter()
+            .map(Finding::fix)
+            .chain((!d.units.is_empty()).then(|| UNITS_FIX.to_owned()))
+            .collect();
         outln!(
             "{}",
-            serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine})
+            serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine, "fixes": fixes})
+        );
+        return Ok(if clean { Exit::Success } else { Exit::Failure });
+    }
+    for f in &d.machine {
+        outln!("{}", f.line());
+    }
+    for u in &d.units {
+        outln!("{}; fix: {UNITS_FIX}", u.line());
+        if diff && let Some(text) = u.diff() {
+            out!("{text}");
+        }
+    }
+    if clean {
+        outln!(
+            "no drift: units/ matches the definitions and this machine matches its install records"
         );
     } else {
-        for u in &d.units {
-            outln!("{}", u.line());
-            if let Some(diff) = u.diff() {
-                out!("{diff}");
+        outln!(
+            "check: {} finding(s) on this machine, {} file(s) of units/ out of date{}",
+            d.machine.len(),
+            d.units.len(),
+            if !diff && d.units.iter().any(|u| u.diff().is_some()) {
+                " (automations check --diff shows what differs)"
+            } else {
+                ""
             }
-        }
-        for f in &d.machine {
-            outln!("{}", f.line());
-        }
-        if clean {
-            outln!(
-                "no drift: units/ matches the definitions and this machine matches its install records"
-            );
-        }
+        );
     }
     Ok(if clean { Exit::Success } else { Exit::Failure })
 }

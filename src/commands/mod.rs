@@ -81,9 +81,10 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Runs { name, limit, json } => {
             runs(&settings(&cli.global)?, name.as_ref(), limit, json)
         }
-        Command::Show { run, json } => show(&settings(&cli.global)?, &run, json),
+        Command::Show { run, failed, json } => show(&settings(&cli.global)?, &run, failed, json),
         Command::Pause { name, reason } => pause(&settings(&cli.global)?, &name, &reason),
         Command::Resume { name } => resume(&settings(&cli.global)?, &name),
+        Command::Ack { name, reason } => ack(&settings(&cli.global)?, &name, reason.as_deref()),
         Command::StopAll { reason } => stop_all(&settings(&cli.global)?, &reason),
         Command::ResumeAll => resume_all(&settings(&cli.global)?),
         Command::Log(LogCommand::Verify { json }) => log_verify(&settings(&cli.global)?, json),
@@ -100,7 +101,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Uninstall { name, dry_run } => {
             machine::uninstall(&settings(&cli.global)?, &name, dry_run)
         }
-        Command::Check { json } => machine::check(&settings(&cli.global)?, json),
+        Command::Check { json, diff } => machine::check(&settings(&cli.global)?, json, diff),
         Command::Doctor => doctor::doctor(&settings(&cli.global)?),
         Command::Key(KeyCommand::Store { name }) => keys::store(&settings(&cli.global)?, &name),
         Command::Key(KeyCommand::Check { name }) => keys::check(&settings(&cli.global)?, &name),
@@ -167,6 +168,7 @@ fn list(s: &Settings, json: bool) -> CmdResult {
     let state = State::new(&s.data_root);
     let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();
     let last = history::last_runs(&RunLog::new(&s.data_root), &s.data_root, &names)?;
+    let installed = crate::install::installed(s, &loaded.definitions)?;
     let now = chrono::Local::now();
     let entries = loaded
         .definitions
@@ -175,6 +177,7 @@ fn list(s: &Settings, json: bool) -> CmdResult {
             let live = views::Live {
                 paused: state.paused(&d.name)?,
                 last: last.get(d.name.as_str()),
+                installed: installed.get(&d.name),
             };
             Ok(views::entry(s, d, live, &now))
         })
@@ -213,8 +216,8 @@ fn list(s: &Settings, json: bool) -> CmdResult {
         let nw = nexts.iter().map(|n| n.len()).max().unwrap_or(4).max(4);
         writeln!(
             out,
-            "{:w$}  {:sw$}  {:8}  {:stw$}  {:31}  {:nw$}  DESCRIPTION",
-            "NAME", "SCHEDULE", "OUTBOUND", "STATE", "LAST RUN", "NEXT"
+            "{:w$}  {:sw$}  {:8}  {:9}  {:stw$}  {:31}  {:nw$}  DESCRIPTION",
+            "NAME", "SCHEDULE", "OUTBOUND", "INSTALLED", "STATE", "LAST RUN", "NEXT"
         )?;
         for ((e, st), next) in entries.iter().zip(&states).zip(&nexts) {
             let last = e.last_run.as_ref().map_or_else(
@@ -223,10 +226,11 @@ fn list(s: &Settings, json: bool) -> CmdResult {
             );
             writeln!(
                 out,
-                "{:w$}  {:sw$}  {:8}  {st:stw$}  {last:31}  {next:nw$}  {}",
+                "{:w$}  {:sw$}  {:8}  {:9}  {st:stw$}  {last:31}  {next:nw$}  {}",
                 e.name,
                 e.schedule_words,
                 if e.outbound { "yes" } else { "no" },
+                e.installed.map_or("-", views::InstallWord::as_str),
                 e.description.unwrap_or("")
             )?;
         }
@@ -377,17 +381,17 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
     Ok(())
 }
 
-fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
+fn show(s: &Settings, id: &str, failed: bool, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let log = RunLog::new(&s.data_root);
-    let view = match history::find(&log, &s.data_root, id)? {
+    let found = if failed {
+        history::Found::Nothing
+    } else {
+        history::find(&log, &s.data_root, id)?
+    };
+    let view = match found {
         history::Found::One(v) => *v,
-        history::Found::Nothing => {
-            return Err(Fail::new(
-                Exit::BadInput,
-                anyhow::anyhow!("no run {id:?} in {}", log.path().display()),
-            ));
-        }
+        history::Found::Nothing => latest_of(s, &log, id, failed)?,
         history::Found::Ambiguous { some, all } => {
             let more = if all > some.len() {
                 format!(" and {} more", all - some.len())
@@ -412,6 +416,29 @@ fn show(s: &Settings, id: &str, json: bool) -> CmdResult {
     }
     print_run(out, &view)?;
     Ok(Exit::Success)
+}
+
+/// `show NAME [--failed]`: the latest run of an automation, when `id` is no run id.
+fn latest_of(s: &Settings, log: &RunLog, id: &str, failed: bool) -> Result<history::RunView, Fail> {
+    let bad = |msg: String| Fail::new(Exit::BadInput, anyhow::anyhow!(msg));
+    let Ok(name) = Name::new(id) else {
+        return Err(bad(if failed {
+            format!("{id:?} is not an automation name (--failed takes a name)")
+        } else {
+            format!("no run {id:?} in {}", log.path().display())
+        }));
+    };
+    if let Some(v) = history::latest(log, &s.data_root, name.as_str(), failed)? {
+        return Ok(v);
+    }
+    let known = s.definitions_dir().join(format!("{name}.toml")).is_file();
+    Err(bad(match (known, failed) {
+        (true, true) => format!("{name} has no failed run"),
+        (true, false) => format!("{name} has no runs yet (automations run {name})"),
+        (false, _) => format!(
+            "no run or automation {id:?} (no run id starts with it, and there is no automations/{name}.toml)"
+        ),
+    }))
 }
 
 /// `show`'s text: the run's fields, its outside calls, then its output tails.
@@ -551,6 +578,16 @@ fn resume(s: &Settings, name: &Name) -> CmdResult {
     } else {
         outln!("{name}: was not paused");
     }
+    Ok(Exit::Success)
+}
+
+fn ack(s: &Settings, name: &Name, reason: Option<&str>) -> CmdResult {
+    control::require_definition(s, name).map_err(control_fail)?;
+    data_root(s, Use::Write)?;
+    control::ack(s, name, reason).map_err(control_fail)?;
+    outln!(
+        "{name}: acknowledged; health counts its runs from now (a failure next is a new degradation)"
+    );
     Ok(Exit::Success)
 }
 

@@ -28,6 +28,8 @@ pub struct Board {
     pub definitions: Vec<Definition>,
     pub cards: Vec<Card>,
     pub now: DateTime<Utc>,
+    /// What is installed of each automation (for the next firing `list` shows).
+    pub installs: std::collections::BTreeMap<crate::names::Name, crate::state::Installed>,
 }
 
 /// One automation.
@@ -83,6 +85,10 @@ impl Board {
         let health::load::Sources {
             loaded, snapshot, ..
         } = src;
+        let installs = crate::install::installed(s, &loaded.definitions).unwrap_or_else(|e| {
+            problems.push(format!("{e:#}"));
+            Default::default()
+        });
         let now = Utc::now();
         let day_ago = now - Duration::hours(24);
         let mut cards: Vec<Card> = subjects
@@ -135,11 +141,12 @@ impl Board {
                 }
             })
             .collect();
-        // Degraded first, then by name.
+        // Degraded first, then unknown, then by name.
         cards.sort_by(|a, b| {
-            b.verdict
-                .degraded()
-                .cmp(&a.verdict.degraded())
+            a.verdict
+                .verdict
+                .rank()
+                .cmp(&b.verdict.verdict.rank())
                 .then(a.name.cmp(&b.name))
         });
         Ok(Board {
@@ -149,6 +156,7 @@ impl Board {
             definitions: loaded.definitions,
             cards,
             now,
+            installs,
         })
     }
 
@@ -164,6 +172,7 @@ impl Board {
         let live = views::Live {
             paused: card.paused.clone(),
             last: card.recent.iter().find(|r| r.run.is_some()),
+            installed: self.installs.get(&def.name),
         };
         Some(views::entry(
             s,

@@ -311,6 +311,17 @@ fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
                 .map(|p| serde_json::json!({"paused": p})),
         );
     }
+    if let Some(name) = named("/api/ack/") {
+        let why = reason_of(body);
+        return control_reply(
+            control::ack(
+                s,
+                &name,
+                Some(why.as_str()).filter(|w| !w.trim().is_empty()),
+            )
+            .map(|()| serde_json::json!({"acknowledged": name.as_str()})),
+        );
+    }
     if let Some(name) = named("/api/resume/") {
         return control_reply(
             control::resume(s, &name).map(|was| serde_json::json!({"resumed": was})),

@@ -64,12 +64,8 @@ fn seconds(ms: u64) -> String {
     format!("{:.2} s", ms as f64 / 1000.0)
 }
 
-fn verdict_class(c: &Card) -> &'static str {
-    if c.verdict.degraded() {
-        "card degraded"
-    } else {
-        "card healthy"
-    }
+fn verdict_class(c: &Card) -> String {
+    format!("card {}", c.verdict.verdict.as_str())
 }
 
 fn card(s: &Settings, b: &Board, c: &Card) -> Markup {
@@ -80,7 +76,7 @@ fn card(s: &Settings, b: &Board, c: &Card) -> Markup {
             h2 {
                 span.name { (c.name) }
                 span.verdict data-field="verdict" {
-                    @if c.verdict.degraded() { "degraded" } @else { "healthy" }
+                    (c.verdict.verdict.as_str())
                 }
             }
             @if let Some(d) = def.and_then(|d| d.description.as_deref()) { p.description { (d) } }
@@ -90,10 +86,12 @@ fn card(s: &Settings, b: &Board, c: &Card) -> Markup {
             dl {
                 dt { "State" }
                 dd data-field="state" {
-                    @match entry.as_ref().and_then(|e| e.paused.as_ref()) {
+                    @if c.verdict.reasons.iter().any(|r| r.rule == crate::health::Rule::Unreadable) { "unknown: its state cannot be read" }
+                    @else { @match entry.as_ref().and_then(|e| e.paused.as_ref()) {
                         Some(p) if p.by == By::Auto => { "paused automatically: " (p.reason) }
                         Some(p) => { "paused: " (p.reason) }
                         None => @if def.is_none() { "no definition" } @else if c.recent.first().is_some_and(|r| r.status == Status::Running) { "running" } @else { "active" }
+                    }
                     }
                 }
                 dt { "Schedule" }
@@ -121,6 +119,7 @@ fn card(s: &Settings, b: &Board, c: &Card) -> Markup {
                     input name="reason" placeholder="reason to pause";
                     button type="button" data-action="pause" { "Pause" }
                     button type="button" data-action="resume" { "Resume" }
+                    button type="button" data-action="ack" title="I fixed it: health counts runs from now" { "Acknowledge" }
                 }
             }
         }

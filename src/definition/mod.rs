@@ -24,6 +24,9 @@ pub const MAX_TIMEOUT_SECONDS: u32 = 3600;
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
 /// The placeholder for the repository root in `command`.
 pub const PLACEHOLDER_ROOT: &str = "{root}";
+/// What to do instead of naming the home directory in a definition.
+const HOME_INSTEAD: &str = "instead, run a script in the repository, such as [\"{root}/scripts/x.sh\"], that uses $HOME, which the command's environment has";
+
 /// The placeholder for this binary in `command`.
 pub const PLACEHOLDER_SELF: &str = "{self}";
 
@@ -468,21 +471,21 @@ fn check_command(r: &mut Report, value: &Value, checks: &Checks) -> Option<Vec<S
         if arg.starts_with('~') {
             r.add(
                 "command",
-                format!("element {n} {shown:?} starts with ~; definitions may not name the home directory"),
+                format!("element {n} {shown:?} starts with ~; definitions may not name the home directory ({HOME_INSTEAD})"),
             );
         }
         if arg.contains("$HOME") || arg.contains("${HOME}") {
             r.add(
                 "command",
                 format!(
-                    "element {n} {shown:?} uses $HOME; definitions may not name the home directory"
+                    "element {n} {shown:?} uses $HOME; definitions may not name the home directory ({HOME_INSTEAD})"
                 ),
             );
         }
         if mentions_path(arg, &checks.home) {
             r.add(
                 "command",
-                format!("element {n} contains the home directory path; use {PLACEHOLDER_ROOT} or a path outside home"),
+                format!("element {n} contains the home directory path; use {PLACEHOLDER_ROOT} or a path outside home ({HOME_INSTEAD})"),
             );
         }
         if mentions_path(arg, &checks.data_root) {

@@ -309,6 +309,12 @@ fn command_rules() {
         "command",
         "home directory",
     );
+    // Each says what to do instead (issue 18).
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"cat\", \"~/notes\"]"),
+        "command",
+        "instead, run a script in the repository",
+    );
     refused(
         parse_raw("name = \"x\"\ncommand = [\"cat\", \"/srv/data/automations/runs.jsonl\"]"),
         "command",

@@ -135,14 +135,15 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         // One automation: its own record, not a listing of every one.
         Some(n) => {
             let installs = state
-                .install_record(n)?
-                .map(|r| (n.clone(), r))
+                .install_record(n)
+                .transpose()
+                .map(|r| (n.clone(), r.map_err(|e| crate::chain_text(&e))))
                 .into_iter()
                 .collect();
             (BTreeSet::from([n.to_string()]), installs)
         }
         None => {
-            let installs = state.install_records()?;
+            let installs = state.install_records_each()?;
             let mut names: BTreeSet<String> = loaded
                 .definitions
                 .iter()
@@ -165,7 +166,11 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         let definition = definitions.get(n).map(|d| (*d).clone());
         let th = thresholds.of(n.as_str());
         let mut subject = subject(s, snapshot, n, definition, th, pauses.as_ref())?;
-        subject.installed_at = installs.get(n).map(|r| r.installed_at);
+        match installs.get(n) {
+            Some(Ok(r)) => subject.installed_at = Some(r.installed_at),
+            Some(Err(e)) => subject.unreadable.push(e.clone()),
+            None => {}
+        }
         subject.invalid = invalid.contains(n.as_str());
         Ok(subject)
     };
@@ -208,24 +213,31 @@ fn subject(
     th: &super::Thresholds,
     pauses: Option<&BTreeSet<Name>>,
 ) -> anyhow::Result<Subject> {
-    let (runs, resumed_at) = gather(
+    let (runs, acked_at) = gather(
         snapshot,
         s,
         name.as_str(),
         th,
         definition.as_ref().and_then(|d| d.schedule.as_ref()),
     );
+    let mut unreadable = Vec::new();
+    // Only a pause file that is there is read (a listing told which are). One that cannot be read
+    // makes this automation's verdict unknown, naming it; the others are not held up by it.
+    let paused = match pauses {
+        Some(p) if !p.contains(name) => None,
+        _ => State::new(&s.data_root).paused(name).unwrap_or_else(|e| {
+            unreadable.push(crate::chain_text(&e));
+            None
+        }),
+    };
     Ok(Subject {
         name: name.to_string(),
-        // Only a pause file that is there is read (a listing told which are).
-        paused: match pauses {
-            Some(p) if !p.contains(name) => None,
-            _ => State::new(&s.data_root).paused(name)?,
-        },
+        paused,
         installed_at: None,
         invalid: false,
         definition,
-        resumed_at,
+        acked_at,
+        unreadable,
         runs,
     })
 }
@@ -258,7 +270,7 @@ fn gather(
     // A run is a line or two: room for the window's, so the vector is not moved as it grows.
     let mut records: Vec<Record> = Vec::with_capacity(th.window * 2 + 2);
     let (mut runs, mut successes) = (0usize, 0usize);
-    let mut resumed_at = None;
+    let mut acked_at = None;
     // An automation the index knows no success of has none to look for (and the line of the one
     // it knows is read only when the runs read hold none).
     let any_ok = snapshot.has_last_ok(name);
@@ -287,10 +299,10 @@ fn gather(
         {
             successes += 1;
         }
-        if let Event::Resumed(_) = &r.event
-            && resumed_at.is_none()
+        if let Event::Resumed(_) | Event::Ack(_) = &r.event
+            && acked_at.is_none()
         {
-            resumed_at = r.time();
+            acked_at = r.time();
         }
         let old_enough = since_days.is_none_or(|t| r.time().is_some_and(|at| at < t));
         records.push(r);
@@ -326,5 +338,5 @@ fn gather(
             finished: Some(f),
         });
     }
-    (views, resumed_at)
+    (views, acked_at)
 }

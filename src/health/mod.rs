@@ -59,8 +59,12 @@ pub struct Subject {
     pub installed_at: Option<DateTime<Utc>>,
     /// Its pause, if paused.
     pub paused: Option<Pause>,
-    /// When it was last resumed (a failing streak counts from there).
-    pub resumed_at: Option<DateTime<Utc>>,
+    /// When it was last acknowledged (`ack`) or resumed: the window rules and the failing streak
+    /// count runs from there.
+    pub acked_at: Option<DateTime<Utc>>,
+    /// State files of it that could not be read (a pause or install record), each with why: its
+    /// verdict is unknown, and nothing else is hidden by them.
+    pub unreadable: Vec<String>,
     /// Its runs, newest first (skips included), as far back as the rules need.
     pub runs: Vec<RunView>,
 }
@@ -74,12 +78,15 @@ pub struct Now<Tz: TimeZone> {
     pub clock: Clock,
 }
 
-/// Healthy or not.
+/// Healthy, degraded, or not known yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     Healthy,
     Degraded,
+    /// Nothing says it works: a scheduled automation not installed here, one with no finished
+    /// run yet, or one whose state cannot be read. Not green, not a problem to notify.
+    Unknown,
 }
 
 /// A rule that found something.
@@ -101,6 +108,14 @@ pub enum Rule {
     Http5xx,
     #[serde(rename = "http_no_answer")]
     HttpNoAnswer,
+    /// Every run since the latest ack (or resume) of a failing automation failed.
+    FailingSinceAck,
+    /// Unknown: scheduled, but not installed on this machine.
+    NotInstalled,
+    /// Unknown: no finished run yet.
+    NoRuns,
+    /// Unknown: a state file of it cannot be read.
+    Unreadable,
 }
 
 impl Rule {
@@ -119,6 +134,10 @@ impl Rule {
             Rule::Http4xx => "outside calls refused (4xx)",
             Rule::Http5xx => "outside server errors (5xx)",
             Rule::HttpNoAnswer => "outside calls unanswered",
+            Rule::FailingSinceAck => "failing again since it was acknowledged",
+            Rule::NotInstalled => "not installed",
+            Rule::NoRuns => "no runs yet",
+            Rule::Unreadable => "its state cannot be read",
         }
     }
 }
@@ -171,8 +190,11 @@ pub struct Figures {
     /// The latest finished run's duration and the median success's.
     pub last_duration_ms: Option<u64>,
     pub median_duration_ms: Option<u64>,
-    /// The pause, when paused: `hand` or `auto`.
+    /// The pause, when paused: `hand` or `auto`, and since when (RFC 3339 UTC).
     pub paused_by: Option<By>,
+    pub paused_at: Option<String>,
+    /// The latest ack or resume, from which the window and the streak count.
+    pub acked_at: Option<String>,
 }
 
 /// The verdict on one automation.
@@ -190,6 +212,26 @@ impl Verdict {
     }
 }
 
+impl State {
+    /// The word shown to people and scripts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Healthy => "healthy",
+            State::Degraded => "degraded",
+            State::Unknown => "unknown",
+        }
+    }
+
+    /// The order the dashboard lists them in: what needs a look first.
+    pub fn rank(self) -> u8 {
+        match self {
+            State::Degraded => 0,
+            State::Unknown => 1,
+            State::Healthy => 2,
+        }
+    }
+}
+
 /// The verdict on each subject. Pure.
 pub fn verdicts<Tz: TimeZone>(
     subjects: &[Subject],
@@ -202,7 +244,9 @@ pub fn verdicts<Tz: TimeZone>(
         .collect()
 }
 
-/// The verdict on one subject: every rule of [`rules::table`], in order.
+/// The verdict on one subject: every rule of [`rules::table`], in order; with no finding, unknown
+/// when nothing shows it works ([`rules::unknown`]), else healthy. A state file that cannot be read
+/// makes it unknown whatever the rules found, since they ran without it.
 pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Verdict {
     let input = rules::Input::new(s, th, now);
     let mut figures = Figures::default();
@@ -210,13 +254,30 @@ pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Ver
         .iter()
         .flat_map(|rule| rule(&input, &mut figures))
         .collect();
+    let unreadable: Vec<Reason> = s
+        .unreadable
+        .iter()
+        .map(|why| Reason {
+            rule: Rule::Unreadable,
+            detail: why.clone(),
+        })
+        .collect();
+    let (verdict, reasons) = if !unreadable.is_empty() {
+        (
+            State::Unknown,
+            unreadable.into_iter().chain(reasons).collect(),
+        )
+    } else if !reasons.is_empty() {
+        (State::Degraded, reasons)
+    } else {
+        match rules::unknown(s) {
+            Some(why) => (State::Unknown, vec![why]),
+            None => (State::Healthy, reasons),
+        }
+    };
     Verdict {
         name: s.name.clone(),
-        verdict: if reasons.is_empty() {
-            State::Healthy
-        } else {
-            State::Degraded
-        },
+        verdict,
         reasons,
         figures,
     }

@@ -25,8 +25,19 @@ impl<'a, Tz: TimeZone> Input<'a, Tz> {
             s,
             th,
             now,
-            window: real_runs(s).take(th.window).collect(),
+            window: real_runs(s)
+                .take_while(|r| since_ack(s, r))
+                .take(th.window)
+                .collect(),
         }
+    }
+}
+
+/// Whether `r` started after the subject's latest ack or resume (every run, when there is none).
+fn since_ack(s: &Subject, r: &RunView) -> bool {
+    match (s.acked_at, parse_stamp(&r.at)) {
+        (Some(ack), Some(t)) => t > ack,
+        _ => true,
     }
 }
 
@@ -34,13 +45,14 @@ impl<'a, Tz: TimeZone> Input<'a, Tz> {
 pub type Check<Tz> = fn(&Input<'_, Tz>, &mut Figures) -> Vec<Reason>;
 
 /// Every rule, in the order its reasons are listed.
-pub fn table<Tz: TimeZone>() -> [Check<Tz>; 10] {
+pub fn table<Tz: TimeZone>() -> [Check<Tz>; 11] {
     [
         definition_invalid,
         no_definition,
         auto_paused,
         success_rate,
         failing_streak_rule,
+        failing_since_ack,
         stale,
         slow,
         missed_days_rule,
@@ -101,6 +113,8 @@ fn no_definition<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason
 
 fn auto_paused<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
     f.paused_by = i.s.paused.as_ref().map(|p| p.by);
+    f.paused_at = i.s.paused.as_ref().map(|p| p.at.clone());
+    f.acked_at = i.s.acked_at.map(crate::runlog::stamp);
     if f.paused_by != Some(By::Auto) {
         return Vec::new();
     }
@@ -137,10 +151,10 @@ fn success_rate<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason>
     reason(Rule::SuccessRate, detail)
 }
 
-/// The failing streak since the last resume; a paused automation is not said to be failing (an
-/// automatic pause is its own reason).
+/// The failing streak since the last ack or resume; a paused automation is not said to be failing
+/// (an automatic pause is its own reason).
 fn failing_streak_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
-    let (streak, kinds) = failing_streak(&i.s.runs, i.s.resumed_at);
+    let (streak, kinds) = failing_streak(&i.s.runs, i.s.acked_at);
     f.streak = streak;
     f.streak_kinds = kinds.iter().map(|k| (*k).to_owned()).collect();
     if streak < i.th.auto_pause_after || i.s.paused.is_some() {
@@ -150,6 +164,69 @@ fn failing_streak_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<
         Rule::FailingStreak,
         format!("{streak} failures in a row ({})", kinds.join(", ")),
     )
+}
+
+/// An ack (or resume) of an automation that was failing is "fixed": when every run since has failed
+/// too, it is not, and that is a new degradation at the first such run (below the streak the
+/// failing-streak rule waits for). Not for an ack of an automation with no failure in the window
+/// of runs before it.
+fn failing_since_ack<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason> {
+    let s = i.s;
+    if s.acked_at.is_none() || s.paused.is_some() {
+        return Vec::new();
+    }
+    let mut since = real_runs(s)
+        .filter(|r| r.status != Status::Stopped)
+        .take_while(|r| since_ack(s, r));
+    let mut n = 0usize;
+    for r in since.by_ref() {
+        if !failed(r) {
+            return Vec::new();
+        }
+        n += 1;
+    }
+    // The runs before the ack, as far back as a window: the ack answered failures when they hold
+    // one. None read means they are older than the window, which then holds only failures since.
+    let mut before = real_runs(s)
+        .filter(|r| r.status != Status::Stopped)
+        .filter(|r| !since_ack(s, r))
+        .take(i.th.window)
+        .peekable();
+    let answered_failures = before.peek().is_none() || before.any(failed);
+    if n == 0 || !answered_failures {
+        return Vec::new();
+    }
+    let (_, kinds) = failing_streak(&s.runs, s.acked_at);
+    reason(
+        Rule::FailingSinceAck,
+        format!(
+            "failed {n} time(s) since it was acknowledged or resumed ({})",
+            kinds.join(", ")
+        ),
+    )
+}
+
+/// Why a subject no rule found anything wrong with is not known to work, if it is not: scheduled
+/// but not installed here, or no finished run yet. A manual-only automation needs only a run.
+pub fn unknown(s: &Subject) -> Option<Reason> {
+    let scheduled = s.definition.as_ref().is_some_and(|d| d.schedule.is_some());
+    if scheduled && s.installed_at.is_none() {
+        return Some(Reason {
+            rule: Rule::NotInstalled,
+            detail: format!(
+                "scheduled, but not installed on this machine: make automations-install NAME={}",
+                s.name
+            ),
+        });
+    }
+    let finished = s.runs.iter().any(|r| r.finished.is_some());
+    if !finished {
+        return Some(Reason {
+            rule: Rule::NoRuns,
+            detail: format!("no finished run yet: automations run {}", s.name),
+        });
+    }
+    None
 }
 
 /// Stale: the age of the last success, for installed scheduled automations.

@@ -53,8 +53,32 @@ fn off() -> bool {
     std::env::var_os(ENV_NOTIFY).is_some_and(|v| v == "off")
 }
 
-/// The message of a verdict that just became degraded.
-pub fn degraded_message(v: &Verdict) -> Message {
+/// This machine's name for messages: the host name when it is a plain one (letters, digits, `.`,
+/// `-`, `_`, at most 64), else "this machine" — like an automation name, never free text.
+pub fn host() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .filter(|h| {
+            !h.is_empty()
+                && h.len() <= 64
+                && h.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        })
+        .unwrap_or_else(|| "this machine".to_owned())
+}
+
+/// The failure kinds of a verdict's streak, in words ("" when it has none).
+fn kinds_sentence(v: &Verdict) -> String {
+    if v.figures.streak_kinds.is_empty() {
+        String::new()
+    } else {
+        format!(" Failures: {}.", v.figures.streak_kinds.join(", "))
+    }
+}
+
+/// The message of a verdict that just became degraded: what, where, why, and the command to look.
+pub fn degraded_message(v: &Verdict, host: &str) -> Message {
     let words: Vec<String> = v
         .reasons
         .iter()
@@ -62,7 +86,33 @@ pub fn degraded_message(v: &Verdict) -> Message {
         .collect();
     Message {
         title: format!("automations: {} is degraded", v.name),
-        body: format!("{} is degraded: {}", v.name, words.join(", ")),
+        body: format!(
+            "{name} on {host} is degraded: {}.{} See the last run: automations show {name}",
+            words.join(", "),
+            kinds_sentence(v),
+            name = v.name
+        ),
+    }
+}
+
+/// The message of an automatic pause: the streak and its kinds, where, and what to do next.
+pub fn auto_paused_message(v: &Verdict, host: &str) -> Message {
+    Message {
+        title: format!("automations: {} was paused automatically", v.name),
+        body: format!(
+            "{name} on {host} was paused after {} failures in a row.{} See the last failure: automations show {name} --failed. Fix the cause, then: automations resume {name}",
+            v.figures.streak,
+            kinds_sentence(v),
+            name = v.name
+        ),
+    }
+}
+
+/// The message of a notified degradation that ended.
+pub fn recovered_message(v: &Verdict, host: &str) -> Message {
+    Message {
+        title: format!("automations: {} recovered", v.name),
+        body: format!("{} on {host} is healthy again", v.name),
     }
 }
 
@@ -88,8 +138,17 @@ struct Last {
     degraded: bool,
     /// The degradation reached someone.
     notified: bool,
-    /// The automatic pause reached someone.
-    auto_paused_notified: bool,
+    /// The automatic pause whose news was queued: the time of its `paused` event. Each automatic
+    /// pause is its own news, once; a second one after a resume is news again even if the
+    /// verdict never went back to healthy in between.
+    #[serde(default)]
+    auto_pause_at: Option<String>,
+    /// The latest ack (or resume) this state has taken in, and whether it has taken any in (a
+    /// file from before acks were kept adopts the current one without treating it as news).
+    #[serde(default)]
+    acked_at: Option<String>,
+    #[serde(default)]
+    ack_seen: bool,
     /// Messages not yet delivered, and the drivers still to take each.
     pending: Vec<Pending>,
 }
@@ -204,6 +263,7 @@ pub fn look_at(
     // Credentials are looked up only when something is to be sent.
     let mut drivers: Option<Vec<Box<dyn Notifier>>> = None;
     let mut report = LookReport::default();
+    let host = host();
     for v in &verdicts {
         let path = state_path(s, &v.name);
         let mut last: Last = match crate::state::read_json(&path) {
@@ -214,7 +274,7 @@ pub fn look_at(
             }
         };
         let before = last.clone();
-        transition(&mut last, v, &cfg, &names);
+        transition(&mut last, v, &cfg, &names, &host);
         if quiet || off() {
             report.held += last.pending.len();
         } else if !last.pending.is_empty() {
@@ -232,8 +292,10 @@ pub fn look_at(
     Ok(report)
 }
 
-/// Queues what the change from `last` to `v` calls for.
-fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[String]) {
+/// Queues what the change from `last` to `v` calls for. News is keyed on its event: an automatic
+/// pause by its `paused` event's time, a degradation by the verdict's turn from healthy (or
+/// unknown) to degraded. Nothing is queued twice for one event.
+fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[String], host: &str) {
     let queue = |last: &mut Last, message, degradation, auto_pause| {
         last.pending.push(Pending {
             message,
@@ -242,47 +304,50 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
             auto_pause,
         })
     };
-    let auto_paused = v.reasons.iter().any(|r| r.rule == Rule::AutoPaused);
-    match (last.degraded, v.verdict) {
-        (false, State::Degraded) => {
-            queue(last, degraded_message(v), true, auto_paused);
+    // An ack (or resume) closes the degradation it answered: what comes after it is new news,
+    // even when no look saw the verdict healthy in between.
+    if last.ack_seen && last.acked_at != v.figures.acked_at && last.degraded {
+        last.pending.retain(|p| !p.degradation);
+        last.degraded = false;
+        last.notified = false;
+    }
+    last.acked_at = v.figures.acked_at.clone();
+    last.ack_seen = true;
+    let auto_pause = v
+        .reasons
+        .iter()
+        .any(|r| r.rule == Rule::AutoPaused)
+        .then(|| v.figures.paused_at.clone())
+        .flatten();
+    if let Some(at) = auto_pause
+        && last.auto_pause_at.as_ref() != Some(&at)
+    {
+        // The pause is the news, and says why: no separate "degraded" message for it.
+        queue(last, auto_paused_message(v, host), true, true);
+        last.auto_pause_at = Some(at);
+        if !last.degraded {
             last.degraded = true;
             last.notified = false;
-            last.auto_paused_notified = false;
         }
-        (true, State::Degraded) => {
-            let queued = last.pending.iter().any(|p| p.auto_pause);
-            if auto_paused && !last.auto_paused_notified && !queued {
-                queue(
-                    last,
-                    Message {
-                        title: format!("automations: {} is degraded", v.name),
-                        body: format!("{} is degraded: {}", v.name, Rule::AutoPaused.words()),
-                    },
-                    true,
-                    true,
-                );
-            }
+        return;
+    }
+    match (last.degraded, v.verdict) {
+        (false, State::Degraded) => {
+            queue(last, degraded_message(v, host), true, false);
+            last.degraded = true;
+            last.notified = false;
         }
-        (true, State::Healthy) => {
-            // A degradation nobody heard of needs no news of its end.
+        (true, State::Degraded) | (false, State::Healthy | State::Unknown) => {}
+        (true, State::Healthy | State::Unknown) => {
+            // A degradation nobody heard of needs no news of its end; an unknown verdict is no
+            // recovery to announce.
             last.pending.retain(|p| !p.degradation);
-            if cfg.recovery && last.notified {
-                queue(
-                    last,
-                    Message {
-                        title: format!("automations: {} recovered", v.name),
-                        body: format!("{} is healthy again", v.name),
-                    },
-                    false,
-                    false,
-                );
+            if cfg.recovery && last.notified && v.verdict == State::Healthy {
+                queue(last, recovered_message(v, host), false, false);
             }
             last.degraded = false;
             last.notified = false;
-            last.auto_paused_notified = false;
         }
-        (false, State::Healthy) => {}
     }
 }
 
@@ -315,7 +380,6 @@ fn deliver(
                 );
             } else if p.degradation {
                 last.notified = true;
-                last.auto_paused_notified |= p.auto_pause;
             }
             report.deliveries.push((name.to_owned(), want.clone(), answer));
             !delivered
@@ -395,17 +459,28 @@ mod tests {
         }
     }
 
+    fn paused_at(mut v: Verdict, at: &str) -> Verdict {
+        v.figures.paused_at = Some(at.to_owned());
+        v.figures.streak = 3;
+        v.figures.streak_kinds = vec!["server errors (5xx)".into(), "timeout".into()];
+        v
+    }
+
     #[test]
     fn only_transitions_queue_messages_of_fixed_words() {
         let cfg = NotifySettings::default();
         let d = vec!["pushover".to_owned()];
         let mut last = Last::default();
-        transition(&mut last, &v("x", &[]), &cfg, &d);
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box");
         assert!(last.pending.is_empty());
-        transition(&mut last, &v("x", &[Rule::SuccessRate]), &cfg, &d);
+        transition(&mut last, &v("x", &[Rule::SuccessRate]), &cfg, &d, "box");
         assert_eq!(last.pending.len(), 1);
         let m = &last.pending[0].message;
-        assert_eq!(m.body, "x is degraded: low success rate (2 of 5 ok)");
+        assert_eq!(m.title, "automations: x is degraded");
+        assert_eq!(
+            m.body,
+            "x on box is degraded: low success rate (2 of 5 ok). See the last run: automations show x"
+        );
         assert!(!m.body.contains("never sent"));
         // Still degraded: silent.
         transition(
@@ -413,19 +488,45 @@ mod tests {
             &v("x", &[Rule::SuccessRate, Rule::Slow]),
             &cfg,
             &d,
+            "box",
         );
         assert_eq!(last.pending.len(), 1);
-        // Then paused automatically: one more.
-        transition(&mut last, &v("x", &[Rule::AutoPaused]), &cfg, &d);
+        // Then paused automatically: one more, its own title, the kinds and the next command.
+        let paused = paused_at(v("x", &[Rule::AutoPaused]), "2026-12-01T10:00:00.000Z");
+        transition(&mut last, &paused, &cfg, &d, "box");
         assert_eq!(last.pending.len(), 2);
-        transition(&mut last, &v("x", &[Rule::AutoPaused]), &cfg, &d);
+        let m = &last.pending[1].message;
+        assert_eq!(m.title, "automations: x was paused automatically");
+        assert_eq!(
+            m.body,
+            "x on box was paused after 3 failures in a row. Failures: server errors (5xx), timeout. See the last failure: automations show x --failed. Fix the cause, then: automations resume x"
+        );
+        // The same pause again: nothing more.
+        transition(&mut last, &paused, &cfg, &d, "box");
         assert_eq!(last.pending.len(), 2);
-        // Recovered before anything was delivered: the news is dropped, and nothing said.
+        // Another automatic pause (after a resume), though never healthy in between: news again.
+        let again = paused_at(v("x", &[Rule::AutoPaused]), "2026-12-01T11:00:00.000Z");
+        transition(&mut last, &again, &cfg, &d, "box");
+        assert_eq!(last.pending.len(), 3);
+        // Unknown is no recovery to announce.
         let cfg = NotifySettings {
             recovery: true,
             ..NotifySettings::default()
         };
-        transition(&mut last, &v("x", &[]), &cfg, &d);
+        let mut unknown = v("x", &[Rule::NoRuns]);
+        unknown.verdict = State::Unknown;
+        let mut l2 = last.clone();
+        l2.notified = true;
+        transition(&mut l2, &unknown, &cfg, &d, "box");
+        assert!(l2.pending.is_empty() && !l2.degraded);
+        // Recovered before anything was delivered: the news is dropped, and nothing said.
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box");
         assert!(last.pending.is_empty());
+        // Recovered after a delivery: said, with its own title.
+        last.degraded = true;
+        last.notified = true;
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box");
+        assert_eq!(last.pending[0].message.title, "automations: x recovered");
+        assert_eq!(last.pending[0].message.body, "x on box is healthy again");
     }
 }

@@ -207,6 +207,15 @@ pub struct Resumed {
     pub by: By,
 }
 
+/// A person said "fixed" (`automations ack`, the dashboard's Acknowledge): health's window rules
+/// count runs from here.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ack {
+    pub by: By,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rotated {
     pub previous: String,
@@ -254,6 +263,7 @@ pub enum Event {
     Skipped(Skipped),
     Paused(Paused),
     Resumed(Resumed),
+    Ack(Ack),
     StopAll(StopAll),
     ResumeAll(ResumeAll),
     Rotated(Rotated),
@@ -1477,6 +1487,7 @@ mod fast {
             "skipped" => Deserialize::deserialize(de).map(Event::Skipped),
             "paused" => Deserialize::deserialize(de).map(Event::Paused),
             "resumed" => Deserialize::deserialize(de).map(Event::Resumed),
+            "ack" => Deserialize::deserialize(de).map(Event::Ack),
             "stop_all" => Deserialize::deserialize(de).map(Event::StopAll),
             "resume_all" => Deserialize::deserialize(de).map(Event::ResumeAll),
             "rotated" => Deserialize::deserialize(de).map(Event::Rotated),

@@ -191,8 +191,4 @@ impl ServiceManager for Launchd {
     fn reachable(&self) -> Result<(), ExecError> {
         self.program.run(&["print", &self.domain()]).map(|_| ())
     }
-
-    fn run_now_command(&self, label: &Label) -> String {
-        format!("launchctl kickstart {}", self.service(label))
-    }
 }

@@ -75,9 +75,6 @@ pub trait ServiceManager {
 
     /// Whether the manager answers at all, for `doctor`.
     fn reachable(&self) -> Result<(), ExecError>;
-
-    /// What a person types to run the job now, outside its schedule.
-    fn run_now_command(&self, label: &Label) -> String;
 }
 
 /// The backend for `manager`, using the programs on PATH.

@@ -117,8 +117,4 @@ impl ServiceManager for Systemd {
     fn reachable(&self) -> Result<(), ExecError> {
         self.user(&["show-environment"]).map(|_| ())
     }
-
-    fn run_now_command(&self, label: &Label) -> String {
-        format!("systemctl --user start {label}.service")
-    }
 }

@@ -173,6 +173,29 @@ pub fn program_arguments(
     ]
 }
 
+/// What a person types to run `def` now through the same runner, data root and namespace as its
+/// unit, as a manual run: the unit's own arguments without `--trigger schedule`, quoted for a
+/// shell. (Starting the unit itself is a scheduled firing, which the slot guard may skip.)
+pub fn run_now_command(def: &Definition, namespace: &Namespace, paths: &MachinePaths) -> String {
+    let mut args = program_arguments(def, namespace, paths);
+    args.drain(3..5);
+    args.iter()
+        .map(|a| shell_word(a))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `a` as one word for a POSIX shell: as it is when it holds nothing a shell reads, else in
+/// single quotes.
+pub fn shell_word(a: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./@%+=:,".contains(c);
+    if !a.is_empty() && a.chars().all(plain) {
+        a.to_owned()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
 /// The one header line's words. It carries the definition's sha256, so drift checks can tell a
 /// definition changed since rendering from a file edited by hand.
 fn header_text(def: &Definition) -> String {

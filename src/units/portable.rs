@@ -97,7 +97,11 @@ pub fn compare(
             None => out.push(Difference::Missing(path.clone())),
             Some(have) if have == want => {}
             Some(have) => {
-                let diff = unified_diff(&format!("{UNITS_DIR}/{}", path.display()), have, want);
+                let diff = unified_diff(
+                    &format!("{UNITS_DIR}/{}", path.display()),
+                    Some(have),
+                    Some(want),
+                );
                 let path = path.clone();
                 if header_definition_hash(have) != header_definition_hash(want) {
                     out.push(Difference::Stale { path, diff });
@@ -115,14 +119,19 @@ pub fn compare(
     out
 }
 
-/// A unified diff of two files' bytes (lossy for non-UTF-8).
-pub fn unified_diff(name: &str, old: &[u8], new: &[u8]) -> String {
-    let old = String::from_utf8_lossy(old);
-    let new = String::from_utf8_lossy(new);
-    similar::TextDiff::from_lines(old.as_ref(), new.as_ref())
+/// A unified diff of two files' bytes (lossy for non-UTF-8); a side that is no file (`None`) is
+/// labelled `(absent)`, not `(present)` or `(rendered)`.
+pub fn unified_diff(name: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
+    let label = |side: Option<&[u8]>, what: &str| match side {
+        Some(_) => format!("{name} ({what})"),
+        None => format!("{name} (absent)"),
+    };
+    let text = |side: Option<&[u8]>| String::from_utf8_lossy(side.unwrap_or_default()).into_owned();
+    let (old_text, new_text) = (text(old), text(new));
+    similar::TextDiff::from_lines(&old_text, &new_text)
         .unified_diff()
         .context_radius(2)
-        .header(&format!("{name} (present)"), &format!("{name} (rendered)"))
+        .header(&label(old, "present"), &label(new, "rendered"))
         .to_string()
 }
 

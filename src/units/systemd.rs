@@ -5,7 +5,9 @@
 //! into one run at wake or boot (the runner's slot guard keeps a daily job to one run per slot).
 //! Any other `every_minutes` uses monotonic timers (`OnActiveSec` + `OnUnitActiveSec`), whose
 //! CLOCK_MONOTONIC stops during suspend: they count awake time and do not fire on wake, which the
-//! unit's header says. Values are escaped for systemd: `%` specifiers, `$`
+//! unit's header says. The service sets `StartLimitIntervalSec=0`: systemd's default start limit
+//! (5 starts in 10 s) would refuse a person's `systemctl --user start` after a few tries and record
+//! nothing, while the runner's lock already keeps runs one at a time. Values are escaped for systemd: `%` specifiers, `$`
 //! expansion and quoting of `ExecStart=` arguments.
 
 use std::fmt::Write as _;
@@ -34,7 +36,7 @@ pub fn pair(
         .map_or_else(String::new, |d| format!(" - {d}"));
     let _ = write!(
         service,
-        "[Unit]\nDescription={}\n\n[Service]\nType=oneshot\nWorkingDirectory={}\nEnvironment=PATH={FIXED_PATH}\nExecStart={}\nTimeoutStartSec={}\nKillMode=control-group\n",
+        "[Unit]\nDescription={}\nStartLimitIntervalSec=0\n\n[Service]\nType=oneshot\nWorkingDirectory={}\nEnvironment=PATH={FIXED_PATH}\nExecStart={}\nTimeoutStartSec={}\nKillMode=control-group\n",
         escape_specifiers(&format!("automations: {}{what}", def.name)),
         escape_specifiers(&paths.root),
         exec_start(&program_arguments(def, namespace, paths)),

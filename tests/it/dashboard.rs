@@ -565,6 +565,21 @@ fn what_the_dashboard_refuses() {
     );
     assert!(sb.data.join("state/stop-all.json").exists());
     assert_eq!(sb.events("stop_all").len(), 1);
+    // Acknowledge (issue 18): an `ack` event with the reason given; never without the origin.
+    assert_eq!(
+        http(&dash, "POST", "/api/ack/report", None, None, true),
+        403
+    );
+    assert_eq!(
+        http(&dash, "POST", "/api/ack/report", None, Some(&local), true),
+        200
+    );
+    let acks = sb.events("ack");
+    assert_eq!(acks.len(), 1);
+    assert_eq!(
+        (&acks[0]["name"], &acks[0]["reason"]),
+        (&"report".into(), &"x".into())
+    );
     // JSON twins: the CLI's shapes.
     let client = reqwest::blocking::Client::new();
     let get = |path: &str| -> serde_json::Value {
@@ -586,7 +601,9 @@ fn what_the_dashboard_refuses() {
         .find(|a| a["name"] == "backup")
         .unwrap();
     assert_eq!(backup["list"]["schedule_words"], "every hour");
-    assert_eq!(backup["health"]["verdict"], "healthy");
+    // Scheduled but never installed: not green (issue 18).
+    assert_eq!(backup["health"]["verdict"], "unknown");
+    assert_eq!(backup["list"]["installed"], "no");
     let run = backup["runs"][0]["run"].as_str().unwrap().to_owned();
     let shown = get(&format!("/api/runs/{run}"));
     let cli: serde_json::Value =
@@ -661,14 +678,28 @@ fn empty_and_unreadable_are_shown_as_such() {
         "{body}"
     );
     assert!(body.contains("data-name=\"fresh\""), "{body}");
-    // A pause file that cannot be read: the page is an error naming it (which automation is
-    // paused cannot be told), never a page that shows it active.
+    // A pause file that cannot be read (issue 18: the whole page was a 500): that one card says
+    // unknown and names the file, never active; every other card still shows.
     std::fs::remove_file(sb.data.join("state/stop-all.json")).unwrap();
+    sb.definition("other", "name = \"other\"\ncommand = [\"true\"]\n");
     std::fs::create_dir_all(sb.data.join("state/paused")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/paused/fresh.json")).unwrap();
     let (code, body) = page_of(&dash, "/");
-    assert_eq!(code, 500);
-    assert!(body.contains("paused/fresh.json"), "{body}");
+    assert_eq!(code, 200, "{body}");
+    let fresh = body
+        .split("<article")
+        .find(|a| a.contains("data-name=\"fresh\""))
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(
+        fresh.contains("card unknown")
+            && fresh.contains("paused/fresh.json")
+            && fresh.contains("its state cannot be read")
+            && !fresh.contains(">active<"),
+        "{fresh}"
+    );
+    assert!(body.contains("data-name=\"other\""), "{body}");
+    let (code, body) = page_of(&dash, "/api/automations");
+    assert_eq!(code, 200, "{body}");
     std::fs::remove_file(sb.data.join("state/paused/fresh.json")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/stop-all.json")).unwrap();
     // The run log itself unreadable: an error naming it, not an empty page.

@@ -995,7 +995,9 @@ fn hostile_output_and_fact_names_never_reach_a_message_nor_credentials_a_file() 
     // The message is fixed words, the name and numbers.
     let decoded: String = url_decode(&m[0]);
     assert!(
-        decoded.contains("message=job is degraded: low success rate (0 of 3 ok)"),
+        decoded.contains("message=job on ")
+            && decoded.contains(" is degraded: low success rate (0 of 3 ok)")
+            && decoded.contains("See the last run: automations show job"),
         "{decoded}"
     );
     // The credentials went to the server, and nowhere else.
@@ -1189,4 +1191,234 @@ fn the_last_success_is_known_after_a_long_failing_streak() {
         "not 'never succeeded': {v}"
     );
     assert_eq!(f["runs"], 20, "{v}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 18: every signal true, and saying what to do next.
+
+/// A scheduled automation never installed, and one that never ran, were called healthy (green).
+#[test]
+fn never_installed_or_never_run_is_unknown_not_healthy() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "sched",
+        "name = \"sched\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
+    sb.definition("used", "name = \"used\"\ncommand = [\"true\"]\n");
+    assert_code(&sb.run(["run", "used"]), 0);
+    let v = verdict(&sb, "sched");
+    assert_eq!(v["verdict"], "unknown", "{v}");
+    assert!(detail(&v, "not_installed").contains("make automations-install NAME=sched"));
+    let v = verdict(&sb, "manual");
+    assert_eq!(v["verdict"], "unknown", "{v}");
+    assert_eq!(rules(&v), ["no_runs"]);
+    assert_eq!(verdict(&sb, "used")["verdict"], "healthy");
+    // Installed, but no finished run yet: still unknown, now for that reason.
+    installed(&sb, "sched", Utc::now());
+    assert_eq!(rules(&verdict(&sb, "sched")), ["no_runs"]);
+    // Unknown is not a failure: exit 0, and the table says so.
+    let o = sb.run(["health"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    let row = out.lines().find(|l| l.starts_with("manual")).unwrap();
+    assert!(
+        row.contains("unknown") && row.contains("no finished run yet"),
+        "{out}"
+    );
+}
+
+/// A pause file that cannot be read failed the whole of `health`; now that one automation is
+/// unknown, naming the file, and the others are judged as usual.
+#[test]
+fn an_unreadable_pause_file_makes_one_automation_unknown() {
+    let sb = Sandbox::new();
+    sb.definition("one", "name = \"one\"\ncommand = [\"true\"]\n");
+    sb.definition("two", "name = \"two\"\ncommand = [\"true\"]\n");
+    assert_code(&sb.run(["run", "one"]), 0);
+    assert_code(&sb.run(["run", "two"]), 0);
+    std::fs::create_dir_all(sb.data.join("state/paused")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/paused/one.json")).unwrap();
+    let o = sb.run(["health", "--json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let of = |n: &str| {
+        doc["automations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(of("one")["verdict"], "unknown");
+    assert!(
+        detail(&of("one"), "unreadable").contains("paused/one.json"),
+        "{doc}"
+    );
+    assert_eq!(of("two")["verdict"], "healthy");
+}
+
+/// After the cause was fixed there was no way to say so: the automation stayed degraded for many
+/// more runs. `ack` counts the window from now; a failure right after it is news again.
+#[test]
+fn ack_says_fixed_and_a_failure_after_it_is_a_new_degradation() {
+    let (sb, server) = notifying(false, None);
+    write_private(
+        &sb.data.join("health.toml"),
+        "[defaults]\nwindow = 10\nmin_runs = 3\nauto_pause_after = 5\n",
+    );
+    for _ in 0..3 {
+        sb.run(["run", "job"]);
+    }
+    set_command(&sb, true);
+    assert_code(&sb.run(["run", "job"]), 0);
+    let v = verdict(&sb, "job");
+    assert_eq!(v["verdict"], "degraded");
+    assert!(detail(&v, "success_rate").contains("1 of 4 runs ok"), "{v}");
+    assert_eq!(messages(&server).len(), 1);
+    // Refused for a name that has no definition, and for a reason that is not one line.
+    assert_code(&sb.run(["ack", "nosuch"]), 2);
+    assert_code(&sb.run(["ack", "job", "--reason", "a\nb"]), 2);
+    let o = sb.run(["ack", "job", "--reason", "fixed the path"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("acknowledged"), "{}", stdout(&o));
+    let ack = sb.events("ack");
+    assert_eq!(ack.len(), 1);
+    assert_eq!(ack[0]["reason"], "fixed the path");
+    let v = verdict(&sb, "job");
+    assert_eq!(v["verdict"], "healthy", "{v}");
+    assert_eq!(v["figures"]["runs"], 0);
+    // It was not fixed after all: the next failure is a new degradation, and a new message.
+    set_command(&sb, false);
+    sb.run(["run", "job"]);
+    let v = verdict(&sb, "job");
+    assert_eq!(rules(&v), ["failing_since_ack"], "{v}");
+    let m = messages(&server);
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert!(
+        url_decode(&m[1]).contains("failing again since it was acknowledged"),
+        "{}",
+        url_decode(&m[1])
+    );
+    // An ack of an automation that was fine does not turn its next failure into news.
+    let sb = Sandbox::new();
+    sb.definition("calm", "name = \"calm\"\ncommand = [\"true\"]\n");
+    sb.run(["run", "calm"]);
+    assert_code(&sb.run(["ack", "calm"]), 0);
+    sb.definition("calm", "name = \"calm\"\ncommand = [\"false\"]\n");
+    sb.run(["run", "calm"]);
+    assert_eq!(verdict(&sb, "calm")["verdict"], "healthy");
+}
+
+/// After `resume`, three more failures paused the automation again but sent nothing: the message
+/// state still said "auto-pause notified". And the message had no kinds, host or next step.
+#[test]
+fn every_automatic_pause_is_news_that_says_what_to_do() {
+    let mut sb = Sandbox::new();
+    let server = FakeHttp::start(|_| Reply::Status(200, b"{}".to_vec()));
+    sb.env("AUTOMATIONS_NOTIFY", "on")
+        .env("NTFY_TOKEN", "tk_secret_ntfy_1234");
+    std::fs::create_dir_all(&sb.data).unwrap();
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!("[ntfy]\nurl = \"{}/topic\"\n", server.url),
+    );
+    sb.shell_definition(
+        "fetch",
+        "echo 'SECRET-OUTPUT <b>'; exit 1",
+        "outbound = true\n",
+    );
+    let paused_messages = |server: &FakeHttp| -> Vec<(String, String)> {
+        server
+            .seen()
+            .iter()
+            .filter(|s| {
+                s.header("Title")
+                    .is_some_and(|t| t.contains("paused automatically"))
+            })
+            .map(|s| {
+                (
+                    s.header("Title").unwrap().to_owned(),
+                    String::from_utf8_lossy(&s.body).into_owned(),
+                )
+            })
+            .collect()
+    };
+    for _ in 0..3 {
+        sb.run(["run", "fetch"]);
+    }
+    assert_eq!(sb.events("paused").len(), 1);
+    assert_eq!(paused_messages(&server).len(), 1, "{:?}", server.seen());
+    assert_code(&sb.run(["resume", "fetch"]), 0);
+    for _ in 0..3 {
+        sb.run(["run", "fetch"]);
+    }
+    assert_eq!(sb.events("paused").len(), 2);
+    let m = paused_messages(&server);
+    assert_eq!(m.len(), 2, "{:?}", server.seen());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    for (title, body) in &m {
+        assert_eq!(title, "automations: fetch was paused automatically");
+        assert!(
+            body.contains(&format!(
+                "fetch on {} was paused after 3 failures in a row",
+                host.trim()
+            )) && body.contains("Failures: command failed.")
+                && body.contains("automations show fetch --failed")
+                && body.contains("automations resume fetch"),
+            "{body}"
+        );
+    }
+    for s in server.seen() {
+        let all = format!("{:?} {}", s.headers, String::from_utf8_lossy(&s.body));
+        assert!(
+            !all.contains("SECRET-OUTPUT") && !all.contains("<b>"),
+            "{all}"
+        );
+        assert!(
+            !String::from_utf8_lossy(&s.body).contains("tk_secret_ntfy"),
+            "{all}"
+        );
+    }
+}
+
+/// `show NAME` failed (`no run "NAME"`): the latest run of an automation needed a copied run id.
+#[test]
+fn show_takes_an_automation_name_for_its_latest_run() {
+    let sb = Sandbox::new();
+    sb.shell_definition("job", "echo \"run $N\"; [ \"$N\" != 2 ]", "env = [\"N\"]\n");
+    for n in ["1", "2", "3"] {
+        let mut c = sb.cmd(["run", "job"]);
+        c.env("N", n);
+        c.output().unwrap();
+    }
+    let o = sb.run(["show", "job"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("run 3"), "{}", stdout(&o));
+    let o = sb.run(["show", "job", "--failed"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("run 2") && stdout(&o).contains("failed"),
+        "{}",
+        stdout(&o)
+    );
+    // A run id still wins, and names that have nothing to show say why.
+    let id = sb.events("finished")[0]["run"].as_str().unwrap().to_owned();
+    assert!(stdout(&sb.run(["show", &id])).contains("run 1"));
+    sb.definition("never", "name = \"never\"\ncommand = [\"true\"]\n");
+    let o = sb.run(["show", "never"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("never has no runs yet"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sb.run(["show", "nosuch"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("no run or automation"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -246,6 +246,56 @@ fn the_makefile_works_from_a_path_with_spaces() {
     );
 }
 
+/// Issue 18: every make target echoed the long `RUSTFLAGS=… cargo build` line before its output.
+#[test]
+fn make_targets_do_not_echo_the_build_line() {
+    if which("make").is_none() {
+        return skip("make_targets_do_not_echo_the_build_line", "make is missing");
+    }
+    let sb = Sandbox::new();
+    let o = Command::new("make")
+        .arg(format!("BIN={}", bin().display()))
+        .arg("RELEASE=echo RUSTFLAGS=x cargo build > /dev/null")
+        .arg("automations-list")
+        .current_dir(repo_root())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", &sb.home)
+        .env("AUTOMATIONS_DATA_ROOT", &sb.data)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(!stdout(&o).contains("RUSTFLAGS"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("heartbeat"), "{}", stdout(&o));
+}
+
+/// Issue 18: `scripts/systemd-sandbox.sh` pointed at a file outside the repository. Nothing the
+/// repository ships may send a reader outside it.
+#[test]
+fn nothing_shipped_points_outside_the_repository() {
+    let mut stack = vec![repo_root().join("scripts"), repo_root().join("src")];
+    let mut files = vec![repo_root().join("Makefile"), repo_root().join("README.md")];
+    files.extend(doc_files().into_keys().map(|k| repo_root().join(k)));
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files.push(p);
+            }
+        }
+    }
+    for f in files {
+        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+        assert!(
+            !text.contains("../shared"),
+            "{} points outside the repository",
+            f.display()
+        );
+    }
+}
+
 fn which(program: &str) -> Option<PathBuf> {
     crate::units::which(program)
 }

@@ -36,8 +36,12 @@ pub struct ListEntry {
     pub paused: Option<PausedJson>,
     pub running: bool,
     pub last_run: Option<LastRunJson>,
+    /// `yes`, `no`, `changed`; null for a manual-only automation.
+    pub installed: Option<String>,
     pub next: Option<String>,
     pub next_words: Option<String>,
+    /// `installed` or `definition`.
+    pub next_from: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -156,11 +156,9 @@ fn install_run_drift_and_uninstall_for_real() {
         "{}",
         r.output
     );
-    // What happens next, and how to run it now.
+    // What happens next, and how to run it now: the same runner, as a manual run.
     assert!(
-        r.output.contains("next firing: ")
-            && r.output
-                .contains("run it now: systemctl --user start local.automations.heartbeat.service"),
+        r.output.contains("next firing: ") && r.output.contains(" run heartbeat --root "),
         "{}",
         r.output
     );
@@ -430,5 +428,198 @@ fn a_failing_enable_rolls_back_files_and_record() {
     assert!(
         calls.lines().filter(|l| *l == "daemon-reload").count() >= 2,
         "reloaded after restoring: {calls}"
+    );
+}
+
+/// Issue 18: `install` of a daily job printed `run it now: systemctl --user start …`, a scheduled
+/// firing that the slot guard skips once today's slot has run (`skipped (slot_done)`: nothing
+/// ran); and a few quick starts of the unit hit systemd's start limit (`Job … failed`), recording
+/// nothing. Now the printed command runs the job every time, from anywhere, and starts of the
+/// unit are never refused (each is recorded, run or skipped).
+#[test]
+fn run_it_now_runs_a_daily_job_and_quick_starts_are_all_recorded() {
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(
+        &mut sb,
+        "run_it_now_runs_a_daily_job_and_quick_starts_are_all_recorded",
+    ) else {
+        return;
+    };
+    sb.definition(
+        "nightly",
+        "name = \"nightly\"\ncommand = [\"sh\", \"-c\", \"echo ran\"]\n[schedule]\ndaily_at = \"00:00\"\n",
+    );
+    let r = install(&sb, "nightly");
+    assert_pty_ok(&r);
+    let printed = r
+        .output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("run it now: "))
+        .unwrap_or_else(|| panic!("{}", r.output))
+        .to_owned();
+    // The printed command, typed into a shell from another folder with only HOME and PATH.
+    let run_now = || {
+        Command::new("sh")
+            .arg("-c")
+            .arg(&printed)
+            .env_clear()
+            .env("HOME", &sb.home)
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("AUTOMATIONS_NOTIFY", "off")
+            .current_dir("/")
+            .output()
+            .unwrap()
+    };
+    // The unit's own start is a scheduled firing: today's 00:00 slot came before the install, so
+    // it is skipped and nothing runs. That is what the old hint made a person type.
+    let service = "local.automations.nightly.service";
+    assert!(m.systemctl(&["start", service]).status.success());
+    assert!(sb.events("finished").is_empty(), "{:?}", sb.log_lines());
+    for _ in 0..2 {
+        let o = run_now();
+        assert_eq!(o.status.code(), Some(0), "{printed}: {}", stderr(&o));
+    }
+    let ran: Vec<_> = sb
+        .events("finished")
+        .into_iter()
+        .filter(|f| f["name"] == "nightly" && f["outcome"] == "ok")
+        .collect();
+    assert_eq!(ran.len(), 2, "{:?}", sb.log_lines());
+    assert!(ran.iter().all(|f| f["stdout_tail"] == "ran\n"));
+    // Quick starts of the unit: every one succeeds and leaves a record (skipped: slot done).
+    for i in 0..6 {
+        let o = m.systemctl(&["start", service]);
+        assert!(o.status.success(), "start {i}: {}", stderr(&o));
+    }
+    let skipped = sb
+        .events("skipped")
+        .into_iter()
+        .filter(|s| s["name"] == "nightly" && s["reason"] == "slot_done")
+        .count();
+    assert_eq!(skipped, 7, "{:?}", sb.log_lines());
+    sb.assert_log_verifies();
+}
+
+/// Issue 18: `list` showed NEXT from the edited definition (the timer fires on the old schedule),
+/// a NEXT for paused and never-installed automations, and no installed column; `check` printed
+/// whole diffs of units/ first, the one line about this machine last, and no fix; the dry-run
+/// diff called a file that does not exist yet "(present)"; `uninstall` did not say what it left.
+#[test]
+fn list_check_and_uninstall_say_what_is_installed_and_what_to_do() {
+    let mut sb = shipped();
+    copy_dir(&repo_root().join("units"), &sb.root.join("units"));
+    let fake = sb.path("fake");
+    fake_systemctl(&fake);
+    sb.env("PATH", &format!("{}:/usr/bin:/bin", fake.display()));
+    sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
+    let entry = |doc: &crate::schema::ListDoc, name: &str| {
+        let e = doc.automations.iter().find(|e| e.name == name).unwrap();
+        (
+            e.installed.clone(),
+            e.next.clone(),
+            e.next_words.clone(),
+            e.next_from.clone(),
+        )
+    };
+    // Never installed: no, and no next firing (nothing fires it).
+    let doc = crate::schema::list_doc(&sb);
+    assert_eq!(
+        entry(&doc, "heartbeat"),
+        (Some("no".into()), None, None, None)
+    );
+    assert_eq!(entry(&doc, "manual"), (None, None, None, None));
+
+    // The dry run names a unit file that does not exist yet as absent.
+    let o = sb.run(["install", "heartbeat", "--dry-run"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("(absent)") && !stdout(&o).contains("(present)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    let doc = crate::schema::list_doc(&sb);
+    let (installed, next, _, from) = entry(&doc, "heartbeat");
+    assert_eq!(
+        (installed.as_deref(), from.as_deref()),
+        (Some("yes"), Some("installed"))
+    );
+    let on_grid = |next: &str| {
+        let t = chrono::DateTime::parse_from_rfc3339(next).unwrap();
+        chrono::Timelike::minute(&t).is_multiple_of(5)
+    };
+    assert!(on_grid(next.as_deref().unwrap()), "{next:?}");
+
+    // Edited to an awake-time interval but not reinstalled: changed, and the next firing is still
+    // the installed 5-minute grid, since that is what fires.
+    let path = sb.root.join("automations/heartbeat.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("every_minutes = 5", "every_minutes = 7"),
+    )
+    .unwrap();
+    let doc = crate::schema::list_doc(&sb);
+    let (installed, next, words, from) = entry(&doc, "heartbeat");
+    assert_eq!(
+        (installed.as_deref(), from.as_deref()),
+        (Some("changed"), Some("installed"))
+    );
+    assert!(on_grid(next.as_deref().unwrap()), "{next:?} {words:?}");
+    let o = sb.run(["list"]);
+    let text_out = stdout(&o);
+    let header = text_out.lines().next().unwrap();
+    assert!(header.contains("INSTALLED"), "{text_out}");
+    let row = text_out
+        .lines()
+        .find(|l| l.starts_with("heartbeat"))
+        .unwrap();
+    assert!(row.contains("changed"), "{text_out}");
+
+    // check: this machine first, one line per units/ file, each with its fix, no diff unless
+    // asked, a summary last.
+    let (out, code) = check(&sb);
+    assert_eq!(code, Some(1), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("local.automations.heartbeat: changed")
+            && lines[0].ends_with("fix: make automations-install NAME=heartbeat"),
+        "{out}"
+    );
+    let unit_lines: Vec<&&str> = lines.iter().filter(|l| l.starts_with("units/")).collect();
+    assert_eq!(unit_lines.len(), 3, "{out}");
+    assert!(
+        unit_lines
+            .iter()
+            .all(|l| l.ends_with("fix: make automations-units && git add units/")),
+        "{out}"
+    );
+    assert!(!out.contains("@@"), "no diff without --diff: {out}");
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .starts_with("check: 1 finding(s) on this machine, 3 file(s)"),
+        "{out}"
+    );
+    let o = sb.run(["check", "--diff"]);
+    assert!(stdout(&o).contains("@@"), "{}", stdout(&o));
+
+    // Paused: no next firing, it says paused.
+    assert_code(&sb.run(["pause", "heartbeat", "--reason", "away"]), 0);
+    let doc = crate::schema::list_doc(&sb);
+    let (_, next, words, _) = entry(&doc, "heartbeat");
+    assert_eq!((next, words.as_deref()), (None, Some("paused")));
+
+    // uninstall says what it left and how to remove each.
+    let r = uninstall(&sb, "heartbeat");
+    assert_pty_ok(&r);
+    assert!(
+        r.output.contains("left in place")
+            && r.output.contains("automations key delete heartbeat")
+            && r.output.contains("no unit runs it any more; rm ")
+            && r.output.contains("rm -r "),
+        "{}",
+        r.output
     );
 }

@@ -468,10 +468,6 @@ mod launchd {
                 "print gui/501/local.automations.x",
             ]
         );
-        assert_eq!(
-            l.run_now_command(&label),
-            "launchctl kickstart gui/501/local.automations.x"
-        );
     }
 
     /// Regression: `loaded` read the legacy `launchctl list`, which answers for the caller's own

@@ -46,16 +46,18 @@ function lastRun(runs) {
 }
 
 function update(card, a) {
-  const degraded = a.health.verdict === "degraded";
-  card.className = "card " + (degraded ? "degraded" : "healthy");
-  setText(field(card, "verdict"), degraded ? "degraded" : "healthy");
+  const verdict = a.health.verdict;
+  card.className = "card " + verdict;
+  setText(field(card, "verdict"), verdict);
   const reasons = field(card, "reasons");
   replaceIfChanged(reasons, a.health.reasons, () => a.health.reasons.map((r) => el("li", r.detail)));
   const state = field(card, "state");
   if (state) {
     const p = a.list && a.list.paused;
     const running = a.runs.length && a.runs[0].status === "running";
+    const unreadable = a.health.reasons.some((r) => r.rule === "unreadable");
     setText(state, !a.list ? "no definition"
+      : unreadable ? "unknown: its state cannot be read"
       : p ? (p.by === "auto" ? "paused automatically: " : "paused: ") + p.reason
       : running ? "running" : "active");
   }
@@ -178,6 +180,10 @@ async function act(action, form) {
     } else if (action === "resume") {
       await post("/api/resume/" + encodeURIComponent(name));
       say(name + ": resumed");
+    } else if (action === "ack") {
+      await post("/api/ack/" + encodeURIComponent(name), { reason: reason ? reason.value : "" });
+      if (reason) reason.value = "";
+      say(name + ": acknowledged");
     } else if (action === "resume-all") {
       await post("/api/resume-all");
       say("kill switch off");
