@@ -533,6 +533,77 @@ impl Finding {
     }
 }
 
+/// What is wrong with one recorded install, first finding only (the fix is the same for all):
+/// its definition gone or unscheduled, a unit file gone or edited, the definition changed, a path
+/// moved, or the unit not loaded.
+fn record_finding(
+    s: &Settings,
+    name: &Name,
+    record: &Record,
+    files: &BTreeMap<String, Vec<u8>>,
+    def: Option<&Definition>,
+    is_loaded: bool,
+) -> Option<Finding> {
+    let label = s.label(name).to_string();
+    let def = match def {
+        None => {
+            return Some(Finding::Orphaned {
+                label,
+                why: format!("automations/{name}.toml is gone"),
+            });
+        }
+        Some(d) if d.schedule.is_none() => {
+            return Some(Finding::Orphaned {
+                label,
+                why: format!("automations/{name}.toml has no schedule any more"),
+            });
+        }
+        Some(d) => d,
+    };
+    if let Some(gone) = record.files.keys().find(|f| !files.contains_key(*f)) {
+        return Some(Finding::Missing {
+            label,
+            why: format!("{gone} is gone"),
+        });
+    }
+    if let Some(edited) = record
+        .files
+        .iter()
+        .find(|(f, h)| files.get(*f).map(|b| hex_sha256(b)).as_ref() != Some(h))
+    {
+        return Some(Finding::Changed {
+            label,
+            why: format!("{} was edited by hand", edited.0),
+        });
+    }
+    if record.definition != def.sha256 {
+        return Some(Finding::Changed {
+            label,
+            why: format!("automations/{name}.toml changed since it was installed"),
+        });
+    }
+    let mut moved = Vec::new();
+    if !Path::new(&record.bin).exists() {
+        moved.push(format!("the binary {} is gone", record.bin));
+    }
+    if Some(record.root.as_str()) != s.root.to_str() {
+        moved.push(format!("the repository root is now {}", s.root.display()));
+    }
+    if Some(record.data_root.as_str()) != s.data_root.to_str() {
+        moved.push(format!("the data root is now {}", s.data_root.display()));
+    }
+    if !moved.is_empty() {
+        return Some(Finding::Changed {
+            label,
+            why: format!("a path: {}", moved.join("; ")),
+        });
+    }
+    (!is_loaded).then(|| Finding::Missing {
+        label,
+        why: "not loaded".into(),
+    })
+}
+
 /// Every drift between this machine and the definitions. Queries the manager once, and not at all
 /// when nothing of ours is installed or present.
 pub fn check_machine(
@@ -559,76 +630,12 @@ pub fn check_machine(
     } else {
         manager.loaded(&labels)?
     };
+    let none = BTreeMap::new();
     for (name, record) in &records {
-        let label = s.label(name).to_string();
-        let files = present.get(name).cloned().unwrap_or_default();
+        let files = present.get(name).unwrap_or(&none);
         let def = defs.iter().find(|d| &d.name == name);
-        match def {
-            None => {
-                findings.push(Finding::Orphaned {
-                    label,
-                    why: format!("automations/{name}.toml is gone"),
-                });
-                continue;
-            }
-            Some(d) if d.schedule.is_none() => {
-                findings.push(Finding::Orphaned {
-                    label,
-                    why: format!("automations/{name}.toml has no schedule any more"),
-                });
-                continue;
-            }
-            Some(_) => {}
-        }
-        let def = def.expect("checked above");
-        if let Some(gone) = record.files.keys().find(|f| !files.contains_key(*f)) {
-            findings.push(Finding::Missing {
-                label,
-                why: format!("{gone} is gone"),
-            });
-            continue;
-        }
-        if let Some(edited) = record
-            .files
-            .iter()
-            .find(|(f, h)| files.get(*f).map(|b| hex_sha256(b)).as_ref() != Some(h))
-        {
-            findings.push(Finding::Changed {
-                label,
-                why: format!("{} was edited by hand", edited.0),
-            });
-            continue;
-        }
-        if record.definition != def.sha256 {
-            findings.push(Finding::Changed {
-                label,
-                why: format!("automations/{name}.toml changed since it was installed"),
-            });
-            continue;
-        }
-        let mut moved = Vec::new();
-        if !Path::new(&record.bin).exists() {
-            moved.push(format!("the binary {} is gone", record.bin));
-        }
-        if Some(record.root.as_str()) != s.root.to_str() {
-            moved.push(format!("the repository root is now {}", s.root.display()));
-        }
-        if Some(record.data_root.as_str()) != s.data_root.to_str() {
-            moved.push(format!("the data root is now {}", s.data_root.display()));
-        }
-        if !moved.is_empty() {
-            findings.push(Finding::Changed {
-                label,
-                why: format!("a path: {}", moved.join("; ")),
-            });
-            continue;
-        }
-        if !loaded.contains(&s.label(name)) {
-            findings.push(Finding::Missing {
-                label,
-                why: "not loaded".into(),
-            });
-        }
+        let is_loaded = loaded.contains(&s.label(name));
+        findings.extend(record_finding(s, name, record, files, def, is_loaded));
     }
     Ok(findings)
 }

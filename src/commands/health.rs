@@ -41,40 +41,7 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
             "NAME", "VERDICT", "RUNS", "OK", "LAST SUCCESS"
         )?;
         for v in &verdicts {
-            let f = &v.figures;
-            let rate = f
-                .success_rate
-                .map_or_else(|| "-".to_owned(), |r| format!("{:.0} %", r * 100.0));
-            let age = match (f.age_ms, f.age_clock, &f.last_success) {
-                (Some(ms), Some(c), _) => format!(
-                    "{} ago ({})",
-                    health::human_ms(ms),
-                    match c {
-                        AgeClock::Awake => "awake",
-                        AgeClock::AwakeAtLeast => "awake, at least",
-                        AgeClock::Wall => "wall clock",
-                    }
-                ),
-                (_, _, Some(at)) => super::field(&crate::views::short_time(at)).into_owned(),
-                _ => "never".into(),
-            };
-            let mut reasons: Vec<String> = v
-                .reasons
-                .iter()
-                .map(|r| super::field(&r.detail).into_owned())
-                .collect();
-            if v.verdict == State::Healthy
-                && let Some(by) = f.paused_by
-            {
-                reasons.push(format!(
-                    "paused by {}",
-                    if by == crate::runlog::By::Auto {
-                        "the runner"
-                    } else {
-                        "hand"
-                    }
-                ));
-            }
+            let (rate, age, reasons) = row(v);
             writeln!(
                 out,
                 "{:w$}  {:8}  {:>4}  {:>5}  {:28}  {}",
@@ -84,10 +51,10 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
                     State::Unknown => "unknown",
                     State::Healthy => "healthy",
                 },
-                f.runs,
+                v.figures.runs,
                 rate,
                 age,
-                reasons.join("; ")
+                reasons
             )?;
         }
     }
@@ -96,4 +63,43 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
     } else {
         Exit::Success
     })
+}
+
+/// One row's success rate, age of the last success and reasons, as text.
+fn row(v: &health::Verdict) -> (String, String, String) {
+    let f = &v.figures;
+    let rate = f
+        .success_rate
+        .map_or_else(|| "-".to_owned(), |r| format!("{:.0} %", r * 100.0));
+    let age = match (f.age_ms, f.age_clock, &f.last_success) {
+        (Some(ms), Some(c), _) => format!(
+            "{} ago ({})",
+            health::human_ms(ms),
+            match c {
+                AgeClock::Awake => "awake",
+                AgeClock::AwakeAtLeast => "awake, at least",
+                AgeClock::Wall => "wall clock",
+            }
+        ),
+        (_, _, Some(at)) => super::field(&crate::views::short_time(at)).into_owned(),
+        _ => "never".into(),
+    };
+    let mut reasons: Vec<String> = v
+        .reasons
+        .iter()
+        .map(|r| super::field(&r.detail).into_owned())
+        .collect();
+    if v.verdict == State::Healthy
+        && let Some(by) = f.paused_by
+    {
+        reasons.push(format!(
+            "paused by {}",
+            if by == crate::runlog::By::Auto {
+                "the runner"
+            } else {
+                "hand"
+            }
+        ));
+    }
+    (rate, age, reasons.join("; "))
 }

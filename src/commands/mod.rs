@@ -194,55 +194,65 @@ fn list(s: &Settings, json: bool) -> CmdResult {
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
     } else {
-        if let Some(stop) = &stop {
-            writeln!(
-                out,
-                "KILL SWITCH ON since {}: {} (automations resume-all)",
-                field(&stop.at),
-                field(&stop.reason)
-            )?;
-        }
-        let width = |f: &dyn Fn(&views::ListEntry) -> usize, min: usize| {
-            entries.iter().map(f).max().unwrap_or(min).max(min)
-        };
-        let w = width(&|e| e.name.len(), 4);
-        let sw = width(&|e| e.schedule_words.len(), 8);
-        let states: Vec<String> = entries.iter().map(state_words).collect();
-        let stw = states.iter().map(String::len).max().unwrap_or(5).max(5);
-        let nexts: Vec<&str> = entries
-            .iter()
-            .map(|e| e.next_words.as_deref().unwrap_or("-"))
-            .collect();
-        let nw = nexts.iter().map(|n| n.len()).max().unwrap_or(4).max(4);
-        writeln!(
-            out,
-            "{:w$}  {:sw$}  {:8}  {:9}  {:stw$}  {:31}  {:nw$}  DESCRIPTION",
-            "NAME", "SCHEDULE", "OUTBOUND", "INSTALLED", "STATE", "LAST RUN", "NEXT"
-        )?;
-        for ((e, st), next) in entries.iter().zip(&states).zip(&nexts) {
-            let last = e.last_run.as_ref().map_or_else(
-                || "never".to_owned(),
-                |r| format!("{} {}", r.status.as_str(), field(&views::short_time(&r.at))),
-            );
-            writeln!(
-                out,
-                "{:w$}  {:sw$}  {:8}  {:9}  {st:stw$}  {last:31}  {next:nw$}  {}",
-                e.name,
-                e.schedule_words,
-                if e.outbound { "yes" } else { "no" },
-                e.installed.map_or("-", views::InstallWord::as_str),
-                e.description.unwrap_or("")
-            )?;
-        }
-        if !loaded.problems.is_empty() {
-            writeln!(
-                out,
-                "({} invalid definition problem(s); run `automations validate`)",
-                loaded.problems.len()
-            )?;
-        }
+        print_list(out, stop.as_ref(), &entries, loaded.problems.len())?;
     }
     Ok(Exit::Success)
+}
+
+/// `list`'s table: the kill switch when on, one row per automation, the count of invalid files.
+fn print_list(
+    out: &mut dyn Write,
+    stop: Option<&crate::state::Stop>,
+    entries: &[views::ListEntry],
+    problems: usize,
+) -> std::io::Result<()> {
+    if let Some(stop) = stop {
+        writeln!(
+            out,
+            "KILL SWITCH ON since {}: {} (automations resume-all)",
+            field(&stop.at),
+            field(&stop.reason)
+        )?;
+    }
+    let width = |f: &dyn Fn(&views::ListEntry) -> usize, min: usize| {
+        entries.iter().map(f).max().unwrap_or(min).max(min)
+    };
+    let w = width(&|e| e.name.len(), 4);
+    let sw = width(&|e| e.schedule_words.len(), 8);
+    let states: Vec<String> = entries.iter().map(state_words).collect();
+    let stw = states.iter().map(String::len).max().unwrap_or(5).max(5);
+    let nexts: Vec<&str> = entries
+        .iter()
+        .map(|e| e.next_words.as_deref().unwrap_or("-"))
+        .collect();
+    let nw = nexts.iter().map(|n| n.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        out,
+        "{:w$}  {:sw$}  {:8}  {:9}  {:stw$}  {:31}  {:nw$}  DESCRIPTION",
+        "NAME", "SCHEDULE", "OUTBOUND", "INSTALLED", "STATE", "LAST RUN", "NEXT"
+    )?;
+    for ((e, st), next) in entries.iter().zip(&states).zip(&nexts) {
+        let last = e.last_run.as_ref().map_or_else(
+            || "never".to_owned(),
+            |r| format!("{} {}", r.status.as_str(), field(&views::short_time(&r.at))),
+        );
+        writeln!(
+            out,
+            "{:w$}  {:sw$}  {:8}  {:9}  {st:stw$}  {last:31}  {next:nw$}  {}",
+            e.name,
+            e.schedule_words,
+            if e.outbound { "yes" } else { "no" },
+            e.installed.map_or("-", views::InstallWord::as_str),
+            e.description.unwrap_or("")
+        )?;
+    }
+    if problems > 0 {
+        writeln!(
+            out,
+            "({problems} invalid definition problem(s); run `automations validate`)"
+        )?;
+    }
+    Ok(())
 }
 
 fn state_words(e: &views::ListEntry) -> String {

@@ -94,52 +94,7 @@ impl Board {
         let mut cards: Vec<Card> = subjects
             .iter()
             .zip(verdicts)
-            .map(|(subject, verdict)| {
-                // The last ten runs, and back to 24 hours ago for the strip.
-                let mut recent = Vec::new();
-                let mut latest = None;
-                let mut marks = Vec::new();
-                for run in history::runs_of(&snapshot, &s.data_root, &subject.name) {
-                    let at = crate::runlog::parse_stamp(&run.at);
-                    let in_day = at.is_some_and(|t| t > day_ago);
-                    if let Some(t) = at.filter(|_| in_day) {
-                        marks.push(Mark {
-                            minute: (t - day_ago).num_minutes().clamp(0, 1439) as u32,
-                            status: run.status,
-                            scheduled: run.trigger == crate::runlog::Trigger::Schedule,
-                            at: t,
-                        });
-                    }
-                    if latest.is_none() && run.finished.is_some() {
-                        latest = Some(run.clone());
-                    }
-                    if recent.len() < RECENT {
-                        recent.push(run);
-                    } else if !in_day && latest.is_some() {
-                        break;
-                    }
-                }
-                let missed = missed_slots(
-                    subject.definition.as_ref(),
-                    subject.installed_at,
-                    &marks,
-                    day_ago,
-                    now,
-                );
-                Card {
-                    name: subject.name.clone(),
-                    verdict,
-                    recent,
-                    latest,
-                    strip: Strip {
-                        from: crate::runlog::stamp(day_ago),
-                        marks,
-                        missed,
-                    },
-                    installed: subject.installed_at.is_some(),
-                    paused: subject.paused.clone(),
-                }
-            })
+            .map(|(subject, verdict)| card_of(s, &snapshot, subject, verdict, day_ago, now))
             .collect();
         // Degraded first, then unknown, then by name.
         cards.sort_by(|a, b| {
@@ -206,6 +161,62 @@ impl Board {
             "invalid": self.invalid,
             "automations": automations,
         })
+    }
+}
+
+/// One automation's card: its last ten runs (and back 24 hours for the strip), its newest finished
+/// run, and the daily slots of the 24 hours no run followed.
+fn card_of(
+    s: &Settings,
+    snapshot: &crate::runlog::index::Snapshot,
+    subject: &health::Subject,
+    verdict: Verdict,
+    day_ago: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Card {
+    // The last ten runs, and back to 24 hours ago for the strip.
+    let mut recent = Vec::new();
+    let mut latest = None;
+    let mut marks = Vec::new();
+    for run in history::runs_of(snapshot, &s.data_root, &subject.name) {
+        let at = crate::runlog::parse_stamp(&run.at);
+        let in_day = at.is_some_and(|t| t > day_ago);
+        if let Some(t) = at.filter(|_| in_day) {
+            marks.push(Mark {
+                minute: (t - day_ago).num_minutes().clamp(0, 1439) as u32,
+                status: run.status,
+                scheduled: run.trigger == crate::runlog::Trigger::Schedule,
+                at: t,
+            });
+        }
+        if latest.is_none() && run.finished.is_some() {
+            latest = Some(run.clone());
+        }
+        if recent.len() < RECENT {
+            recent.push(run);
+        } else if !in_day && latest.is_some() {
+            break;
+        }
+    }
+    let missed = missed_slots(
+        subject.definition.as_ref(),
+        subject.installed_at,
+        &marks,
+        day_ago,
+        now,
+    );
+    Card {
+        name: subject.name.clone(),
+        verdict,
+        recent,
+        latest,
+        strip: Strip {
+            from: crate::runlog::stamp(day_ago),
+            marks,
+            missed,
+        },
+        installed: subject.installed_at.is_some(),
+        paused: subject.paused.clone(),
     }
 }
 

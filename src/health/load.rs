@@ -174,8 +174,15 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         subject.invalid = invalid.contains(n.as_str());
         Ok(subject)
     };
-    // Each automation is read on its own (its index file, its lines): with many, the cores share
-    // them, in order.
+    in_parallel(&names, one)
+}
+
+/// `one` of each name, in order. Each automation is read on its own (its index file, its lines):
+/// with many, the cores share them.
+fn in_parallel(
+    names: &[Name],
+    one: impl Fn(&Name) -> anyhow::Result<Subject> + Sync,
+) -> anyhow::Result<Vec<Subject>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, std::num::NonZero::get)
         .min(names.len().div_ceil(PER_WORKER));
@@ -183,6 +190,7 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         return names.iter().map(one).collect();
     }
     let chunk = names.len().div_ceil(workers);
+    let one = &one;
     std::thread::scope(|scope| {
         let handles: Vec<_> = names
             .chunks(chunk)
@@ -250,7 +258,11 @@ pub fn now() -> Now<chrono::Local> {
     }
 }
 
-/// The runs of `name` (newest first) as far back as its rules need, and its last resume.
+/// The runs of `name` (newest first) as far back as its rules need, and its last ack or resume.
+///
+/// Long because "as far as the rules need" is one stopping rule over one backwards read (the
+/// window, the last success, a daily job's days, the headline's successes) that every record
+/// updates.
 fn gather(
     snapshot: &Snapshot,
     s: &Settings,

@@ -190,6 +190,9 @@ pub struct Args<'a> {
 impl Request {
     /// Checks the command line; `env` reads variables for `--header-env`, `stdin` is read for
     /// `--data -`.
+    ///
+    /// Long because it checks each flag in turn, each refusal naming that flag; the checks share
+    /// nothing but the request they fill.
     pub fn parse(
         a: &Args,
         env: &dyn Fn(&str) -> Option<String>,

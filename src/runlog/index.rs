@@ -154,6 +154,9 @@ impl Index {
     }
 
     /// Catches up with the log and returns what it knows. Only an unreadable log is an error.
+    ///
+    /// Long because the check of each index file against the log (header, cursor, the line it
+    /// points at) and the catch-up read share one pass over the segments.
     pub fn refresh(&self) -> Result<Snapshot, LogError> {
         let segments = self.segments()?;
         let persist = fsutil::private_dir(&self.dir).is_ok();

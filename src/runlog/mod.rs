@@ -476,6 +476,10 @@ impl RunLog {
         Ok(lock)
     }
 
+    /// One append under the log's lock: rotate when due (completing a rotation that was cut off),
+    /// find where the log ends and check it against the head (writing a `break` when the tail was
+    /// cut), then the line and the head. Long because each step hands the next what it found (the
+    /// file, its length, the last hash); the steps themselves are functions.
     fn append_with(
         &self,
         name: &str,
@@ -1246,6 +1250,9 @@ pub struct Verification {
 }
 
 /// Checks the whole chain, oldest segment first. O(log size), as a verification must be.
+///
+/// Long because it is one walk that carries the previous hash, the segment seams and what
+/// retention pruned from line to line; each finding is a line of it.
 pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
     let mut segments = log.segments();
     segments.reverse();

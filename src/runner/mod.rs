@@ -601,6 +601,9 @@ struct Firing<'a> {
 
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
 /// outcome in the returned `finished`.
+///
+/// Long because it is the firing's steps in SPEC order, each a few lines that turn a failure into
+/// an outcome; split up, the order would have to be read across functions.
 fn execute(
     firing: &Firing,
     scratch: std::io::Result<Scratch>,
@@ -724,6 +727,9 @@ fn resolve_argv(command: &[String], s: &Settings, bin: &Path) -> Vec<OsString> {
 }
 
 /// Turns what supervision saw into the `finished` event.
+///
+/// Long because it is one mapping: each way a run can end (exit, signal, deadline, stop, spawn
+/// failure) to its outcome, class and redacted tails, field by field.
 fn finish(
     run_id: &str,
     def: &Definition,

@@ -230,6 +230,9 @@ pub struct TreeSpec<'a> {
 }
 
 /// Runs `cmd` to the end of its whole tree. `cmd` has its program, args, env and cwd set.
+///
+/// Long because it is one event loop (output, deadline, signals, exit, the tree's last member) whose
+/// state every branch shares; the steps it delegates (draining, killing the tree) are functions.
 pub fn supervise(
     cmd: &mut Command,
     timeout: Duration,

@@ -21,6 +21,9 @@ use crate::settings::FIXED_PATH_MACOS as FIXED_PATH;
 pub const LOG_DIR: &str = "launchd";
 
 /// The LaunchAgent of `def`.
+///
+/// Long because it is one plist, key by key, each with the reason it is set; the schedule's keys
+/// are built beside it.
 pub fn plist(
     def: &Definition,
     namespace: &Namespace,
