@@ -38,6 +38,17 @@ command = ["/bin/false"]
 TOML
 export USER=${USER:-$(id -un)} AUTOMATIONS_NOTIFY=off
 A="$BIN --root $root"
+# A scheduled firing runs only what was installed (docs/units.md, "What runs is what you
+# approved"): every data root a firing below uses holds the install record that approves these
+# definitions, as `install` writes it, so each firing pays for its pin check.
+approve() {
+    mkdir -p "$1/state/installed"
+    for f in "$root"/automations/*.toml; do
+        n=$(basename "$f" .toml)
+        printf '{"label":"local.automations.%s","target":"systemd","files":{},"definition":"%s","bin":"%s","root":"%s","data_root":"%s","installed_at":"2026-01-01T00:00:00Z","pinned":true}\n' \
+            "$n" "$(sha256sum "$f" | cut -d' ' -f1)" "$BIN" "$root" "$1" >"$1/state/installed/$n.json"
+    done
+}
 # A firing exactly as a unit runs it (see units::program_arguments).
 fire() { echo "$BIN run $1 --trigger schedule --root $root --data-root $2 --namespace automations"; }
 touch "$work/L"
@@ -56,6 +67,7 @@ python3 "$(dirname "$0")/synth_log.py" 1000 "$work/d-1k"
 python3 "$(dirname "$0")/synth_log.py" 1000000 "$work/m-1m" 19
 python3 "$(dirname "$0")/synth_log.py" 1000 "$work/m-1k" 19
 mkdir -p "$work/d-empty"
+for d in d-run d-nolook d-empty d-1m d-rss; do approve "$work/$d"; done
 # The first reader of a log builds the per-automation index once (docs/running.md); time that
 # separately, so the comparisons below are of every later read.
 t0=$(date +%s%N)
@@ -89,6 +101,7 @@ s.serve_forever()' >"$work/ntfy.port" 2>/dev/null &
 pids+=($!)
 until [[ -s $work/ntfy.port ]]; do sleep 0.05; done
 mkdir -m 700 "$work/d-look"
+approve "$work/d-look"
 printf '[ntfy]\nurl = "http://127.0.0.1:%s/bench"\n' "$(cat "$work/ntfy.port")" >"$work/d-look/notify.toml"
 chmod 600 "$work/d-look/notify.toml"
 echo "== a failed run with notifications configured (the look after it) vs without, $ROUNDS rounds"

@@ -19,7 +19,7 @@ use crate::fsutil;
 use crate::names::{Label, Name};
 use crate::service::ServiceManager;
 use crate::settings::{Manager, Settings};
-use crate::state::{Installed, Record, State};
+use crate::state::{Installed, Record, ScriptPin, State};
 use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
 
 /// The unit files of our namespace in the agents folder, by name: file name -> bytes.
@@ -63,7 +63,9 @@ pub fn installed(s: &Settings, defs: &[Definition]) -> anyhow::Result<BTreeMap<N
                 .as_ref()
                 != Some(h)
         });
-        let def_changed = def.is_none_or(|d| d.sha256 != record.definition);
+        // The definition, the pinned script, or a record without pins: scheduled firings skip it.
+        let def_changed =
+            def.is_none_or(|d| crate::pins::check(Some(&record), d, &s.root).is_some());
         let (schedule, from_record) = match (&record.schedule, def) {
             (Some(sch), _) => (Some(sch.clone()), true),
             (None, Some(d)) if !def_changed => (d.schedule.clone(), false),
@@ -212,6 +214,8 @@ impl Plan {
             (Some(a), Some(b)) => {
                 a.files == b.files
                     && a.definition == b.definition
+                    && a.pinned == b.pinned
+                    && a.script == b.script
                     && a.bin == b.bin
                     && a.root == b.root
                     && a.data_root == b.data_root
@@ -249,6 +253,9 @@ impl Plan {
             if installing { "record" } else { "forget" },
             self.name
         ));
+        if let Some(new) = &self.new_record {
+            out.push_str(&self.approval(new));
+        }
         for f in self.files.iter().filter(|f| f.differs()) {
             out.push_str(&unified_diff(
                 &f.path.display().to_string(),
@@ -258,6 +265,63 @@ impl Plan {
         }
         out
     }
+
+    /// What this install approves that the last one did not: the definition (a diff against the
+    /// approved text, when the record kept it) and the script's pin.
+    fn approval(&self, new: &Record) -> String {
+        let mut out = String::new();
+        let name = format!("automations/{}.toml", self.name);
+        let old = self.record.as_ref();
+        if old.is_none_or(|o| o.definition != new.definition || !o.pinned) {
+            out.push_str(&format!(
+                "  {:17} {name} (sha256 {})\n",
+                "approve",
+                short(&new.definition)
+            ));
+        }
+        if let (Some(o), Some(text)) = (old, &new.definition_text)
+            && o.definition != new.definition
+        {
+            match &o.definition_text {
+                Some(before) => out.push_str(&crate::units::portable::unified_diff_as(
+                    &name,
+                    ("approved", Some(before.as_bytes())),
+                    ("now", Some(text.as_bytes())),
+                )),
+                None => out.push_str(&format!(
+                    "  {name} changed since it was approved (this older record kept no copy to compare)\n"
+                )),
+            }
+        }
+        let old_script = old.filter(|o| o.pinned).and_then(|o| o.script.as_ref());
+        if new.script.as_ref() != old_script || old.is_none_or(|o| !o.pinned) {
+            match (&new.script, old_script) {
+                (Some(n), Some(o)) if n.sha256 != o.sha256 => out.push_str(&format!(
+                    "  {:17} {} (sha256 {} -> {})\n",
+                    "approve",
+                    n.path,
+                    short(&o.sha256),
+                    short(&n.sha256)
+                )),
+                (Some(n), _) => out.push_str(&format!(
+                    "  {:17} {} (sha256 {})\n",
+                    "approve",
+                    n.path,
+                    short(&n.sha256)
+                )),
+                (None, Some(o)) => {
+                    out.push_str(&format!("  {:17} {} (no longer run)\n", "unpin", o.path))
+                }
+                (None, None) => {}
+            }
+        }
+        out
+    }
+}
+
+/// The first 12 hex digits of a sha256, as a person compares them.
+fn short(hash: &str) -> &str {
+    hash.get(..12).unwrap_or(hash)
 }
 
 fn file_changes(
@@ -309,6 +373,23 @@ fn what_is_there(
 }
 
 /// The plan to install `def` from `bin` on this machine.
+/// What an install approves besides the unit files: the definition's text (read again, and refused
+/// if it is no longer the version parsed) and the pin of its script.
+fn approved_files(s: &Settings, def: &Definition) -> anyhow::Result<(String, Option<ScriptPin>)> {
+    let path = s.definitions_dir().join(format!("{}.toml", def.name));
+    let bytes = fsutil::read_capped_following(&path, crate::definition::MAX_FILE_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if hex_sha256(&bytes) != def.sha256 {
+        anyhow::bail!(
+            "{} changed while it was being installed; run the install again",
+            path.display()
+        );
+    }
+    let script = crate::pins::script_pin(def, &s.root)
+        .with_context(|| format!("cannot read the script of {}", def.name))?;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), script))
+}
+
 pub fn plan_install(
     s: &Settings,
     def: &Definition,
@@ -319,6 +400,7 @@ pub fn plan_install(
     let paths = machine_paths(s, bin)?;
     let desired = units::render(def, &s.namespace, &paths, units::Target::of(s.manager));
     let (present, record, loaded) = what_is_there(s, &def.name, &label, manager)?;
+    let (definition_text, script) = approved_files(s, def)?;
     let new_record = Record {
         label: label.to_string(),
         target: s.manager,
@@ -332,6 +414,9 @@ pub fn plan_install(
         data_root: paths.data_root,
         installed_at: Utc::now(),
         schedule: def.schedule.clone(),
+        pinned: true,
+        script,
+        definition_text: Some(definition_text),
     };
     // A reload stops the copy that is running now: give it as long as its own unit allows, or
     // the new one, whichever is longer.
@@ -576,11 +661,14 @@ fn record_finding(
             why: format!("{} was edited by hand", edited.0),
         });
     }
-    if record.definition != def.sha256 {
-        return Some(Finding::Changed {
-            label,
-            why: format!("automations/{name}.toml changed since it was installed"),
-        });
+    if let Some(m) = crate::pins::check(Some(record), def, &s.root) {
+        let why = match m {
+            crate::pins::Mismatch::NotInstalled => {
+                "installed before pins were kept, so scheduled firings skip it".to_owned()
+            }
+            m => m.words(name.as_str()),
+        };
+        return Some(Finding::Changed { label, why });
     }
     let mut moved = Vec::new();
     if !Path::new(&record.bin).exists() {

@@ -46,6 +46,7 @@ pub mod keys;
 pub mod locks;
 pub mod names;
 pub mod notify;
+pub mod pins;
 pub mod redact;
 pub mod runlog;
 pub mod runner;

@@ -56,6 +56,23 @@ pub struct Record {
     /// in records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::schedule::Schedule>,
+    /// The pins a scheduled firing checks (see `pins`): `definition` above and `script` here.
+    /// `false` in records written before pins were kept, which a scheduled firing cannot trust.
+    #[serde(default)]
+    pub pinned: bool,
+    /// The script `argv[0]` names inside the repository, and its sha256, as installed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptPin>,
+    /// The definition's text as approved, so the next install can show what changed since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition_text: Option<String>,
+}
+
+/// A pinned script: its path relative to the repository root, and its sha256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptPin {
+    pub path: String,
+    pub sha256: String,
 }
 
 /// What is installed of one automation, as `list` shows it.

@@ -284,7 +284,7 @@ fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
     let fine = report.is_fine();
     if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
         outln!("{}", report.summary(name));
-    } else if !fine {
+    } else if !fine || report.is_refusal() {
         errln!("{}", report.summary(name));
     }
     Ok(if fine { Exit::Success } else { Exit::Failure })

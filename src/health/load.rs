@@ -167,7 +167,15 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         let th = thresholds.of(n.as_str());
         let mut subject = subject(s, snapshot, n, definition, th, pauses.as_ref())?;
         match installs.get(n) {
-            Some(Ok(r)) => subject.installed_at = Some(r.installed_at),
+            Some(Ok(r)) => {
+                subject.installed_at = Some(r.installed_at);
+                subject.not_approved = subject
+                    .definition
+                    .as_ref()
+                    .filter(|d| d.schedule.is_some())
+                    .and_then(|d| crate::pins::check(Some(r), d, &s.root))
+                    .map(|m| m.words(n.as_str()));
+            }
             Some(Err(e)) => subject.unreadable.push(e.clone()),
             None => {}
         }
@@ -246,6 +254,7 @@ fn subject(
         definition,
         acked_at,
         unreadable,
+        not_approved: None,
         runs,
     })
 }

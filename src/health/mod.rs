@@ -62,6 +62,9 @@ pub struct Subject {
     /// When it was last acknowledged (`ack`) or resumed: the window rules and the failing streak
     /// count runs from there.
     pub acked_at: Option<DateTime<Utc>>,
+    /// Why its definition or script as it is now is not what was installed (see `pins`), in words:
+    /// its scheduled firings are skipped until it is installed again.
+    pub not_approved: Option<String>,
     /// State files of it that could not be read (a pause or install record), each with why: its
     /// verdict is unknown, and nothing else is hidden by them.
     pub unreadable: Vec<String>,
@@ -110,6 +113,8 @@ pub enum Rule {
     HttpNoAnswer,
     /// Every run since the latest ack (or resume) of a failing automation failed.
     FailingSinceAck,
+    /// Its definition or script changed since it was installed: scheduled firings are skipped.
+    NotApproved,
     /// Unknown: scheduled, but not installed on this machine.
     NotInstalled,
     /// Unknown: no finished run yet.
@@ -135,6 +140,7 @@ impl Rule {
             Rule::Http5xx => "outside server errors (5xx)",
             Rule::HttpNoAnswer => "outside calls unanswered",
             Rule::FailingSinceAck => "failing again since it was acknowledged",
+            Rule::NotApproved => "changed since it was installed, so its schedule skips it",
             Rule::NotInstalled => "not installed",
             Rule::NoRuns => "no runs yet",
             Rule::Unreadable => "its state cannot be read",

@@ -45,10 +45,11 @@ fn since_ack(s: &Subject, r: &RunView) -> bool {
 pub type Check<Tz> = fn(&Input<'_, Tz>, &mut Figures) -> Vec<Reason>;
 
 /// Every rule, in the order its reasons are listed.
-pub fn table<Tz: TimeZone>() -> [Check<Tz>; 11] {
+pub fn table<Tz: TimeZone>() -> [Check<Tz>; 12] {
     [
         definition_invalid,
         no_definition,
+        not_approved,
         auto_paused,
         success_rate,
         failing_streak_rule,
@@ -108,6 +109,19 @@ fn no_definition<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason
             )
         }
         _ => Vec::new(),
+    }
+}
+
+fn not_approved<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason> {
+    match &i.s.not_approved {
+        Some(words) => reason(
+            Rule::NotApproved,
+            format!(
+                "{words}: its scheduled firings are skipped until you approve it: make automations-install NAME={}",
+                i.s.name
+            ),
+        ),
+        None => Vec::new(),
     }
 }
 

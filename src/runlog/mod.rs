@@ -118,6 +118,12 @@ pub enum SkipReason {
     Stopped,
     AlreadyRunning,
     SlotDone,
+    /// A scheduled firing whose definition differs from the one installed (see `pins`).
+    DefinitionChanged,
+    /// A scheduled firing whose pinned script differs from the one installed.
+    ScriptChanged,
+    /// A scheduled firing with no install record (with pins) to check against.
+    NotInstalled,
 }
 
 impl SkipReason {
@@ -128,6 +134,9 @@ impl SkipReason {
             SkipReason::Stopped => "stopped",
             SkipReason::AlreadyRunning => "already_running",
             SkipReason::SlotDone => "slot_done",
+            SkipReason::DefinitionChanged => "definition_changed",
+            SkipReason::ScriptChanged => "script_changed",
+            SkipReason::NotInstalled => "not_installed",
         }
     }
 }

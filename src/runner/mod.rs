@@ -64,6 +64,20 @@ impl Report {
         }
     }
 
+    /// A skip someone must hear of even from a scheduled firing (the journal or launchd's log keeps
+    /// stderr): what runs unattended is not what was approved.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Report::Skipped {
+                reason: SkipReason::DefinitionChanged
+                    | SkipReason::ScriptChanged
+                    | SkipReason::NotInstalled,
+                ..
+            }
+        )
+    }
+
     /// The one-line summary: `heartbeat: ok in 0.42 s · beats=1`.
     pub fn summary(&self, name: &Name) -> String {
         match self {
@@ -169,11 +183,13 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         Err(e) => return Err(RunError::Definition(e)),
     };
 
-    // 2–4. Kill switch, pause, slot: checked before the lock (a paused automation never contends
-    //      for it) and again once it is held, so a `stop-all` or a second firing that lands in
-    //      between is not missed.
+    // 2–4. Kill switch, pause, pins, slot: checked before the lock (a paused automation never
+    //      contends for it) and again once it is held, so a `stop-all` or a second firing that
+    //      lands in between is not missed. A scheduled firing runs only what was installed; a
+    //      person's run goes ahead and is told.
     let state = State::new(&s.data_root);
-    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger)? {
+    let installed = approved(s, &state, &def, name, trigger)?;
+    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
         return Ok(skipped);
     }
     let lock = match take_lock(s, name)? {
@@ -188,7 +204,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
             );
         }
     };
-    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger)? {
+    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
         return Ok(skipped);
     }
     let firing = Firing {
@@ -321,13 +337,62 @@ fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, Os
     }
 }
 
-/// Steps 2 and 3: the kill switch, the pause, the daily slot. `Some` is the recorded skip.
+/// What a firing knows of the install: when it was installed, and why the files as they are now are
+/// not what it approved, if they are not (see `pins`).
+struct Approval {
+    installed_at: Option<chrono::DateTime<Utc>>,
+    mismatch: Option<crate::pins::Mismatch>,
+}
+
+/// Reads the install record once and checks the pins: for a scheduled firing always (its skip
+/// comes in [`switches_and_slot`]); for a person's run only to warn, on stderr, that the unit will
+/// not run this version. A record that cannot be read is no approval.
+fn approved(
+    s: &Settings,
+    state: &State,
+    def: &Definition,
+    name: &Name,
+    trigger: Trigger,
+) -> Result<Approval, RunError> {
+    let scheduled = trigger == Trigger::Schedule;
+    let record = match state.install_record(name) {
+        Ok(r) => r,
+        Err(e) if scheduled => {
+            errln!("automations: {name}: {}", crate::chain_text(&e));
+            None
+        }
+        Err(_) => None,
+    };
+    let mismatch = match &record {
+        None if !scheduled => None,
+        r => crate::pins::check(r.as_ref(), def, &s.root),
+    };
+    if !scheduled
+        && let Some(
+            m
+            @ (crate::pins::Mismatch::DefinitionChanged | crate::pins::Mismatch::ScriptChanged(_)),
+        ) = &mismatch
+    {
+        errln!(
+            "automations: {name}: running the current files, but {}: its installed unit skips scheduled firings until you approve this version (make automations-install NAME={name})",
+            m.words(name.as_str())
+        );
+    }
+    Ok(Approval {
+        installed_at: record.map(|r| r.installed_at),
+        mismatch,
+    })
+}
+
+/// Steps 2 and 3: the kill switch, the pause, the pins of a scheduled firing, the daily slot.
+/// `Some` is the recorded skip.
 fn switches_and_slot(
     log: &RunLog,
     state: &State,
     def: &Definition,
     name: &Name,
     trigger: Trigger,
+    installed: &Approval,
 ) -> Result<Option<Report>, RunError> {
     if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
         return skip(
@@ -350,12 +415,34 @@ fn switches_and_slot(
         .map(Some);
     }
 
+    // What runs unattended is what was installed: nothing of a changed definition or script.
+    if trigger == Trigger::Schedule
+        && let Some(m) = &installed.mismatch
+    {
+        let reason = match m {
+            crate::pins::Mismatch::NotInstalled => SkipReason::NotInstalled,
+            crate::pins::Mismatch::DefinitionChanged => SkipReason::DefinitionChanged,
+            crate::pins::Mismatch::ScriptChanged(_) => SkipReason::ScriptChanged,
+        };
+        return skip(
+            log,
+            name,
+            trigger,
+            reason,
+            format!(
+                ": {}; approve it with make automations-install NAME={name}",
+                m.words(name.as_str())
+            ),
+        )
+        .map(Some);
+    }
+
     // 3. One run per daily slot.
     if trigger == Trigger::Schedule
         && let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
         && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())
     {
-        let installed_at = state.installed_at(name).map_err(anyhow::Error::from)?;
+        let installed_at = installed.installed_at;
         if schedule::slot_done(slot_at, None, installed_at)
             || history::started_since(log, name.as_str(), slot_at)
         {

@@ -122,6 +122,15 @@ pub fn compare(
 /// A unified diff of two files' bytes (lossy for non-UTF-8); a side that is no file (`None`) is
 /// labelled `(absent)`, not `(present)` or `(rendered)`.
 pub fn unified_diff(name: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
+    unified_diff_as(name, ("present", old), ("rendered", new))
+}
+
+/// [`unified_diff`] with the words that say what each side is (`approved`, `now`).
+pub fn unified_diff_as(
+    name: &str,
+    (old_word, old): (&str, Option<&[u8]>),
+    (new_word, new): (&str, Option<&[u8]>),
+) -> String {
     let label = |side: Option<&[u8]>, what: &str| match side {
         Some(_) => format!("{name} ({what})"),
         None => format!("{name} (absent)"),
@@ -131,7 +140,7 @@ pub fn unified_diff(name: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> Strin
     similar::TextDiff::from_lines(&old_text, &new_text)
         .unified_diff()
         .context_radius(2)
-        .header(&label(old, "present"), &label(new, "rendered"))
+        .header(&label(old, old_word), &label(new, new_word))
         .to_string()
 }
 

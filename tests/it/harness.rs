@@ -233,19 +233,34 @@ pub fn copy_dir(from: &Path, to: &Path) {
 impl Sandbox {
     /// An install record of `name` made at `at`, as `install` writes it (with placeholder paths and
     /// hashes): for tests of what a record changes, without a service manager.
+    /// The record approves the definition as it is now, and the script its `argv[0]` names in
+    /// the root, so scheduled firings run it (issue 22).
     pub fn install_record(&self, name: &str, at: chrono::DateTime<chrono::Utc>) {
+        use sha2::Digest as _;
+        let sha = |bytes: &[u8]| format!("{:x}", sha2::Sha256::digest(bytes));
+        let def = std::fs::read(self.root.join("automations").join(format!("{name}.toml")));
+        let script = def
+            .as_ref()
+            .ok()
+            .and_then(|b| toml::from_slice::<toml::Table>(b).ok())
+            .and_then(|t| t.get("command")?.get(0)?.as_str().map(str::to_owned))
+            .filter(|a0| a0.contains('/') && !a0.starts_with('/'))
+            .and_then(|a0| {
+                let bytes = std::fs::read(self.root.join(&a0)).ok()?;
+                Some(serde_json::json!({"path": a0, "sha256": sha(&bytes)}))
+            });
         let dir = self.data.join("state/installed");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join(format!("{name}.json")),
-            serde_json::json!({
-                "label": format!("local.automations.{name}"), "target": "systemd", "files": {},
-                "definition": "0", "bin": "/x", "root": "/x", "data_root": "/x",
-                "installed_at": at.to_rfc3339(),
-            })
-            .to_string(),
-        )
-        .unwrap();
+        let mut record = serde_json::json!({
+            "label": format!("local.automations.{name}"), "target": "systemd", "files": {},
+            "definition": def.as_deref().map_or_else(|_| "0".to_owned(), sha),
+            "bin": "/x", "root": "/x", "data_root": "/x",
+            "installed_at": at.to_rfc3339(), "pinned": true,
+        });
+        if let Some(s) = script {
+            record["script"] = s;
+        }
+        std::fs::write(dir.join(format!("{name}.json")), record.to_string()).unwrap();
     }
 
     /// Every line of the live run log, parsed.

@@ -887,6 +887,7 @@ fn a_hanging_notification_server_costs_a_look_one_deadline_and_never_skips_a_fir
     // A firing whose look hangs on the server has already let go of its run lock: a second
     // firing of the same automation meanwhile runs (its own look leaves the work to the next).
     let seen = hanging.seen().len();
+    sb.install_record("job01", Utc::now());
     let mut first = sb
         .cmd(["run", "job01"])
         .stdout(std::process::Stdio::null())
@@ -1070,6 +1071,7 @@ fn the_health_check_automation_looks_at_everything() {
     assert!(messages(&server).is_empty());
     // ...and the hourly health-check, a {self} command, sees it with the same data root.
     sb.env("AUTOMATIONS_NOTIFY", "on");
+    sb.install_record("health-check", Utc::now());
     let o = sb.run(["run", "health-check", "--trigger", "schedule"]);
     assert_code(&o, 0);
     assert_eq!(

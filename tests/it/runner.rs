@@ -237,6 +237,7 @@ fn environment_is_exactly_the_allowed_set() {
     std::fs::write(&env_file, "FROM_FILE=from-file-value\nGIVEN=file-loses\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&env_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    sb.install_record("e", chrono::Utc::now());
     assert_code(&sb.run(["run", "e", "--trigger", "schedule"]), 0);
     let f = sb.last_finished();
     let tail = f["stdout_tail"].as_str().unwrap();
@@ -562,7 +563,8 @@ fn exit_codes() {
         assert_eq!(f["error"]["class"], class);
         assert_eq!(sb.events("started").last().unwrap()["name"], name);
     }
-    // A scheduled ok run prints nothing.
+    // A scheduled ok run (of an installed automation) prints nothing.
+    sb.install_record("ok", chrono::Utc::now());
     let o = sb.run(["run", "ok", "--trigger", "schedule"]);
     assert_code(&o, 0);
     assert!(stdout(&o).is_empty() && stderr(&o).is_empty());
@@ -643,6 +645,7 @@ fn daily_slot_runs_once_on_schedule_but_manual_runs_always_run() {
             quiet_time_of_day()
         ),
     );
+    sb.install_record("daily", chrono::Utc::now() - chrono::Duration::days(1));
     assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
     assert_eq!(sb.events("started").len(), 1);
     // A second firing for the same slot (RunAtLoad, Persistent= catch-up, a DST fold) is skipped.

@@ -623,3 +623,188 @@ fn list_check_and_uninstall_say_what_is_installed_and_what_to_do() {
         r.output
     );
 }
+
+/// A sandbox with a fake `systemctl` and an automation whose command is a script of the
+/// repository, which leaves a marker file when it runs.
+fn pinned_job() -> (Sandbox, PathBuf) {
+    let mut sb = shipped();
+    let fake = sb.path("fake");
+    fake_systemctl(&fake);
+    sb.env("PATH", &format!("{}:/usr/bin:/bin", fake.display()));
+    let marker = sb.path("ran");
+    write_executable(
+        &sb.root.join("scripts/job.sh"),
+        format!("#!/bin/sh\necho approved >> '{}'\n", marker.display()),
+    );
+    sb.definition(
+        "job",
+        "name = \"job\"\ncommand = [\"scripts/job.sh\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    (sb, marker)
+}
+
+fn fire(sb: &Sandbox, name: &str) -> Output {
+    sb.run(["run", name, "--trigger", "schedule"])
+}
+
+/// Issue 22: install approved a definition, but the unit ran whatever the definition said at
+/// firing time: an edit (or a `git pull`) ran unapproved. Now a scheduled firing checks the
+/// definition's and its script's pins from the install record and skips what was not approved;
+/// a person's run goes ahead and is told; reinstalling (typed y) approves the new version.
+#[test]
+fn a_scheduled_firing_runs_only_the_approved_definition_and_script() {
+    let (sb, marker) = pinned_job();
+    let ran = || {
+        std::fs::read_to_string(&marker)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let last_skip = |sb: &Sandbox| sb.events("skipped").last().map(|s| s["reason"].clone());
+
+    // Never installed: a scheduled firing (a unit written by hand, say) has nothing to check.
+    let o = fire(&sb, "job");
+    assert_code(&o, 0);
+    assert_eq!(
+        last_skip(&sb),
+        Some("not_installed".into()),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(ran(), 0);
+
+    let r = install(&sb, "job");
+    assert_pty_ok(&r);
+    assert!(
+        r.output.contains("approve") && r.output.contains("scripts/job.sh (sha256 "),
+        "{}",
+        r.output
+    );
+    assert_code(&fire(&sb, "job"), 0);
+    assert_eq!(ran(), 1);
+
+    // The command edited after the install: skipped, nothing ran, and health says how to fix it.
+    let path = sb.root.join("automations/job.toml");
+    let approved = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        approved.replace("[\"scripts/job.sh\"]", "[\"scripts/job.sh\", \"--more\"]"),
+    )
+    .unwrap();
+    let o = fire(&sb, "job");
+    assert_code(&o, 0);
+    assert_eq!(last_skip(&sb), Some("definition_changed".into()));
+    assert!(
+        stderr(&o).contains("skipped (definition_changed: automations/job.toml changed since it was installed; approve it with make automations-install NAME=job)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(ran(), 1, "the edited definition ran");
+    let h = sb.run(["health", "job", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    let v = &doc["automations"][0];
+    assert_eq!(v["verdict"], "degraded", "{v}");
+    let reason = v["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["rule"] == "not_approved")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert!(
+        reason["detail"]
+            .as_str()
+            .unwrap()
+            .contains("automations/job.toml changed since it was installed")
+            && reason["detail"]
+                .as_str()
+                .unwrap()
+                .ends_with("make automations-install NAME=job"),
+        "{reason}"
+    );
+    // A person's run of the edited definition runs, and says the unit will not.
+    let o = sb.run(["run", "job"]);
+    assert_code(&o, 0);
+    assert_eq!(ran(), 2);
+    assert!(
+        stderr(&o).contains("its installed unit skips scheduled firings"),
+        "{}",
+        stderr(&o)
+    );
+    // The next install shows what changed since the approval, then the firing runs again.
+    let r = install(&sb, "job");
+    assert_pty_ok(&r);
+    assert!(
+        r.output.contains("automations/job.toml (approved)")
+            && r.output
+                .contains("+command = [\"scripts/job.sh\", \"--more\"]"),
+        "{}",
+        r.output
+    );
+    assert_code(&fire(&sb, "job"), 0);
+    assert_eq!(ran(), 3);
+
+    // The pinned script edited: skipped as script_changed, and check and list say so.
+    let script = sb.root.join("scripts/job.sh");
+    let text = std::fs::read_to_string(&script).unwrap();
+    write_executable(&script, text.replace("approved", "unapproved"));
+    assert_code(&fire(&sb, "job"), 0);
+    assert_eq!(last_skip(&sb), Some("script_changed".into()));
+    assert_eq!(ran(), 3);
+    let (out, _) = check(&sb);
+    assert!(
+        out.contains("(scripts/job.sh changed since it was installed); fix: make automations-install NAME=job"),
+        "{out}"
+    );
+    let doc = crate::schema::list_doc(&sb);
+    let job = doc.automations.iter().find(|e| e.name == "job").unwrap();
+    assert_eq!(job.installed.as_deref(), Some("changed"));
+    let r = install(&sb, "job");
+    assert_pty_ok(&r);
+    assert!(r.output.contains("scripts/job.sh (sha256 "), "{}", r.output);
+    assert_code(&fire(&sb, "job"), 0);
+    assert_eq!(ran(), 4);
+    assert!(
+        std::fs::read_to_string(&marker)
+            .unwrap()
+            .ends_with("unapproved\n")
+    );
+
+    // The record gone (the unit left behind): not_installed.
+    std::fs::remove_file(sb.data.join("state/installed/job.json")).unwrap();
+    assert_code(&fire(&sb, "job"), 0);
+    assert_eq!(last_skip(&sb), Some("not_installed".into()));
+    assert_eq!(ran(), 4);
+    sb.assert_log_verifies();
+}
+
+/// Issue 22 on a real user manager: install, edit the definition, start the unit; the firing is
+/// skipped as definition_changed and nothing runs.
+#[test]
+fn a_real_unit_skips_an_edited_definition() {
+    let (mut sb, marker) = pinned_job();
+    sb.env("PATH", "/usr/local/bin:/usr/bin:/bin");
+    let Some(m) = UserManager::start(&mut sb, "a_real_unit_skips_an_edited_definition") else {
+        return;
+    };
+    assert_pty_ok(&install(&sb, "job"));
+    let service = "local.automations.job.service";
+    assert!(m.systemctl(&["start", service]).status.success());
+    assert!(marker.exists(), "{:?}", sb.log_lines());
+    std::fs::remove_file(&marker).unwrap();
+    let path = sb.root.join("automations/job.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace("every_minutes = 5", "every_minutes = 10"),
+    )
+    .unwrap();
+    assert!(m.systemctl(&["start", service]).status.success());
+    let skip = sb.events("skipped");
+    assert_eq!(
+        skip.last().map(|s| s["reason"].clone()),
+        Some("definition_changed".into()),
+        "{:?}",
+        sb.log_lines()
+    );
+    assert!(!marker.exists(), "the edited definition ran");
+}
