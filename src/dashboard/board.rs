@@ -46,6 +46,65 @@ pub struct Card {
     pub paused: Option<crate::state::Pause>,
 }
 
+/// Where a row goes and which count it adds to: what needs a look first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Category {
+    Degraded,
+    Unknown,
+    Paused,
+    Healthy,
+}
+
+impl Category {
+    pub const ALL: [Category; 4] = [
+        Category::Degraded,
+        Category::Unknown,
+        Category::Paused,
+        Category::Healthy,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Degraded => "degraded",
+            Category::Unknown => "unknown",
+            Category::Paused => "paused",
+            Category::Healthy => "healthy",
+        }
+    }
+}
+
+impl Card {
+    /// Degraded or unknown by its verdict; otherwise paused or healthy.
+    pub fn category(&self) -> Category {
+        match self.verdict.verdict {
+            crate::health::State::Degraded => Category::Degraded,
+            crate::health::State::Unknown => Category::Unknown,
+            crate::health::State::Healthy if self.paused.is_some() => Category::Paused,
+            crate::health::State::Healthy => Category::Healthy,
+        }
+    }
+
+    /// Whether its newest run is still going.
+    pub fn running(&self) -> bool {
+        self.recent
+            .first()
+            .is_some_and(|r| r.status == Status::Running)
+    }
+}
+
+impl Board {
+    /// How many rows each category has.
+    pub fn counts(&self) -> [(Category, usize); 4] {
+        Category::ALL.map(|cat| {
+            (
+                cat,
+                self.cards.iter().filter(|c| c.category() == cat).count(),
+            )
+        })
+    }
+}
+
 /// The last 24 hours: runs as marks at their minute, and missed daily slots.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Strip {
@@ -96,14 +155,8 @@ impl Board {
             .zip(verdicts)
             .map(|(subject, verdict)| card_of(s, &snapshot, subject, verdict, day_ago, now))
             .collect();
-        // Degraded first, then unknown, then by name.
-        cards.sort_by(|a, b| {
-            a.verdict
-                .verdict
-                .rank()
-                .cmp(&b.verdict.verdict.rank())
-                .then(a.name.cmp(&b.name))
-        });
+        // Degraded first, then unknown, paused and healthy; then by name.
+        cards.sort_by(|a, b| a.category().cmp(&b.category()).then(a.name.cmp(&b.name)));
         Ok(Board {
             stopped,
             problems,
@@ -147,6 +200,7 @@ impl Board {
                     "name": c.name,
                     "list": self.entry(s, c),
                     "health": c.verdict,
+                    "category": c.category(),
                     "runs": c.recent.iter().map(views::run_json).collect::<Vec<_>>(),
                     "latest": c.latest.as_ref().map(views::show_json),
                     "strip": c.strip,

@@ -11,7 +11,8 @@ use crate::runlog::By;
 use crate::settings::Settings;
 use crate::views::short_time as short;
 
-/// The whole page.
+/// The whole page: a summary line (counts per category, each a filter), a name filter, and one
+/// compact row per automation that expands in place.
 pub fn page(s: &Settings, b: &Board) -> Markup {
     html! {
         (DOCTYPE)
@@ -19,6 +20,7 @@ pub fn page(s: &Settings, b: &Board) -> Markup {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
                 title { "automations" }
                 link rel="stylesheet" href="/static/app.css";
                 script src="/static/app.js" defer {}
@@ -26,18 +28,30 @@ pub fn page(s: &Settings, b: &Board) -> Markup {
             body {
                 header {
                     h1 { "automations" }
+                    nav.summary aria-label="automations by verdict" {
+                        @for (cat, n) in b.counts() {
+                            a class={ "count " (cat.as_str()) } href={ "?filter=" (cat.as_str()) } data-filter=(cat.as_str()) {
+                                span data-field={ "count-" (cat.as_str()) } { (n) } " " (cat.as_str())
+                            }
+                        }
+                        a.count.all href="?" data-filter="" { "all " (b.cards.len()) }
+                    }
                     span.switch data-field="switch" {
                         @match &b.stopped {
                             Some(stop) => { "kill switch ON since " (short(&stop.at)) ": " (stop.reason) }
                             None => { "kill switch off" }
                         }
                     }
+                    span.refreshed data-field="refreshed" { "as of " (b.now.format("%H:%M:%S UTC")) }
+                }
+                div.tools {
+                    input type="search" data-field="filter" placeholder="filter by name" aria-label="Filter automations by name";
                     form.stop-all data-action="stop-all" {
-                        input name="reason" placeholder="reason to stop everything" required;
+                        input name="reason" placeholder="reason to stop everything" required aria-label="Reason to stop every automation";
                         button type="submit" { "Stop all" }
                     }
-                    button data-action="resume-all" { "Resume all" }
-                    span.status data-field="status" {}
+                    button type="button" data-action="resume-all" { "Resume all" }
+                    span.status data-field="status" role="status" aria-live="polite" {}
                 }
                 @if !b.problems.is_empty() || !b.invalid.is_empty() {
                     section.problems {
@@ -52,7 +66,7 @@ pub fn page(s: &Settings, b: &Board) -> Markup {
                     @if b.cards.is_empty() {
                         p.empty { "No automations: add a definition to automations/ (docs/definitions.md)." }
                     }
-                    @for c in &b.cards { (card(s, b, c)) }
+                    @for c in &b.cards { (row(s, b, c)) }
                 }
             }
         }
@@ -64,64 +78,158 @@ fn seconds(ms: u64) -> String {
     format!("{:.2} s", ms as f64 / 1000.0)
 }
 
-fn verdict_class(c: &Card) -> String {
-    format!("card {}", c.verdict.verdict.as_str())
+/// The classes a row's looks and its actions follow: its category, and whether it is paused or
+/// running.
+fn row_class(c: &Card) -> String {
+    let mut class = format!("row {}", c.category().as_str());
+    if c.paused.is_some() {
+        class.push_str(" is-paused");
+    }
+    if c.running() {
+        class.push_str(" is-running");
+    }
+    class
 }
 
-fn card(s: &Settings, b: &Board, c: &Card) -> Markup {
+/// One automation: a line that says what matters (mark, name, verdict, schedule, last run, next
+/// firing, its recent runs), which opens in place to everything else.
+fn row(s: &Settings, b: &Board, c: &Card) -> Markup {
     let entry = b.entry(s, c);
     let def = b.definition(&c.name);
+    let last = c.recent.iter().find(|r| r.run.is_some());
     html! {
-        article class=(verdict_class(c)) data-name=(c.name) {
-            h2 {
-                span.name { (c.name) }
-                span.verdict data-field="verdict" {
-                    (c.verdict.verdict.as_str())
+        article class=(row_class(c)) data-name=(c.name) data-category=(c.category().as_str()) {
+            details {
+                summary {
+                    span.mark aria-hidden="true" {}
+                    span.name { (c.name) }
+                    span.verdict data-field="verdict" title={ "verdict: " (c.verdict.verdict.as_str()) } { (c.category().as_str()) }
+                    span.schedule { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) }
+                    span.last data-field="last-short" title=(last_run(last)) { (last_short(last, b.now)) }
+                    span.next data-field="next-short" { (entry.as_ref().and_then(|e| e.next_words.clone()).unwrap_or_else(|| "-".into())) }
+                    (recent_marks(&c.recent))
                 }
-            }
-            @if let Some(d) = def.and_then(|d| d.description.as_deref()) { p.description { (d) } }
-            ul.reasons data-field="reasons" {
-                @for r in &c.verdict.reasons { li { (r.detail) } }
-            }
-            dl {
-                dt { "State" }
-                dd data-field="state" {
-                    @if c.verdict.reasons.iter().any(|r| r.rule == crate::health::Rule::Unreadable) { "unknown: its state cannot be read" }
-                    @else { @match entry.as_ref().and_then(|e| e.paused.as_ref()) {
-                        Some(p) if p.by == By::Auto => { "paused automatically: " (p.reason) }
-                        Some(p) => { "paused: " (p.reason) }
-                        None => @if def.is_none() { "no definition" } @else if c.recent.first().is_some_and(|r| r.status == Status::Running) { "running" } @else { "active" }
+                div.body {
+                    @if let Some(d) = def.and_then(|d| d.description.as_deref()) { p.description { (d) } }
+                    ul.reasons data-field="reasons" {
+                        @for r in &c.verdict.reasons { li { (r.detail) } }
                     }
+                    dl {
+                        dt { "State" }
+                        dd data-field="state" { (state_words(c, entry.as_ref(), def.is_some())) }
+                        dt { "Schedule" }
+                        dd { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) @if !c.installed { " · not installed" } }
+                        dt { "Next" }
+                        dd data-field="next" { (entry.as_ref().and_then(|e| e.next_words.clone()).unwrap_or_else(|| "-".into())) }
+                        dt { "Last run" }
+                        dd data-field="last" { (last_run(last)) }
+                    }
+                    (strip(c))
+                    details.latest {
+                        summary { "Latest result" }
+                        div data-field="latest" { (latest(c.latest.as_ref())) }
+                    }
+                    table.runs {
+                        caption { "Recent runs: open one to see its output" }
+                        thead { tr { th { "Started" } th { "Trigger" } th { "Status" } th { "Duration" } th { "Headline" } } }
+                        tbody data-field="runs" {
+                            @if c.recent.is_empty() { tr { td colspan="5" { "no runs yet" } } }
+                            @for r in &c.recent { (run_row(r)) }
+                        }
+                    }
+                    div.run-detail data-field="run-detail" {}
+                    @if def.is_some() {
+                        form.actions data-name=(c.name) {
+                            button type="button" data-action="run" disabled[c.running()] { "Run now" }
+                            input name="reason" placeholder="reason (pause, acknowledge)" aria-label={ "Reason for " (c.name) };
+                            button type="button" data-action="pause" { "Pause" }
+                            button type="button" data-action="resume" { "Resume" }
+                            button type="button" data-action="ack" title="I fixed it: health counts runs from now" { "Acknowledge" }
+                            span.said data-field="said" role="status" aria-live="polite" {}
+                        }
                     }
                 }
-                dt { "Schedule" }
-                dd { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) @if !c.installed { " · not installed" } }
-                dt { "Next" }
-                dd data-field="next" { (entry.as_ref().and_then(|e| e.next_words.clone()).unwrap_or_else(|| "-".into())) }
-                dt { "Last run" }
-                dd data-field="last" { (last_run(c.recent.iter().find(|r| r.run.is_some()))) }
             }
-            (strip(c))
-            details.latest {
-                summary { "Latest result" }
-                div data-field="latest" { (latest(c.latest.as_ref())) }
+        }
+    }
+}
+
+/// The state line: unknown when its state cannot be read, else paused (how and why), running or
+/// active.
+fn state_words(c: &Card, entry: Option<&crate::views::ListEntry>, defined: bool) -> String {
+    if c.verdict
+        .reasons
+        .iter()
+        .any(|r| r.rule == crate::health::Rule::Unreadable)
+    {
+        return "unknown: its state cannot be read".into();
+    }
+    match entry.and_then(|e| e.paused.as_ref()) {
+        Some(p) if p.by == By::Auto => format!("paused automatically: {}", p.reason),
+        Some(p) => format!("paused: {}", p.reason),
+        None if !defined => "no definition".into(),
+        None if c.running() => "running".into(),
+        None => "active".into(),
+    }
+}
+
+/// "ok · 3 min ago": the last run's status and age, for the row's line.
+fn last_short(r: Option<&RunView>, now: chrono::DateTime<chrono::Utc>) -> String {
+    let Some(r) = r else {
+        return "never".into();
+    };
+    let status = r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped");
+    match crate::runlog::parse_stamp(&r.at) {
+        Some(t) => format!(
+            "{status} · {} ago",
+            crate::health::human_ms((now - t).num_milliseconds().max(0) as u64)
+        ),
+        None => status.to_owned(),
+    }
+}
+
+/// The recent runs, oldest left, one readable mark each (10 px): a shape and a colour per status,
+/// so colour is not the only signal, and a title with the time and status.
+fn recent_marks(runs: &[RunView]) -> Markup {
+    let label = recent_label(runs);
+    html! {
+        svg.recent viewBox="0 0 140 12" width="140" height="12" data-field="recent" role="img" aria-label=(label) {
+            @for (i, r) in runs.iter().rev().enumerate() {
+                (mark_shape(i, r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped"), &format!("{} · {}", short(&r.at), status_words(r))))
             }
-            table.runs {
-                thead { tr { th { "Started" } th { "Trigger" } th { "Status" } th { "Duration" } th { "Headline" } } }
-                tbody data-field="runs" {
-                    @if c.recent.is_empty() { tr { td colspan="5" { "no runs yet" } } }
-                    @for r in &c.recent { (run_row(r)) }
-                }
-            }
-            @if def.is_some() {
-                form.actions data-name=(c.name) {
-                    button type="button" data-action="run" { "Run now" }
-                    input name="reason" placeholder="reason to pause";
-                    button type="button" data-action="pause" { "Pause" }
-                    button type="button" data-action="resume" { "Resume" }
-                    button type="button" data-action="ack" title="I fixed it: health counts runs from now" { "Acknowledge" }
-                }
-            }
+        }
+    }
+}
+
+/// "last 3 runs: 2 ok, 1 failed".
+fn recent_label(runs: &[RunView]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in runs {
+        let s = r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped");
+        match counts.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return "no runs yet".into();
+    }
+    let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    format!("last {} runs: {}", runs.len(), parts.join(", "))
+}
+
+/// One mark at slot `i`: ok a disc, failed (and stopped, interrupted) a square, timeout a
+/// triangle, skipped a hollow diamond, running a ring.
+fn mark_shape(i: usize, status: &str, title: &str) -> Markup {
+    let x = i * 14 + 1;
+    let (cx, cy) = (x + 5, 6);
+    html! {
+        @match status {
+            "ok" => circle class="m ok" cx=(cx) cy=(cy) r="5" { title { (title) } },
+            "timeout" => polygon class="m timeout" points={ (x) ",11 " (cx) ",1 " (x + 10) ",11" } { title { (title) } },
+            "skipped" => polygon class="m skipped" points={ (cx) ",1 " (x + 10) ",6 " (cx) ",11 " (x) ",6" } { title { (title) } },
+            "running" => circle class="m running" cx=(cx) cy=(cy) r="4" { title { (title) } },
+            other => rect class={ "m failed " (other) } x=(x) y="1" width="10" height="10" { title { (title) } },
         }
     }
 }
@@ -156,7 +264,13 @@ fn run_row(r: &RunView) -> Markup {
     html! {
         tr class=(r.status.as_str()) {
             // Month, day and minute fit the column; the whole time and reason are a hover away.
-            td title=(short(&r.at)) { (r.at.get(5..16).map_or(r.at.as_str(), |t| t).replace('T', " ")) }
+            td title=(short(&r.at)) {
+                @let when = r.at.get(5..16).map_or(r.at.as_str(), |t| t).replace('T', " ");
+                @match &r.run {
+                    Some(id) => button.open type="button" data-action="open-run" data-run=(id) aria-label={ "Open the run of " (short(&r.at)) } { (when) },
+                    None => (when),
+                }
+            }
             td { (r.trigger.as_str()) }
             td title=(status_words(r)) { (r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped")) }
             td { (r.duration_ms().map_or(String::new(), seconds)) }

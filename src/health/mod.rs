@@ -227,15 +227,6 @@ impl State {
             State::Unknown => "unknown",
         }
     }
-
-    /// The order the dashboard lists them in: what needs a look first.
-    pub fn rank(self) -> u8 {
-        match self {
-            State::Degraded => 0,
-            State::Unknown => 1,
-            State::Healthy => 2,
-        }
-    }
 }
 
 /// The verdict on each subject. Pure.

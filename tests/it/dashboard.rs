@@ -148,19 +148,33 @@ impl Driver {
     }
 
     async fn session(&self, profile: &std::path::Path) -> Client {
+        self.session_with(profile, &[]).await
+    }
+
+    /// A session whose browser also gets `extra` flags (`--force-dark-mode`).
+    async fn session_with(&self, profile: &std::path::Path, extra: &[&str]) -> Client {
+        let mut args: Vec<String> = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--window-size=1280,800",
+            "--no-first-run",
+            "--disable-quic",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ]
+        .iter()
+        .chain(extra)
+        .map(|a| (*a).to_owned())
+        .collect();
+        args.push(format!("--user-data-dir={}", profile.display()));
         let mut caps = serde_json::Map::new();
         caps.insert(
             "goog:chromeOptions".into(),
-            serde_json::json!({
-                "binary": "/usr/bin/chromium",
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--window-size=1280,800", "--no-first-run", "--disable-quic",
-                    "--disable-background-networking", "--disable-component-update",
-                    "--disable-sync", "--hide-scrollbars",
-                    format!("--user-data-dir={}", profile.display()),
-                ]
-            }),
+            serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
         );
         let c = fantoccini::ClientBuilder::new(
             hyper_util::client::legacy::connect::HttpConnector::new(),
@@ -243,6 +257,27 @@ fn card(name: &str, inner: &str) -> Locator<'static> {
     ))
 }
 
+/// Opens an automation's row (its details), if it is not open yet.
+async fn open_row(c: &Client, name: &str) {
+    let open = c
+        .execute(
+            "const d = document.querySelector(\"article[data-name='\" + arguments[0] + \"'] > details\"); return d.open;",
+            vec![serde_json::json!(name)],
+        )
+        .await
+        .unwrap();
+    if open != serde_json::Value::Bool(true) {
+        let summary = c.find(card(name, "> details > summary")).await.unwrap();
+        c.execute(
+            "arguments[0].scrollIntoView({block: 'center'}); return null;",
+            vec![serde_json::to_value(&summary).unwrap()],
+        )
+        .await
+        .unwrap();
+        summary.click().await.unwrap();
+    }
+}
+
 async fn text_of(c: &Client, name: &str, inner: &str) -> String {
     c.find(card(name, inner))
         .await
@@ -296,7 +331,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         // The token then moves from the address into a cookie, and the page loads.
         c.goto(&format!("file://{}", page.display())).await.unwrap();
         let until = Instant::now() + Duration::from_secs(20);
-        while c.find(Locator::Css("article.card")).await.is_err() {
+        while c.find(Locator::Css("article.row")).await.is_err() {
             assert!(
                 Instant::now() < until,
                 "the page never loaded: {}",
@@ -315,7 +350,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             .unwrap()
             .as_str()
             .ends_with(&format!("{}/", dash.port))
-            || c.find(Locator::Css("article.card")).await.is_err()
+            || c.find(Locator::Css("article.row")).await.is_err()
         {
             assert!(
                 Instant::now() < until,
@@ -325,7 +360,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         }
         // Every automation, the broken one and the one known only from the log included, and
         // those two degraded — degraded ones first.
-        let cards = c.find_all(Locator::Css("article.card")).await.unwrap();
+        let cards = c.find_all(Locator::Css("article.row")).await.unwrap();
         let mut names = Vec::new();
         for a in &cards {
             names.push(a.attr("data-name").await.unwrap().unwrap());
@@ -353,6 +388,9 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
                 .all(|n| ["broken", "gone", "digest"].contains(&n.as_str())),
             "{names:?}"
         );
+        for n in ["gone", "backup", "report", "xss"] {
+            open_row(&c, n).await;
+        }
         assert!(
             text_of(&c, "gone", "[data-field=reasons]")
                 .await
@@ -378,6 +416,22 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             |t| t == "running",
         )
         .await;
+        // Run now is disabled while it runs.
+        let until = Instant::now() + Duration::from_secs(20);
+        while c
+            .find(card("backup", "button[data-action=run]"))
+            .await
+            .unwrap()
+            .is_enabled()
+            .await
+            .unwrap()
+        {
+            assert!(
+                Instant::now() < until,
+                "Run now stayed enabled while running"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         std::fs::write(sb.path("gate"), "").unwrap();
         let last = wait_text(
             &c,
@@ -428,7 +482,7 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         assert_not_reloaded(&c, "Enter reloaded the page").await;
 
         // A run's output is text: shown literally, and no dialog opens.
-        c.find(card("xss", "details summary"))
+        c.find(card("xss", "details.latest summary"))
             .await
             .unwrap()
             .click()
@@ -438,25 +492,6 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         assert_eq!(out, XSS);
         assert!(c.get_alert_text().await.is_err(), "a dialog opened");
 
-        // What it looks like: the image the README shows.
-        c.find(card("report", "input[name=reason]"))
-            .await
-            .unwrap()
-            .clear()
-            .await
-            .unwrap();
-        c.execute("window.scrollTo(0, 0); return null;", vec![])
-            .await
-            .unwrap();
-        let png = c.screenshot().await.unwrap();
-        let (w, h) = (
-            u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
-            u32::from_be_bytes([png[20], png[21], png[22], png[23]]),
-        );
-        assert_eq!((w, h), (1280, 800));
-        let out = repo_root().join("target/dashboard.png");
-        std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-        std::fs::write(&out, png).unwrap();
         assert!(c.get_alert_text().await.is_err(), "a dialog opened");
         c.close().await.unwrap();
     });
@@ -691,7 +726,7 @@ fn empty_and_unreadable_are_shown_as_such() {
         .find(|a| a.contains("data-name=\"fresh\""))
         .unwrap_or_else(|| panic!("{body}"));
     assert!(
-        fresh.contains("card unknown")
+        fresh.contains("row unknown")
             && fresh.contains("paused/fresh.json")
             && fresh.contains("its state cannot be read")
             && !fresh.contains(">active<"),
@@ -964,4 +999,313 @@ fn the_token_stays_off_command_lines_and_out_of_the_cookie() {
     drop(dash);
     let again = Dashboard::start(&sb);
     assert_ne!(again.cookie, old);
+}
+
+/// Fifty automations in every state (issue 23).
+fn fifty() -> Sandbox {
+    let sb = Sandbox::new();
+    for i in 1..=8 {
+        sb.shell_definition(&format!("fail-{i:02}"), "echo broken pipe >&2; exit 1", "");
+        for _ in 0..3 {
+            sb.run(["run", &format!("fail-{i:02}")]);
+        }
+    }
+    sb.shell_definition("fetch-api", "exit 1", "outbound = true\n");
+    for _ in 0..3 {
+        sb.run(["run", "fetch-api"]);
+    }
+    for i in 1..=8 {
+        sb.shell_definition(&format!("new-{i:02}"), "exit 0", "");
+    }
+    for i in 1..=5 {
+        let n = format!("hold-{i:02}");
+        sb.shell_definition(&n, "exit 0", "");
+        sb.run(["run", &n]);
+        sb.run(["pause", &n, "--reason", "on leave"]);
+    }
+    for i in 1..=27 {
+        let n = format!("ok-{i:02}");
+        sb.shell_definition(&n, "echo fine", "");
+        sb.run(["run", &n]);
+    }
+    // An older failure, four successes since: healthy, and the failure's stderr a click away.
+    let flag = sb.path("flaky-failed-once");
+    sb.shell_definition(
+        "flaky",
+        &format!(
+            "if [ ! -e '{f}' ]; then touch '{f}'; echo 'disk quota exceeded' >&2; exit 1; fi; echo synced",
+            f = flag.display()
+        ),
+        "",
+    );
+    for _ in 0..5 {
+        sb.run(["run", "flaky"]);
+    }
+    sb
+}
+
+/// The contrast of every visible element matching each selector against what is behind it (WCAG's
+/// formula); the ones under 4.5:1, named.
+const CONTRAST: &str = r#"
+const lum = (c) => {
+  const [r, g, b] = c.match(/[\d.]+/g).slice(0, 3).map((v) => {
+    v = Number(v) / 255;
+    return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+};
+const behind = (e) => {
+  for (; e; e = e.parentElement) {
+    const c = getComputedStyle(e).backgroundColor;
+    const m = c.match(/[\d.]+/g);
+    if (m && (m.length < 4 || Number(m[3]) > 0)) return c;
+  }
+  return "rgb(255, 255, 255)";
+};
+const bad = [];
+let checked = 0;
+for (const sel of arguments[0]) {
+  for (const e of document.querySelectorAll(sel)) {
+    if (!e.getClientRects().length || !e.textContent.trim()) continue;
+    const a = lum(getComputedStyle(e).color), b = lum(behind(e));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    checked += 1;
+    if (ratio < 4.5) bad.push(sel + " " + ratio.toFixed(2) + " " + getComputedStyle(e).color + " on " + behind(e));
+  }
+}
+return [checked, bad];
+"#;
+
+const TEXT: &[&str] = &[
+    "body",
+    "header h1",
+    ".count.degraded",
+    ".count.unknown",
+    ".count.paused",
+    ".count.healthy",
+    ".switch",
+    ".refreshed",
+    ".row .name",
+    ".row .schedule",
+    ".row .last",
+    ".row .next",
+    ".row.degraded .verdict",
+    ".row.unknown .verdict",
+    ".row.healthy .verdict",
+    ".row.paused .verdict",
+    ".reasons li",
+    "dt",
+    "dd",
+    "tr.failed td",
+    "tr.ok td",
+    "button",
+    "pre.output",
+];
+
+fn png_size(png: &[u8]) -> (u32, u32) {
+    (
+        u32::from_be_bytes([png[16], png[17], png[18], png[19]]),
+        u32::from_be_bytes([png[20], png[21], png[22], png[23]]),
+    )
+}
+
+async fn shot(c: &Client, file: &str) {
+    let png = c.screenshot().await.unwrap();
+    assert_eq!(png_size(&png), (1280, 800));
+    let out = repo_root().join("target").join(file);
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    std::fs::write(&out, png).unwrap();
+}
+
+async fn js(c: &Client, script: &str) -> serde_json::Value {
+    c.execute(script, vec![]).await.unwrap()
+}
+
+async fn visible_names(c: &Client) -> Vec<String> {
+    let v = js(
+        c,
+        "return [...document.querySelectorAll('article.row')].filter((r) => !r.hidden).map((r) => r.dataset.name);",
+    )
+    .await;
+    serde_json::from_value(v).unwrap()
+}
+
+async fn contrast(c: &Client, what: &str) {
+    let v = c
+        .execute(CONTRAST, vec![serde_json::json!(TEXT)])
+        .await
+        .unwrap();
+    let checked = v[0].as_u64().unwrap();
+    assert!(checked > 50, "{what}: only {checked} elements checked");
+    assert_eq!(v[1], serde_json::json!([]), "{what}: contrast under 4.5:1");
+}
+
+/// Issue 23: at 1280×800 the page showed about four automations per screen, no summary, a hairline
+/// strip, only the latest run's output, Pause and Resume whatever the state, and refusals far from
+/// the button. Now: a summary that filters, at least 20 compact rows above the fold, any run's
+/// output a click away, actions that fit the state, a name filter, and readable contrast in light
+/// and dark.
+#[test]
+fn fifty_automations_at_a_glance() {
+    let Some(driver) = Driver::start("fifty_automations_at_a_glance") else {
+        return;
+    };
+    let sb = fifty();
+    let health: serde_json::Value =
+        serde_json::from_slice(&sb.run(["health", "--json"]).stdout).unwrap();
+    let verdicts: Vec<&str> = health["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts.len(), 50);
+    let n = |v: &str| verdicts.iter().filter(|x| **x == v).count();
+    let dash = Dashboard::start(&sb);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = driver.session(&sb.path("light")).await;
+        c.goto(&dash.url).await.unwrap();
+        wait_for_rows(&c).await;
+        assert_eq!(visible_names(&c).await.len(), 50);
+
+        // At least 20 whole rows above the fold.
+        let above = js(
+            &c,
+            "return [...document.querySelectorAll('article.row')].filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length;",
+        )
+        .await;
+        assert!(above.as_u64().unwrap() >= 20, "{above} rows above the fold");
+
+        // The summary counts are health's.
+        let count = |cat: &'static str| {
+            let c = &c;
+            async move {
+                c.find(Locator::Css(Box::leak(
+                    format!("[data-field='count-{cat}']").into_boxed_str(),
+                )))
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+            }
+        };
+        let (degraded, unknown, paused, healthy) = (
+            count("degraded").await,
+            count("unknown").await,
+            count("paused").await,
+            count("healthy").await,
+        );
+        assert_eq!(degraded, n("degraded"));
+        assert_eq!(unknown, n("unknown"));
+        assert_eq!(paused + healthy, n("healthy"));
+        assert_eq!((degraded, unknown, paused), (9, 8, 5));
+        // Degraded first, then unknown, paused, healthy.
+        let names = visible_names(&c).await;
+        assert!(names[..9].iter().all(|n| n.starts_with("fail-") || n == "fetch-api"), "{names:?}");
+        assert!(names[9..17].iter().all(|n| n.starts_with("new-")), "{names:?}");
+        assert!(names[17..22].iter().all(|n| n.starts_with("hold-")), "{names:?}");
+
+        // The name filter narrows as you type; a count filters to its category.
+        let filter = c.find(Locator::Css("[data-field=filter]")).await.unwrap();
+        filter.send_keys("hold").await.unwrap();
+        let shown = visible_names(&c).await;
+        assert_eq!(shown.len(), 5, "{shown:?}");
+        assert!(shown.iter().all(|n| n.starts_with("hold-")));
+        filter.clear().await.unwrap();
+        js(&c, "document.querySelector('[data-field=filter]').dispatchEvent(new Event('input', {bubbles: true})); return null;").await;
+        c.find(Locator::Css("a.count.degraded")).await.unwrap().click().await.unwrap();
+        assert_eq!(visible_names(&c).await.len(), 9);
+        assert!(c.current_url().await.unwrap().as_str().ends_with("?filter=degraded"));
+        c.goto(&format!("http://127.0.0.1:{}/?filter=unknown", dash.port)).await.unwrap();
+        wait_for_rows(&c).await;
+        assert_eq!(visible_names(&c).await.len(), 8);
+        c.find(Locator::Css("a.count.all")).await.unwrap().click().await.unwrap();
+        assert_eq!(visible_names(&c).await.len(), 50);
+        contrast(&c, "light, rows closed").await;
+        js(&c, "window.scrollTo(0, 0); return null;").await;
+        shot(&c, "dashboard.png").await;
+
+        // An older failure's stderr, one click away in its row.
+        open_row(&c, "flaky").await;
+        c.find(card("flaky", "tr.failed button.open"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        let detail = wait_text(&c, "flaky", "[data-field=run-detail]", "the failed run", |t| {
+            t.contains("disk quota exceeded")
+        })
+        .await;
+        assert!(detail.contains("failed (exit_status)"), "{detail}");
+
+        // Actions that fit the state.
+        let shown = |name: &'static str, action: &'static str| {
+            let c = &c;
+            async move {
+                c.find(card(name, &format!("button[data-action={action}]")))
+                    .await
+                    .unwrap()
+                    .is_displayed()
+                    .await
+                    .unwrap()
+            }
+        };
+        open_row(&c, "hold-01").await;
+        open_row(&c, "fail-01").await;
+        assert!(!shown("hold-01", "pause").await, "Pause on a paused automation");
+        assert!(shown("hold-01", "resume").await);
+        assert!(shown("fail-01", "pause").await && !shown("fail-01", "resume").await);
+        assert!(shown("fail-01", "ack").await && !shown("flaky", "ack").await);
+        // A refused action says why next to its button: pausing without a reason.
+        c.find(card("fail-01", "button[data-action=pause]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        wait_text(&c, "fail-01", "[data-field=said]", "the refusal", |t| {
+            t.contains("pause refused") && t.contains("reason")
+        })
+        .await;
+        contrast(&c, "light, rows open").await;
+        c.find(card("flaky", "[data-field=run-detail]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .ok();
+        js(&c, "document.querySelector(\"article[data-name='hold-01'] > details\").open = false; document.querySelector(\"article[data-name='fail-01'] > details\").open = false; document.querySelector(\"article[data-name='flaky']\").scrollIntoView(); window.scrollBy(0, -120); return null;").await;
+        shot(&c, "dashboard-row.png").await;
+        assert!(c.get_alert_text().await.is_err(), "a dialog opened");
+        c.close().await.unwrap();
+
+        // Dark mode, from the system's preference.
+        let c = driver
+            .session_with(&sb.path("dark"), &["--force-dark-mode"])
+            .await;
+        c.goto(&dash.url).await.unwrap();
+        wait_for_rows(&c).await;
+        let dark = js(&c, "return matchMedia('(prefers-color-scheme: dark)').matches;").await;
+        assert_eq!(dark, serde_json::json!(true), "the browser does not prefer dark");
+        contrast(&c, "dark, rows closed").await;
+        open_row(&c, "fail-01").await;
+        contrast(&c, "dark, a row open").await;
+        js(&c, "document.querySelector(\"article[data-name='fail-01'] > details\").open = false; window.scrollTo(0, 0); return null;").await;
+        shot(&c, "dashboard-dark.png").await;
+        c.close().await.unwrap();
+    });
+    sb.assert_log_verifies();
+}
+
+async fn wait_for_rows(c: &Client) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while c.find(Locator::Css("article.row")).await.is_err() {
+        assert!(Instant::now() < until, "the page never loaded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

@@ -1,10 +1,13 @@
-// The dashboard's behaviour: refresh in place, and the actions. Served from /static/app.js (the
-// Content-Security-Policy allows no inline script). Every value goes in as textContent or a DOM
-// node: a run's output is never parsed as markup.
+// The dashboard's behaviour: refresh in place, filter, open any run, and the actions. Served from
+// /static/app.js (the Content-Security-Policy allows no inline script). Every value goes in as
+// textContent or a DOM node: a run's output is never parsed as markup.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
+const CATEGORIES = ["degraded", "unknown", "paused", "healthy"];
 let fast = 0; // refreshes left at one a second (after an action)
+let category = new URLSearchParams(location.search).get("filter") || "";
+if (!CATEGORIES.includes(category)) category = "";
 
 function el(tag, text, cls) {
   const e = document.createElement(tag);
@@ -13,13 +16,35 @@ function el(tag, text, cls) {
   return e;
 }
 
-function field(card, name) {
-  return card.querySelector('[data-field="' + name + '"]');
+function svg(tag, attrs, title) {
+  const e = document.createElementNS(SVG, tag);
+  Object.entries(attrs).forEach(([k, v]) => e.setAttribute(k, v));
+  if (title) {
+    const t = document.createElementNS(SVG, "title");
+    t.textContent = title;
+    e.append(t);
+  }
+  return e;
+}
+
+function field(row, name) {
+  return row.querySelector('[data-field="' + name + '"]');
 }
 
 function say(text) {
   const s = document.querySelector('[data-field="status"]');
   if (s) s.textContent = text;
+}
+
+// A message next to the control that was used (and in the header for the kill switch).
+function sayAt(form, text, refused) {
+  const said = form && form.querySelector('[data-field="said"]');
+  if (said) {
+    said.textContent = text;
+    said.classList.toggle("refused", !!refused);
+  } else {
+    say(text);
+  }
 }
 
 function short(at) {
@@ -45,36 +70,72 @@ function lastRun(runs) {
   return parts.join(" · ");
 }
 
-function update(card, a) {
-  const verdict = a.health.verdict;
-  card.className = "card " + verdict;
-  setText(field(card, "verdict"), verdict);
-  const reasons = field(card, "reasons");
-  replaceIfChanged(reasons, a.health.reasons, () => a.health.reasons.map((r) => el("li", r.detail)));
-  const state = field(card, "state");
+// "42 s", "17 min", "3 h 5 min", "2 d 4 h", as health prints ages.
+function human(ms) {
+  const s = Math.floor(ms / 1000);
+  if (s < 10) return (ms / 1000).toFixed(1) + " s";
+  if (s < 60) return s + " s";
+  if (s < 3600) return Math.floor(s / 60) + " min";
+  if (s < 86400) return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  return Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
+}
+
+function lastShort(runs) {
+  const r = runs.find((x) => x.run);
+  if (!r) return "never";
+  const status = r.reason ? "skipped" : r.status;
+  const t = Date.parse(r.at);
+  return isNaN(t) ? status : status + " · " + human(Math.max(0, Date.now() - t)) + " ago";
+}
+
+function update(row, a) {
+  const running = a.runs.length > 0 && a.runs[0].status === "running";
+  const paused = !!(a.list && a.list.paused);
+  row.className = "row " + a.category + (paused ? " is-paused" : "") + (running ? " is-running" : "");
+  row.dataset.category = a.category;
+  setText(field(row, "verdict"), a.category);
+  field(row, "verdict").title = "verdict: " + a.health.verdict;
+  replaceIfChanged(field(row, "reasons"), a.health.reasons, () => a.health.reasons.map((r) => el("li", r.detail)));
+  const state = field(row, "state");
   if (state) {
     const p = a.list && a.list.paused;
-    const running = a.runs.length && a.runs[0].status === "running";
     const unreadable = a.health.reasons.some((r) => r.rule === "unreadable");
     setText(state, !a.list ? "no definition"
       : unreadable ? "unknown: its state cannot be read"
       : p ? (p.by === "auto" ? "paused automatically: " : "paused: ") + p.reason
       : running ? "running" : "active");
   }
-  const next = field(card, "next");
-  if (next) setText(next, (a.list && a.list.next_words) || "-");
-  setText(field(card, "last"), lastRun(a.runs));
-  replaceIfChanged(field(card, "runs"), a.runs, () => runRows(a.runs));
+  const next = (a.list && a.list.next_words) || "-";
+  ["next", "next-short"].forEach((f) => { const n = field(row, f); if (n) setText(n, next); });
+  setText(field(row, "last"), lastRun(a.runs));
+  const ls = field(row, "last-short");
+  setText(ls, lastShort(a.runs));
+  ls.title = lastRun(a.runs);
+  replaceIfChanged(field(row, "runs"), a.runs, () => runRows(a.runs));
+  replaceIfChanged(field(row, "recent"), a.runs, () => recentMarks(field(row, "recent"), a.runs));
   const f = a.latest && a.latest.finished;
-  if (f) replaceIfChanged(field(card, "latest"), f, () => latestResult(f));
-  replaceIfChanged(field(card, "strip"), a.strip, () => stripMarks(a.strip));
+  if (f) replaceIfChanged(field(row, "latest"), f, () => latestResult(f));
+  replaceIfChanged(field(row, "strip"), a.strip, () => stripMarks(a.strip));
+  const run = row.querySelector('button[data-action="run"]');
+  if (run) run.disabled = running;
 }
 
 function runRows(runs) {
   const rows = runs.map((r) => {
     const tr = el("tr", null, r.status);
-    const when = el("td", (r.at || "").slice(5, 16).replace("T", " "));
+    const whenText = (r.at || "").slice(5, 16).replace("T", " ");
+    const when = el("td");
     when.title = short(r.at);
+    if (r.run) {
+      const b = el("button", whenText, "open");
+      b.type = "button";
+      b.dataset.action = "open-run";
+      b.dataset.run = r.run;
+      b.setAttribute("aria-label", "Open the run of " + short(r.at));
+      when.append(b);
+    } else {
+      when.textContent = whenText;
+    }
     const status = el("td", r.reason ? "skipped" : r.status);
     status.title = statusWords(r);
     tr.append(when, el("td", r.trigger), status,
@@ -92,7 +153,26 @@ function runRows(runs) {
   return rows;
 }
 
-function latestResult(f) {
+// The recent runs as the server draws them: oldest left, a shape and colour per status.
+function recentMarks(node, runs) {
+  const marks = runs.slice().reverse().map((r, i) => {
+    const status = r.reason ? "skipped" : r.status;
+    const title = short(r.at) + " · " + statusWords(r);
+    const x = i * 14 + 1, cx = x + 5;
+    if (status === "ok") return svg("circle", { class: "m ok", cx, cy: 6, r: 5 }, title);
+    if (status === "timeout") return svg("polygon", { class: "m timeout", points: x + ",11 " + cx + ",1 " + (x + 10) + ",11" }, title);
+    if (status === "skipped") return svg("polygon", { class: "m skipped", points: cx + ",1 " + (x + 10) + ",6 " + cx + ",11 " + x + ",6" }, title);
+    if (status === "running") return svg("circle", { class: "m running", cx, cy: 6, r: 4 }, title);
+    return svg("rect", { class: "m failed " + status, x, y: 1, width: 10, height: 10 }, title);
+  });
+  const counts = {};
+  runs.forEach((r) => { const s = r.reason ? "skipped" : r.status; counts[s] = (counts[s] || 0) + 1; });
+  const parts = Object.entries(counts).map(([k, n]) => n + " " + k);
+  node.setAttribute("aria-label", runs.length ? "last " + runs.length + " runs: " + parts.join(", ") : "no runs yet");
+  return marks;
+}
+
+function output(f) {
   const facts = el("p", null, "facts");
   const names = Object.keys(f.facts);
   if (!names.length) facts.textContent = "no facts";
@@ -104,17 +184,35 @@ function latestResult(f) {
     el("pre", f.stderr_tail, "output")];
 }
 
+function latestResult(f) {
+  return output(f);
+}
+
+// One run, any run: the same document as `automations show <id> --json`.
+async function openRun(button) {
+  const row = button.closest("article");
+  const box = field(row, "run-detail");
+  try {
+    const r = await fetch("/api/runs/" + encodeURIComponent(button.dataset.run), { credentials: "same-origin" });
+    const doc = await r.json();
+    if (!r.ok) throw new Error(doc.error || r.status);
+    const run = doc.run;
+    const head = el("h4", short(run.at) + " · " + statusWords(run) + " · " + run.trigger
+      + (run.duration_ms !== null ? " · " + seconds(run.duration_ms) : ""));
+    const parts = [head, el("p", "run " + run.run, "run-id")];
+    if (doc.finished) parts.push(...output(doc.finished));
+    else parts.push(el("p", "this run has not finished"));
+    box.replaceChildren(...parts);
+    box.setAttribute("tabindex", "-1");
+    box.focus();
+  } catch (e) {
+    box.replaceChildren(el("p", "cannot open the run: " + e.message));
+  }
+}
+
 function stripMarks(strip) {
   const marks = [];
-  const rect = (cls, x, y, h) => {
-    const r = document.createElementNS(SVG, "rect");
-    r.setAttribute("class", cls);
-    r.setAttribute("x", x);
-    r.setAttribute("y", y);
-    r.setAttribute("width", cls === "axis" ? 1440 : 6);
-    r.setAttribute("height", h);
-    return r;
-  };
+  const rect = (cls, x, y, h) => svg("rect", { class: cls, x, y, width: cls === "axis" ? 1440 : 6, height: h });
   marks.push(rect("axis", 0, 5, 2));
   strip.marks.forEach((m) => marks.push(rect("mark " + m.status, m.minute, 0, 12)));
   strip.missed.forEach((m) => marks.push(rect("missed", m, 1, 10)));
@@ -122,16 +220,36 @@ function stripMarks(strip) {
 }
 
 function setText(node, text) {
-  if (node.textContent !== text) node.textContent = text;
+  if (node && node.textContent !== text) node.textContent = text;
 }
 
 // Replaces the children of `node` only when `data` changed: a refresh must not reflow, or take
 // away, what a person is reading or selecting.
 function replaceIfChanged(node, data, build) {
+  if (!node) return;
   const key = JSON.stringify(data);
   if (node.dataset.key === key) return;
   node.dataset.key = key;
   node.replaceChildren(...build());
+}
+
+// Shows the rows of the chosen category whose name holds the filter text.
+function applyFilter() {
+  const text = (document.querySelector('[data-field="filter"]').value || "").trim().toLowerCase();
+  document.querySelectorAll("article.row").forEach((row) => {
+    const show = (!category || row.dataset.category === category) && row.dataset.name.includes(text);
+    row.hidden = !show;
+  });
+  document.querySelectorAll("a.count").forEach((a) => {
+    a.setAttribute("aria-current", a.dataset.filter === category ? "true" : "false");
+  });
+}
+
+function counts() {
+  const n = {};
+  CATEGORIES.forEach((c) => { n[c] = 0; });
+  document.querySelectorAll("article.row").forEach((row) => { n[row.dataset.category] += 1; });
+  CATEGORIES.forEach((c) => setText(document.querySelector('[data-field="count-' + c + '"]'), String(n[c])));
 }
 
 async function refresh() {
@@ -139,15 +257,17 @@ async function refresh() {
     const r = await fetch("/api/automations", { credentials: "same-origin" });
     if (!r.ok) { say("refresh failed: " + r.status); return; }
     const doc = await r.json();
-    const sw = document.querySelector('[data-field="switch"]');
-    sw.textContent = doc.stopped
+    setText(document.querySelector('[data-field="switch"]'), doc.stopped
       ? "kill switch ON since " + short(doc.stopped.at) + ": " + doc.stopped.reason
-      : "kill switch off";
-    // Cards stay where they are (no reflow); each is updated in place.
+      : "kill switch off");
+    // Rows stay where they are (no reflow); each is updated in place.
     doc.automations.forEach((a) => {
-      const card = document.querySelector('article[data-name="' + CSS.escape(a.name) + '"]');
-      if (card) update(card, a);
+      const row = document.querySelector('article[data-name="' + CSS.escape(a.name) + '"]');
+      if (row) update(row, a);
     });
+    counts();
+    applyFilter();
+    setText(document.querySelector('[data-field="refreshed"]'), "as of " + new Date().toISOString().slice(11, 19) + " UTC");
   } catch (e) {
     say("refresh failed: " + e);
   }
@@ -166,24 +286,25 @@ async function post(path, body) {
   return doc;
 }
 
-async function act(action, form) {
+async function act(action, form, button) {
+  if (action === "open-run") return openRun(button);
   const name = form && form.dataset.name;
   const reason = form && form.querySelector('input[name="reason"]');
   try {
     if (action === "run") {
       await post("/api/run/" + encodeURIComponent(name));
-      say(name + ": started");
+      sayAt(form, "started");
     } else if (action === "pause") {
       await post("/api/pause/" + encodeURIComponent(name), { reason: reason.value });
       reason.value = "";
-      say(name + ": paused");
+      sayAt(form, "paused");
     } else if (action === "resume") {
       await post("/api/resume/" + encodeURIComponent(name));
-      say(name + ": resumed");
+      sayAt(form, "resumed");
     } else if (action === "ack") {
       await post("/api/ack/" + encodeURIComponent(name), { reason: reason ? reason.value : "" });
       if (reason) reason.value = "";
-      say(name + ": acknowledged");
+      sayAt(form, "acknowledged");
     } else if (action === "resume-all") {
       await post("/api/resume-all");
       say("kill switch off");
@@ -195,24 +316,38 @@ async function act(action, form) {
     fast = 15;
     refresh();
   } catch (e) {
-    say(action + " refused: " + e.message);
+    sayAt(form && form.classList.contains("actions") ? form : null, action + " refused: " + e.message, true);
   }
 }
 
 document.addEventListener("click", (ev) => {
+  const count = ev.target.closest("a.count");
+  if (count) {
+    ev.preventDefault();
+    category = count.dataset.filter;
+    history.replaceState(null, "", category ? "?filter=" + category : location.pathname);
+    applyFilter();
+    return;
+  }
   const b = ev.target.closest("button[data-action]");
   if (!b) return;
   ev.preventDefault();
-  act(b.dataset.action, b.closest("form"));
+  act(b.dataset.action, b.closest("form"), b);
 });
 
-// Enter in a reason field: stop-all in the header, pause on a card. Never a page load.
+document.addEventListener("input", (ev) => {
+  if (ev.target.matches('[data-field="filter"]')) applyFilter();
+});
+
+// Enter in a reason field: stop-all in the header, pause on a row. Never a page load.
 document.addEventListener("submit", (ev) => {
   ev.preventDefault();
   const form = ev.target;
   if (form.dataset.action === "stop-all") act("stop-all", form);
   else if (form.classList.contains("actions")) act("pause", form);
 });
+
+applyFilter();
 
 function tick() {
   refresh();
