@@ -17,6 +17,14 @@ mkdir -p "$work/root/automations"
 printf 'name = "noop"\ncommand = ["/bin/true"]\n' >"$work/root/automations/noop.toml"
 printf 'name = "loud"\ncommand = ["sh", "-c", "echo out; echo err >&2; exit 3"]\noutbound = true\n' >"$work/root/automations/loud.toml"
 export AUTOMATIONS_NOTIFY=off USER=${USER:-$(id -un)}
+# Scheduled firings run only what was installed: the data root holds the records that approve
+# these definitions, as `install` writes them (bench.sh does the same).
+mkdir -p "$work/data/state/installed"
+for f in "$work"/root/automations/*.toml; do
+    n=$(basename "$f" .toml)
+    printf '{"label":"local.automations.%s","target":"systemd","files":{},"definition":"%s","bin":"%s","root":"%s","data_root":"%s","installed_at":"2026-01-01T00:00:00Z","pinned":true}\n' \
+        "$n" "$(sha256sum "$f" | cut -d' ' -f1)" "$BIN" "$work/root" "$work/data" >"$work/data/state/installed/$n.json"
+done
 fire() { valgrind --tool=callgrind --demangle=no --callgrind-out-file="$work/cg.%p" \
     "$BIN" run "$1" --trigger schedule --root "$work/root" --data-root "$work/data" --namespace automations \
     >/dev/null 2>&1 || true; }
