@@ -31,6 +31,8 @@ pub struct ListEntry<'a> {
     pub outbound: bool,
     pub description: Option<&'a str>,
     pub paused: Option<Pause>,
+    /// Its pause file cannot be read, and why (naming the file): whether it is paused is unknown.
+    pub state_problem: Option<String>,
     pub running: bool,
     pub last_run: Option<LastRun>,
     /// Whether its unit is installed on this machine: `yes`, `no`, or `changed` (the definition or
@@ -80,6 +82,8 @@ pub struct LastRun {
 /// What an entry shows beside the definition: read by the caller, once, before rendering.
 pub struct Live<'r> {
     pub paused: Option<Pause>,
+    /// The pause file could not be read, and why.
+    pub state_problem: Option<String>,
     pub last: Option<&'r RunView>,
     /// What is installed of it, if anything.
     pub installed: Option<&'r Installed>,
@@ -95,6 +99,7 @@ pub fn entry<'a>(
 ) -> ListEntry<'a> {
     let Live {
         paused,
+        state_problem,
         last,
         installed,
     } = live;
@@ -135,6 +140,7 @@ pub fn entry<'a>(
         outbound: d.outbound,
         description: d.description.as_deref(),
         paused,
+        state_problem,
         running: last.is_some_and(|r| r.status == Status::Running),
         last_run: last.map(|r| LastRun {
             run: r.run.clone().unwrap_or_default(),

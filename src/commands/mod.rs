@@ -174,14 +174,21 @@ fn list(s: &Settings, json: bool) -> CmdResult {
         .definitions
         .iter()
         .map(|d| {
+            // A pause file that cannot be read makes that one row's state unknown, naming the
+            // file; the others are listed as usual.
+            let (paused, state_problem) = match state.paused(&d.name) {
+                Ok(p) => (p, None),
+                Err(e) => (None, Some(crate::chain_text(&e))),
+            };
             let live = views::Live {
-                paused: state.paused(&d.name)?,
+                paused,
+                state_problem,
                 last: last.get(d.name.as_str()),
                 installed: installed.get(&d.name),
             };
-            Ok(views::entry(s, d, live, &now))
+            views::entry(s, d, live, &now)
         })
-        .collect::<Result<Vec<_>, crate::state::StateError>>()?;
+        .collect::<Vec<_>>();
     let stop = state.stopped()?;
     let out = &mut std::io::stdout().lock();
     if json {
@@ -246,6 +253,11 @@ fn print_list(
             e.description.unwrap_or("")
         )?;
     }
+    for e in entries {
+        if let Some(problem) = &e.state_problem {
+            writeln!(out, "{}: {}", e.name, field(problem))?;
+        }
+    }
     if problems > 0 {
         writeln!(
             out,
@@ -256,6 +268,9 @@ fn print_list(
 }
 
 fn state_words(e: &views::ListEntry) -> String {
+    if e.state_problem.is_some() {
+        return "unknown (pause file unreadable)".into();
+    }
     match (&e.paused, e.running) {
         (_, true) => "running".into(),
         (Some(p), _) if p.by == By::Auto => {

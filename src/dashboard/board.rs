@@ -179,6 +179,8 @@ impl Board {
         let def = self.definition(&card.name)?;
         let live = views::Live {
             paused: card.paused.clone(),
+            // Health already names an unreadable pause file among the card's reasons.
+            state_problem: None,
             last: card.recent.iter().find(|r| r.run.is_some()),
             installed: self.installs.get(&def.name),
         };

@@ -1259,6 +1259,29 @@ fn an_unreadable_pause_file_makes_one_automation_unknown() {
         "{doc}"
     );
     assert_eq!(of("two")["verdict"], "healthy");
+    // `list` too: that one row's state is unknown, the file named; the other row as usual.
+    let o = sb.run(["list"]);
+    assert_code(&o, 0);
+    let out = stdout(&o);
+    let row = |n: &str| {
+        out.lines()
+            .find(|l| l.starts_with(n))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        row("one ").contains("unknown (pause file unreadable)"),
+        "{out}"
+    );
+    assert!(row("two ").contains("active"), "{out}");
+    assert!(out.contains("paused/one.json"), "{out}");
+    let doc = crate::schema::list_doc(&sb);
+    let one = doc.automations.iter().find(|e| e.name == "one").unwrap();
+    assert!(
+        one.state_problem
+            .as_deref()
+            .is_some_and(|p| p.contains("paused/one.json"))
+    );
 }
 
 /// After the cause was fixed there was no way to say so: the automation stayed degraded for many

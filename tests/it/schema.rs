@@ -34,6 +34,7 @@ pub struct ListEntry {
     pub outbound: bool,
     pub description: Option<String>,
     pub paused: Option<PausedJson>,
+    pub state_problem: Option<String>,
     pub running: bool,
     pub last_run: Option<LastRunJson>,
     /// `yes`, `no`, `changed`; null for a manual-only automation.
