@@ -246,7 +246,12 @@ pub fn verdicts<Tz: TimeZone>(
 /// makes it unknown whatever the rules found, since they ran without it.
 pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Verdict {
     let input = rules::Input::new(s, th, now);
-    let mut figures = Figures::default();
+    // What notifications key their news on: the pause's time, the latest ack or resume.
+    let mut figures = Figures {
+        paused_at: s.paused.as_ref().map(|p| p.at.clone()),
+        acked_at: s.acked_at.map(crate::runlog::stamp),
+        ..Figures::default()
+    };
     let reasons: Vec<Reason> = rules::table()
         .iter()
         .flat_map(|rule| rule(&input, &mut figures))

@@ -127,8 +127,6 @@ fn not_approved<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason>
 
 fn auto_paused<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
     f.paused_by = i.s.paused.as_ref().map(|p| p.by);
-    f.paused_at = i.s.paused.as_ref().map(|p| p.at.clone());
-    f.acked_at = i.s.acked_at.map(crate::runlog::stamp);
     if f.paused_by != Some(By::Auto) {
         return Vec::new();
     }

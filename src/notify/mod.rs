@@ -160,7 +160,6 @@ struct Pending {
     /// This message tells of a degradation (or the automatic pause); delivering it makes the
     /// degradation "notified".
     degradation: bool,
-    auto_pause: bool,
 }
 
 fn state_path(s: &Settings, name: &str) -> PathBuf {
@@ -296,12 +295,11 @@ pub fn look_at(
 /// pause by its `paused` event's time, a degradation by the verdict's turn from healthy (or
 /// unknown) to degraded. Nothing is queued twice for one event.
 fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[String], host: &str) {
-    let queue = |last: &mut Last, message, degradation, auto_pause| {
+    let queue = |last: &mut Last, message, degradation| {
         last.pending.push(Pending {
             message,
             drivers: drivers.to_vec(),
             degradation,
-            auto_pause,
         })
     };
     // An ack (or resume) closes the degradation it answered: what comes after it is new news,
@@ -323,7 +321,7 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
         && last.auto_pause_at.as_ref() != Some(&at)
     {
         // The pause is the news, and says why: no separate "degraded" message for it.
-        queue(last, auto_paused_message(v, host), true, true);
+        queue(last, auto_paused_message(v, host), true);
         last.auto_pause_at = Some(at);
         if !last.degraded {
             last.degraded = true;
@@ -333,7 +331,7 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
     }
     match (last.degraded, v.verdict) {
         (false, State::Degraded) => {
-            queue(last, degraded_message(v, host), true, false);
+            queue(last, degraded_message(v, host), true);
             last.degraded = true;
             last.notified = false;
         }
@@ -343,7 +341,7 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
             // recovery to announce.
             last.pending.retain(|p| !p.degradation);
             if cfg.recovery && last.notified && v.verdict == State::Healthy {
-                queue(last, recovered_message(v, host), false, false);
+                queue(last, recovered_message(v, host), false);
             }
             last.degraded = false;
             last.notified = false;
