@@ -169,36 +169,27 @@ impl State {
         read_json(&self.record_path(name))
     }
 
-    /// Every install record of this data root, by name.
+    /// Every install record of this data root, by name; the first that cannot be read is the
+    /// error.
     pub fn install_records(&self) -> Result<BTreeMap<Name, Record>, StateError> {
-        let dir = self.dir.join("installed");
-        let mut out = BTreeMap::new();
-        for (stem, _) in fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))? {
-            let Ok(name) = Name::new(&stem) else { continue };
-            if let Some(r) = self.install_record(&name)? {
-                out.insert(name, r);
-            }
-        }
-        Ok(out)
+        self.install_records_each()?
+            .into_iter()
+            .map(|(name, r)| r.map(|r| (name, r)))
+            .collect()
     }
 
     /// Every install record of this data root, by name, each read on its own: one that cannot be
-    /// read is that name's error (named), not every name's.
+    /// read is that name's error (naming the file), not every name's.
+    #[allow(clippy::type_complexity)]
     pub fn install_records_each(
         &self,
-    ) -> Result<BTreeMap<Name, Result<Record, String>>, StateError> {
+    ) -> Result<BTreeMap<Name, Result<Record, StateError>>, StateError> {
         let dir = self.dir.join("installed");
         let mut out = BTreeMap::new();
         for (stem, _) in fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))? {
             let Ok(name) = Name::new(&stem) else { continue };
-            match self.install_record(&name) {
-                Ok(Some(r)) => {
-                    out.insert(name, Ok(r));
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    out.insert(name, Err(crate::chain_text(&e)));
-                }
+            if let Some(r) = self.install_record(&name).transpose() {
+                out.insert(name, r);
             }
         }
         Ok(out)
@@ -213,11 +204,6 @@ impl State {
     pub fn forget_install(&self, name: &Name) -> Result<bool, StateError> {
         let path = self.record_path(name);
         fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))
-    }
-
-    /// When the unit of `name` was installed on this machine, from its install record.
-    pub fn installed_at(&self, name: &Name) -> Result<Option<DateTime<Utc>>, StateError> {
-        Ok(self.install_record(name)?.map(|r| r.installed_at))
     }
 
     /// Turns the kill switch off; returns whether it was on.

@@ -143,7 +143,12 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
             (BTreeSet::from([n.to_string()]), installs)
         }
         None => {
-            let installs = state.install_records_each()?;
+            let installs: std::collections::BTreeMap<Name, Result<crate::state::Record, String>> =
+                state
+                    .install_records_each()?
+                    .into_iter()
+                    .map(|(n, r)| (n, r.map_err(|e| crate::chain_text(&e))))
+                    .collect();
             let mut names: BTreeSet<String> = loaded
                 .definitions
                 .iter()

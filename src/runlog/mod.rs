@@ -528,8 +528,8 @@ impl RunLog {
             Some(k) => Some(k.clone()),
             None => head_file.as_ref().and_then(head::read_from),
         };
-        let (prev, sealed, lines) = match recorded {
-            Some(h) if h.ino == ino && h.bytes == len => (h.hash, true, Some(h.lines)),
+        let (len, prev, sealed, lines) = match recorded {
+            Some(h) if h.ino == ino && h.bytes == len => (len, h.hash, true, Some(h.lines)),
             recorded => {
                 let (prev, sealed) =
                     last_line_hash(&file, len).map_err(|source| LogError::Read {
@@ -538,9 +538,8 @@ impl RunLog {
                     })?;
                 // The log must still hold what the head says it held; if not, the cut is written
                 // into the chain before this line.
-                let lines = match recorded.map(|h| (check_head_at(&file, (len, ino), &prev, &h), h))
-                {
-                    Some((Ok(lines), _)) => Some(lines),
+                match recorded.map(|h| (check_head_at(&file, (len, ino), &prev, &h), h)) {
+                    Some((Ok(lines), _)) => (len, prev, sealed, Some(lines)),
                     Some((Err(found), expected)) => {
                         let brk = Event::Break(Break {
                             expected: Extent {
@@ -552,21 +551,12 @@ impl RunLog {
                         });
                         let (end, hash) =
                             self.write_record(&mut file, &path, len, sealed, "", brk, at, &prev)?;
-                        // Whole lines found, the torn one sealed, and the break.
-                        let after = (end, hex(&hash), found.lines + 1);
-                        return self.append_after_break(
-                            name,
-                            event,
-                            at,
-                            durable,
-                            (file, path, ino),
-                            after,
-                            head_file,
-                        );
+                        // Whole lines found, the torn one sealed, and the break: the event
+                        // follows the break.
+                        (end, hex(&hash), true, Some(found.lines + 1))
                     }
-                    None => None,
-                };
-                (prev, sealed, lines)
+                    None => (len, prev, sealed, None),
+                }
             }
         };
         self.write_event(
@@ -576,29 +566,6 @@ impl RunLog {
             durable,
             (&mut file, &path, ino),
             (len, prev, sealed, lines),
-            head_file.as_ref(),
-        )
-    }
-
-    /// [`append_with`]'s last part after a `break` was written: the event itself.
-    #[allow(clippy::too_many_arguments)]
-    fn append_after_break(
-        &self,
-        name: &str,
-        event: Event,
-        at: DateTime<Utc>,
-        durable: Durable,
-        (mut file, path, ino): (File, PathBuf, u64),
-        (len, prev, lines): (u64, String, u64),
-        head_file: Option<File>,
-    ) -> Result<(), LogError> {
-        self.write_event(
-            name,
-            event,
-            at,
-            durable,
-            (&mut file, &path, ino),
-            (len, prev, true, Some(lines)),
             head_file.as_ref(),
         )
     }

@@ -178,7 +178,9 @@ pub fn program_arguments(
 /// shell. (Starting the unit itself is a scheduled firing, which the slot guard may skip.)
 pub fn run_now_command(def: &Definition, namespace: &Namespace, paths: &MachinePaths) -> String {
     let mut args = program_arguments(def, namespace, paths);
-    args.drain(3..5);
+    if let Some(at) = args.iter().position(|a| a == "--trigger") {
+        args.drain(at..at + 2);
+    }
     args.iter()
         .map(|a| shell_word(a))
         .collect::<Vec<_>>()

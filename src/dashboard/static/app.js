@@ -114,7 +114,7 @@ function update(row, a) {
   replaceIfChanged(field(row, "runs"), a.runs, () => runRows(a.runs));
   replaceIfChanged(field(row, "recent"), a.runs, () => recentMarks(field(row, "recent"), a.runs));
   const f = a.latest && a.latest.finished;
-  if (f) replaceIfChanged(field(row, "latest"), f, () => latestResult(f));
+  if (f) replaceIfChanged(field(row, "latest"), f, () => output(f));
   replaceIfChanged(field(row, "strip"), a.strip, () => stripMarks(a.strip));
   const run = row.querySelector('button[data-action="run"]');
   if (run) run.disabled = running;
@@ -182,10 +182,6 @@ function output(f) {
     el("pre", f.stdout_tail, "output"),
     el("h3", "stderr" + (f.dropped.stderr ? " (" + f.dropped.stderr + " earlier bytes dropped)" : "")),
     el("pre", f.stderr_tail, "output")];
-}
-
-function latestResult(f) {
-  return output(f);
 }
 
 // One run, any run: the same document as `automations show <id> --json`.
