@@ -62,6 +62,43 @@ impl UserManager {
             .unwrap()
     }
 
+    /// Starts a unit and waits for it (a oneshot service: until the firing ends); on failure the
+    /// panic says why: systemctl's stderr, the unit's result and status, and the run log.
+    fn start_ok(&self, sb: &Sandbox, unit: &str) {
+        let o = self.systemctl(&["start", unit]);
+        if o.status.success() {
+            return;
+        }
+        let show = self.systemctl(&[
+            "show",
+            "-p",
+            "ActiveState,Result,ExecMainCode,ExecMainStatus,NRestarts",
+            unit,
+        ]);
+        let status = self.systemctl(&["status", "--no-pager", "-l", "-n", "50", unit]);
+        panic!(
+            "systemctl start {unit} failed ({:?}): {}\n{}\n{}{}\nrun log: {:?}",
+            o.status.code(),
+            stderr(&o),
+            stdout(&show),
+            stdout(&status),
+            stderr(&status),
+            sb.log_lines()
+        );
+    }
+
+    fn systemd_run(&self, args: &[&str]) -> Output {
+        Command::new("systemd-run")
+            .arg("--user")
+            .args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &self.home)
+            .env("XDG_RUNTIME_DIR", &self.runtime)
+            .output()
+            .unwrap()
+    }
+
     fn prop(&self, unit: &str, prop: &str) -> String {
         let o = self.systemctl(&["show", "-p", prop, "--value", unit]);
         stdout(&o).trim().to_owned()
@@ -227,8 +264,7 @@ fn install_run_drift_and_uninstall_for_real() {
     );
 
     // The manager starting the service runs the automation as a scheduled run.
-    let o = m.systemctl(&["start", SERVICE]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    m.start_ok(&sb, SERVICE);
     let started = sb.events("started");
     assert_eq!(started.last().unwrap()["trigger"], "schedule");
     let finished = sb.last_finished();
@@ -362,6 +398,49 @@ fn a_real_timer_fires_the_runner() {
     sb.assert_log_verifies();
 }
 
+/// Issue 24 (CI refused a submission): private managers started side by side shared one
+/// app.slice, so the first to stop killed the other's running services - a firing "stopped by
+/// SIGTERM", a `systemctl start` that failed. Each manager now has a cgroup of its own: stopping
+/// one leaves the other's service (of the same name) running, and its cgroup is removed.
+#[test]
+fn private_managers_side_by_side_do_not_touch_each_others_services() {
+    let test = "private_managers_side_by_side_do_not_touch_each_others_services";
+    let mut first = Sandbox::new();
+    let mut second = Sandbox::new();
+    let Some(a) = UserManager::start(&mut first, test) else {
+        return;
+    };
+    let Some(b) = UserManager::start(&mut second, test) else {
+        return;
+    };
+    for m in [&a, &b] {
+        let o = m.systemd_run(&["--unit", "same", "sleep", "300"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(m.prop("same.service", "ActiveState"), "active");
+    }
+    let group = format!("automations-test-{}", a.child.id());
+    let groups: Vec<PathBuf> = std::fs::read_dir("/sys/fs/cgroup")
+        .unwrap()
+        .map(|e| e.unwrap().path().join(&group))
+        .filter(|g| g.exists())
+        .collect();
+    drop(a);
+    // Stopping the first manager stopped its own service only.
+    assert_eq!(b.prop("same.service", "ActiveState"), "active");
+    let pid = b.prop("same.service", "MainPID");
+    assert!(
+        Path::new("/proc").join(&pid).exists(),
+        "sleep {pid} is gone"
+    );
+    assert!(
+        !groups.is_empty(),
+        "no cgroup {group} under /sys/fs/cgroup/*"
+    );
+    for g in &groups {
+        assert!(!g.exists(), "{} was left behind", g.display());
+    }
+}
+
 /// A fake `systemctl` that answers like a healthy manager, except that the verb named in
 /// `fail-verb` beside it fails once with the manager's kind of message.
 fn fake_systemctl(dir: &Path) {
@@ -473,7 +552,7 @@ fn run_it_now_runs_a_daily_job_and_quick_starts_are_all_recorded() {
     // The unit's own start is a scheduled firing: today's 00:00 slot came before the install, so
     // it is skipped and nothing runs. That is what the old hint made a person type.
     let service = "local.automations.nightly.service";
-    assert!(m.systemctl(&["start", service]).status.success());
+    m.start_ok(&sb, service);
     assert!(sb.events("finished").is_empty(), "{:?}", sb.log_lines());
     for _ in 0..2 {
         let o = run_now();
@@ -487,9 +566,8 @@ fn run_it_now_runs_a_daily_job_and_quick_starts_are_all_recorded() {
     assert_eq!(ran.len(), 2, "{:?}", sb.log_lines());
     assert!(ran.iter().all(|f| f["stdout_tail"] == "ran\n"));
     // Quick starts of the unit: every one succeeds and leaves a record (skipped: slot done).
-    for i in 0..6 {
-        let o = m.systemctl(&["start", service]);
-        assert!(o.status.success(), "start {i}: {}", stderr(&o));
+    for _ in 0..6 {
+        m.start_ok(&sb, service);
     }
     let skipped = sb
         .events("skipped")
@@ -788,7 +866,7 @@ fn a_real_unit_skips_an_edited_definition() {
     };
     assert_pty_ok(&install(&sb, "job"));
     let service = "local.automations.job.service";
-    assert!(m.systemctl(&["start", service]).status.success());
+    m.start_ok(&sb, service);
     assert!(marker.exists(), "{:?}", sb.log_lines());
     std::fs::remove_file(&marker).unwrap();
     let path = sb.root.join("automations/job.toml");
@@ -798,7 +876,7 @@ fn a_real_unit_skips_an_edited_definition() {
         text.replace("every_minutes = 5", "every_minutes = 10"),
     )
     .unwrap();
-    assert!(m.systemctl(&["start", service]).status.success());
+    m.start_ok(&sb, service);
     let skip = sb.events("skipped");
     assert_eq!(
         skip.last().map(|s| s["reason"].clone()),
