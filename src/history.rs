@@ -356,15 +356,19 @@ pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Result<Found, LogError>
     })
 }
 
-/// Whether `name` has a `started` at or after `since`. Reads back only a little past `since`.
-pub fn started_since(log: &RunLog, name: &str, since: DateTime<Utc>) -> bool {
+/// Whether `name` has a scheduled `started` at or after `since` (a person's run consumes no
+/// slot). Reads back only a little past `since`.
+pub fn scheduled_since(log: &RunLog, name: &str, since: DateTime<Utc>) -> bool {
     let margin = since - chrono::Duration::minutes(5);
     for r in log.backwards() {
         let Some(t) = r.time() else { continue };
         if t < margin {
             return false;
         }
-        if r.name == name && t >= since && matches!(r.event, Event::Started(_)) {
+        if r.name == name
+            && t >= since
+            && matches!(&r.event, Event::Started(s) if s.trigger == crate::runlog::Trigger::Schedule)
+        {
             return true;
         }
     }

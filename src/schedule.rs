@@ -9,7 +9,9 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, TimeZone, Utc};
+use chrono::{
+    DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, TimeZone, Timelike, Utc,
+};
 use serde::{Deserialize, Serialize};
 
 /// A day of the week, as written in `weekdays`.
@@ -75,6 +77,13 @@ impl TimeOfDay {
     }
 }
 
+impl TimeOfDay {
+    /// Minutes since midnight.
+    pub fn minutes(self) -> u32 {
+        u32::from(self.hour) * 60 + u32::from(self.minute)
+    }
+}
+
 impl fmt::Display for TimeOfDay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:02}:{:02}", self.hour, self.minute)
@@ -96,36 +105,109 @@ impl<'de> Deserialize<'de> for TimeOfDay {
 }
 
 /// When the OS fires an automation. (Read back from install records, which keep the schedule
-/// that was installed.)
+/// that was installed; records written before lists and offsets existed read the same.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Schedule {
     /// Every N minutes (1..=1440): on the wall clock when N is a grid (`schedule::is_grid`),
-    /// else N minutes of awake time.
-    EveryMinutes { every_minutes: u32 },
-    /// Once a day at a local time, optionally only on some weekdays (empty = every day).
+    /// shifted by `offset_minutes` (0..N), else N minutes of awake time.
+    EveryMinutes {
+        every_minutes: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        offset_minutes: u32,
+    },
+    /// At local times of day (sorted, unique, 1..=24), optionally only on some weekdays or some
+    /// days of the month (empty = every day; never both).
     DailyAt {
-        daily_at: TimeOfDay,
+        #[serde(deserialize_with = "one_or_many", serialize_with = "one_or_list")]
+        daily_at: Vec<TimeOfDay>,
+        #[serde(default)]
         weekdays: Vec<Weekday>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        days_of_month: Vec<u8>,
     },
 }
 
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// `daily_at` as written: one time as a string (the shape records and `list --json` had before
+/// lists existed), several as a list.
+fn one_or_list<S: serde::Serializer>(times: &[TimeOfDay], s: S) -> Result<S::Ok, S::Error> {
+    match times {
+        [one] => one.serialize(s),
+        many => many.serialize(s),
+    }
+}
+
+/// `daily_at` as one time (records written before lists existed) or a list.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<TimeOfDay>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(TimeOfDay),
+        Many(Vec<TimeOfDay>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(t) => vec![t],
+        OneOrMany::Many(v) => v,
+    })
+}
+
 impl Schedule {
-    /// The schedule in words: "every 5 minutes", "daily at 08:30 on weekdays".
+    /// An interval on the wall clock or of awake time, without an offset.
+    pub fn every(every_minutes: u32) -> Self {
+        Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes: 0,
+        }
+    }
+
+    /// Whether it fires at points of the local wall clock (a grid or times of day), as opposed to
+    /// an interval of awake time.
+    pub fn on_the_clock(&self) -> bool {
+        match self {
+            Schedule::EveryMinutes { every_minutes, .. } => is_grid(*every_minutes),
+            Schedule::DailyAt { .. } => true,
+        }
+    }
+
+    /// The shortest time between two of its firings, in seconds (what `jitter_seconds` must stay
+    /// under): the interval, or the smallest gap between two times of day (across midnight too).
+    pub fn shortest_gap_seconds(&self) -> u32 {
+        match self {
+            Schedule::EveryMinutes { every_minutes, .. } => every_minutes * 60,
+            Schedule::DailyAt { daily_at, .. } => {
+                let mins: Vec<u32> = daily_at.iter().map(|t| t.minutes()).collect();
+                let wrap = mins.first().map_or(1440, |first| first + 1440);
+                mins.iter()
+                    .zip(mins.iter().skip(1).copied().chain([wrap]))
+                    .map(|(a, b)| (b - a) * 60)
+                    .min()
+                    .unwrap_or(86_400)
+            }
+        }
+    }
+
+    /// The schedule in words: "every 5 minutes", "every 15 minutes from :05", "daily at 08:00 and
+    /// 18:00 on weekdays", "on the 1st and 15th at 03:00".
     pub fn words(&self) -> String {
         match self {
-            Schedule::EveryMinutes { every_minutes: 1 } => "every minute".into(),
-            Schedule::EveryMinutes { every_minutes: 60 } => "every hour".into(),
-            Schedule::EveryMinutes { every_minutes: m } if m % 60 == 0 => {
-                format!("every {} hours", m / 60)
-            }
-            Schedule::EveryMinutes { every_minutes: m } if is_grid(*m) => {
-                format!("every {m} minutes")
-            }
-            Schedule::EveryMinutes { every_minutes: m } => {
-                format!("every {m} minutes ({})", AWAKE_NOTE)
-            }
-            Schedule::DailyAt { daily_at, weekdays } => {
+            Schedule::EveryMinutes {
+                every_minutes,
+                offset_minutes,
+            } => interval_words(*every_minutes, *offset_minutes),
+            Schedule::DailyAt {
+                daily_at,
+                weekdays,
+                days_of_month,
+            } => {
+                let times = and_list(daily_at.iter().map(ToString::to_string));
+                if !days_of_month.is_empty() {
+                    let days = and_list(days_of_month.iter().map(|d| ordinal(*d)));
+                    return format!("on the {days} at {times}");
+                }
                 let mut days = weekdays.clone();
                 days.sort();
                 let on = match days.as_slice() {
@@ -144,10 +226,50 @@ impl Schedule {
                         d.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
                     ),
                 };
-                format!("daily at {daily_at}{on}")
+                format!("daily at {times}{on}")
             }
         }
     }
+}
+
+fn interval_words(every: u32, offset: u32) -> String {
+    let base = match every {
+        1 => "every minute".to_owned(),
+        60 => "every hour".to_owned(),
+        m if m % 60 == 0 => format!("every {} hours", m / 60),
+        m => format!("every {m} minutes"),
+    };
+    if !is_grid(every) {
+        return format!("{base} ({AWAKE_NOTE})");
+    }
+    match (every, offset) {
+        (_, 0) => base,
+        (60, o) => format!("every hour at :{o:02}"),
+        (e, o) if e < 60 => format!("{base} from :{o:02}"),
+        (_, o) => format!("{base} from {:02}:{:02}", o / 60, o % 60),
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    match items.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// 1st, 2nd, 3rd, 4th … 21st, 22nd, 23rd … 31st.
+fn ordinal(n: u8) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Whether `every_minutes` is a wall-clock grid: it divides the hour (1, 2, 3, 4, 5, 6, 10, 12, 15,
@@ -163,29 +285,31 @@ pub fn is_grid(every_minutes: u32) -> bool {
 /// The words every place uses for an interval that counts awake time.
 pub const AWAKE_NOTE: &str = "counts awake time; does not fire on wake";
 
-/// The points of a grid within one day, as (hour, minute); `None` for the hour means every hour.
-pub fn grid_points(every_minutes: u32) -> Vec<(Option<u8>, u8)> {
+/// The points of a grid shifted by `offset` minutes within one day, as (hour, minute); `None` for
+/// the hour means every hour.
+pub fn grid_points(every_minutes: u32, offset: u32) -> Vec<(Option<u8>, u8)> {
     if every_minutes <= 60 {
-        (0..60)
+        (offset..60)
             .step_by(every_minutes as usize)
             .map(|m| (None, m as u8))
             .collect()
     } else {
-        (0..24)
-            .step_by((every_minutes / 60) as usize)
-            .map(|h| (Some(h as u8), 0))
+        (offset..1440)
+            .step_by(every_minutes as usize)
+            .map(|m| (Some((m / 60) as u8), (m % 60) as u8))
             .collect()
     }
 }
 
-/// The systemd `OnCalendar=` expression of a grid.
-pub fn grid_calendar(every_minutes: u32) -> String {
+/// The systemd `OnCalendar=` expression of a grid shifted by `offset` minutes.
+pub fn grid_calendar(every_minutes: u32, offset: u32) -> String {
+    let (h, m) = (offset / 60, offset % 60);
     match every_minutes {
         1 => "*-*-* *:*:00".into(),
-        m if m < 60 => format!("*-*-* *:00/{m}:00"),
-        60 => "*-*-* *:00:00".into(),
-        1440 => "*-*-* 00:00:00".into(),
-        m => format!("*-*-* 00/{}:00:00", m / 60),
+        e if e < 60 => format!("*-*-* *:{m:02}/{e}:00"),
+        60 => format!("*-*-* *:{m:02}:00"),
+        1440 => format!("*-*-* {h:02}:{m:02}:00"),
+        e => format!("*-*-* {h:02}/{}:{m:02}:00", e / 60),
     }
 }
 
@@ -208,10 +332,34 @@ pub fn resolve_local<Tz: TimeZone>(
     }
 }
 
-/// Whether `day` is one of `weekdays` (empty = every day).
-pub fn allowed(day: NaiveDate, weekdays: &[Weekday]) -> bool {
-    weekdays.is_empty()
-        || weekdays.contains(&Weekday::ALL[day.weekday().num_days_from_monday() as usize])
+/// Whether `day` is one of `weekdays` and of `days_of_month` (an empty list allows every day).
+pub fn allowed(day: NaiveDate, weekdays: &[Weekday], days_of_month: &[u8]) -> bool {
+    (weekdays.is_empty()
+        || weekdays.contains(&Weekday::ALL[day.weekday().num_days_from_monday() as usize]))
+        && (days_of_month.is_empty() || days_of_month.contains(&(day.day() as u8)))
+}
+
+/// How long a scheduled firing of `name` for `slot` waits before it runs, within
+/// `0..=jitter_seconds`: a hash of the name and the slot, so firings of many automations spread
+/// over the window, the same slot always waits the same (a catch-up after sleep too), and anyone
+/// can compute it ahead (`list`, a test). An interval of awake time has no slot: its wait depends
+/// on the name alone.
+pub fn jitter_delay(name: &str, slot: Option<DateTime<Utc>>, jitter_seconds: u32) -> Duration {
+    use sha2::{Digest, Sha256};
+    if jitter_seconds == 0 {
+        return Duration::zero();
+    }
+    let mut h = Sha256::new();
+    h.update(name.as_bytes());
+    h.update([0]);
+    if let Some(slot) = slot {
+        h.update(slot.timestamp().to_be_bytes());
+    }
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    let span = u64::from(jitter_seconds) * 1000 + 1;
+    Duration::milliseconds((u64::from_be_bytes(first) % span) as i64)
 }
 
 /// The next time a schedule fires after `now`.
@@ -227,6 +375,15 @@ pub enum Next {
 }
 
 impl Next {
+    /// The same firing `delay` later (its jitter: a wall-clock time moves; an interval of awake
+    /// time counts from the last start, which was delayed as much).
+    pub fn delayed(self, delay: Duration) -> Self {
+        match self {
+            Next::At(t) => Next::At(t + delay),
+            awake => awake,
+        }
+    }
+
     /// The instant to show, if there is one: the wall-clock time, or last start + interval.
     pub fn instant(&self) -> Option<DateTime<Utc>> {
         match *self {
@@ -253,7 +410,12 @@ impl Next {
             } else {
                 format!("in {} h", mins / 60)
             };
-            format!("{} ({when})", local.format("%Y-%m-%d %H:%M"))
+            let shape = if local.second() == 0 && local.nanosecond() == 0 {
+                "%Y-%m-%d %H:%M"
+            } else {
+                "%Y-%m-%d %H:%M:%S"
+            };
+            format!("{} ({when})", local.format(shape))
         };
         match *self {
             Next::At(t) => at(t),
@@ -276,33 +438,49 @@ impl Next {
     }
 }
 
-/// How far slot searches look back or ahead, in days: beyond a week of weekdays.
-const SEARCH_DAYS: i64 = 8;
+/// How far slot searches look back or ahead, in days: beyond a week of weekdays, or beyond the
+/// longest gap between two days of the month (the 31st: August to October).
+fn search_days(schedule: &Schedule) -> i64 {
+    match schedule {
+        Schedule::DailyAt { days_of_month, .. } if !days_of_month.is_empty() => 63,
+        _ => 8,
+    }
+}
 
 /// The slots of a calendar schedule on local `day`, oldest first, in UTC; empty for an interval
 /// that counts awake time (it has no slots on the clock). A grid point in a DST gap does not exist
-/// and is not fired, one in a fold is the earlier instant; a daily time in a gap moves to the first
-/// valid minute after it ([`resolve_local`]).
+/// and is not fired, one in a fold is the earlier instant; a time of day in a gap moves to the
+/// first valid minute after it ([`resolve_local`]), and two times that land on the same instant
+/// are one slot.
 pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> Vec<DateTime<Utc>> {
     match schedule {
-        Schedule::EveryMinutes { every_minutes } if is_grid(*every_minutes) => {
-            let step = *every_minutes as usize;
-            (0..1440)
-                .step_by(step)
-                .filter_map(|m: u32| {
-                    let at = day.and_time(NaiveTime::from_hms_opt(m / 60, m % 60, 0)?);
-                    tz.from_local_datetime(&at).earliest()
-                })
-                .map(|t| t.with_timezone(&Utc))
-                .collect()
-        }
+        Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes,
+        } if is_grid(*every_minutes) => (*offset_minutes..1440)
+            .step_by(*every_minutes as usize)
+            .filter_map(|m: u32| {
+                let at = day.and_time(NaiveTime::from_hms_opt(m / 60, m % 60, 0)?);
+                tz.from_local_datetime(&at).earliest()
+            })
+            .map(|t| t.with_timezone(&Utc))
+            .collect(),
         Schedule::EveryMinutes { .. } => Vec::new(),
-        Schedule::DailyAt { daily_at, weekdays } => {
-            if allowed(day, weekdays) {
-                resolve_local(tz, day, *daily_at).into_iter().collect()
-            } else {
-                Vec::new()
+        Schedule::DailyAt {
+            daily_at,
+            weekdays,
+            days_of_month,
+        } => {
+            if !allowed(day, weekdays, days_of_month) {
+                return Vec::new();
             }
+            let mut slots: Vec<DateTime<Utc>> = daily_at
+                .iter()
+                .filter_map(|at| resolve_local(tz, day, *at))
+                .collect();
+            slots.sort();
+            slots.dedup();
+            slots
         }
     }
 }
@@ -327,6 +505,19 @@ pub fn slots_between<Tz: TimeZone>(
         .flat_map(|day| day_slots(schedule, tz, day))
         .filter(|t| *t > from && *t <= to)
         .collect()
+}
+
+/// The longest time between two consecutive slots of a calendar schedule in the `search_days`
+/// before `now` (a monthly job's month, a weekday job's weekend, a twice-daily job's night);
+/// `None` for an interval of awake time.
+pub fn longest_gap<Tz: TimeZone>(
+    schedule: &Schedule,
+    tz: &Tz,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
+    let from = now - Duration::days(search_days(schedule) + 1);
+    let slots = slots_between(schedule, tz, from, now + Duration::days(1));
+    slots.windows(2).map(|w| w[1] - w[0]).max()
 }
 
 /// The slots in `(from, to]` that no firing followed: none of `firings` (times the schedule fired,
@@ -358,7 +549,7 @@ pub fn latest_slot<Tz: TimeZone>(schedule: &Schedule, now: &DateTime<Tz>) -> Opt
     let now_utc = now.with_timezone(&Utc);
     // Tomorrow first: a slot of tomorrow's local date can still be before now in UTC terms only
     // when today's date was misjudged, never otherwise; the cost is one day's slots.
-    (-1..=SEARCH_DAYS).find_map(|back| {
+    (-1..=search_days(schedule)).find_map(|back| {
         let day = now.date_naive() - Duration::days(back);
         day_slots(schedule, &tz, day)
             .into_iter()
@@ -383,7 +574,7 @@ pub fn next_firing<Tz: TimeZone>(
     now: &DateTime<Tz>,
     last_start: Option<DateTime<Utc>>,
 ) -> Option<Next> {
-    if let Schedule::EveryMinutes { every_minutes } = schedule
+    if let Schedule::EveryMinutes { every_minutes, .. } = schedule
         && !is_grid(*every_minutes)
     {
         return Some(Next::Awake {
@@ -393,7 +584,7 @@ pub fn next_firing<Tz: TimeZone>(
     }
     let tz = now.timezone();
     let now_utc = now.with_timezone(&Utc);
-    (0..=SEARCH_DAYS).find_map(|ahead| {
+    (0..=search_days(schedule)).find_map(|ahead| {
         let day = now.date_naive() + Duration::days(ahead);
         day_slots(schedule, &tz, day)
             .into_iter()
@@ -422,22 +613,22 @@ mod tests {
             ]
         );
         assert_eq!(
-            grid_points(15),
+            grid_points(15, 0),
             [(None, 0), (None, 15), (None, 30), (None, 45)]
         );
-        assert_eq!(grid_points(360).len(), 4);
-        assert_eq!(grid_points(1).len(), 60);
-        assert_eq!(grid_calendar(5), "*-*-* *:00/5:00");
-        assert_eq!(grid_calendar(1), "*-*-* *:*:00");
-        assert_eq!(grid_calendar(60), "*-*-* *:00:00");
-        assert_eq!(grid_calendar(120), "*-*-* 00/2:00:00");
-        assert_eq!(grid_calendar(1440), "*-*-* 00:00:00");
+        assert_eq!(grid_points(360, 0).len(), 4);
+        assert_eq!(grid_points(1, 0).len(), 60);
+        assert_eq!(grid_calendar(5, 0), "*-*-* *:00/5:00");
+        assert_eq!(grid_calendar(1, 0), "*-*-* *:*:00");
+        assert_eq!(grid_calendar(60, 0), "*-*-* *:00:00");
+        assert_eq!(grid_calendar(120, 0), "*-*-* 00/2:00:00");
+        assert_eq!(grid_calendar(1440, 0), "*-*-* 00:00:00");
     }
 
     #[test]
     fn next_firing_of_grids_daily_and_awake_intervals() {
         let now = t("2026-11-30T16:07:30Z").with_timezone(&Berlin); // 17:07:30 CET
-        let every = |m| Schedule::EveryMinutes { every_minutes: m };
+        let every = Schedule::every;
         assert_eq!(
             next_firing(&every(5), &now, None),
             Some(Next::At(t("2026-11-30T16:10:00Z")))
@@ -458,13 +649,7 @@ mod tests {
         let n = next_firing(&every(7), &now, Some(last)).unwrap();
         assert_eq!(n.instant(), Some(t("2026-11-30T16:07:00Z")));
         assert!(n.words(&now).starts_with("due"), "{}", n.words(&now));
-        let daily = Schedule::DailyAt {
-            daily_at: TimeOfDay {
-                hour: 8,
-                minute: 30,
-            },
-            weekdays: vec![Weekday::Mon],
-        };
+        let daily = daily(at(8, 30), &[Weekday::Mon]);
         // 2026-11-30 is a Monday, past 08:30: next Monday.
         assert_eq!(
             next_firing(&daily, &now, None),
@@ -478,13 +663,7 @@ mod tests {
 
     #[test]
     fn next_firing_across_dst_in_a_real_zone() {
-        let daily = Schedule::DailyAt {
-            daily_at: TimeOfDay {
-                hour: 2,
-                minute: 30,
-            },
-            weekdays: vec![],
-        };
+        let daily = daily(at(2, 30), &[]);
         // Spring forward, 2026-03-29: 02:30 does not exist; the slot is 03:00 CEST (01:00Z).
         let before = t("2026-03-28T23:00:00Z").with_timezone(&Berlin);
         assert_eq!(
@@ -498,7 +677,7 @@ mod tests {
             Some(Next::At(t("2026-10-25T00:30:00Z")))
         );
         // An hourly grid across the spring gap: 01:00 CET, then 03:00 CEST (02:00 is skipped).
-        let hourly = Schedule::EveryMinutes { every_minutes: 60 };
+        let hourly = Schedule::every(60);
         let at_0130 = t("2026-03-29T00:30:00Z").with_timezone(&Berlin);
         assert_eq!(
             next_firing(&hourly, &at_0130, None),
@@ -512,8 +691,9 @@ mod tests {
 
     fn daily(daily_at: TimeOfDay, weekdays: &[Weekday]) -> Schedule {
         Schedule::DailyAt {
-            daily_at,
+            daily_at: vec![daily_at],
             weekdays: weekdays.to_vec(),
+            days_of_month: vec![],
         }
     }
 

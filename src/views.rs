@@ -47,6 +47,10 @@ pub struct ListEntry<'a> {
     /// Where the next firing was computed from: `installed` (the schedule the install recorded)
     /// or `definition` (an older install record, whose definition is unchanged).
     pub next_from: Option<&'static str>,
+    /// The most a scheduled firing waits before it runs (`jitter_seconds`); 0 = none.
+    pub jitter_seconds: u32,
+    /// The wait included in `next`, in milliseconds (the same for that slot every time).
+    pub next_jitter_ms: Option<i64>,
 }
 
 /// `list`'s INSTALLED column.
@@ -123,6 +127,14 @@ pub fn entry<'a>(
             }),
         _ => None,
     };
+    // The run starts its jitter after the slot: that is the time to show.
+    let jitter = match next {
+        Some((schedule::Next::At(slot), _)) if d.jitter_seconds > 0 => Some(
+            schedule::jitter_delay(d.name.as_str(), Some(slot), d.jitter_seconds),
+        ),
+        _ => None,
+    };
+    let next = next.map(|(n, from)| (n.delayed(jitter.unwrap_or_default()), from));
     let installed_word = match installed {
         Some(i) if i.changed => Some(InstallWord::Changed),
         Some(_) => Some(InstallWord::Yes),
@@ -158,9 +170,18 @@ pub fn entry<'a>(
         next_words: if is_paused && installed.is_some() {
             Some("paused".to_owned())
         } else {
-            next.as_ref().map(|(n, _)| n.words(now))
+            next.as_ref().map(|(n, _)| match jitter {
+                Some(j) => format!(
+                    "{}, jitter {:.0} s",
+                    n.words(now),
+                    j.num_milliseconds() as f64 / 1000.0
+                ),
+                None => n.words(now),
+            })
         },
         next_from: next.map(|(_, from)| from),
+        jitter_seconds: d.jitter_seconds,
+        next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
     }
 }
 

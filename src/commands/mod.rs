@@ -142,6 +142,14 @@ pub(crate) fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
 
 fn validate(s: &Settings) -> CmdResult {
     let loaded = load_all(s)?;
+    // Warnings (valid, but maybe not what was meant) go to stderr and do not fail.
+    for w in loaded
+        .definitions
+        .iter()
+        .flat_map(crate::definition::schedule_warnings)
+    {
+        errln!("{w}");
+    }
     if loaded.problems.is_empty() {
         outln!("{} definitions valid", loaded.definitions.len());
         return Ok(Exit::Success);

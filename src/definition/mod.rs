@@ -77,6 +77,9 @@ pub struct Definition {
     pub anytype: Option<AnyTypeAccess>,
     /// When the OS fires it; `None` = manual only.
     pub schedule: Option<Schedule>,
+    /// The most a scheduled firing waits before it runs (the wait is the same for one slot: see
+    /// `schedule::jitter_delay`); 0 = none.
+    pub jitter_seconds: u32,
     /// Hex sha256 of the file's bytes (what `started` records and install pins).
     pub sha256: String,
 }
@@ -230,6 +233,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             env: f.env,
             anytype: f.anytype,
             schedule: f.schedule,
+            jitter_seconds: f.jitter_seconds,
             sha256: hex_sha256(bytes),
         }),
         _ => Err(r.problems),
@@ -287,6 +291,7 @@ struct Fields {
     env: Vec<EnvName>,
     anytype: Option<AnyTypeAccess>,
     schedule: Option<Schedule>,
+    jitter_seconds: u32,
 }
 
 /// Walks every key of `table`, reporting each problem (unknown keys included) and the missing
@@ -302,6 +307,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         env: Vec::new(),
         anytype: None,
         schedule: None,
+        jitter_seconds: 0,
     };
     for (key, value) in table {
         match key.as_str() {
@@ -328,7 +334,12 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
             },
             "env" => f.env = check_env(r, value),
             "anytype" => f.anytype = check_anytype(r, value),
-            "schedule" => f.schedule = check_schedule(r, value),
+            "schedule" => {
+                if let Some(k) = check_schedule(r, value) {
+                    f.schedule = Some(k.schedule);
+                    f.jitter_seconds = k.jitter_seconds;
+                }
+            }
             other => r.add(other, "unknown key"),
         }
     }
@@ -634,55 +645,41 @@ fn check_anytype(r: &mut Report, value: &Value) -> Option<AnyTypeAccess> {
     }
 }
 
-fn check_schedule(r: &mut Report, value: &Value) -> Option<Schedule> {
+/// The largest `jitter_seconds`.
+pub const MAX_JITTER_SECONDS: u32 = 3600;
+
+/// What `[schedule]` said: when, and the delay that spreads firings.
+struct ScheduleKeys {
+    schedule: Schedule,
+    jitter_seconds: u32,
+}
+
+/// Long because it is one table of keys, each checked where it is read, then the rules between
+/// them (which keys go together), each reported on its own.
+fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     let Value::Table(t) = value else {
         r.wrong_type("schedule", "a table", value);
         return None;
     };
     let before = r.problems.len();
     let mut every = None;
-    let mut daily = None;
+    let mut offset = 0;
+    let mut times = Vec::new();
     let mut weekdays = Vec::new();
+    let mut days_of_month = Vec::new();
+    let mut jitter = 0;
     for (key, v) in t {
         match key.as_str() {
             "every_minutes" => every = check_int(r, "schedule.every_minutes", v, 1, 1440),
-            "daily_at" => match v {
-                Value::String(s) => match TimeOfDay::parse(s) {
-                    Some(at) => daily = Some(at),
-                    None => r.add(
-                        "schedule.daily_at",
-                        format!(
-                            "{:?} is not a time; write \"HH:MM\" (24 h, 00:00 to 23:59)",
-                            truncate(s, 20)
-                        ),
-                    ),
-                },
-                v => r.wrong_type("schedule.daily_at", "a string \"HH:MM\"", v),
-            },
-            "weekdays" => {
-                if let Some(items) = strings(r, "schedule.weekdays", v) {
-                    if items.is_empty() {
-                        r.add(
-                            "schedule.weekdays",
-                            "must not be empty; leave it out for every day",
-                        );
-                    }
-                    for s in items {
-                        match Weekday::parse(s) {
-                            None => r.add(
-                                "schedule.weekdays",
-                                format!(
-                                    "{:?} is not a day; use mon, tue, wed, thu, fri, sat, sun",
-                                    truncate(s, 20)
-                                ),
-                            ),
-                            Some(d) if weekdays.contains(&d) => {
-                                r.add("schedule.weekdays", format!("{s} is listed twice"));
-                            }
-                            Some(d) => weekdays.push(d),
-                        }
-                    }
-                }
+            "offset_minutes" => {
+                offset = check_int(r, "schedule.offset_minutes", v, 0, 1439).unwrap_or(0);
+            }
+            "daily_at" => times = check_times(r, v),
+            "weekdays" => weekdays = check_weekdays(r, v),
+            "days_of_month" => days_of_month = check_days_of_month(r, v),
+            "jitter_seconds" => {
+                let max = i64::from(MAX_JITTER_SECONDS);
+                jitter = check_int(r, "schedule.jitter_seconds", v, 0, max).unwrap_or(0);
             }
             other => r.add(&format!("schedule.{other}"), "unknown key"),
         }
@@ -699,20 +696,187 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<Schedule> {
             "needs every_minutes or daily_at (leave out [schedule] for manual only)",
         );
     }
-    if has("weekdays") && has("every_minutes") {
+    for key in ["weekdays", "days_of_month"] {
+        if has(key) && has("every_minutes") {
+            r.add(
+                &format!("schedule.{key}"),
+                "only allowed with daily_at, not with every_minutes",
+            );
+        }
+    }
+    if has("weekdays") && has("days_of_month") {
         r.add(
-            "schedule.weekdays",
-            "only allowed with daily_at, not with every_minutes",
+            "schedule",
+            "has both weekdays and days_of_month; choose one",
         );
+    }
+    if has("offset_minutes") {
+        match every {
+            None if has("daily_at") => r.add(
+                "schedule.offset_minutes",
+                "only allowed with every_minutes; write the times in daily_at instead",
+            ),
+            Some(e) if !crate::schedule::is_grid(e) => r.add(
+                "schedule.offset_minutes",
+                format!(
+                    "every {e} minutes counts awake time and has no clock to be offset from; use an interval that divides the hour or the day"
+                ),
+            ),
+            Some(e) if offset >= e => r.add(
+                "schedule.offset_minutes",
+                format!("{offset} is not less than every_minutes ({e}); use 0..={}", e - 1),
+            ),
+            _ => {}
+        }
     }
     if r.problems.len() != before {
         return None;
     }
-    match (every, daily) {
-        (Some(every_minutes), None) => Some(Schedule::EveryMinutes { every_minutes }),
-        (None, Some(daily_at)) => Some(Schedule::DailyAt { daily_at, weekdays }),
-        _ => None,
+    let schedule = match every {
+        Some(every_minutes) => Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes: offset,
+        },
+        None => Schedule::DailyAt {
+            daily_at: times,
+            weekdays,
+            days_of_month,
+        },
+    };
+    let gap = schedule.shortest_gap_seconds();
+    if jitter >= gap {
+        r.add(
+            "schedule.jitter_seconds",
+            format!(
+                "{jitter} is not less than the shortest time between two firings ({gap} s); a delay that long would run into the next one"
+            ),
+        );
+        return None;
     }
+    Some(ScheduleKeys {
+        schedule,
+        jitter_seconds: jitter,
+    })
+}
+
+/// `daily_at`: one `"HH:MM"` or a list of 1..=24 different ones, sorted.
+fn check_times(r: &mut Report, v: &Value) -> Vec<TimeOfDay> {
+    let key = "schedule.daily_at";
+    let one = [v.clone()];
+    let items: &[Value] = match v {
+        Value::String(_) => &one,
+        Value::Array(items) => items,
+        v => {
+            r.wrong_type(key, "a string \"HH:MM\" or a list of them", v);
+            return Vec::new();
+        }
+    };
+    if items.is_empty() || items.len() > 24 {
+        r.add(key, format!("lists {} times; list 1 to 24", items.len()));
+        return Vec::new();
+    }
+    let mut times = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::String(s) => match TimeOfDay::parse(s) {
+                Some(at) if times.contains(&at) => r.add(key, format!("{at} is listed twice")),
+                Some(at) => times.push(at),
+                None => r.add(
+                    key,
+                    format!(
+                        "{:?} is not a time; write \"HH:MM\" (24 h, 00:00 to 23:59)",
+                        truncate(s, 20)
+                    ),
+                ),
+            },
+            v => r.wrong_type(key, "a string \"HH:MM\"", v),
+        }
+    }
+    times.sort();
+    times
+}
+
+fn check_weekdays(r: &mut Report, v: &Value) -> Vec<Weekday> {
+    let key = "schedule.weekdays";
+    let mut weekdays = Vec::new();
+    let Some(items) = strings(r, key, v) else {
+        return weekdays;
+    };
+    if items.is_empty() {
+        r.add(key, "must not be empty; leave it out for every day");
+    }
+    for s in items {
+        match Weekday::parse(s) {
+            None => r.add(
+                key,
+                format!(
+                    "{:?} is not a day; use mon, tue, wed, thu, fri, sat, sun",
+                    truncate(s, 20)
+                ),
+            ),
+            Some(d) if weekdays.contains(&d) => r.add(key, format!("{s} is listed twice")),
+            Some(d) => weekdays.push(d),
+        }
+    }
+    weekdays
+}
+
+/// `days_of_month`: a list of different days 1..=31, sorted.
+fn check_days_of_month(r: &mut Report, v: &Value) -> Vec<u8> {
+    let key = "schedule.days_of_month";
+    let Value::Array(items) = v else {
+        r.wrong_type(key, "an array of days 1..=31", v);
+        return Vec::new();
+    };
+    if items.is_empty() {
+        r.add(key, "must not be empty; leave it out for every day");
+    }
+    let mut days = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Value::Integer(d) if (1..=31).contains(d) => {
+                let d = *d as u8;
+                if days.contains(&d) {
+                    r.add(key, format!("{d} is listed twice"));
+                } else {
+                    days.push(d);
+                }
+            }
+            Value::Integer(d) => r.add(key, format!("{d} is not a day of the month; use 1..=31")),
+            v => r.wrong_type(key, "an integer day 1..=31", v),
+        }
+    }
+    days.sort_unstable();
+    days
+}
+
+/// What `validate` says about a valid schedule that may not do what its author meant: days of the
+/// month that some months do not have (those months do not fire, as with cron and systemd).
+pub fn schedule_warnings(def: &Definition) -> Vec<Problem> {
+    let Some(Schedule::DailyAt { days_of_month, .. }) = &def.schedule else {
+        return Vec::new();
+    };
+    let late: Vec<String> = days_of_month
+        .iter()
+        .filter(|d| **d >= 29)
+        .map(ToString::to_string)
+        .collect();
+    if late.is_empty() {
+        return Vec::new();
+    }
+    let months = match days_of_month.iter().filter(|d| **d >= 29).min() {
+        Some(29) => "February (but in leap years)",
+        Some(30) => "February",
+        _ => "February, April, June, September and November",
+    };
+    vec![Problem {
+        file: format!("{DEFINITIONS_DIR}/{}.toml", def.name),
+        key: "schedule.days_of_month".into(),
+        message: format!(
+            "warning: {} is not in every month: it does not fire in {months} (like cron and systemd)",
+            late.join(", ")
+        ),
+    }]
 }
 
 #[cfg(test)]

@@ -181,7 +181,103 @@ fn every_rule_valid_and_invalid() {
         (
             "[schedule]\ndaily_at = 8",
             "schedule.daily_at",
-            "expected a string",
+            "expected a string \"HH:MM\" or a list of them",
+        ),
+        (
+            "[schedule]\ndaily_at = []",
+            "schedule.daily_at",
+            "lists 0 times; list 1 to 24",
+        ),
+        (
+            "[schedule]\ndaily_at = [\"08:00\", \"18:00\", \"08:00\"]",
+            "schedule.daily_at",
+            "08:00 is listed twice",
+        ),
+        (
+            "[schedule]\ndaily_at = [\"08:00\", 9]",
+            "schedule.daily_at",
+            "expected a string \"HH:MM\"",
+        ),
+        (
+            &format!(
+                "[schedule]\ndaily_at = [{}]",
+                (0..25)
+                    .map(|h| format!("\"{:02}:{:02}\"", h % 24, h / 24))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "schedule.daily_at",
+            "lists 25 times",
+        ),
+        (
+            "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [0]",
+            "schedule.days_of_month",
+            "0 is not a day of the month; use 1..=31",
+        ),
+        (
+            "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [32]",
+            "schedule.days_of_month",
+            "32 is not a day of the month",
+        ),
+        (
+            "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [1, 1]",
+            "schedule.days_of_month",
+            "1 is listed twice",
+        ),
+        (
+            "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = []",
+            "schedule.days_of_month",
+            "must not be empty",
+        ),
+        (
+            "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = 1",
+            "schedule.days_of_month",
+            "expected an array of days 1..=31",
+        ),
+        (
+            "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [1]\nweekdays = [\"mon\"]",
+            "schedule",
+            "has both weekdays and days_of_month; choose one",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\ndays_of_month = [1]",
+            "schedule.days_of_month",
+            "only allowed with daily_at",
+        ),
+        (
+            "[schedule]\nevery_minutes = 15\noffset_minutes = 15",
+            "schedule.offset_minutes",
+            "15 is not less than every_minutes (15); use 0..=14",
+        ),
+        (
+            "[schedule]\nevery_minutes = 7\noffset_minutes = 2",
+            "schedule.offset_minutes",
+            "every 7 minutes counts awake time",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:00\"\noffset_minutes = 5",
+            "schedule.offset_minutes",
+            "only allowed with every_minutes",
+        ),
+        (
+            "[schedule]\nevery_minutes = 15\noffset_minutes = -1",
+            "schedule.offset_minutes",
+            "out of range",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\njitter_seconds = 300",
+            "schedule.jitter_seconds",
+            "300 is not less than the shortest time between two firings (300 s)",
+        ),
+        (
+            "[schedule]\ndaily_at = [\"08:00\", \"08:10\"]\njitter_seconds = 600",
+            "schedule.jitter_seconds",
+            "(600 s)",
+        ),
+        (
+            "[schedule]\ndaily_at = \"08:00\"\njitter_seconds = 3601",
+            "schedule.jitter_seconds",
+            "out of range 0..=3600",
         ),
         (
             "[schedule]\nevery_minutes = 5\ndaily_at = \"08:00\"",
@@ -237,6 +333,12 @@ fn every_rule_valid_and_invalid() {
         "[schedule]\nevery_minutes = 1440",
         "[schedule]\ndaily_at = \"00:00\"",
         "[schedule]\ndaily_at = \"23:59\"\nweekdays = [\"sun\", \"sat\"]",
+        "[schedule]\ndaily_at = [\"18:00\", \"08:00\"]",
+        "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [31, 1, 15]",
+        "[schedule]\nevery_minutes = 15\noffset_minutes = 14",
+        "[schedule]\nevery_minutes = 120\noffset_minutes = 90",
+        "[schedule]\nevery_minutes = 5\njitter_seconds = 299",
+        "[schedule]\ndaily_at = \"08:00\"\njitter_seconds = 3600",
         "[anytype]\npermission = \"readwrite\"\nspaces = [\"bafyreia.2hx\"]",
     ];
     for extra in accepted {
@@ -383,7 +485,7 @@ fn every_problem_is_reported_at_once() {
 
 #[test]
 fn schedules_in_words() {
-    let words = |m| Schedule::EveryMinutes { every_minutes: m }.words();
+    let words = |m| Schedule::every(m).words();
     assert_eq!(words(1), "every minute");
     assert_eq!(words(5), "every 5 minutes");
     assert_eq!(words(60), "every hour");
@@ -395,8 +497,9 @@ fn schedules_in_words() {
     assert_eq!(words(360), "every 6 hours");
     let daily = |days: &[Weekday]| {
         Schedule::DailyAt {
-            daily_at: TimeOfDay { hour: 8, minute: 5 },
+            daily_at: vec![TimeOfDay { hour: 8, minute: 5 }],
             weekdays: days.to_vec(),
+            days_of_month: vec![],
         }
         .words()
     };
@@ -409,6 +512,68 @@ fn schedules_in_words() {
     assert_eq!(daily(&[Sun, Sat]), "daily at 08:05 on weekends");
     assert_eq!(daily(&[Wed, Mon]), "daily at 08:05 on mon, wed");
     assert_eq!(daily(&Weekday::ALL), "daily at 08:05");
+    let offset = |every_minutes, offset_minutes| {
+        Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes,
+        }
+        .words()
+    };
+    assert_eq!(offset(15, 5), "every 15 minutes from :05");
+    assert_eq!(offset(60, 5), "every hour at :05");
+    assert_eq!(offset(120, 90), "every 2 hours from 01:30");
+    let times = |t: &[&str], dom: &[u8]| {
+        Schedule::DailyAt {
+            daily_at: t.iter().map(|t| TimeOfDay::parse(t).unwrap()).collect(),
+            weekdays: vec![],
+            days_of_month: dom.to_vec(),
+        }
+        .words()
+    };
+    assert_eq!(times(&["08:00", "18:00"], &[]), "daily at 08:00 and 18:00");
+    assert_eq!(
+        times(&["06:00", "12:00", "18:00"], &[]),
+        "daily at 06:00, 12:00 and 18:00"
+    );
+    assert_eq!(times(&["03:00"], &[1]), "on the 1st at 03:00");
+    assert_eq!(
+        times(&["03:00"], &[1, 2, 3, 11, 12, 13, 21, 22, 23, 31]),
+        "on the 1st, 2nd, 3rd, 11th, 12th, 13th, 21st, 22nd, 23rd and 31st at 03:00"
+    );
+}
+
+#[test]
+fn lists_and_days_are_kept_sorted_and_late_days_warn() {
+    let d = parse_x("[schedule]\ndaily_at = [\"18:00\", \"08:00\"]\ndays_of_month = [31, 1]\njitter_seconds = 60")
+        .unwrap();
+    assert_eq!(
+        d.schedule,
+        Some(Schedule::DailyAt {
+            daily_at: vec![
+                TimeOfDay { hour: 8, minute: 0 },
+                TimeOfDay {
+                    hour: 18,
+                    minute: 0
+                }
+            ],
+            weekdays: vec![],
+            days_of_month: vec![1, 31],
+        })
+    );
+    assert_eq!(d.jitter_seconds, 60);
+    let w = schedule_warnings(&d);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].key, "schedule.days_of_month");
+    assert!(
+        w[0].message.contains("31 is not in every month")
+            && w[0]
+                .message
+                .contains("February, April, June, September and November"),
+        "{}",
+        w[0].message
+    );
+    let d = parse_x("[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [1, 28]").unwrap();
+    assert!(schedule_warnings(&d).is_empty());
 }
 
 /// Deterministic xorshift so failures reproduce.

@@ -253,10 +253,23 @@ fn stale<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
         return Vec::new();
     };
     let limit_ms: u64 = match schedule {
-        Schedule::EveryMinutes { every_minutes } => {
+        Schedule::EveryMinutes { every_minutes, .. } => {
             u64::from(*every_minutes) * 60_000 * u64::from(th.stale_intervals)
         }
-        Schedule::DailyAt { .. } => u64::from(th.stale_daily_hours) * 3_600_000,
+        // A day's slots: `stale_daily_hours`; slots further apart (weekdays, days of the month)
+        // or closer (several a day) move the limit by as much as their longest gap differs from
+        // a day's.
+        Schedule::DailyAt { .. } => {
+            let day_ms: i64 = 86_400_000;
+            let gap_ms = crate::schedule::longest_gap(
+                schedule,
+                &now.wall.timezone(),
+                now.wall.with_timezone(&Utc),
+            )
+            .map_or(day_ms, |g| g.num_milliseconds());
+            let limit = i64::from(th.stale_daily_hours) * 3_600_000 + gap_ms - day_ms;
+            limit.max(3_600_000) as u64
+        }
     };
     f.stale_after_ms = Some(limit_ms);
     let (age, clock) = match last_success {
@@ -344,7 +357,7 @@ fn missed_days_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Rea
     reason(
         Rule::MissedDays,
         format!(
-            "missed {missed} of the last {} days",
+            "missed {missed} of its firings in the last {} days",
             i.th.missed_days_window
         ),
     )

@@ -192,6 +192,11 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
         return Ok(skipped);
     }
+    // The jitter: a scheduled firing waits its slot's delay before it contends for the lock (a
+    // person's run never waits). A pause or a stop-all set meanwhile is seen under the lock.
+    if trigger == Trigger::Schedule && def.jitter_seconds > 0 {
+        std::thread::sleep(jitter_wait(&def, name, Utc::now()));
+    }
     let lock = match take_lock(s, name)? {
         Some(lock) => lock,
         None => {
@@ -444,13 +449,26 @@ fn switches_and_slot(
     {
         let installed_at = installed.installed_at;
         if schedule::slot_done(slot_at, None, installed_at)
-            || history::started_since(log, name.as_str(), slot_at)
+            || history::scheduled_since(log, name.as_str(), slot_at)
         {
             return skip(log, name, trigger, SkipReason::SlotDone, String::new()).map(Some);
         }
     }
 
     Ok(None)
+}
+
+/// This firing's jitter delay: the one of its slot (the latest at `now`; an interval of awake time
+/// has none), whole also when the firing comes late (a catch-up on wake waits as long, which is
+/// when many automations fire at once).
+fn jitter_wait(def: &Definition, name: &Name, now: chrono::DateTime<Utc>) -> std::time::Duration {
+    let slot = def
+        .schedule
+        .as_ref()
+        .and_then(|s| schedule::latest_slot(s, &now.with_timezone(&chrono::Local)));
+    schedule::jitter_delay(name.as_str(), slot, def.jitter_seconds)
+        .to_std()
+        .unwrap_or_default()
 }
 
 fn append(log: &RunLog, name: &Name, event: Event) -> Result<(), RunError> {

@@ -50,50 +50,47 @@ pub fn plist(
         .as_ref()
         .expect("render() only renders scheduled definitions")
     {
-        Schedule::EveryMinutes { every_minutes } if crate::schedule::is_grid(*every_minutes) => {
-            let points = crate::schedule::grid_points(*every_minutes)
+        Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes,
+        } if crate::schedule::is_grid(*every_minutes) => {
+            let points = crate::schedule::grid_points(*every_minutes, *offset_minutes)
                 .into_iter()
-                .map(|(hour, minute)| {
-                    let mut c = Dictionary::new();
-                    if let Some(h) = hour {
-                        c.insert("Hour".into(), Value::Integer(u64::from(h).into()));
-                    }
-                    c.insert("Minute".into(), Value::Integer(u64::from(minute).into()));
-                    Value::Dictionary(c)
-                })
+                .map(|(hour, minute)| calendar_entry(hour, minute, None))
                 .collect();
             d.insert("StartCalendarInterval".into(), Value::Array(points));
         }
-        Schedule::EveryMinutes { every_minutes } => {
+        Schedule::EveryMinutes { every_minutes, .. } => {
             d.insert(
                 "StartInterval".into(),
                 Value::Integer((u64::from(*every_minutes) * 60).into()),
             );
         }
-        Schedule::DailyAt { daily_at, weekdays } => {
-            let at = |weekday: Option<Weekday>| {
-                let mut c = Dictionary::new();
-                c.insert(
-                    "Hour".into(),
-                    Value::Integer(u64::from(daily_at.hour).into()),
-                );
-                c.insert(
-                    "Minute".into(),
-                    Value::Integer(u64::from(daily_at.minute).into()),
-                );
-                if let Some(w) = weekday {
-                    // launchd counts Sunday as 0.
-                    let n = (w.index_from_monday() + 1) % 7;
-                    c.insert("Weekday".into(), Value::Integer(u64::from(n).into()));
-                }
-                Value::Dictionary(c)
-            };
-            let value = if weekdays.is_empty() {
-                at(None)
-            } else {
-                let mut days = weekdays.clone();
-                days.sort();
-                Value::Array(days.into_iter().map(|w| at(Some(w))).collect())
+        Schedule::DailyAt {
+            daily_at,
+            weekdays,
+            days_of_month,
+        } => {
+            let mut days: Vec<Day> = weekdays.iter().map(|w| Day::Week(*w)).collect();
+            days.sort();
+            days.extend(days_of_month.iter().map(|d| Day::Month(*d)));
+            let entries: Vec<Value> = daily_at
+                .iter()
+                .flat_map(|at| {
+                    let at = *at;
+                    let on: Vec<Option<Day>> = if days.is_empty() {
+                        vec![None]
+                    } else {
+                        days.iter().copied().map(Some).collect()
+                    };
+                    on.into_iter()
+                        .map(move |day| calendar_entry(Some(at.hour), at.minute, day))
+                })
+                .collect();
+            // One entry is a dictionary; several, an array (launchd fires at each).
+            let value = match <[Value; 1]>::try_from(entries) {
+                Ok([one]) => one,
+                Err(many) => Value::Array(many),
             };
             d.insert("StartCalendarInterval".into(), value);
             d.insert("RunAtLoad".into(), Value::Boolean(true));
@@ -117,6 +114,35 @@ pub fn plist(
         name: format!("{label}.plist"),
         bytes: with_header(xml, &header_text(def), awake_note(def).as_deref()),
     }
+}
+
+/// A day a `StartCalendarInterval` entry is limited to.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Day {
+    Week(Weekday),
+    Month(u8),
+}
+
+/// One `StartCalendarInterval` entry: `Minute`, and `Hour`, `Weekday` (Sunday = 0) or `Day` (of
+/// the month) when given.
+fn calendar_entry(hour: Option<u8>, minute: u8, day: Option<Day>) -> Value {
+    let int = |n: u32| Value::Integer(u64::from(n).into());
+    let mut c = Dictionary::new();
+    if let Some(h) = hour {
+        c.insert("Hour".into(), int(u32::from(h)));
+    }
+    c.insert("Minute".into(), int(u32::from(minute)));
+    match day {
+        // launchd counts Sunday as 0.
+        Some(Day::Week(w)) => {
+            c.insert("Weekday".into(), int((w.index_from_monday() + 1) % 7));
+        }
+        Some(Day::Month(d)) => {
+            c.insert("Day".into(), int(u32::from(d)));
+        }
+        None => {}
+    }
+    Value::Dictionary(c)
 }
 
 /// Inserts the header (and a note) as XML comments before `<plist`; `--` cannot appear inside a

@@ -56,15 +56,16 @@ impl Target {
 /// (systemd `TimeoutStartSec`, launchd `ExitTimeOut`): room for the runner's own tree kill.
 pub const BACKSTOP_SECONDS: u32 = 30;
 
-/// How long the service manager may let one run take: the timeout plus the backstop.
+/// How long the service manager may let one firing take: its jitter delay, the run's timeout and
+/// the backstop.
 pub fn stop_timeout(def: &Definition) -> u32 {
-    def.timeout_seconds + BACKSTOP_SECONDS
+    def.jitter_seconds + def.timeout_seconds + BACKSTOP_SECONDS
 }
 
 /// A second header line for an interval that counts awake time, so the unit itself says it.
 fn awake_note(def: &Definition) -> Option<String> {
     match def.schedule {
-        Some(crate::schedule::Schedule::EveryMinutes { every_minutes })
+        Some(crate::schedule::Schedule::EveryMinutes { every_minutes, .. })
             if !crate::schedule::is_grid(every_minutes) =>
         {
             Some(format!(

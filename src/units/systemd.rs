@@ -54,20 +54,27 @@ pub fn pair(
         escape_specifiers(&format!("automations: {} ({})", def.name, schedule.words()))
     );
     match schedule {
-        Schedule::EveryMinutes { every_minutes } if crate::schedule::is_grid(*every_minutes) => {
+        Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes,
+        } if crate::schedule::is_grid(*every_minutes) => {
             let _ = write!(
                 timer,
                 "OnCalendar={}\nPersistent=true\n",
-                crate::schedule::grid_calendar(*every_minutes)
+                crate::schedule::grid_calendar(*every_minutes, *offset_minutes)
             );
         }
-        Schedule::EveryMinutes { every_minutes } => {
+        Schedule::EveryMinutes { every_minutes, .. } => {
             let _ = write!(
                 timer,
                 "OnActiveSec={every_minutes}min\nOnUnitActiveSec={every_minutes}min\n"
             );
         }
-        Schedule::DailyAt { daily_at, weekdays } => {
+        Schedule::DailyAt {
+            daily_at,
+            weekdays,
+            days_of_month,
+        } => {
             let mut days: Vec<_> = weekdays.clone();
             days.sort();
             let prefix = if days.is_empty() {
@@ -76,10 +83,17 @@ pub fn pair(
                 let names: Vec<&str> = days.iter().map(|d| systemd_day(d.as_str())).collect();
                 format!("{} ", names.join(","))
             };
-            let _ = write!(
-                timer,
-                "OnCalendar={prefix}*-*-* {daily_at}:00\nPersistent=true\n"
-            );
+            let dom = if days_of_month.is_empty() {
+                "*".to_owned()
+            } else {
+                let d: Vec<String> = days_of_month.iter().map(|d| format!("{d:02}")).collect();
+                d.join(",")
+            };
+            // One line per time: systemd fires at the union of a timer's OnCalendar= lines.
+            for at in daily_at {
+                let _ = writeln!(timer, "OnCalendar={prefix}*-*-{dom} {at}:00");
+            }
+            timer.push_str("Persistent=true\n");
         }
     }
     let _ = write!(

@@ -22,7 +22,7 @@ fn ns() -> Namespace {
     Namespace::new("automations").unwrap()
 }
 
-/// The three schedule shapes the snapshots cover.
+/// The schedule shapes the snapshots cover.
 pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
     vec![
         (
@@ -46,6 +46,41 @@ pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
             def(
                 "weekdays",
                 "[schedule]\ndaily_at = \"07:05\"\nweekdays = [\"fri\", \"mon\", \"sun\"]\n",
+            ),
+        ),
+        (
+            "daily_at_list_weekdays",
+            def(
+                "twice",
+                "[schedule]\ndaily_at = [\"18:00\", \"08:15\"]\nweekdays = [\"tue\", \"mon\"]\n",
+            ),
+        ),
+        (
+            "days_of_month",
+            def(
+                "monthly",
+                "[schedule]\ndaily_at = [\"03:00\", \"23:45\"]\ndays_of_month = [15, 1]\n",
+            ),
+        ),
+        (
+            "every_minutes_offset",
+            def(
+                "offset",
+                "[schedule]\nevery_minutes = 15\noffset_minutes = 5\n",
+            ),
+        ),
+        (
+            "every_hours_offset",
+            def(
+                "hours-offset",
+                "[schedule]\nevery_minutes = 120\noffset_minutes = 90\n",
+            ),
+        ),
+        (
+            "jitter",
+            def(
+                "jitter",
+                "[schedule]\ndaily_at = \"08:30\"\njitter_seconds = 600\n",
             ),
         ),
     ]

@@ -105,14 +105,18 @@ fn list_json_is_a_strict_versioned_document() {
             daily_at: "08:30".into(),
             weekdays: ["mon", "tue", "wed", "thu", "fri"]
                 .map(String::from)
-                .to_vec()
+                .to_vec(),
+            days_of_month: None,
         })
     );
     assert!(daily.outbound);
     assert_eq!(daily.description.as_deref(), Some("d"));
     assert_eq!(
         doc.automations[1].schedule,
-        Some(ScheduleJson::EveryMinutes { every_minutes: 5 })
+        Some(ScheduleJson::EveryMinutes {
+            every_minutes: 5,
+            offset_minutes: None
+        })
     );
     assert_eq!(doc.automations[1].schedule_words, "every 5 minutes");
     assert_eq!(doc.automations[2].schedule_words, "manual only");

@@ -350,7 +350,10 @@ fn missed_days_and_a_pause_excuses_them() {
             assert!(!rules(&v).contains(&"missed_days".to_owned()), "{v}");
         } else {
             assert_eq!(v["figures"]["missed_days"], 4, "{v}");
-            assert_eq!(detail(&v, "missed_days"), "missed 4 of the last 14 days");
+            assert_eq!(
+                detail(&v, "missed_days"),
+                "missed 4 of its firings in the last 14 days"
+            );
         }
     }
 }

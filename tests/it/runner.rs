@@ -657,6 +657,35 @@ fn daily_slot_runs_once_on_schedule_but_manual_runs_always_run() {
     assert_eq!(sb.events("started").len(), 2);
 }
 
+/// Issue 19: a list of times keeps one run per slot, and a person's run never consumes a slot:
+/// the firing that follows it still runs (before, a manual run after the slot made the scheduled
+/// one skip as slot_done, and the slot never ran on schedule).
+#[test]
+fn a_list_of_times_runs_each_slot_once_and_a_manual_run_consumes_none() {
+    let sb = Sandbox::new();
+    let later = (chrono::Local::now() + chrono::Duration::hours(3))
+        .format("%H:%M")
+        .to_string();
+    sb.definition(
+        "twice",
+        &format!(
+            "name = \"twice\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = [\"{later}\", \"{}\"]\n",
+            quiet_time_of_day()
+        ),
+    );
+    sb.install_record("twice", chrono::Utc::now() - chrono::Duration::days(1));
+    assert_code(&sb.run(["run", "twice"]), 0);
+    assert_eq!(sb.events("started").len(), 1);
+    assert_code(&sb.run(["run", "twice", "--trigger", "schedule"]), 0);
+    assert!(sb.events("skipped").is_empty(), "{:?}", sb.log_lines());
+    assert_eq!(sb.events("started").len(), 2);
+    assert_eq!(sb.events("started")[1]["trigger"], "schedule");
+    assert_code(&sb.run(["run", "twice", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
+    assert_eq!(sb.events("started").len(), 2);
+    sb.assert_log_verifies();
+}
+
 #[test]
 fn a_unit_installed_after_the_slot_does_not_catch_up_that_slot() {
     let sb = Sandbox::new();

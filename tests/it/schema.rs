@@ -43,6 +43,10 @@ pub struct ListEntry {
     pub next_words: Option<String>,
     /// `installed` or `definition`.
     pub next_from: Option<String>,
+    /// The most a scheduled firing waits (`jitter_seconds`); 0 = none.
+    pub jitter_seconds: u32,
+    /// The wait included in `next`, in milliseconds.
+    pub next_jitter_ms: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -76,10 +80,15 @@ pub struct LastRunJson {
 pub enum ScheduleJson {
     EveryMinutes {
         every_minutes: u32,
+        /// Present when not 0.
+        offset_minutes: Option<u32>,
     },
     DailyAt {
-        daily_at: String,
+        /// One `HH:MM` as a string, several as a list.
+        daily_at: serde_json::Value,
         weekdays: Vec<String>,
+        /// Present when not empty.
+        days_of_month: Option<Vec<u8>>,
     },
 }
 

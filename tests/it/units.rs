@@ -16,6 +16,22 @@ const SHAPES: &[(&str, &str)] = &[
         "weekdays",
         "[schedule]\ndaily_at = \"07:05\"\nweekdays = [\"fri\", \"mon\", \"sun\"]\n",
     ),
+    (
+        "twice",
+        "[schedule]\ndaily_at = [\"18:00\", \"08:15\"]\nweekdays = [\"tue\", \"mon\"]\n",
+    ),
+    (
+        "monthly",
+        "[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [31, 1]\n",
+    ),
+    (
+        "offset",
+        "[schedule]\nevery_minutes = 15\noffset_minutes = 5\n",
+    ),
+    (
+        "jittered",
+        "[schedule]\ndaily_at = \"08:30\"\njitter_seconds = 900\n",
+    ),
 ];
 
 /// A sandbox whose root, data root and binary live under paths with a space, `%`, `&`, `<`, a
@@ -148,8 +164,9 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
         assert_eq!(ours, theirs, "{name}");
         assert_eq!(theirs["ProgramArguments"][0], a.bin.to_str().unwrap());
         assert_eq!(theirs["WorkingDirectory"], a.root.to_str().unwrap());
-        // The default timeout (300 s) plus the 30 s backstop.
-        assert_eq!(theirs["ExitTimeOut"], 330, "{name}");
+        // The default timeout (300 s) plus the 30 s backstop, plus the jitter's delay.
+        let jitter = if *name == "jittered" { 900 } else { 0 };
+        assert_eq!(theirs["ExitTimeOut"], 330 + jitter, "{name}");
         let calendar = &theirs["StartCalendarInterval"];
         match *name {
             "every" => {
@@ -179,6 +196,15 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
                         .iter()
                         .all(|c| c["Minute"] == 0)
                 );
+            }
+            "offset" => {
+                let minutes: Vec<u64> = calendar
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c["Minute"].as_u64().unwrap())
+                    .collect();
+                assert_eq!(minutes, [5, 20, 35, 50]);
             }
             "awake" => {
                 assert_eq!(theirs["StartInterval"], 420);
