@@ -792,6 +792,150 @@ mod tests {
     }
 
     #[test]
+    fn jitter_is_the_same_for_a_slot_within_bounds_and_spread() {
+        let slot = utc("2026-12-01T08:30:00Z");
+        assert_eq!(jitter_delay("backup", Some(slot), 0), Duration::zero());
+        let d = jitter_delay("backup", Some(slot), 600);
+        assert_eq!(d, jitter_delay("backup", Some(slot), 600));
+        assert!(d >= Duration::zero() && d <= Duration::seconds(600), "{d}");
+        // Another slot, another name: (almost always) another delay; over many, they spread.
+        let delays: Vec<i64> = (0..200)
+            .map(|i| jitter_delay(&format!("job{i}"), Some(slot), 600).num_milliseconds())
+            .collect();
+        assert!(delays.iter().all(|d| (0..=600_000).contains(d)));
+        let low = delays.iter().filter(|d| **d < 300_000).count();
+        assert!((60..=140).contains(&low), "{low} of 200 in the first half");
+        let slots: std::collections::BTreeSet<i64> = (0..50)
+            .map(|i| jitter_delay("backup", Some(slot + Duration::days(i)), 600).num_milliseconds())
+            .collect();
+        assert!(
+            slots.len() > 40,
+            "{} distinct delays over 50 slots",
+            slots.len()
+        );
+        // Without a slot (awake time) the name alone decides.
+        assert_eq!(
+            jitter_delay("backup", None, 600),
+            jitter_delay("backup", None, 600)
+        );
+    }
+
+    /// Fires `schedule` every minute after `from` until `to` (UTC) in `zone`, as systemd's
+    /// Persistent= and launchd's catch-ups may, running what the guard lets through (a run at
+    /// `from` is the last before); returns the runs.
+    fn every_minute_through<Tz: TimeZone>(
+        schedule: &Schedule,
+        zone: &Tz,
+        from: &str,
+        to: &str,
+    ) -> Vec<DateTime<Utc>> {
+        let (mut t, to) = (utc(from) + Duration::minutes(1), utc(to));
+        let mut runs: Vec<DateTime<Utc>> = vec![utc(from)];
+        while t <= to {
+            if let Some(slot) = latest_slot(schedule, &t.with_timezone(zone))
+                && !slot_done(slot, runs.last().copied(), None)
+            {
+                runs.push(t);
+            }
+            t += Duration::minutes(1);
+        }
+        runs.split_off(1)
+    }
+
+    fn times(at: &[TimeOfDay], days_of_month: &[u8]) -> Schedule {
+        Schedule::DailyAt {
+            daily_at: at.to_vec(),
+            weekdays: vec![],
+            days_of_month: days_of_month.to_vec(),
+        }
+    }
+
+    /// Every daily kind on Berlin's and New York's DST days, fired every minute: one run per slot,
+    /// a time in the gap at the first minute after it, a time in the fold once.
+    #[test]
+    fn each_slot_runs_once_on_dst_days_in_berlin_and_new_york() {
+        use chrono_tz::America::New_York;
+        // Berlin, spring (2026-03-29, 02:00 -> 03:00 CEST) and autumn (2026-10-25, 03:00 -> 02:00).
+        let list = times(&[at(1, 30), at(2, 30), at(12, 0)], &[]);
+        assert_eq!(
+            every_minute_through(
+                &list,
+                &Berlin,
+                "2026-03-28T23:00:00Z",
+                "2026-03-29T21:59:00Z"
+            ),
+            [
+                utc("2026-03-29T00:30:00Z"), // 01:30 CET
+                utc("2026-03-29T01:00:00Z"), // 02:30 is in the gap: 03:00 CEST
+                utc("2026-03-29T10:00:00Z"), // 12:00 CEST
+            ]
+        );
+        assert_eq!(
+            every_minute_through(
+                &list,
+                &Berlin,
+                "2026-10-24T22:00:00Z",
+                "2026-10-25T22:59:00Z"
+            ),
+            [
+                utc("2026-10-24T23:30:00Z"), // 01:30 CEST
+                utc("2026-10-25T00:30:00Z"), // the first 02:30 (CEST), not the second
+                utc("2026-10-25T11:00:00Z"), // 12:00 CET
+            ]
+        );
+        let monthly = times(&[at(2, 30)], &[1, 29]);
+        assert_eq!(
+            every_minute_through(
+                &monthly,
+                &Berlin,
+                "2026-03-28T23:00:00Z",
+                "2026-04-01T21:00:00Z"
+            ),
+            [utc("2026-03-29T01:00:00Z"), utc("2026-04-01T00:30:00Z")]
+        );
+        // New York, spring (2026-03-08, 02:00 -> 03:00 EDT) and autumn (2026-11-01, 02:00 -> 01:00).
+        let list = times(&[at(1, 30), at(2, 30)], &[]);
+        assert_eq!(
+            every_minute_through(
+                &list,
+                &New_York,
+                "2026-03-08T05:00:00Z",
+                "2026-03-09T03:59:00Z"
+            ),
+            [utc("2026-03-08T06:30:00Z"), utc("2026-03-08T07:00:00Z")]
+        );
+        assert_eq!(
+            every_minute_through(
+                &list,
+                &New_York,
+                "2026-11-01T04:00:00Z",
+                "2026-11-02T04:59:00Z"
+            ),
+            // 01:30 EDT once (the 01:30 EST an hour later is the same slot), 02:30 EST.
+            [utc("2026-11-01T05:30:00Z"), utc("2026-11-01T07:30:00Z")]
+        );
+        let monthly = times(&[at(1, 30)], &[1, 8]);
+        assert_eq!(
+            every_minute_through(
+                &monthly,
+                &New_York,
+                "2026-10-31T04:00:00Z",
+                "2026-11-02T04:59:00Z"
+            ),
+            [utc("2026-11-01T05:30:00Z")]
+        );
+        // Asleep over both of a day's slots (last run the evening before), woken at 20:00 CET:
+        // the latest slot, 18:00, runs once; 08:00 is not run on its own.
+        let twice = times(&[at(8, 0), at(18, 0)], &[]);
+        let woken = utc("2026-10-25T19:00:00Z");
+        let slot = latest_slot(&twice, &woken.with_timezone(&Berlin)).unwrap();
+        assert_eq!(slot, utc("2026-10-25T17:00:00Z"));
+        assert!(!slot_done(slot, Some(utc("2026-10-24T16:00:00Z")), None));
+        let after = latest_slot(&twice, &utc("2026-10-25T19:01:00Z").with_timezone(&Berlin));
+        assert!(slot_done(after.unwrap(), Some(woken), None));
+    }
+
+    #[test]
     fn done_rules() {
         let slot = utc("2026-11-29T07:30:00Z");
         assert!(!slot_done(slot, None, None));

@@ -11,13 +11,13 @@
 //!   `min_runs`; skipped runs are not runs, interrupted runs are failures and are named;
 //! - **stale**: for installed scheduled automations, the age of the last success (or of the install,
 //!   when none) in awake time — more than `stale_intervals` intervals, or `stale_daily_hours` for a
-//!   daily job. Within one boot the awake delta of the log's clocks; across boots the sum of the
+//!   daily job, moved by as much as its longest gap between slots differs from a day. Within one boot the awake delta of the log's clocks; across boots the sum of the
 //!   awake spans the log shows, an "at least"; with no clock to go by, wall-clock time, said so;
 //! - **slow**: the latest finished run timed out, or took more than `slow_factor` × the median of
 //!   the window's successes (needs `min_runs` of them);
-//! - **missed days** (`daily_at`): days without any scheduled or skipped run among the last
-//!   `missed_days_window`, more than `missed_days_max`; days before the install and since a current
-//!   pause are excused;
+//! - **missed days** (`daily_at`): slots (every listed time, on its days) without any scheduled or
+//!   skipped run after them among the last `missed_days_window` days, more than `missed_days_max`;
+//!   slots before the install and since the day a current pause began are excused;
 //! - **headline** (opt-in): the latest success's headline against the median of the 7 before it —
 //!   a drop to zero after usually non-zero, or a rise of `headline_rise_factor` times;
 //! - **outside calls**: 4xx (403 and 429 included), 5xx, and no answer, each at `http_share` or more

@@ -172,6 +172,10 @@ pub struct Started {
     pub pid: u32,
     pub definition: Option<String>,
     pub clock: Clock,
+    /// How long a scheduled firing waited before it ran (its `jitter_seconds` delay for the slot);
+    /// absent when it did not wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

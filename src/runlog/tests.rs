@@ -15,6 +15,7 @@ fn started(run: &str) -> Event {
         pid: 42,
         definition: Some("ab".into()),
         clock: clock::now(),
+        jitter_ms: None,
     })
 }
 

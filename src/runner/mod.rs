@@ -194,9 +194,11 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     }
     // The jitter: a scheduled firing waits its slot's delay before it contends for the lock (a
     // person's run never waits). A pause or a stop-all set meanwhile is seen under the lock.
-    if trigger == Trigger::Schedule && def.jitter_seconds > 0 {
-        std::thread::sleep(jitter_wait(&def, name, Utc::now()));
-    }
+    let jitter = (trigger == Trigger::Schedule && def.jitter_seconds > 0).then(|| {
+        let wait = jitter_wait(&def, name, Utc::now());
+        std::thread::sleep(wait);
+        wait
+    });
     let lock = match take_lock(s, name)? {
         Some(lock) => lock,
         None => {
@@ -217,6 +219,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         def: &def,
         run_id: &new_run_id(Utc::now()),
         trigger,
+        jitter,
     };
     let finished = fire(&firing, &log)?;
     // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
@@ -292,6 +295,7 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             pid: keeper.pid(),
             definition: Some(def.sha256.clone()),
             clock: clock::now(),
+            jitter_ms: firing.jitter.map(|j| j.as_millis() as u64),
         }),
         started_at,
     )?;
@@ -517,6 +521,7 @@ fn record_unstartable(
             pid: std::process::id(),
             definition,
             clock: clock.clone(),
+            jitter_ms: None,
         }),
         started_at,
     )?;
@@ -702,6 +707,8 @@ struct Firing<'a> {
     def: &'a Definition,
     run_id: &'a str,
     trigger: Trigger,
+    /// The jitter delay it waited, if it waited.
+    jitter: Option<std::time::Duration>,
 }
 
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
@@ -722,6 +729,7 @@ fn execute(
         def,
         run_id,
         trigger,
+        ..
     } = *firing;
     let fail =
         |class: &str, detail: String| failed_before_start(run_id, class, &detail, clock::now());

@@ -70,6 +70,7 @@ impl Fixture {
                     pid: 1,
                     definition: None,
                     clock: clock.clone(),
+                    jitter_ms: None,
                 }),
                 at,
             )
@@ -282,6 +283,54 @@ fn staleness_counts_awake_time_not_the_time_asleep() {
     assert!(detail(&v, "stale").contains("by the wall clock"), "{v}");
     let o = sb.run(["health", "hourly"]);
     assert!(stdout(&o).contains("(wall clock)"), "{}", stdout(&o));
+}
+
+/// Issue 19: the stale limit of a `daily_at` job follows its slots: a weekday job is not stale over
+/// a weekend, a monthly one not between two firsts (before, both were stale after 30 h), and one
+/// twice a day is stale sooner.
+#[test]
+fn the_stale_limit_follows_the_longest_gap_between_slots() {
+    let mut sb = Sandbox::new();
+    sb.env("TZ", "UTC");
+    let cases = [
+        (
+            "weekdays",
+            "daily_at = \"04:00\"\nweekdays = [\"mon\", \"tue\", \"wed\", \"thu\", \"fri\"]",
+            (30 + 48) * 3_600_000_i64,
+        ),
+        (
+            "twice",
+            "daily_at = [\"06:00\", \"16:00\"]",
+            (30 - 10) * 3_600_000,
+        ),
+    ];
+    for (name, schedule, limit) in cases {
+        sb.definition(
+            name,
+            &format!("name = \"{name}\"\ncommand = [\"true\"]\n[schedule]\n{schedule}\n"),
+        );
+        installed(&sb, name, Utc::now() - Duration::days(30));
+        let v = verdict(&sb, name);
+        assert_eq!(v["figures"]["stale_after_ms"], limit, "{name}: {v}");
+    }
+    sb.definition(
+        "monthly",
+        "name = \"monthly\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"04:00\"\ndays_of_month = [1]\n",
+    );
+    installed(&sb, "monthly", Utc::now() - Duration::days(90));
+    let mut fx = Fixture::new(&sb);
+    fx.ok("monthly", Utc::now() - Duration::days(20));
+    let v = verdict(&sb, "monthly");
+    let limit = v["figures"]["stale_after_ms"].as_i64().unwrap();
+    // 30 h plus a month (28 to 31 days) less a day.
+    assert!(
+        (30 * 3_600_000 + 27 * 86_400_000..=30 * 3_600_000 + 30 * 86_400_000).contains(&limit),
+        "{v}"
+    );
+    assert!(
+        !v["reasons"].to_string().contains("stale"),
+        "a monthly job 20 days after its success is not stale: {v}"
+    );
 }
 
 #[test]

@@ -686,6 +686,69 @@ fn a_list_of_times_runs_each_slot_once_and_a_manual_run_consumes_none() {
     sb.assert_log_verifies();
 }
 
+/// Issue 19: `jitter_seconds` delays a scheduled firing by its slot's own delay (a hash of the name
+/// and the slot, so it can be computed ahead), records it in `started`, and `list` shows the next
+/// firing with it; a person's run never waits.
+#[test]
+fn a_scheduled_firing_waits_its_slots_jitter_and_a_person_never_waits() {
+    use automations::schedule::{Next, jitter_delay, latest_slot, next_firing};
+    let sb = Sandbox::new();
+    let text = format!(
+        "name = \"spread\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"{}\"\njitter_seconds = 3\n",
+        quiet_time_of_day()
+    );
+    sb.definition("spread", &text);
+    sb.install_record("spread", chrono::Utc::now() - chrono::Duration::days(1));
+    let checks = automations::definition::Checks {
+        home: "/nonexistent".into(),
+        data_root: "/nonexistent".into(),
+    };
+    let schedule = automations::definition::parse("spread.toml", text.as_bytes(), &checks)
+        .unwrap()
+        .schedule
+        .unwrap();
+    let now = chrono::Local::now();
+    let slot = latest_slot(&schedule, &now).unwrap();
+    let delay = jitter_delay("spread", Some(slot), 3);
+
+    assert_code(&sb.run(["run", "spread"]), 0);
+    assert!(sb.events("started")[0].get("jitter_ms").is_none());
+    let t0 = Instant::now();
+    assert_code(&sb.run(["run", "spread", "--trigger", "schedule"]), 0);
+    let took = t0.elapsed();
+    let started = sb.events("started");
+    assert_eq!(started[1]["trigger"], "schedule");
+    assert_eq!(
+        started[1]["jitter_ms"],
+        delay.num_milliseconds(),
+        "{:?}",
+        started[1]
+    );
+    assert!(
+        took >= delay.to_std().unwrap(),
+        "waited {took:?}, not {delay}"
+    );
+
+    // list: the next firing is the next slot plus that slot's delay.
+    let Some(Next::At(next_slot)) = next_firing(&schedule, &now, None) else {
+        panic!("a daily schedule has a next slot");
+    };
+    let next_delay = jitter_delay("spread", Some(next_slot), 3);
+    let doc = list_doc(&sb);
+    let e = &doc.automations[0];
+    assert_eq!(e.jitter_seconds, 3);
+    assert_eq!(e.next_jitter_ms, Some(next_delay.num_milliseconds()));
+    assert_eq!(
+        e.next.as_deref(),
+        Some(automations::runlog::stamp(next_slot + next_delay).as_str())
+    );
+    assert!(
+        e.next_words.as_deref().unwrap().contains(", jitter "),
+        "{:?}",
+        e.next_words
+    );
+}
+
 #[test]
 fn a_unit_installed_after_the_slot_does_not_catch_up_that_slot() {
     let sb = Sandbox::new();
