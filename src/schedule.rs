@@ -362,6 +362,31 @@ pub fn jitter_delay(name: &str, slot: Option<DateTime<Utc>>, jitter_seconds: u32
     Duration::milliseconds((u64::from_be_bytes(first) % span) as i64)
 }
 
+/// `", jitter 42 s"`: what a next firing's words add for its delay.
+pub fn jitter_words(delay: Duration) -> String {
+    format!(", jitter {:.0} s", delay.num_milliseconds() as f64 / 1000.0)
+}
+
+/// The next run of `name` after `now`: its next firing, later by that slot's jitter delay, and the
+/// delay (none without `jitter_seconds`, or for an interval of awake time, whose starts are all
+/// delayed alike).
+pub fn next_run<Tz: TimeZone>(
+    schedule: &Schedule,
+    name: &str,
+    jitter_seconds: u32,
+    now: &DateTime<Tz>,
+    last_start: Option<DateTime<Utc>>,
+) -> Option<(Next, Option<Duration>)> {
+    let next = next_firing(schedule, now, last_start)?;
+    let delay = match next {
+        Next::At(slot) if jitter_seconds > 0 => {
+            Some(jitter_delay(name, Some(slot), jitter_seconds))
+        }
+        _ => None,
+    };
+    Some((next.delayed(delay.unwrap_or_default()), delay))
+}
+
 /// The next time a schedule fires after `now`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {

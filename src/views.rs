@@ -110,31 +110,25 @@ pub fn entry<'a>(
     let is_paused = paused.is_some();
     let last_start = last.and_then(|r| crate::runlog::parse_stamp(&r.at));
     // What fires is what was installed: its schedule, not the definition's (which may be edited).
+    // The run starts its jitter after the slot: that is the time to show.
     let next = match (paused.is_some(), installed) {
         (false, Some(i)) => i
             .schedule
             .as_ref()
-            .and_then(|sch| schedule::next_firing(sch, now, last_start))
-            .map(|n| {
-                (
-                    n,
-                    if i.from_record {
-                        "installed"
-                    } else {
-                        "definition"
-                    },
-                )
+            .and_then(|sch| {
+                schedule::next_run(sch, d.name.as_str(), d.jitter_seconds, now, last_start)
+            })
+            .map(|(n, jitter)| {
+                let from = if i.from_record {
+                    "installed"
+                } else {
+                    "definition"
+                };
+                (n, jitter, from)
             }),
         _ => None,
     };
-    // The run starts its jitter after the slot: that is the time to show.
-    let jitter = match next {
-        Some((schedule::Next::At(slot), _)) if d.jitter_seconds > 0 => Some(
-            schedule::jitter_delay(d.name.as_str(), Some(slot), d.jitter_seconds),
-        ),
-        _ => None,
-    };
-    let next = next.map(|(n, from)| (n.delayed(jitter.unwrap_or_default()), from));
+    let jitter = next.as_ref().and_then(|(_, j, _)| *j);
     let installed_word = match installed {
         Some(i) if i.changed => Some(InstallWord::Changed),
         Some(_) => Some(InstallWord::Yes),
@@ -165,21 +159,17 @@ pub fn entry<'a>(
         installed: installed_word,
         next: next
             .as_ref()
-            .and_then(|(n, _)| n.instant())
+            .and_then(|(n, _, _)| n.instant())
             .map(crate::runlog::stamp),
         next_words: if is_paused && installed.is_some() {
             Some("paused".to_owned())
         } else {
-            next.as_ref().map(|(n, _)| match jitter {
-                Some(j) => format!(
-                    "{}, jitter {:.0} s",
-                    n.words(now),
-                    j.num_milliseconds() as f64 / 1000.0
-                ),
-                None => n.words(now),
+            next.as_ref().map(|(n, _, _)| {
+                let jitter = jitter.map_or_else(String::new, schedule::jitter_words);
+                format!("{}{jitter}", n.words(now))
             })
         },
-        next_from: next.map(|(_, from)| from),
+        next_from: next.map(|(_, _, from)| from),
         jitter_seconds: d.jitter_seconds,
         next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
     }

@@ -182,12 +182,11 @@ fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
 /// when today's slot of a daily job is already done.
 fn after_install(s: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail> {
     let now = chrono::Local::now();
-    if let Some(next) = def
-        .schedule
-        .as_ref()
-        .and_then(|sch| crate::schedule::next_firing(sch, &now, None))
-    {
-        outln!("next firing: {}", next.words(&now));
+    if let Some((next, jitter)) = def.schedule.as_ref().and_then(|sch| {
+        crate::schedule::next_run(sch, def.name.as_str(), def.jitter_seconds, &now, None)
+    }) {
+        let jitter = jitter.map_or_else(String::new, crate::schedule::jitter_words);
+        outln!("next firing: {}{jitter}", next.words(&now));
     }
     let paths = install::machine_paths(s, bin)?;
     outln!(
