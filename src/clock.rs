@@ -43,6 +43,43 @@ fn read_ms(id: nix::time::ClockId) -> u64 {
         .unwrap_or(0)
 }
 
+/// When this firing's session began: the "login" an `at_login` automation runs once in. On Linux,
+/// the start of the systemd user manager that started the firing (`$MANAGERPID`, which systemd
+/// sets for its services, by its process start time); otherwise — a firing by hand, or macOS, where
+/// launchd gives a LaunchAgent no sign of the login it was loaded for — the boot.
+pub fn session_start() -> chrono::DateTime<chrono::Utc> {
+    let boot = chrono::Utc::now() - chrono::Duration::milliseconds(read_ms(TOTAL) as i64);
+    boot + manager_since_boot().unwrap_or_default()
+}
+
+/// How long after boot the firing's service manager started.
+#[cfg(target_os = "linux")]
+fn manager_since_boot() -> Option<chrono::Duration> {
+    let pid: u32 = std::env::var("MANAGERPID").ok()?.parse().ok()?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Field 22, the start time in clock ticks since boot, counted from after the `(comm)` that may
+    // hold spaces: the first field after `)` is field 3, so field 22 is the 20th.
+    let ticks: i64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .filter(|t| *t > 0)?;
+    Some(chrono::Duration::milliseconds(
+        ticks * 1000 / per_second as i64,
+    ))
+}
+
+#[cfg(target_os = "macos")]
+fn manager_since_boot() -> Option<chrono::Duration> {
+    None
+}
+
 #[cfg(target_os = "linux")]
 fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
@@ -84,5 +121,23 @@ mod tests {
         assert_eq!(a.boot, b.boot);
         assert!(b.awake_ms >= a.awake_ms);
         assert!(a.total_ms >= a.awake_ms);
+    }
+
+    /// The session of a process that names itself as its manager began when it started: within a
+    /// second of now for this test process (it started moments ago), and after the boot.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_managers_start_is_read_from_its_process() {
+        let boot = super::session_start();
+        // SAFETY (set_var): this test is the only one in the crate touching MANAGERPID.
+        unsafe { std::env::set_var("MANAGERPID", std::process::id().to_string()) };
+        let session = super::session_start();
+        unsafe { std::env::remove_var("MANAGERPID") };
+        let age = chrono::Utc::now() - session;
+        assert!(session > boot, "{session} not after the boot {boot}");
+        assert!(
+            age < chrono::Duration::seconds(120),
+            "this process started {age} ago"
+        );
     }
 }

@@ -115,6 +115,9 @@ pub enum Schedule {
         every_minutes: u32,
         #[serde(default, skip_serializing_if = "is_zero")]
         offset_minutes: u32,
+        /// It also runs once when the user's service manager starts (`at_login = true`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        at_login: bool,
     },
     /// At local times of day (sorted, unique, 1..=24), optionally only on some weekdays or some
     /// days of the month (empty = every day; never both).
@@ -125,7 +128,17 @@ pub enum Schedule {
         weekdays: Vec<Weekday>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         days_of_month: Vec<u8>,
+        /// It also runs once when the user's service manager starts (`at_login = true`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        at_login: bool,
     },
+    /// Only once each time the user's service manager starts: at login (or at boot, with
+    /// lingering), and when it is installed.
+    AtLogin,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -161,6 +174,17 @@ impl Schedule {
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes: 0,
+            at_login: false,
+        }
+    }
+
+    /// Whether it runs when the user's service manager starts (login, or boot with lingering).
+    pub fn at_login(&self) -> bool {
+        match self {
+            Schedule::EveryMinutes { at_login, .. } | Schedule::DailyAt { at_login, .. } => {
+                *at_login
+            }
+            Schedule::AtLogin => true,
         }
     }
 
@@ -170,6 +194,7 @@ impl Schedule {
         match self {
             Schedule::EveryMinutes { every_minutes, .. } => is_grid(*every_minutes),
             Schedule::DailyAt { .. } => true,
+            Schedule::AtLogin => false,
         }
     }
 
@@ -178,6 +203,7 @@ impl Schedule {
     pub fn shortest_gap_seconds(&self) -> u32 {
         match self {
             Schedule::EveryMinutes { every_minutes, .. } => every_minutes * 60,
+            Schedule::AtLogin => 86_400,
             Schedule::DailyAt { daily_at, .. } => {
                 let mins: Vec<u32> = daily_at.iter().map(|t| t.minutes()).collect();
                 let wrap = mins.first().map_or(1440, |first| first + 1440);
@@ -191,17 +217,29 @@ impl Schedule {
     }
 
     /// The schedule in words: "every 5 minutes", "every 15 minutes from :05", "daily at 08:00 and
-    /// 18:00 on weekdays", "on the 1st and 15th at 03:00".
+    /// 18:00 on weekdays", "on the 1st and 15th at 03:00", "at login", "every hour, and at login".
     pub fn words(&self) -> String {
         match self {
+            Schedule::AtLogin => "at login".into(),
+            s if s.at_login() => format!("{}, and at login", s.clock_words()),
+            s => s.clock_words(),
+        }
+    }
+
+    /// The words of its clock part (or awake-time interval).
+    fn clock_words(&self) -> String {
+        match self {
+            Schedule::AtLogin => String::new(),
             Schedule::EveryMinutes {
                 every_minutes,
                 offset_minutes,
+                ..
             } => interval_words(*every_minutes, *offset_minutes),
             Schedule::DailyAt {
                 daily_at,
                 weekdays,
                 days_of_month,
+                ..
             } => {
                 let times = and_list(daily_at.iter().map(ToString::to_string));
                 if !days_of_month.is_empty() {
@@ -482,6 +520,7 @@ pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> 
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes,
+            ..
         } if is_grid(*every_minutes) => (*offset_minutes..1440)
             .step_by(*every_minutes as usize)
             .filter_map(|m: u32| {
@@ -490,11 +529,12 @@ pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> 
             })
             .map(|t| t.with_timezone(&Utc))
             .collect(),
-        Schedule::EveryMinutes { .. } => Vec::new(),
+        Schedule::EveryMinutes { .. } | Schedule::AtLogin => Vec::new(),
         Schedule::DailyAt {
             daily_at,
             weekdays,
             days_of_month,
+            ..
         } => {
             if !allowed(day, weekdays, days_of_month) {
                 return Vec::new();
@@ -599,6 +639,9 @@ pub fn next_firing<Tz: TimeZone>(
     now: &DateTime<Tz>,
     last_start: Option<DateTime<Utc>>,
 ) -> Option<Next> {
+    if let Schedule::AtLogin = schedule {
+        return None;
+    }
     if let Schedule::EveryMinutes { every_minutes, .. } = schedule
         && !is_grid(*every_minutes)
     {
@@ -719,6 +762,7 @@ mod tests {
             daily_at: vec![daily_at],
             weekdays: weekdays.to_vec(),
             days_of_month: vec![],
+            at_login: false,
         }
     }
 
@@ -872,6 +916,7 @@ mod tests {
             daily_at: at.to_vec(),
             weekdays: vec![],
             days_of_month: days_of_month.to_vec(),
+            at_login: false,
         }
     }
 

@@ -163,6 +163,11 @@ pub fn entry<'a>(
             .map(crate::runlog::stamp),
         next_words: if is_paused && installed.is_some() {
             Some("paused".to_owned())
+        } else if next.is_none()
+            && installed.is_some()
+            && matches!(d.schedule, Some(Schedule::AtLogin))
+        {
+            Some("at the next login".to_owned())
         } else {
             next.as_ref().map(|(n, _, _)| {
                 let jitter = jitter.map_or_else(String::new, schedule::jitter_words);

@@ -655,7 +655,8 @@ struct ScheduleKeys {
 }
 
 /// Long because it is one table of keys, each checked where it is read, then the rules between
-/// them (which keys go together), each reported on its own.
+/// them (which keys go together), each reported on its own. `at_login = true` alone is a schedule
+/// ([`Schedule::AtLogin`]); beside a clock it adds the run at login.
 fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     let Value::Table(t) = value else {
         r.wrong_type("schedule", "a table", value);
@@ -668,6 +669,7 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     let mut weekdays = Vec::new();
     let mut days_of_month = Vec::new();
     let mut jitter = 0;
+    let mut at_login = false;
     for (key, v) in t {
         match key.as_str() {
             "every_minutes" => every = check_int(r, "schedule.every_minutes", v, 1, 1440),
@@ -677,6 +679,10 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
             "daily_at" => times = check_times(r, v),
             "weekdays" => weekdays = check_weekdays(r, v),
             "days_of_month" => days_of_month = check_days_of_month(r, v),
+            "at_login" => match v {
+                Value::Boolean(b) => at_login = *b,
+                v => r.wrong_type("schedule.at_login", "a boolean", v),
+            },
             "jitter_seconds" => {
                 let max = i64::from(MAX_JITTER_SECONDS);
                 jitter = check_int(r, "schedule.jitter_seconds", v, 0, max).unwrap_or(0);
@@ -690,10 +696,10 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
             "schedule",
             "has both every_minutes and daily_at; choose one",
         );
-    } else if !has("every_minutes") && !has("daily_at") {
+    } else if !has("every_minutes") && !has("daily_at") && !at_login {
         r.add(
             "schedule",
-            "needs every_minutes or daily_at (leave out [schedule] for manual only)",
+            "needs every_minutes, daily_at or at_login = true (leave out [schedule] for manual only)",
         );
     }
     for key in ["weekdays", "days_of_month"] {
@@ -702,6 +708,8 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
                 &format!("schedule.{key}"),
                 "only allowed with daily_at, not with every_minutes",
             );
+        } else if has(key) && !has("daily_at") {
+            r.add(&format!("schedule.{key}"), "only allowed with daily_at");
         }
     }
     if has("weekdays") && has("days_of_month") {
@@ -712,9 +720,9 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     }
     if has("offset_minutes") {
         match every {
-            None if has("daily_at") => r.add(
+            None => r.add(
                 "schedule.offset_minutes",
-                "only allowed with every_minutes; write the times in daily_at instead",
+                "only allowed with every_minutes (with daily_at, write the times themselves)",
             ),
             Some(e) if !crate::schedule::is_grid(e) => r.add(
                 "schedule.offset_minutes",
@@ -736,11 +744,14 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
         Some(every_minutes) => Schedule::EveryMinutes {
             every_minutes,
             offset_minutes: offset,
+            at_login,
         },
+        None if times.is_empty() => Schedule::AtLogin,
         None => Schedule::DailyAt {
             daily_at: times,
             weekdays,
             days_of_month,
+            at_login,
         },
     };
     let gap = schedule.shortest_gap_seconds();

@@ -260,6 +260,26 @@ fn every_rule_valid_and_invalid() {
             "only allowed with every_minutes",
         ),
         (
+            "[schedule]\nat_login = true\noffset_minutes = 5",
+            "schedule.offset_minutes",
+            "only allowed with every_minutes",
+        ),
+        (
+            "[schedule]\nat_login = true\nweekdays = [\"mon\"]",
+            "schedule.weekdays",
+            "only allowed with daily_at",
+        ),
+        (
+            "[schedule]\nat_login = false",
+            "schedule",
+            "needs every_minutes, daily_at or at_login = true",
+        ),
+        (
+            "[schedule]\nat_login = \"yes\"",
+            "schedule.at_login",
+            "expected a boolean",
+        ),
+        (
             "[schedule]\nevery_minutes = 15\noffset_minutes = -1",
             "schedule.offset_minutes",
             "out of range",
@@ -287,7 +307,7 @@ fn every_rule_valid_and_invalid() {
         (
             "[schedule]\n",
             "schedule",
-            "needs every_minutes or daily_at",
+            "needs every_minutes, daily_at or at_login = true",
         ),
         (
             "[schedule]\nevery_minutes = 5\nweekdays = [\"mon\"]",
@@ -339,6 +359,9 @@ fn every_rule_valid_and_invalid() {
         "[schedule]\nevery_minutes = 120\noffset_minutes = 90",
         "[schedule]\nevery_minutes = 5\njitter_seconds = 299",
         "[schedule]\ndaily_at = \"08:00\"\njitter_seconds = 3600",
+        "[schedule]\nat_login = true",
+        "[schedule]\nevery_minutes = 60\nat_login = true",
+        "[schedule]\ndaily_at = \"08:00\"\nat_login = true\njitter_seconds = 60",
         "[anytype]\npermission = \"readwrite\"\nspaces = [\"bafyreia.2hx\"]",
     ];
     for extra in accepted {
@@ -500,6 +523,7 @@ fn schedules_in_words() {
             daily_at: vec![TimeOfDay { hour: 8, minute: 5 }],
             weekdays: days.to_vec(),
             days_of_month: vec![],
+            at_login: false,
         }
         .words()
     };
@@ -516,17 +540,25 @@ fn schedules_in_words() {
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes,
+            at_login: false,
         }
         .words()
     };
     assert_eq!(offset(15, 5), "every 15 minutes from :05");
     assert_eq!(offset(60, 5), "every hour at :05");
     assert_eq!(offset(120, 90), "every 2 hours from 01:30");
+    assert_eq!(Schedule::AtLogin.words(), "at login");
+    let with_login = parse_x("[schedule]\nevery_minutes = 60\nat_login = true").unwrap();
+    assert_eq!(
+        with_login.schedule.unwrap().words(),
+        "every hour, and at login"
+    );
     let times = |t: &[&str], dom: &[u8]| {
         Schedule::DailyAt {
             daily_at: t.iter().map(|t| TimeOfDay::parse(t).unwrap()).collect(),
             weekdays: vec![],
             days_of_month: dom.to_vec(),
+            at_login: false,
         }
         .words()
     };
@@ -558,6 +590,7 @@ fn lists_and_days_are_kept_sorted_and_late_days_warn() {
             ],
             weekdays: vec![],
             days_of_month: vec![1, 31],
+            at_login: false,
         })
     );
     assert_eq!(d.jitter_seconds, 60);

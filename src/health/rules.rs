@@ -256,6 +256,8 @@ fn stale<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
         Schedule::EveryMinutes { every_minutes, .. } => {
             u64::from(*every_minutes) * 60_000 * u64::from(th.stale_intervals)
         }
+        // Logins come when they come: no age is too old.
+        Schedule::AtLogin => return Vec::new(),
         // A day's slots: `stale_daily_hours`; slots further apart (weekdays, days of the month)
         // or closer (several a day) move the limit by as much as their longest gap differs from
         // a day's.

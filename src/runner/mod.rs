@@ -393,7 +393,8 @@ fn approved(
     })
 }
 
-/// Steps 2 and 3: the kill switch, the pause, the pins of a scheduled firing, the daily slot.
+/// Steps 2 and 3: the kill switch, the pause, the pins of a scheduled firing, the login run, the
+/// daily slot.
 /// `Some` is the recorded skip.
 fn switches_and_slot(
     log: &RunLog,
@@ -446,7 +447,32 @@ fn switches_and_slot(
         .map(Some);
     }
 
-    // 3. One run per daily slot.
+    // 3. At login: the first scheduled firing since the session began (the user's manager
+    //    started) runs whatever slot it comes at; one that only runs at login skips the others.
+    if trigger == Trigger::Schedule
+        && let Some(schedule) = &def.schedule
+        && schedule.at_login()
+    {
+        let since = clock::session_start();
+        if !history::scheduled_since(log, name.as_str(), since) {
+            return Ok(None);
+        }
+        if matches!(schedule, Schedule::AtLogin) {
+            return skip(
+                log,
+                name,
+                trigger,
+                SkipReason::SlotDone,
+                format!(
+                    ": it ran at this login already (the session began {})",
+                    crate::runlog::stamp(since)
+                ),
+            )
+            .map(Some);
+        }
+    }
+
+    // 4. One run per daily slot.
     if trigger == Trigger::Schedule
         && let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
         && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())

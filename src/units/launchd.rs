@@ -45,14 +45,15 @@ pub fn plist(
     let mut env = Dictionary::new();
     env.insert("PATH".into(), FIXED_PATH.into());
     d.insert("EnvironmentVariables".into(), Value::Dictionary(env));
-    match def
+    let schedule = def
         .schedule
         .as_ref()
-        .expect("render() only renders scheduled definitions")
-    {
+        .expect("render() only renders scheduled definitions");
+    match schedule {
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes,
+            ..
         } if crate::schedule::is_grid(*every_minutes) => {
             let points = crate::schedule::grid_points(*every_minutes, *offset_minutes)
                 .into_iter()
@@ -66,10 +67,13 @@ pub fn plist(
                 Value::Integer((u64::from(*every_minutes) * 60).into()),
             );
         }
+        // At login is RunAtLoad, below.
+        Schedule::AtLogin => {}
         Schedule::DailyAt {
             daily_at,
             weekdays,
             days_of_month,
+            ..
         } => {
             let mut days: Vec<Day> = weekdays.iter().map(|w| Day::Week(*w)).collect();
             days.sort();
@@ -95,6 +99,10 @@ pub fn plist(
             d.insert("StartCalendarInterval".into(), value);
             d.insert("RunAtLoad".into(), Value::Boolean(true));
         }
+    }
+    if schedule.at_login() {
+        // launchd runs it when the agent loads: at login, and at install.
+        d.insert("RunAtLoad".into(), Value::Boolean(true));
     }
     let log = format!("{}/{LOG_DIR}/{}.log", paths.data_root, def.name);
     d.insert("StandardOutPath".into(), log.clone().into());

@@ -57,6 +57,7 @@ pub fn pair(
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes,
+            ..
         } if crate::schedule::is_grid(*every_minutes) => {
             let _ = write!(
                 timer,
@@ -70,10 +71,12 @@ pub fn pair(
                 "OnActiveSec={every_minutes}min\nOnUnitActiveSec={every_minutes}min\n"
             );
         }
+        Schedule::AtLogin => {}
         Schedule::DailyAt {
             daily_at,
             weekdays,
             days_of_month,
+            ..
         } => {
             let mut days: Vec<_> = weekdays.clone();
             days.sort();
@@ -95,6 +98,11 @@ pub fn pair(
             }
             timer.push_str("Persistent=true\n");
         }
+    }
+    // At login: when the user's manager starts (and at once when the timer starts later, as at
+    // install: an OnStartupSec= already past elapses immediately).
+    if schedule.at_login() {
+        timer.push_str("OnStartupSec=0\n");
     }
     let _ = write!(
         timer,

@@ -76,6 +76,14 @@ pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
                 "[schedule]\nevery_minutes = 120\noffset_minutes = 90\n",
             ),
         ),
+        ("at_login", def("login", "[schedule]\nat_login = true\n")),
+        (
+            "every_hour_and_at_login",
+            def(
+                "hourly-login",
+                "[schedule]\nevery_minutes = 60\nat_login = true\n",
+            ),
+        ),
         (
             "jitter",
             def(

@@ -2,7 +2,7 @@
 //! environment, output, results, pause and the kill switch, exit codes.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
@@ -747,6 +747,75 @@ fn a_scheduled_firing_waits_its_slots_jitter_and_a_person_never_waits() {
         "{:?}",
         e.next_words
     );
+}
+
+/// Issue 19: `at_login` runs once per session of the user's service manager: the first scheduled
+/// firing since the manager (`$MANAGERPID`, as systemd sets it) started runs, whatever slot it
+/// comes at; an at-login-only automation skips any other firing until the next session.
+#[test]
+fn at_login_runs_once_per_session_of_the_manager() {
+    let mut sb = Sandbox::new();
+    sb.definition(
+        "hello",
+        "name = \"hello\"\ncommand = [\"true\"]\n[schedule]\nat_login = true\n",
+    );
+    sb.definition(
+        "nightly",
+        &format!(
+            "name = \"nightly\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"{}\"\nat_login = true\n",
+            quiet_time_of_day()
+        ),
+    );
+    let day_ago = chrono::Utc::now() - chrono::Duration::days(1);
+    sb.install_record("hello", day_ago);
+    sb.install_record("nightly", day_ago);
+    let fire = |sb: &Sandbox, name: &str| {
+        assert_code(&sb.run(["run", name, "--trigger", "schedule"]), 0);
+    };
+    let reasons = |sb: &Sandbox, name: &str| -> Vec<String> {
+        sb.events("skipped")
+            .iter()
+            .filter(|s| s["name"] == name)
+            .map(|s| s["reason"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let starts = |sb: &Sandbox, name: &str| {
+        sb.events("started")
+            .iter()
+            .filter(|s| s["name"] == name)
+            .count()
+    };
+
+    // A manager that started now (a process of our own stands in for it).
+    let mut manager = Command::new("sleep").arg("300").spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    sb.env("MANAGERPID", &manager.id().to_string());
+    fire(&sb, "hello");
+    fire(&sb, "hello");
+    assert_eq!(starts(&sb, "hello"), 1);
+    assert_eq!(reasons(&sb, "hello"), ["slot_done"]);
+    // The daily job's slot was run before this session: the login firing runs it anyway, once.
+    fire(&sb, "nightly");
+    fire(&sb, "nightly");
+    assert_eq!(starts(&sb, "nightly"), 1);
+    assert_eq!(reasons(&sb, "nightly"), ["slot_done"]);
+    // A person's run is no login run: the next session's firing still runs.
+    assert_code(&sb.run(["run", "hello"]), 0);
+    let _ = manager.kill();
+    let _ = manager.wait();
+
+    // The next session.
+    std::thread::sleep(Duration::from_millis(100));
+    let mut manager = Command::new("sleep").arg("300").spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    sb.env("MANAGERPID", &manager.id().to_string());
+    fire(&sb, "hello");
+    fire(&sb, "hello");
+    assert_eq!(starts(&sb, "hello"), 3);
+    assert_eq!(reasons(&sb, "hello"), ["slot_done", "slot_done"]);
+    let _ = manager.kill();
+    let _ = manager.wait();
+    sb.assert_log_verifies();
 }
 
 #[test]

@@ -50,8 +50,9 @@ impl UserManager {
         Some(m)
     }
 
-    fn systemctl(&self, args: &[&str]) -> Output {
-        Command::new("systemctl")
+    /// `program --user args…` against this manager, with a clean environment.
+    fn user(&self, program: &str, args: &[&str]) -> Output {
+        Command::new(program)
             .arg("--user")
             .args(args)
             .env_clear()
@@ -60,6 +61,10 @@ impl UserManager {
             .env("XDG_RUNTIME_DIR", &self.runtime)
             .output()
             .unwrap()
+    }
+
+    fn systemctl(&self, args: &[&str]) -> Output {
+        self.user("systemctl", args)
     }
 
     /// Starts a unit and waits for it (a oneshot service: until the firing ends); on failure the
@@ -88,15 +93,7 @@ impl UserManager {
     }
 
     fn systemd_run(&self, args: &[&str]) -> Output {
-        Command::new("systemd-run")
-            .arg("--user")
-            .args(args)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .env("HOME", &self.home)
-            .env("XDG_RUNTIME_DIR", &self.runtime)
-            .output()
-            .unwrap()
+        self.user("systemd-run", args)
     }
 
     fn prop(&self, unit: &str, prop: &str) -> String {
@@ -433,6 +430,54 @@ fn a_real_timer_fires_the_runner() {
         Some(other_local.format("%Y-%m-%d %H:%M:%S").to_string().as_str()),
         "next elapse: {next}"
     );
+    sb.assert_log_verifies();
+}
+
+/// Issue 19: `at_login` on a real user manager. The timer's `OnStartupSec=0` is already past when
+/// install starts it, so it runs at once (as launchd's RunAtLoad does at install); then each time
+/// the manager starts anew (a login) it runs once more.
+#[test]
+fn an_at_login_automation_runs_at_install_and_when_the_manager_starts() {
+    let test = "an_at_login_automation_runs_at_install_and_when_the_manager_starts";
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    sb.definition(
+        "hello",
+        "name = \"hello\"\ncommand = [\"sh\", \"-c\", \"echo hello\"]\n[schedule]\nat_login = true\n",
+    );
+    assert_pty_ok(&install(&sb, "hello"));
+    let runs = |sb: &Sandbox| {
+        sb.events("finished")
+            .into_iter()
+            .filter(|f| f["name"] == "hello" && f["outcome"] == "ok")
+            .count()
+    };
+    let wait_for = |sb: &Sandbox, n: usize| {
+        let until = Instant::now() + Duration::from_secs(60);
+        while runs(sb) < n {
+            assert!(
+                Instant::now() < until,
+                "{n} login run(s) not seen within 60 s: {:?}",
+                sb.log_lines()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    wait_for(&sb, 1);
+    // A unit start in the same session is no login: skipped.
+    m.start_ok(&sb, "local.automations.hello.service");
+    assert_eq!(runs(&sb), 1);
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
+    drop(m);
+    let Some(_m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    wait_for(&sb, 2);
+    let started = sb.events("started");
+    assert!(started.iter().all(|s| s["trigger"] == "schedule"));
+    assert_eq!(runs(&sb), 2);
     sb.assert_log_verifies();
 }
 

@@ -28,6 +28,11 @@ const SHAPES: &[(&str, &str)] = &[
         "offset",
         "[schedule]\nevery_minutes = 15\noffset_minutes = 5\n",
     ),
+    ("login", "[schedule]\nat_login = true\n"),
+    (
+        "hourlylogin",
+        "[schedule]\nevery_minutes = 60\nat_login = true\n",
+    ),
     (
         "jittered",
         "[schedule]\ndaily_at = \"08:30\"\njitter_seconds = 900\n",
@@ -170,25 +175,16 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
         let calendar = &theirs["StartCalendarInterval"];
         match *name {
             "every" => {
-                let minutes: Vec<u64> = calendar
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|c| c["Minute"].as_u64().unwrap())
-                    .collect();
-                assert_eq!(minutes, (0..60).step_by(5).collect::<Vec<u64>>());
+                assert_eq!(
+                    each(calendar, "Minute"),
+                    (0..60).step_by(5).collect::<Vec<u64>>()
+                );
                 assert!(calendar[0].get("Hour").is_none());
                 assert!(theirs.get("StartInterval").is_none() && theirs.get("RunAtLoad").is_none());
             }
             "minutely" => assert_eq!(calendar.as_array().unwrap().len(), 60),
             "sixhourly" => {
-                let hours: Vec<u64> = calendar
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|c| c["Hour"].as_u64().unwrap())
-                    .collect();
-                assert_eq!(hours, [0, 6, 12, 18]);
+                assert_eq!(each(calendar, "Hour"), [0, 6, 12, 18]);
                 assert!(
                     calendar
                         .as_array()
@@ -197,15 +193,7 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
                         .all(|c| c["Minute"] == 0)
                 );
             }
-            "offset" => {
-                let minutes: Vec<u64> = calendar
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|c| c["Minute"].as_u64().unwrap())
-                    .collect();
-                assert_eq!(minutes, [5, 20, 35, 50]);
-            }
+            "offset" => assert_eq!(each(calendar, "Minute"), [5, 20, 35, 50]),
             "awake" => {
                 assert_eq!(theirs["StartInterval"], 420);
                 assert!(calendar.is_null());
@@ -214,6 +202,16 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
             _ => assert_eq!(theirs["RunAtLoad"], true, "{name}"),
         }
     }
+}
+
+/// The value of `key` in each entry of a `StartCalendarInterval` array.
+fn each(calendar: &serde_json::Value, key: &str) -> Vec<u64> {
+    calendar
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c[key].as_u64().unwrap())
+        .collect()
 }
 
 pub fn which(program: &str) -> Option<PathBuf> {
