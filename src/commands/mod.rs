@@ -379,6 +379,15 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
 }
 
 /// `runs`'s table.
+/// Which attempt of which firing a run is, when its firing retries: (number, first run id).
+fn attempt_of(v: &history::RunView) -> Option<(u32, &str)> {
+    match (&v.finished, &v.started) {
+        (Some(f), _) if f.attempt.is_some() => f.attempt.map(|n| (n, f.firing())),
+        (_, Some(s)) => s.attempt.map(|n| (n, s.firing())),
+        _ => None,
+    }
+}
+
 fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result<()> {
     let nw = runs.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
     writeln!(
@@ -396,6 +405,10 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
                 format!("{} ({})", r.status.as_str(), field(&e.class))
             }
             _ => r.status.as_str().to_owned(),
+        };
+        let status = match attempt_of(r) {
+            Some((n, _)) => format!("{status}, attempt {n}"),
+            None => status,
         };
         writeln!(
             out,
@@ -483,6 +496,9 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
     )?;
     writeln!(out, "name      {}", field(&view.name))?;
     writeln!(out, "trigger   {}", view.trigger.as_str())?;
+    if let Some((attempt, firing)) = attempt_of(view) {
+        writeln!(out, "attempt   {attempt} (of the firing {})", field(firing))?;
+    }
     writeln!(out, "started   {}", field(&view.at))?;
     writeln!(out, "status    {}", view.status.as_str())?;
     let Some(f) = &view.finished else {

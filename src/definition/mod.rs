@@ -80,9 +80,74 @@ pub struct Definition {
     /// The most a scheduled firing waits before it runs (the wait is the same for one slot: see
     /// `schedule::jitter_delay`); 0 = none.
     pub jitter_seconds: u32,
+    /// How a failed scheduled firing is tried again.
+    pub retry: Retry,
     /// Hex sha256 of the file's bytes (what `started` records and install pins).
     pub sha256: String,
 }
+
+/// What a failed attempt is, for `retry_on`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryOn {
+    /// The command exited with a status other than 0.
+    ExitStatus,
+    /// The command ran past `timeout_seconds`.
+    Timeout,
+    /// Its outside calls got a server error (5xx), 429, or no answer.
+    Outbound,
+}
+
+impl RetryOn {
+    const ALL: [RetryOn; 3] = [RetryOn::ExitStatus, RetryOn::Timeout, RetryOn::Outbound];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            RetryOn::ExitStatus => "exit_status",
+            RetryOn::Timeout => "timeout",
+            RetryOn::Outbound => "outbound",
+        }
+    }
+}
+
+/// `retries`, `retry_delay_seconds` and `retry_on` of `[schedule]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Retry {
+    /// Attempts after the first, 0..=5.
+    pub retries: u32,
+    /// The wait before the second attempt; it doubles before each next one, at most an hour.
+    pub delay_seconds: u32,
+    /// Which failures are tried again.
+    pub on: Vec<RetryOn>,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            retries: 0,
+            delay_seconds: DEFAULT_RETRY_DELAY_SECONDS,
+            on: RetryOn::ALL.to_vec(),
+        }
+    }
+}
+
+impl Retry {
+    /// The wait after attempt `attempt` (1-based) failed.
+    pub fn delay(&self, attempt: u32) -> std::time::Duration {
+        let doubled = u64::from(self.delay_seconds) << (attempt.saturating_sub(1).min(12));
+        std::time::Duration::from_secs(doubled.min(MAX_RETRY_DELAY_SECONDS))
+    }
+
+    /// Every wait of a firing whose attempts all fail, added up.
+    pub fn total_delay(&self) -> std::time::Duration {
+        (1..=self.retries).map(|a| self.delay(a)).sum()
+    }
+}
+
+/// `retry_delay_seconds` when the definition does not say.
+pub const DEFAULT_RETRY_DELAY_SECONDS: u32 = 30;
+/// The longest wait between two attempts, however often it doubled.
+const MAX_RETRY_DELAY_SECONDS: u64 = 3600;
 
 /// Facts the home/data-root rule needs.
 #[derive(Clone, Debug)]
@@ -234,6 +299,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             anytype: f.anytype,
             schedule: f.schedule,
             jitter_seconds: f.jitter_seconds,
+            retry: f.retry,
             sha256: hex_sha256(bytes),
         }),
         _ => Err(r.problems),
@@ -292,6 +358,7 @@ struct Fields {
     anytype: Option<AnyTypeAccess>,
     schedule: Option<Schedule>,
     jitter_seconds: u32,
+    retry: Retry,
 }
 
 /// Walks every key of `table`, reporting each problem (unknown keys included) and the missing
@@ -308,6 +375,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         anytype: None,
         schedule: None,
         jitter_seconds: 0,
+        retry: Retry::default(),
     };
     for (key, value) in table {
         match key.as_str() {
@@ -338,6 +406,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
                 if let Some(k) = check_schedule(r, value) {
                     f.schedule = Some(k.schedule);
                     f.jitter_seconds = k.jitter_seconds;
+                    f.retry = k.retry;
                 }
             }
             other => r.add(other, "unknown key"),
@@ -648,10 +717,11 @@ fn check_anytype(r: &mut Report, value: &Value) -> Option<AnyTypeAccess> {
 /// The largest `jitter_seconds`.
 pub const MAX_JITTER_SECONDS: u32 = 3600;
 
-/// What `[schedule]` said: when, and the delay that spreads firings.
+/// What `[schedule]` said: when, the delay that spreads firings, and the retries.
 struct ScheduleKeys {
     schedule: Schedule,
     jitter_seconds: u32,
+    retry: Retry,
 }
 
 /// Long because it is one table of keys, each checked where it is read, then the rules between
@@ -670,6 +740,7 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     let mut days_of_month = Vec::new();
     let mut jitter = 0;
     let mut at_login = false;
+    let mut retry = Retry::default();
     for (key, v) in t {
         match key.as_str() {
             "every_minutes" => every = check_int(r, "schedule.every_minutes", v, 1, 1440),
@@ -683,6 +754,12 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
                 Value::Boolean(b) => at_login = *b,
                 v => r.wrong_type("schedule.at_login", "a boolean", v),
             },
+            "retries" => retry.retries = check_int(r, "schedule.retries", v, 0, 5).unwrap_or(0),
+            "retry_delay_seconds" => {
+                retry.delay_seconds = check_int(r, "schedule.retry_delay_seconds", v, 1, 3600)
+                    .unwrap_or(DEFAULT_RETRY_DELAY_SECONDS);
+            }
+            "retry_on" => retry.on = check_retry_on(r, v),
             "jitter_seconds" => {
                 let max = i64::from(MAX_JITTER_SECONDS);
                 jitter = check_int(r, "schedule.jitter_seconds", v, 0, max).unwrap_or(0);
@@ -710,6 +787,14 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
             );
         } else if has(key) && !has("daily_at") {
             r.add(&format!("schedule.{key}"), "only allowed with daily_at");
+        }
+    }
+    for key in ["retry_delay_seconds", "retry_on"] {
+        if has(key) && retry.retries == 0 {
+            r.add(
+                &format!("schedule.{key}"),
+                "only means something with retries = 1..5",
+            );
         }
     }
     if has("weekdays") && has("days_of_month") {
@@ -767,7 +852,34 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     Some(ScheduleKeys {
         schedule,
         jitter_seconds: jitter,
+        retry,
     })
+}
+
+/// `retry_on`: a non-empty list of different failure classes.
+fn check_retry_on(r: &mut Report, v: &Value) -> Vec<RetryOn> {
+    let key = "schedule.retry_on";
+    let mut on = Vec::new();
+    let Some(items) = strings(r, key, v) else {
+        return on;
+    };
+    if items.is_empty() {
+        r.add(key, "must not be empty; leave out retries for none");
+    }
+    for s in items {
+        match RetryOn::ALL.into_iter().find(|c| c.as_str() == s) {
+            None => r.add(
+                key,
+                format!(
+                    "{:?} is not a failure class; use exit_status, timeout, outbound",
+                    truncate(s, 20)
+                ),
+            ),
+            Some(c) if on.contains(&c) => r.add(key, format!("{s} is listed twice")),
+            Some(c) => on.push(c),
+        }
+    }
+    on
 }
 
 /// `daily_at`: one `"HH:MM"` or a list of 1..=24 different ones, sorted.

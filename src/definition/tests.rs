@@ -270,6 +270,41 @@ fn every_rule_valid_and_invalid() {
             "only allowed with daily_at",
         ),
         (
+            "[schedule]\nevery_minutes = 5\nretries = 6",
+            "schedule.retries",
+            "out of range 0..=5",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nretry_delay_seconds = 10",
+            "schedule.retry_delay_seconds",
+            "only means something with retries = 1..5",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nretries = 1\nretry_delay_seconds = 0",
+            "schedule.retry_delay_seconds",
+            "out of range 1..=3600",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nretries = 1\nretry_on = [\"gate\"]",
+            "schedule.retry_on",
+            "\"gate\" is not a failure class; use exit_status, timeout, outbound",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nretries = 1\nretry_on = []",
+            "schedule.retry_on",
+            "must not be empty",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nretries = 1\nretry_on = [\"timeout\", \"timeout\"]",
+            "schedule.retry_on",
+            "timeout is listed twice",
+        ),
+        (
+            "[schedule]\nevery_minutes = 5\nretry_on = [\"timeout\"]",
+            "schedule.retry_on",
+            "only means something with retries",
+        ),
+        (
             "[schedule]\nat_login = false",
             "schedule",
             "needs every_minutes, daily_at or at_login = true",
@@ -361,6 +396,7 @@ fn every_rule_valid_and_invalid() {
         "[schedule]\ndaily_at = \"08:00\"\njitter_seconds = 3600",
         "[schedule]\nat_login = true",
         "[schedule]\nevery_minutes = 60\nat_login = true",
+        "[schedule]\nevery_minutes = 5\nretries = 5\nretry_delay_seconds = 3600\nretry_on = [\"outbound\", \"timeout\"]",
         "[schedule]\ndaily_at = \"08:00\"\nat_login = true\njitter_seconds = 60",
         "[anytype]\npermission = \"readwrite\"\nspaces = [\"bafyreia.2hx\"]",
     ];
@@ -607,6 +643,18 @@ fn lists_and_days_are_kept_sorted_and_late_days_warn() {
     );
     let d = parse_x("[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [1, 28]").unwrap();
     assert!(schedule_warnings(&d).is_empty());
+    // Retries: defaults, and waits that double up to an hour.
+    assert_eq!(d.retry, Retry::default());
+    let r = parse_x("[schedule]\nevery_minutes = 5\nretries = 5\nretry_delay_seconds = 1000")
+        .unwrap()
+        .retry;
+    assert_eq!(
+        r.on,
+        [RetryOn::ExitStatus, RetryOn::Timeout, RetryOn::Outbound]
+    );
+    let secs: Vec<u64> = (1..=5).map(|a| r.delay(a).as_secs()).collect();
+    assert_eq!(secs, [1000, 2000, 3600, 3600, 3600]);
+    assert_eq!(r.total_delay().as_secs(), 13_800);
 }
 
 /// Deterministic xorshift so failures reproduce.

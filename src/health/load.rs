@@ -348,6 +348,17 @@ fn gather(
     }
     let mut views: Vec<crate::history::RunView> = Vec::with_capacity(runs + 1);
     views.extend(Runs::new(records.into_iter(), &s.data_root).ends_first());
+    // A firing tried again counts once, by its last attempt (the newest, read first): rates,
+    // streaks, auto-pause and notifications count firings, not attempts.
+    let mut firings = std::collections::HashSet::new();
+    views.retain(|v| {
+        let attempt = match (&v.finished, &v.started) {
+            (Some(f), _) if f.attempt.is_some() => Some(f.firing()),
+            (None, Some(st)) if st.attempt.is_some() => Some(st.firing()),
+            _ => None,
+        };
+        attempt.is_none_or(|firing| firings.insert(firing.to_owned()))
+    });
     if successes == 0
         && let Some(ok) = snapshot.last_ok(name)
         && let Event::Finished(f) = ok.event

@@ -176,6 +176,26 @@ pub struct Started {
     /// absent when it did not wait.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ms: Option<u64>,
+    /// Which attempt of a firing that retries this is (1, 2, …); absent when it does not retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// The first attempt's run id, on the second attempt and after.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_run: Option<String>,
+}
+
+impl Started {
+    /// The run id of the firing this run is an attempt of (its own, unless it is a retry).
+    pub fn firing(&self) -> &str {
+        self.first_run.as_deref().unwrap_or(&self.run)
+    }
+}
+
+impl Finished {
+    /// The run id of the firing this run is an attempt of (its own, unless it is a retry).
+    pub fn firing(&self) -> &str {
+        self.first_run.as_deref().unwrap_or(&self.run)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -201,6 +221,12 @@ pub struct Finished {
     pub trigger: Option<Trigger>,
     #[serde(default)]
     pub started_at: Option<String>,
+    /// Which attempt of a firing that retries this is, and the first attempt's run id (from the
+    /// second on), as its `started` says: a reader that reads only ends can group attempts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_run: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

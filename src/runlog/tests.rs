@@ -16,6 +16,8 @@ fn started(run: &str) -> Event {
         definition: Some("ab".into()),
         clock: clock::now(),
         jitter_ms: None,
+        attempt: None,
+        first_run: None,
     })
 }
 
@@ -594,6 +596,8 @@ fn the_fast_parse_agrees_with_the_derived_one() {
         clock: clock::now(),
         trigger: None,
         started_at: None,
+        attempt: None,
+        first_run: None,
     };
     for event in [
         started("r1"),

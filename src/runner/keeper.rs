@@ -113,6 +113,12 @@ impl Keeper {
         self.send(&msg);
     }
 
+    /// Tells the keeper one attempt's tree is gone; another may follow (its `spawned` makes the
+    /// keeper guard again).
+    pub fn idle(&mut self) {
+        self.send(b"d");
+    }
+
     /// Tells the keeper the command's whole tree is gone: from here it has nothing to guard, and
     /// waits only for the runner's exit code ([`hand_over`]).
     pub fn done(&mut self) {
@@ -254,7 +260,9 @@ fn listen(read: &OwnedFd) -> Heard {
                     return heard;
                 }
                 b'x' => break,
+                // A group: a command (another attempt's, after an idle) runs again.
                 b'g' if pending.len() >= 5 => {
+                    heard.done = false;
                     heard.group = Some(i32::from_le_bytes([
                         pending[1], pending[2], pending[3], pending[4],
                     ]));

@@ -214,12 +214,15 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
         return Ok(skipped);
     }
+    let run_id = new_run_id(Utc::now());
     let firing = Firing {
         s,
         def: &def,
-        run_id: &new_run_id(Utc::now()),
+        run_id: &run_id,
         trigger,
         jitter,
+        attempt: 1,
+        first_run: &run_id,
     };
     let finished = fire(&firing, &log)?;
     // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
@@ -233,7 +236,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         *f = Some(log);
     }
     Ok(Report::Finished {
-        run: firing.run_id.to_owned(),
+        run: finished.run.clone(),
         finished: Box::new(finished),
         auto_paused: after.auto_paused,
     })
@@ -284,6 +287,72 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     // runner between `started` and `finished`.
     let mut signals = Signals::install().context("cannot install signal handlers")?;
 
+    // Retries (a scheduled firing's): each attempt its own run under this one lock and keeper,
+    // after a wait that doubles; a stop request ends them.
+    let retry = &def.retry;
+    let retrying = firing.trigger == Trigger::Schedule && retry.retries > 0;
+    let (mut number, mut next_id, mut scratch) = (1, None::<String>, scratch);
+    loop {
+        let id = next_id.take();
+        let this = match &id {
+            None => *firing,
+            Some(id) => Firing {
+                run_id: id,
+                attempt: number,
+                jitter: None,
+                ..*firing
+            },
+        };
+        let finished = attempt(&this, log, scratch, &mut signals, &mut keeper, retrying)?;
+        if !retrying
+            || number > retry.retries
+            || !tried_again(retry, &finished)
+            || signals.stop_requested().is_some()
+            || signals.wait_for_stop(retry.delay(number))
+        {
+            return Ok(finished);
+        }
+        number += 1;
+        next_id = Some(new_run_id(Utc::now()));
+        scratch = Scratch::prepare(&s.data_root, name);
+    }
+}
+
+/// Whether a failed attempt is of a class `retry_on` names: the command's exit status, its
+/// timeout, or outside calls answered 5xx / 429 or not at all. A refused key, a stop, a run that
+/// could not start are never tried again.
+fn tried_again(retry: &crate::definition::Retry, f: &Finished) -> bool {
+    use crate::definition::RetryOn;
+    let class = f.error.as_ref().map(|e| e.class.as_str());
+    retry.on.iter().any(|on| match on {
+        RetryOn::ExitStatus => f.outcome == Outcome::Failed && class == Some("exit_status"),
+        RetryOn::Timeout => f.outcome == Outcome::Timeout,
+        RetryOn::Outbound => {
+            f.outcome != Outcome::Ok
+                && f.outcome != Outcome::Stopped
+                && f.http.as_ref().is_some_and(|h| {
+                    use crate::http::log::Class;
+                    Class::ALL.into_iter().any(|c| {
+                        (c == Class::ServerError || c == Class::RateLimited || c.is_none())
+                            && h.count(c) > 0
+                    })
+                })
+        }
+    })
+}
+
+/// One attempt (a firing's only one, unless it retries): `started`, the gate, the command and its
+/// `finished` written. `numbered`: the events carry the attempt's number and the first run's id.
+fn attempt(
+    firing: &Firing,
+    log: &RunLog,
+    scratch: std::io::Result<Scratch>,
+    signals: &mut Signals,
+    keeper: &mut Keeper,
+    numbered: bool,
+) -> Result<Finished, RunError> {
+    let Firing { s, def, run_id, .. } = *firing;
+    let name = &def.name;
     // 5. started: durable before anything of the command can run.
     let started_at = Utc::now();
     append_at(
@@ -296,25 +365,22 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             definition: Some(def.sha256.clone()),
             clock: clock::now(),
             jitter_ms: firing.jitter.map(|j| j.as_millis() as u64),
+            attempt: numbered.then_some(firing.attempt),
+            first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
         }),
         started_at,
     )?;
 
     // 6–10. The key gate, then the command and its whole process tree.
     let finished = match key_gate(s, def) {
-        Ok((redactor, extra_env)) => execute(
-            firing,
-            scratch,
-            redactor,
-            extra_env,
-            &mut signals,
-            &mut keeper,
-        ),
+        Ok((redactor, extra_env)) => execute(firing, scratch, redactor, extra_env, signals, keeper),
         Err(refusal) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
     };
     let finished = Finished {
         trigger: Some(firing.trigger),
         started_at: Some(crate::runlog::stamp(started_at)),
+        attempt: numbered.then_some(firing.attempt),
+        first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
         ..finished
     };
     let end = Event::Finished(finished.clone());
@@ -548,6 +614,8 @@ fn record_unstartable(
             definition,
             clock: clock.clone(),
             jitter_ms: None,
+            attempt: None,
+            first_run: None,
         }),
         started_at,
     )?;
@@ -583,6 +651,8 @@ fn failed_before_start(run: &str, class: &str, detail: &str, clock: clock::Clock
         clock,
         trigger: None,
         started_at: None,
+        attempt: None,
+        first_run: None,
     }
 }
 
@@ -735,6 +805,11 @@ struct Firing<'a> {
     trigger: Trigger,
     /// The jitter delay it waited, if it waited.
     jitter: Option<std::time::Duration>,
+    /// 1, then 2… when a failed firing is tried again.
+    attempt: u32,
+    /// The first attempt's run id (its own for the first): every attempt's processes carry its
+    /// marker, the one the keeper was split with.
+    first_run: &'a str,
 }
 
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
@@ -778,8 +853,9 @@ fn execute(
     };
     let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
     let env_file = s.data_root.join("env").join(format!("{}.env", def.name));
+    // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
     let vars = env::RunVars {
-        run_id,
+        run_id: firing.first_run,
         trigger: trigger.as_str(),
         result_file: &scratch.result(),
         http_log: &scratch.http_log(),
@@ -819,13 +895,14 @@ fn execute(
         signals,
         supervise::TreeSpec {
             subreaper,
-            marker: run_marker(run_id).into_bytes(),
+            marker: run_marker(firing.first_run).into_bytes(),
             table: tree::system(),
         },
         &mut |group| keeper.spawned(group),
     );
-    // The whole tree is gone: the keeper has nothing left to guard.
-    keeper.done();
+    // The whole tree is gone: the keeper has nothing left to guard (until another attempt runs;
+    // it is told `done` when the firing's keeper handle is dropped).
+    keeper.idle();
 
     // 11. Facts from the result file, and the HTTP log of the run's outside calls (SPEC §11),
     //     read strictly: a line the command could have forged is counted as invalid.
@@ -964,6 +1041,8 @@ fn finish(
         clock: clock::now(),
         trigger: None,
         started_at: None,
+        attempt: None,
+        first_run: None,
     }
 }
 

@@ -56,10 +56,12 @@ impl Target {
 /// (systemd `TimeoutStartSec`, launchd `ExitTimeOut`): room for the runner's own tree kill.
 pub const BACKSTOP_SECONDS: u32 = 30;
 
-/// How long the service manager may let one firing take: its jitter delay, the run's timeout and
-/// the backstop.
+/// How long the service manager may let one firing take: its jitter delay, every attempt's
+/// timeout and the waits between them, and the backstop.
 pub fn stop_timeout(def: &Definition) -> u32 {
-    def.jitter_seconds + def.timeout_seconds + BACKSTOP_SECONDS
+    let attempts = def.retry.retries + 1;
+    let waits = def.retry.total_delay().as_secs() as u32;
+    def.jitter_seconds + attempts * def.timeout_seconds + waits + BACKSTOP_SECONDS
 }
 
 /// A second header line for an interval that counts awake time, so the unit itself says it.

@@ -85,6 +85,13 @@ pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
             ),
         ),
         (
+            "retries",
+            def(
+                "retries",
+                "[schedule]\ndaily_at = \"06:00\"\nretries = 2\nretry_on = [\"outbound\"]\n",
+            ),
+        ),
+        (
             "jitter",
             def(
                 "jitter",

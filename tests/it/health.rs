@@ -71,6 +71,8 @@ impl Fixture {
                     definition: None,
                     clock: clock.clone(),
                     jitter_ms: None,
+                    attempt: None,
+                    first_run: None,
                 }),
                 at,
             )
@@ -100,6 +102,8 @@ impl Fixture {
                         clock,
                         trigger: Some(trigger),
                         started_at: Some(automations::runlog::stamp(at)),
+                        attempt: None,
+                        first_run: None,
                     }),
                     at + Duration::milliseconds(duration_ms as i64),
                 )

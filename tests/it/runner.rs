@@ -818,6 +818,112 @@ fn at_login_runs_once_per_session_of_the_manager() {
     sb.assert_log_verifies();
 }
 
+/// A scheduled automation every 5 minutes whose command fails until `succeed_at` attempts have
+/// been made (counted in `tries`); retried `retries` times, a second apart.
+fn flaky(sb: &Sandbox, name: &str, retries: u32, succeed_at: u32) -> std::path::PathBuf {
+    let tries = sb.path(&format!("{name}-tries"));
+    let script = format!(
+        "n=$(cat '{t}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{t}'; echo attempt $n; [ $n -ge {succeed_at} ]",
+        t = tries.display()
+    );
+    let script = serde_json::to_string(&script).unwrap();
+    sb.definition(
+        name,
+        &format!(
+            "name = \"{name}\"\ncommand = [\"sh\", \"-c\", {script}]\noutbound = true\n[schedule]\nevery_minutes = 5\nretries = {retries}\nretry_delay_seconds = 1\n"
+        ),
+    );
+    sb.install_record(name, chrono::Utc::now() - chrono::Duration::days(1));
+    tries
+}
+
+/// Issue 19: a command failing twice then succeeding, with `retries = 2`, is one ok firing of
+/// three attempts, each its own started/finished with `attempt` and the first run's id, all under
+/// the one lock (a firing that comes during a wait is skipped as already_running). A person's run
+/// is tried once.
+#[test]
+fn a_failing_command_is_tried_again_under_the_same_lock() {
+    let sb = Sandbox::new();
+    flaky(&sb, "flaky", 2, 3);
+    let firing = sb
+        .cmd(["run", "flaky", "--trigger", "schedule"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // During the wait after the first attempt failed, another firing finds the lock held.
+    let until = Instant::now() + Duration::from_secs(20);
+    while sb.events("finished").is_empty() {
+        assert!(
+            Instant::now() < until,
+            "no first attempt: {:?}",
+            sb.log_lines()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_code(&sb.run(["run", "flaky", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("skipped")[0]["reason"], "already_running");
+    let out = firing.wait_with_output().unwrap();
+    assert_code(&out, 0);
+
+    let started = sb.events("started");
+    let finished = sb.events("finished");
+    assert_eq!(started.len(), 3, "{:?}", sb.log_lines());
+    let first = started[0]["run"].as_str().unwrap();
+    for (i, s) in started.iter().enumerate() {
+        assert_eq!(s["attempt"], i as u64 + 1, "{s}");
+        assert_eq!(s["trigger"], "schedule");
+        if i > 0 {
+            assert_eq!(s["first_run"], first, "{s}");
+        } else {
+            assert!(s.get("first_run").is_none(), "{s}");
+        }
+    }
+    let outcomes: Vec<&str> = finished
+        .iter()
+        .map(|f| f["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["failed", "failed", "ok"]);
+    assert_eq!(finished[2]["stdout_tail"], "attempt 3\n");
+    // The waits: 1 s, then 2 s (doubling).
+    let at = |e: &serde_json::Value| {
+        automations::runlog::parse_stamp(e["at"].as_str().unwrap()).unwrap()
+    };
+    assert!(at(&started[1]) - at(&finished[0]) >= chrono::Duration::milliseconds(1000));
+    assert!(at(&started[2]) - at(&finished[1]) >= chrono::Duration::milliseconds(2000));
+    // Health counts the firing once, by its last attempt.
+    let o = sb.run(["health", "flaky", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let figures = &doc["automations"][0]["figures"];
+    assert_eq!(
+        (figures["runs"].as_u64(), figures["ok"].as_u64()),
+        (Some(1), Some(1)),
+        "{doc}"
+    );
+    // A person's run is tried once.
+    std::fs::remove_file(sb.path("flaky-tries")).unwrap();
+    assert_code(&sb.run(["run", "flaky"]), 1);
+    assert_eq!(sb.events("started").len(), 4);
+    sb.assert_log_verifies();
+}
+
+/// Issue 19: a firing whose attempts all fail is one failure: an outbound automation is paused
+/// after its third failed firing (auto_pause_after = 3), not after three failed attempts.
+#[test]
+fn a_firing_whose_attempts_all_fail_counts_once_towards_auto_pause() {
+    let sb = Sandbox::new();
+    flaky(&sb, "down", 1, 1000);
+    let paused = sb.data.join("state/paused/down.json");
+    for firing in 1..=3 {
+        assert_code(&sb.run(["run", "down", "--trigger", "schedule"]), 1);
+        assert_eq!(sb.events("started").len(), firing * 2);
+        assert_eq!(paused.exists(), firing == 3, "after firing {firing}");
+    }
+    let o = sb.run(["health", "down", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["automations"][0]["figures"]["streak"], 3, "{doc}");
+    sb.assert_log_verifies();
+}
+
 #[test]
 fn a_unit_installed_after_the_slot_does_not_catch_up_that_slot() {
     let sb = Sandbox::new();
