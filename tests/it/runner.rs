@@ -906,6 +906,60 @@ fn a_failing_command_is_tried_again_under_the_same_lock() {
     sb.assert_log_verifies();
 }
 
+/// Issue 19: the keeper guards every attempt, not only the first: a runner SIGKILLed during the
+/// second attempt takes that attempt's command along, with the subreaper and (as on macOS)
+/// without it.
+#[test]
+fn a_killed_runner_takes_a_later_attempts_command_along() {
+    for subreaper in ["on", "off"] {
+        let mut sb = Sandbox::new();
+        sb.env("AUTOMATIONS_SUBREAPER", subreaper);
+        let marker = sb.path("first-done");
+        let pid_file = sb.path("pid");
+        let script = format!(
+            "if [ -e '{m}' ]; then sleep 300 & echo $! > '{p}'; wait; else touch '{m}'; exit 1; fi",
+            m = marker.display(),
+            p = pid_file.display()
+        );
+        let script = serde_json::to_string(&script).unwrap();
+        sb.definition(
+            "again",
+            &format!(
+                "name = \"again\"\ncommand = [\"sh\", \"-c\", {script}]\n[schedule]\nevery_minutes = 5\nretries = 1\nretry_delay_seconds = 1\n"
+            ),
+        );
+        sb.install_record("again", chrono::Utc::now() - chrono::Duration::days(1));
+        let mut firing = sb
+            .cmd(["run", "again", "--trigger", "schedule"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        let sleeper = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<i32>().ok())
+            {
+                break pid;
+            }
+            assert!(
+                Instant::now() < until,
+                "no second attempt: {:?}",
+                sb.log_lines()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(sb.events("started").len(), 2);
+        kill_runner(&mut firing);
+        assert_eq!(
+            survivors(&[sleeper], Duration::from_secs(5)),
+            Vec::<i32>::new(),
+            "subreaper {subreaper}: the second attempt's command outlived the runner"
+        );
+        sb.assert_log_verifies();
+    }
+}
+
 /// Issue 19: a firing whose attempts all fail is one failure: an outbound automation is paused
 /// after its third failed firing (auto_pause_after = 3), not after three failed attempts.
 #[test]
