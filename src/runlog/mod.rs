@@ -8,7 +8,7 @@
 //!
 //! | event | extra fields |
 //! |---|---|
-//! | `started` | `run`, `trigger`, `pid`, `definition` (sha256 of the file, `null` when missing), `clock` |
+//! | `started` | `run`, `trigger`, `pid`, `definition` (sha256 of the file, `null` when missing), `clock`; `jitter_ms` when it waited; `attempt` (and from the second, `first_run`) when its firing retries |
 //! | `finished` | `run`, `outcome` (`ok`/`failed`/`timeout`/`stopped`), `exit_code`, `signal`, `duration_ms`, `error` (`null` or `{class, detail}`), `stdout_tail`, `stderr_tail`, `dropped` (`{stdout, stderr}` bytes), `facts`, `headline`, `http`, `leftover_processes`, `clock` |
 //! | `skipped` | `trigger`, `reason` (`paused`/`stopped`/`already_running`/`slot_done`) |
 //! | `paused` / `resumed` | `by` (`hand`/`auto`), `reason` (pause only) |

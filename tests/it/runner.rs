@@ -961,16 +961,40 @@ fn a_killed_runner_takes_a_later_attempts_command_along() {
 }
 
 /// Issue 19: a firing whose attempts all fail is one failure: an outbound automation is paused
-/// after its third failed firing (auto_pause_after = 3), not after three failed attempts.
+/// after its third failed firing (auto_pause_after = 3), not after three failed attempts, and the
+/// one message about it goes out then (a fake ntfy server counts them).
 #[test]
 fn a_firing_whose_attempts_all_fail_counts_once_towards_auto_pause() {
-    let sb = Sandbox::new();
+    use crate::fixtures::{FakeHttp, Reply};
+    let mut sb = Sandbox::new();
+    let server = FakeHttp::start(|_| Reply::Status(200, b"{}".to_vec()));
+    sb.env("AUTOMATIONS_NOTIFY", "on")
+        .env("NTFY_TOKEN", "tk_x_1234");
+    std::fs::create_dir_all(&sb.data).unwrap();
+    let notify = sb.data.join("notify.toml");
+    std::fs::write(&notify, format!("[ntfy]\nurl = \"{}/topic\"\n", server.url)).unwrap();
+    std::fs::set_permissions(&notify, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     flaky(&sb, "down", 1, 1000);
     let paused = sb.data.join("state/paused/down.json");
+    let pause_messages = || {
+        server
+            .seen()
+            .iter()
+            .filter(|s| {
+                s.header("Title")
+                    .is_some_and(|t| t.contains("paused automatically"))
+            })
+            .count()
+    };
     for firing in 1..=3 {
         assert_code(&sb.run(["run", "down", "--trigger", "schedule"]), 1);
         assert_eq!(sb.events("started").len(), firing * 2);
         assert_eq!(paused.exists(), firing == 3, "after firing {firing}");
+        assert_eq!(
+            pause_messages(),
+            usize::from(firing == 3),
+            "after firing {firing}"
+        );
     }
     let o = sb.run(["health", "down", "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
