@@ -378,7 +378,6 @@ fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResul
     Ok(Exit::Success)
 }
 
-/// `runs`'s table.
 /// Which attempt of which firing a run is, when its firing retries: (number, first run id).
 fn attempt_of(v: &history::RunView) -> Option<(u32, &str)> {
     match (&v.finished, &v.started) {
@@ -388,6 +387,7 @@ fn attempt_of(v: &history::RunView) -> Option<(u32, &str)> {
     }
 }
 
+/// `runs`'s table.
 fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result<()> {
     let nw = runs.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
     writeln!(

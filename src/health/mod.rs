@@ -11,8 +11,10 @@
 //!   `min_runs`; skipped runs are not runs, interrupted runs are failures and are named;
 //! - **stale**: for installed scheduled automations, the age of the last success (or of the install,
 //!   when none) in awake time — more than `stale_intervals` intervals, or `stale_daily_hours` for a
-//!   daily job, moved by as much as its longest gap between slots differs from a day. Within one boot the awake delta of the log's clocks; across boots the sum of the
-//!   awake spans the log shows, an "at least"; with no clock to go by, wall-clock time, said so;
+//!   daily job, moved by as much as its longest gap between slots differs from a day (none for an
+//!   automation that runs only at login). Within one boot the awake delta of the log's clocks;
+//!   across boots the sum of the awake spans the log shows, an "at least"; with no clock to go by,
+//!   wall-clock time, said so;
 //! - **slow**: the latest finished run timed out, or took more than `slow_factor` × the median of
 //!   the window's successes (needs `min_runs` of them);
 //! - **missed days** (`daily_at`): slots (every listed time, on its days) without any scheduled or
