@@ -48,14 +48,21 @@ fn read_ms(id: nix::time::ClockId) -> u64 {
 /// sets for its services, by its process start time); otherwise — a firing by hand, or macOS, where
 /// launchd gives a LaunchAgent no sign of the login it was loaded for — the boot.
 pub fn session_start() -> chrono::DateTime<chrono::Utc> {
-    let boot = chrono::Utc::now() - chrono::Duration::milliseconds(read_ms(TOTAL) as i64);
-    boot + manager_since_boot().unwrap_or_default()
+    let manager = std::env::var("MANAGERPID")
+        .ok()
+        .and_then(|p| p.parse().ok());
+    session_start_of(manager)
 }
 
-/// How long after boot the firing's service manager started.
+/// When the session of the service manager `manager` (a pid) began; the boot without one.
+fn session_start_of(manager: Option<u32>) -> chrono::DateTime<chrono::Utc> {
+    let boot = chrono::Utc::now() - chrono::Duration::milliseconds(read_ms(TOTAL) as i64);
+    boot + manager.and_then(started_after_boot).unwrap_or_default()
+}
+
+/// How long after boot process `pid` started.
 #[cfg(target_os = "linux")]
-fn manager_since_boot() -> Option<chrono::Duration> {
-    let pid: u32 = std::env::var("MANAGERPID").ok()?.parse().ok()?;
+fn started_after_boot(pid: u32) -> Option<chrono::Duration> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 22, the start time in clock ticks since boot, counted from after the `(comm)` that may
     // hold spaces: the first field after `)` is field 3, so field 22 is the 20th.
@@ -75,8 +82,9 @@ fn manager_since_boot() -> Option<chrono::Duration> {
     ))
 }
 
+/// launchd gives a LaunchAgent no sign of the login it was loaded for: the session is the boot.
 #[cfg(target_os = "macos")]
-fn manager_since_boot() -> Option<chrono::Duration> {
+fn started_after_boot(_pid: u32) -> Option<chrono::Duration> {
     None
 }
 
@@ -123,21 +131,24 @@ mod tests {
         assert!(a.total_ms >= a.awake_ms);
     }
 
-    /// The session of a process that names itself as its manager began when it started: within a
-    /// second of now for this test process (it started moments ago), and after the boot.
+    /// The session of a manager began when its process started: for this test process, after
+    /// the boot and less than two minutes ago (it started moments before its tests ran).
     #[cfg(target_os = "linux")]
     #[test]
     fn a_managers_start_is_read_from_its_process() {
-        let boot = super::session_start();
-        // SAFETY (set_var): this test is the only one in the crate touching MANAGERPID.
-        unsafe { std::env::set_var("MANAGERPID", std::process::id().to_string()) };
-        let session = super::session_start();
-        unsafe { std::env::remove_var("MANAGERPID") };
+        let boot = super::session_start_of(None);
+        let session = super::session_start_of(Some(std::process::id()));
         let age = chrono::Utc::now() - session;
         assert!(session > boot, "{session} not after the boot {boot}");
         assert!(
             age < chrono::Duration::seconds(120),
             "this process started {age} ago"
+        );
+        // A pid that is no process: the boot.
+        let none = super::session_start_of(Some(u32::MAX));
+        assert!(
+            (none - boot).num_milliseconds().abs() < 1000,
+            "{none} vs {boot}"
         );
     }
 }

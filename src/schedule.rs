@@ -188,16 +188,6 @@ impl Schedule {
         }
     }
 
-    /// Whether it fires at points of the local wall clock (a grid or times of day), as opposed to
-    /// an interval of awake time.
-    pub fn on_the_clock(&self) -> bool {
-        match self {
-            Schedule::EveryMinutes { every_minutes, .. } => is_grid(*every_minutes),
-            Schedule::DailyAt { .. } => true,
-            Schedule::AtLogin => false,
-        }
-    }
-
     /// The shortest time between two of its firings, in seconds (what `jitter_seconds` must stay
     /// under): the interval, or the smallest gap between two times of day (across midnight too).
     pub fn shortest_gap_seconds(&self) -> u32 {
