@@ -307,7 +307,6 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
         if !retrying
             || number > retry.retries
             || !tried_again(retry, &finished)
-            || signals.stop_requested().is_some()
             || signals.wait_for_stop(retry.delay(number))
         {
             return Ok(finished);

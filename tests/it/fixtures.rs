@@ -485,3 +485,9 @@ fn serve_http(
         }
     };
 }
+
+/// Writes a settings file the way the data root requires it: owner-only (0600).
+pub fn write_private(p: &std::path::Path, text: &str) {
+    std::fs::write(p, text).unwrap();
+    std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+}

@@ -717,11 +717,6 @@ fn notifying(recovery: bool, quiet: Option<&str>) -> (Sandbox, FakeHttp) {
     (sb, server)
 }
 
-fn write_private(p: &std::path::Path, text: &str) {
-    std::fs::write(p, text).unwrap();
-    std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-}
-
 fn messages(server: &FakeHttp) -> Vec<String> {
     server
         .seen()

@@ -965,15 +965,16 @@ fn a_killed_runner_takes_a_later_attempts_command_along() {
 /// one message about it goes out then (a fake ntfy server counts them).
 #[test]
 fn a_firing_whose_attempts_all_fail_counts_once_towards_auto_pause() {
-    use crate::fixtures::{FakeHttp, Reply};
+    use crate::fixtures::{FakeHttp, Reply, write_private};
     let mut sb = Sandbox::new();
     let server = FakeHttp::start(|_| Reply::Status(200, b"{}".to_vec()));
     sb.env("AUTOMATIONS_NOTIFY", "on")
         .env("NTFY_TOKEN", "tk_x_1234");
     std::fs::create_dir_all(&sb.data).unwrap();
-    let notify = sb.data.join("notify.toml");
-    std::fs::write(&notify, format!("[ntfy]\nurl = \"{}/topic\"\n", server.url)).unwrap();
-    std::fs::set_permissions(&notify, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!("[ntfy]\nurl = \"{}/topic\"\n", server.url),
+    );
     flaky(&sb, "down", 1, 1000);
     let paused = sb.data.join("state/paused/down.json");
     let pause_messages = || {
