@@ -49,6 +49,11 @@ impl Weekday {
         Self::ALL.into_iter().find(|d| d.as_str() == s)
     }
 
+    /// The day as systemd's calendar expressions write it (`Mon` … `Sun`).
+    pub fn systemd(self) -> &'static str {
+        ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][self as usize]
+    }
+
     /// Days since Monday (0..=6).
     pub fn index_from_monday(self) -> u32 {
         self as u32
@@ -326,6 +331,45 @@ pub fn grid_points(every_minutes: u32, offset: u32) -> Vec<(Option<u8>, u8)> {
             .step_by(every_minutes as usize)
             .map(|m| (Some((m / 60) as u8), (m % 60) as u8))
             .collect()
+    }
+}
+
+/// The systemd `OnCalendar=` expressions a schedule fires on, one per line of a timer (systemd fires
+/// at their union); empty when it fires on no calendar (an interval of awake time, at login only).
+/// The timer renders exactly these, and a Healthchecks check is given exactly these.
+pub fn on_calendar(schedule: &Schedule) -> Vec<String> {
+    match schedule {
+        Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes,
+            ..
+        } if is_grid(*every_minutes) => vec![grid_calendar(*every_minutes, *offset_minutes)],
+        Schedule::EveryMinutes { .. } | Schedule::AtLogin => Vec::new(),
+        Schedule::DailyAt {
+            daily_at,
+            weekdays,
+            days_of_month,
+            ..
+        } => {
+            let mut days: Vec<_> = weekdays.clone();
+            days.sort();
+            let prefix = if days.is_empty() {
+                String::new()
+            } else {
+                let names: Vec<&str> = days.iter().map(|d| d.systemd()).collect();
+                format!("{} ", names.join(","))
+            };
+            let dom = if days_of_month.is_empty() {
+                "*".to_owned()
+            } else {
+                let d: Vec<String> = days_of_month.iter().map(|d| format!("{d:02}")).collect();
+                d.join(",")
+            };
+            daily_at
+                .iter()
+                .map(|at| format!("{prefix}*-*-{dom} {at}:00"))
+                .collect()
+        }
     }
 }
 

@@ -54,47 +54,19 @@ pub fn pair(
         escape_specifiers(&format!("automations: {} ({})", def.name, schedule.words()))
     );
     match schedule {
-        Schedule::EveryMinutes {
-            every_minutes,
-            offset_minutes,
-            ..
-        } if crate::schedule::is_grid(*every_minutes) => {
-            let _ = write!(
-                timer,
-                "OnCalendar={}\nPersistent=true\n",
-                crate::schedule::grid_calendar(*every_minutes, *offset_minutes)
-            );
-        }
-        Schedule::EveryMinutes { every_minutes, .. } => {
+        Schedule::EveryMinutes { every_minutes, .. }
+            if !crate::schedule::is_grid(*every_minutes) =>
+        {
             let _ = write!(
                 timer,
                 "OnActiveSec={every_minutes}min\nOnUnitActiveSec={every_minutes}min\n"
             );
         }
         Schedule::AtLogin => {}
-        Schedule::DailyAt {
-            daily_at,
-            weekdays,
-            days_of_month,
-            ..
-        } => {
-            let mut days: Vec<_> = weekdays.clone();
-            days.sort();
-            let prefix = if days.is_empty() {
-                String::new()
-            } else {
-                let names: Vec<&str> = days.iter().map(|d| systemd_day(d.as_str())).collect();
-                format!("{} ", names.join(","))
-            };
-            let dom = if days_of_month.is_empty() {
-                "*".to_owned()
-            } else {
-                let d: Vec<String> = days_of_month.iter().map(|d| format!("{d:02}")).collect();
-                d.join(",")
-            };
-            // One line per time: systemd fires at the union of a timer's OnCalendar= lines.
-            for at in daily_at {
-                let _ = writeln!(timer, "OnCalendar={prefix}*-*-{dom} {at}:00");
+        _ => {
+            // One line per expression: systemd fires at the union of a timer's OnCalendar= lines.
+            for line in crate::schedule::on_calendar(schedule) {
+                let _ = writeln!(timer, "OnCalendar={line}");
             }
             timer.push_str("Persistent=true\n");
         }
@@ -118,18 +90,6 @@ pub fn pair(
             bytes: timer.into_bytes(),
         },
     ]
-}
-
-fn systemd_day(d: &str) -> &'static str {
-    match d {
-        "mon" => "Mon",
-        "tue" => "Tue",
-        "wed" => "Wed",
-        "thu" => "Thu",
-        "fri" => "Fri",
-        "sat" => "Sat",
-        _ => "Sun",
-    }
 }
 
 /// systemd refuses an executable path holding quotes, backslashes or control characters, though
