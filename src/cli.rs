@@ -333,6 +333,11 @@ pub enum Command {
     #[command(subcommand, name = "notify-key")]
     NotifyKey(NotifyKeyCommand),
 
+    /// Healthchecks (hosted or self-hosted): pings from every firing, and remote checks kept in
+    /// step with the definitions. Set up in <data root>/healthchecks.toml (docs/healthchecks.md).
+    #[command(subcommand)]
+    Healthchecks(HealthchecksCommand),
+
     /// Print a shell completion script.
     ///
     /// Example: automations completions bash > ~/.local/share/bash-completion/completions/automations
@@ -433,6 +438,65 @@ pub enum NotifyCommand {
         /// Only this automation.
         name: Option<Name>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HealthchecksCommand {
+    /// Create or update one remote check per scheduled, installed automation (or NAME), with the
+    /// schedule its unit fires on; print the plan first. Needs the API key.
+    ///
+    /// Calendar schedules are given as the systemd timer's own OnCalendar lines with this
+    /// machine's time zone; awake-time intervals as a simple period. Exit 1 when something could
+    /// not be done.
+    ///
+    /// Example: automations healthchecks sync --dry-run
+    Sync {
+        /// Only this automation.
+        name: Option<Name>,
+        /// Print the plan; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Also delete the namespace's checks that no installed automation has.
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Each installed automation's remote check status beside its local verdict and the last
+    /// ping sent from here.
+    ///
+    /// Example: automations healthchecks status --json
+    Status {
+        /// Print {"version": 1, "automations": [{name, remote, last_ping, verdict, last_sent, failures_in_row}]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The ping key (pings by slug) or the API key (sync, status, pause), in the OS keychain.
+    #[command(subcommand)]
+    Key(HealthchecksKeyCommand),
+}
+
+/// Which Healthchecks key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HealthchecksKey {
+    /// The project's ping key (Project Settings → Ping key).
+    Ping,
+    /// A read-write API key (Project Settings → API Access).
+    Api,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HealthchecksKeyCommand {
+    /// Read the key (hidden) at a terminal, check it with Healthchecks, then store it.
+    ///
+    /// Example: automations healthchecks key store api
+    Store { which: HealthchecksKey },
+    /// Check the stored key with Healthchecks again.
+    ///
+    /// Example: automations healthchecks key check ping
+    Check { which: HealthchecksKey },
+    /// Delete the stored key.
+    ///
+    /// Example: automations healthchecks key delete ping
+    Delete { which: HealthchecksKey },
 }
 
 #[derive(Debug, Subcommand)]

@@ -39,6 +39,7 @@ pub mod exit;
 pub mod fsutil;
 
 pub mod health;
+pub mod healthchecks;
 pub mod history;
 pub mod http;
 pub mod install;

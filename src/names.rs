@@ -198,7 +198,13 @@ impl Label {
     /// The keychain label of a notification driver's credential: `local.<namespace>.notify.<driver>`
     /// (automation names hold no dot, so it never collides with an automation's label).
     pub fn notify(namespace: &Namespace, driver: &str) -> Self {
-        Self(format!("local.{namespace}.notify.{driver}"))
+        Self::service(namespace, "notify", driver)
+    }
+
+    /// The keychain label of a credential of an outside service: `local.<namespace>.<service>.<item>`
+    /// (automation names hold no dot, so it never collides with an automation's label).
+    pub fn service(namespace: &Namespace, service: &str, item: &str) -> Self {
+        Self(format!("local.{namespace}.{service}.{item}"))
     }
 
     /// The prefix every label of `namespace` starts with.

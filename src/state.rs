@@ -220,6 +220,47 @@ fn io_err(path: &Path, source: io::Error) -> StateError {
     }
 }
 
+/// What came of an automation's Healthchecks pings: `state/healthchecks/<name>.json` (written by
+/// `healthchecks::ping`, read by health). Never a ping's URL: it holds the key or the UUID.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pings {
+    /// When the last ping was sent, which it was (`start`, `exit 0`, `fail`, `log`), and what came
+    /// of it: the server's answer, or why there was none.
+    pub at: String,
+    pub ping: String,
+    pub ok: bool,
+    pub answer: String,
+    /// Pings that failed since the last one that reached the server.
+    pub failures_in_row: u32,
+    #[serde(default)]
+    pub last_ok_at: Option<String>,
+}
+
+/// The folder of the ping records.
+pub fn pings_dir(data_root: &Path) -> PathBuf {
+    data_root.join("state").join("healthchecks")
+}
+
+/// The ping record of `name`.
+pub fn pings_path(data_root: &Path, name: &str) -> PathBuf {
+    pings_dir(data_root).join(format!("{name}.json"))
+}
+
+/// The automations with a ping record.
+pub fn pinged_names(data_root: &Path) -> Result<std::collections::BTreeSet<Name>, StateError> {
+    let dir = pings_dir(data_root);
+    let listed = fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))?;
+    Ok(listed
+        .into_iter()
+        .filter_map(|(stem, _)| Name::new(&stem).ok())
+        .collect())
+}
+
+/// Reads what came of `name`'s pings; `None` before its first.
+pub fn read_pings(data_root: &Path, name: &str) -> Result<Option<Pings>, StateError> {
+    read_json(&pings_path(data_root, name))
+}
+
 /// Reads a JSON state file; a missing file is `None`, an unreadable one an error naming it.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateError> {
     match fsutil::read_capped(path, fsutil::SMALL_FILE).map_err(|e| io_err(path, e))? {

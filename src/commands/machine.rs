@@ -282,6 +282,7 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
     outln!("installed {}", plan.label);
     after_install(s, &def, &bin)?;
     linger_warning(s);
+    super::healthchecks::install_hint(s, name);
     Ok(Exit::Success)
 }
 
@@ -314,7 +315,25 @@ pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
     for line in left_behind(s, name, plan.record.as_ref()) {
         outln!("{line}");
     }
+    super::healthchecks::uninstall_hint(s, name);
     Ok(Exit::Success)
+}
+
+/// The lines `check` prints of the remote checks.
+fn remote_lines(r: &Result<Vec<String>, String>, say: &mut dyn FnMut(&str)) {
+    match r {
+        Ok(lines) if lines.is_empty() => say("healthchecks: the remote checks are in step"),
+        Ok(lines) => {
+            for l in lines {
+                say(&format!(
+                    "healthchecks: {l}; fix: automations healthchecks sync"
+                ));
+            }
+        }
+        Err(e) => say(&format!(
+            "healthchecks: the remote checks were not looked at: {e}"
+        )),
+    }
 }
 
 /// What an uninstall leaves in place (it removes only the unit files and the install record),
@@ -395,7 +414,11 @@ pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let manager = service::for_manager(s.manager);
     let d = drift(s, manager.as_ref())?;
-    let clean = d.units.is_empty() && d.machine.is_empty();
+    // The remote checks, when healthchecks.toml exists: drift when the API key is readable,
+    // else why it was not looked at (which is no finding).
+    let remote = super::healthchecks::drift(s);
+    let remote_drift = matches!(&remote, Some(Ok(lines)) if !lines.is_empty());
+    let clean = d.units.is_empty() && d.machine.is_empty() && !remote_drift;
     if json {
         let units: Vec<String> = d.units.iter().map(portable::Difference::line).collect();
         let fixes: Vec<String> = d
@@ -408,10 +431,17 @@ pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
             "{}",
             serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine, "fixes": fixes})
         );
+        if let Some(r) = &remote {
+            // On stderr: stdout's document keeps its shape for scripts.
+            remote_lines(r, &mut |l| errln!("{l}"));
+        }
         return Ok(if clean { Exit::Success } else { Exit::Failure });
     }
     for f in &d.machine {
         outln!("{}", f.line());
+    }
+    if let Some(r) = &remote {
+        remote_lines(r, &mut |l| outln!("{l}"));
     }
     for u in &d.units {
         outln!("{}; fix: {UNITS_FIX}", u.line());
@@ -425,9 +455,14 @@ pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
         );
     } else {
         outln!(
-            "check: {} finding(s) on this machine, {} file(s) of units/ out of date{}",
+            "check: {} finding(s) on this machine, {} file(s) of units/ out of date{}{}",
             d.machine.len(),
             d.units.len(),
+            if remote_drift {
+                ", remote checks out of step (automations healthchecks sync)"
+            } else {
+                ""
+            },
             if !diff && d.units.iter().any(|u| u.diff().is_some()) {
                 " (automations check --diff shows what differs)"
             } else {

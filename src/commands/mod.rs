@@ -5,6 +5,7 @@
 
 mod doctor;
 mod health;
+mod healthchecks;
 mod http;
 mod keys;
 mod machine;
@@ -15,7 +16,10 @@ use std::io::Write;
 use anyhow::Context;
 use clap::CommandFactory;
 
-use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand};
+use crate::cli::{
+    Cli, Command, Global, HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand, KeyCommand,
+    LogCommand, NotifyCommand, NotifyKeyCommand,
+};
 use crate::control;
 use crate::definition::{self, Checks, Definition};
 use crate::fsutil::Use;
@@ -57,6 +61,27 @@ pub fn dispatch(cli: Cli) -> CmdResult {
                 }
             })?;
             Ok(Exit::Success)
+        }
+        Command::Healthchecks(c) => {
+            let s = settings(&cli.global)?;
+            let ping = |w: HealthchecksKey| w == HealthchecksKey::Ping;
+            match c {
+                HealthchecksCommand::Sync {
+                    name,
+                    dry_run,
+                    prune,
+                } => healthchecks::sync(&s, name.as_ref(), dry_run, prune),
+                HealthchecksCommand::Status { json } => healthchecks::status(&s, json),
+                HealthchecksCommand::Key(HealthchecksKeyCommand::Store { which }) => {
+                    healthchecks::key_store(&s, ping(which))
+                }
+                HealthchecksCommand::Key(HealthchecksKeyCommand::Check { which }) => {
+                    healthchecks::key_check(&s, ping(which))
+                }
+                HealthchecksCommand::Key(HealthchecksKeyCommand::Delete { which }) => {
+                    healthchecks::key_delete(&s, ping(which))
+                }
+            }
         }
         Command::Notify(NotifyCommand::Test) => notify::test(&settings(&cli.global)?),
         Command::Notify(NotifyCommand::Look { name }) => {
@@ -616,6 +641,7 @@ fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
     data_root(s, Use::Write)?;
     let p = control::pause(s, name, By::Hand, reason).map_err(control_fail)?;
     outln!("{name}: paused ({})", p.reason);
+    healthchecks::follow_pause(s, Some(name), true);
     Ok(Exit::Success)
 }
 
@@ -627,6 +653,7 @@ fn resume(s: &Settings, name: &Name) -> CmdResult {
     } else {
         outln!("{name}: was not paused");
     }
+    healthchecks::follow_pause(s, Some(name), false);
     Ok(Exit::Success)
 }
 
@@ -667,6 +694,7 @@ fn stop_all(s: &Settings, reason: &str) -> CmdResult {
             r.still_running.join(", ")
         ));
     }
+    healthchecks::follow_pause(s, None, true);
     if problems.is_empty() {
         Ok(Exit::Success)
     } else {
@@ -684,6 +712,7 @@ fn resume_all(s: &Settings) -> CmdResult {
     } else {
         outln!("kill switch was not on");
     }
+    healthchecks::follow_pause(s, None, false);
     Ok(Exit::Success)
 }
 

@@ -167,6 +167,8 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         Some(_) => None,
         None => Some(state.paused_names()?),
     };
+    // Ping records are read only for the automations that have one (one listing).
+    let pinged = crate::state::pinged_names(&s.data_root)?;
     let one = |n: &Name| -> anyhow::Result<Subject> {
         let definition = definitions.get(n).map(|d| (*d).clone());
         let th = thresholds.of(n.as_str());
@@ -185,6 +187,12 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
             None => {}
         }
         subject.invalid = invalid.contains(n.as_str());
+        if pinged.contains(n) {
+            match crate::state::read_pings(&s.data_root, n.as_str()) {
+                Ok(p) => subject.pings = p,
+                Err(e) => subject.unreadable.push(crate::chain_text(&e)),
+            }
+        }
         Ok(subject)
     };
     in_parallel(&names, one)
@@ -260,6 +268,7 @@ fn subject(
         acked_at,
         unreadable,
         not_approved: None,
+        pings: None,
         runs,
     })
 }

@@ -70,6 +70,8 @@ pub struct Subject {
     /// State files of it that could not be read (a pause or install record), each with why: its
     /// verdict is unknown, and nothing else is hidden by them.
     pub unreadable: Vec<String>,
+    /// What came of its Healthchecks pings, when it has pinged.
+    pub pings: Option<crate::state::Pings>,
     /// Its runs, newest first (skips included), as far back as the rules need.
     pub runs: Vec<RunView>,
 }
@@ -123,6 +125,8 @@ pub enum Rule {
     NoRuns,
     /// Unknown: a state file of it cannot be read.
     Unreadable,
+    /// Its Healthchecks pings failed several times in a row: the outside watch is blind to it.
+    PingsFailing,
 }
 
 impl Rule {
@@ -146,6 +150,7 @@ impl Rule {
             Rule::NotInstalled => "not installed",
             Rule::NoRuns => "no runs yet",
             Rule::Unreadable => "its state cannot be read",
+            Rule::PingsFailing => "its Healthchecks pings fail",
         }
     }
 }

@@ -45,7 +45,7 @@ fn since_ack(s: &Subject, r: &RunView) -> bool {
 pub type Check<Tz> = fn(&Input<'_, Tz>, &mut Figures) -> Vec<Reason>;
 
 /// Every rule, in the order its reasons are listed.
-pub fn table<Tz: TimeZone>() -> [Check<Tz>; 12] {
+pub fn table<Tz: TimeZone>() -> [Check<Tz>; 13] {
     [
         definition_invalid,
         no_definition,
@@ -59,8 +59,27 @@ pub fn table<Tz: TimeZone>() -> [Check<Tz>; 12] {
         missed_days_rule,
         headline,
         outside_calls,
+        pings_failing,
     ]
 }
+
+/// Its Healthchecks pings failed [`PINGS_FAILING_AFTER`] times in a row or more: whatever happens
+/// to it, the outside watch does not hear.
+fn pings_failing<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason> {
+    match &i.s.pings {
+        Some(p) if p.failures_in_row >= PINGS_FAILING_AFTER => reason(
+            Rule::PingsFailing,
+            format!(
+                "its last {} Healthchecks pings failed (the last, {}: {}): automations healthchecks status",
+                p.failures_in_row, p.ping, p.answer
+            ),
+        ),
+        _ => Vec::new(),
+    }
+}
+
+/// The failed pings in a row from which health says so.
+pub const PINGS_FAILING_AFTER: u32 = 3;
 
 fn reason(rule: Rule, detail: impl Into<String>) -> Vec<Reason> {
     vec![Reason {

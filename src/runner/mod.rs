@@ -178,7 +178,11 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
                 LoadError::Missing(_) => "definition_missing",
                 LoadError::Invalid(_) => "definition_invalid",
             };
-            return record_unstartable(&log, name, trigger, None, class, &e.to_string());
+            let report = record_unstartable(&log, name, trigger, None, class, &e.to_string());
+            if let Ok(Report::Finished { finished, .. }) = &report {
+                crate::healthchecks::ping::unstarted(s, name, finished);
+            }
+            return report;
         }
         Err(e) => return Err(RunError::Definition(e)),
     };
@@ -190,7 +194,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     let state = State::new(&s.data_root);
     let installed = approved(s, &state, &def, name, trigger)?;
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
-        return Ok(skipped);
+        return Ok(told(s, name, skipped));
     }
     // The jitter: a scheduled firing waits its slot's delay before it contends for the lock (a
     // person's run never waits). A pause or a stop-all set meanwhile is seen under the lock.
@@ -202,17 +206,18 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     let lock = match take_lock(s, name)? {
         Some(lock) => lock,
         None => {
-            return skip(
+            let skipped = skip(
                 &log,
                 name,
                 trigger,
                 SkipReason::AlreadyRunning,
                 String::new(),
-            );
+            )?;
+            return Ok(told(s, name, skipped));
         }
     };
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
-        return Ok(skipped);
+        return Ok(told(s, name, skipped));
     }
     let run_id = new_run_id(Utc::now());
     let firing = Firing {
@@ -224,10 +229,14 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         attempt: 1,
         first_run: &run_id,
     };
-    let finished = fire(&firing, &log)?;
+    let (finished, pings) = fire(&firing, &log)?;
     // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
-    // before anything slow, so a firing never waits on this one's look or messages.
+    // before anything slow, so a firing never waits on this one's pings, look or messages.
     drop(lock);
+    // The end ping to Healthchecks (bounded; never changes the outcome).
+    if let Some(p) = pings {
+        p.end(&finished);
+    }
 
     // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12); their failures print
     //     to stderr and never change the outcome recorded above.
@@ -267,9 +276,21 @@ fn take_lock(s: &Settings, name: &Name) -> Result<Option<locks::RunLock>, RunErr
     }
 }
 
+/// A skipped firing, told to Healthchecks when its check wants to hear of it (see
+/// `healthchecks::ping::skipped`).
+fn told(s: &Settings, name: &Name, report: Report) -> Report {
+    if let Report::Skipped { reason, detail } = &report {
+        crate::healthchecks::ping::skipped(s, name, *reason, detail);
+    }
+    report
+}
+
 /// Steps 5–11 under the lock: the keeper, `started`, the gate, the command, and its `finished`
-/// written (not yet synced: see [`conclude`]).
-fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
+/// written (not yet synced: see [`conclude`]); with the firing's Healthchecks pings, begun.
+fn fire(
+    firing: &Firing,
+    log: &RunLog,
+) -> Result<(Finished, Option<crate::healthchecks::ping::Pings>), RunError> {
     use anyhow::Context as _;
     let Firing { s, def, run_id, .. } = *firing;
     let name = &def.name;
@@ -286,6 +307,8 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
     let mut signals = Signals::install().context("cannot install signal handlers")?;
+    // The start ping, on its own thread (after the keeper's fork): the command does not wait.
+    let pings = crate::healthchecks::ping::Pings::begin(s, name, run_id);
 
     // Retries (a scheduled firing's): each attempt its own run under this one lock and keeper,
     // after a wait that doubles; a stop request ends them.
@@ -309,7 +332,7 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             || !tried_again(retry, &finished)
             || signals.wait_for_stop(retry.delay(number))
         {
-            return Ok(finished);
+            return Ok((finished, pings));
         }
         number += 1;
         next_id = Some(new_run_id(Utc::now()));

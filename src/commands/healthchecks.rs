@@ -1,0 +1,456 @@
+//! `automations healthchecks sync|status|key`, and what pause, resume, stop-all, resume-all,
+//! check, install and uninstall say of the remote checks.
+
+use std::io::IsTerminal;
+
+use anyhow::anyhow;
+
+use super::data_root;
+use crate::definition::{self, Checks, Definition};
+use crate::fsutil::Use;
+use crate::healthchecks::api::{Api, Remote};
+use crate::healthchecks::sync::{self, Line, Step};
+use crate::healthchecks::{self as hc, HcSettings, KeyKind, Watch};
+use crate::keys::{self, Secret};
+use crate::names::Name;
+use crate::settings::Settings;
+use crate::state::State;
+use crate::{CmdResult, Exit, Fail};
+
+/// `healthchecks.toml`, which these commands need.
+fn settings_needed(s: &Settings) -> Result<HcSettings, Fail> {
+    match hc::settings::load(&s.data_root) {
+        Ok(Some(c)) => Ok(c),
+        Ok(None) => Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "no {} in {}: create it (an empty file uses hc-ping.com and healthchecks.io; see docs/healthchecks.md)",
+                hc::settings::FILE,
+                s.data_root.display()
+            ),
+        )),
+        Err(e) => Err(Fail::from(anyhow::Error::from(e))),
+    }
+}
+
+/// The API client, or why there is none (no key readable).
+fn api(s: &Settings, cfg: &HcSettings) -> Result<Api, String> {
+    match hc::machine_key(s, KeyKind::Api)? {
+        Some(k) => Api::new(&cfg.api_url, k).map_err(|e| e.to_string()),
+        None => Err(format!(
+            "no Healthchecks API key ({} or `automations healthchecks key store api`)",
+            hc::ENV_API_KEY
+        )),
+    }
+}
+
+/// The scheduled definitions installed on this machine (or only `only`, which must be).
+fn installed_definitions(s: &Settings, only: Option<&Name>) -> Result<Vec<Definition>, Fail> {
+    let loaded = definition::load_all(&s.definitions_dir(), &Checks::of(s))?;
+    let records = State::new(&s.data_root).install_records()?;
+    let defs: Vec<Definition> = loaded
+        .definitions
+        .into_iter()
+        .filter(|d| d.schedule.is_some() && records.contains_key(&d.name))
+        .filter(|d| only.is_none_or(|n| &d.name == n))
+        .collect();
+    if let Some(n) = only
+        && defs.is_empty()
+    {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "{n} is not a scheduled automation installed on this machine: install it first (make automations-install NAME={n})"
+            ),
+        ));
+    }
+    Ok(defs)
+}
+
+/// What each check should be.
+fn wanted(s: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<sync::Wanted> {
+    let refs: Vec<&Definition> = defs.iter().collect();
+    sync::wanted(
+        cfg,
+        &s.namespace,
+        &refs,
+        hc::machine_zone().as_deref(),
+        &crate::notify::host(),
+    )
+}
+
+pub fn sync(s: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> CmdResult {
+    if prune && only.is_some() {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!("--prune looks at every check of the namespace: leave out the name"),
+        ));
+    }
+    data_root(s, Use::Read)?;
+    let cfg = settings_needed(s)?;
+    let defs = installed_definitions(s, only)?;
+    let api = api(s, &cfg).map_err(|e| Fail::new(Exit::Failure, anyhow!(e)))?;
+    let plan = sync::plan(&api, &s.namespace, &wanted(s, &cfg, &defs), only.is_none())
+        .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
+    outln!("healthchecks sync ({}):", cfg.api_url);
+    for line in &plan {
+        outln!("  {}", line.words());
+    }
+    if plan.is_empty() {
+        outln!("  no scheduled automation is installed here");
+    }
+    if dry_run {
+        outln!("dry run: nothing changed");
+        return Ok(Exit::Success);
+    }
+    let mut failed = false;
+    for line in plan.iter().filter(|l| l.is_drift()) {
+        match sync::apply(&api, line, prune) {
+            Ok(done) => outln!("{}: {done}", line.who),
+            Err(e) => {
+                failed = true;
+                outln!("{}: not done: {e}", line.who);
+            }
+        }
+    }
+    let unable = plan
+        .iter()
+        .any(|l| matches!(l.step, Step::Missing | Step::Cannot(_)));
+    Ok(if failed || unable {
+        Exit::Failure
+    } else {
+        Exit::Success
+    })
+}
+
+/// One automation's line in `status`.
+#[derive(serde::Serialize)]
+struct StatusLine {
+    name: String,
+    /// The remote check's status (`new`, `up`, `grace`, `down`, `paused`), or `missing` / `off`.
+    remote: String,
+    last_ping: Option<String>,
+    /// The local verdict (`health`).
+    verdict: String,
+    /// What came of this machine's last ping.
+    last_sent: Option<String>,
+    failures_in_row: u32,
+}
+
+pub fn status(s: &Settings, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
+    let cfg = settings_needed(s)?;
+    let defs = installed_definitions(s, None)?;
+    let remote: Vec<Remote> = api(s, &cfg)
+        .and_then(|a| a.list(None).map_err(|e| e.to_string()))
+        .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
+    let src = crate::health::load::Sources::read(s, None)?;
+    let verdicts = crate::health::load::assess(s, &src, None)?.verdicts;
+    let mut lines = Vec::new();
+    for d in &defs {
+        let watch = hc::watch(&cfg, &s.namespace, &d.name);
+        let found = sync::find(&remote, &watch);
+        let pings = crate::state::read_pings(&s.data_root, d.name.as_str())
+            .ok()
+            .flatten();
+        lines.push(StatusLine {
+            name: d.name.to_string(),
+            remote: match (&watch, found) {
+                (Watch::Off, _) => "off".into(),
+                (_, Some(r)) => r.status.clone(),
+                (_, None) => "missing".into(),
+            },
+            last_ping: found.and_then(|r| r.last_ping.clone()),
+            verdict: verdicts.iter().find(|v| v.name == d.name.as_str()).map_or(
+                "unknown".into(),
+                |v| {
+                    serde_json::to_value(v.verdict)
+                        .ok()
+                        .and_then(|j| j.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                },
+            ),
+            last_sent: pings
+                .as_ref()
+                .map(|p| format!("{} {}: {}", p.at, p.ping, p.answer)),
+            failures_in_row: pings.map_or(0, |p| p.failures_in_row),
+        });
+    }
+    if json {
+        outln!(
+            "{}",
+            serde_json::json!({"version": 1, "automations": lines})
+        );
+        return Ok(Exit::Success);
+    }
+    outln!(
+        "{:<24} {:<8} {:<9} {:<26} LAST SENT FROM HERE",
+        "NAME",
+        "REMOTE",
+        "LOCAL",
+        "LAST PING SEEN"
+    );
+    for l in &lines {
+        outln!(
+            "{:<24} {:<8} {:<9} {:<26} {}{}",
+            l.name,
+            l.remote,
+            l.verdict,
+            l.last_ping.as_deref().unwrap_or("-"),
+            l.last_sent.as_deref().unwrap_or("-"),
+            if l.failures_in_row > 0 {
+                format!(" ({} failed in a row)", l.failures_in_row)
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(Exit::Success)
+}
+
+/// Pauses (or resumes) the remote check of `only`, or of every automation of the namespace, when
+/// `healthchecks.toml` exists; says what was done, or why not. Never fails the command: the local
+/// pause is what the runner obeys.
+pub fn follow_pause(s: &Settings, only: Option<&Name>, pause: bool) {
+    let Ok(Some(cfg)) = hc::settings::load(&s.data_root) else {
+        return;
+    };
+    let verb = if pause { "paused" } else { "resumed" };
+    let api = match api(s, &cfg) {
+        Ok(a) => a,
+        Err(e) => {
+            outln!("healthchecks: the remote check(s) were not {verb}: {e}");
+            return;
+        }
+    };
+    let remote = match api.list(None) {
+        Ok(r) => r,
+        Err(e) => {
+            outln!("healthchecks: the remote check(s) were not {verb}: {e}");
+            return;
+        }
+    };
+    let targets: Vec<(String, &Remote)> = match only {
+        Some(n) => sync::find(&remote, &hc::watch(&cfg, &s.namespace, n))
+            .map(|r| (n.to_string(), r))
+            .into_iter()
+            .collect(),
+        None => {
+            // resume-all leaves the checks of automations paused one by one paused.
+            let paused: Vec<&Remote> = if pause {
+                Vec::new()
+            } else {
+                State::new(&s.data_root)
+                    .paused_names()
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|n| sync::find(&remote, &hc::watch(&cfg, &s.namespace, n)))
+                    .collect()
+            };
+            remote
+                .iter()
+                .filter(|r| r.has_tag(&hc::tag(&s.namespace)))
+                .filter(|r| !paused.iter().any(|p| std::ptr::eq(*p, *r)))
+                .map(|r| (r.slug.clone(), r))
+                .collect()
+        }
+    };
+    if targets.is_empty() {
+        outln!("healthchecks: no remote check to be {verb}");
+    }
+    for (who, r) in targets {
+        let Some(id) = &r.uuid else { continue };
+        let done = if pause { api.pause(id) } else { api.resume(id) };
+        match done {
+            Ok(()) => outln!("healthchecks: {who}: remote check {verb}"),
+            Err(e) => outln!("healthchecks: {who}: remote check not {verb}: {e}"),
+        }
+    }
+}
+
+/// `check`'s look at the remote checks: the drift lines (empty when in step), or why it did not
+/// look. `None` when there is no `healthchecks.toml`.
+pub fn drift(s: &Settings) -> Option<Result<Vec<String>, String>> {
+    let cfg = match hc::settings::load(&s.data_root) {
+        Ok(Some(c)) => c,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let look = || -> Result<Vec<String>, String> {
+        let defs = installed_definitions(s, None).map_err(|e| format!("{:#}", e.error))?;
+        let api = api(s, &cfg)?;
+        let plan = sync::plan(&api, &s.namespace, &wanted(s, &cfg, &defs), true)
+            .map_err(|e| e.to_string())?;
+        Ok(plan
+            .iter()
+            .filter(|l| l.is_drift())
+            .map(Line::words)
+            .collect())
+    };
+    Some(look())
+}
+
+/// What install says when `healthchecks.toml` exists.
+pub fn install_hint(s: &Settings, name: &Name) {
+    if hc::enabled(s) {
+        outln!(
+            "healthchecks: create or update its remote check with `automations healthchecks sync {name}`"
+        );
+    }
+}
+
+/// What uninstall says of the remote check, when `healthchecks.toml` exists.
+pub fn uninstall_hint(s: &Settings, name: &Name) {
+    let Ok(Some(cfg)) = hc::settings::load(&s.data_root) else {
+        return;
+    };
+    let watch = hc::watch(&cfg, &s.namespace, name);
+    if watch == Watch::Off {
+        return;
+    }
+    let found = api(s, &cfg).and_then(|a| a.list(None).map_err(|e| e.to_string()));
+    match found {
+        Ok(remote) if sync::find(&remote, &watch).is_some() => outln!(
+            "healthchecks: its remote check is left on the server (and will go down); delete it with `automations healthchecks sync --prune`"
+        ),
+        Ok(_) => outln!("healthchecks: it has no remote check"),
+        Err(e) => {
+            outln!("healthchecks: a remote check may be left on the server (not looked: {e})")
+        }
+    }
+}
+
+fn kind(ping: bool) -> KeyKind {
+    if ping { KeyKind::Ping } else { KeyKind::Api }
+}
+
+pub fn key_store(s: &Settings, ping: bool) -> CmdResult {
+    let kind = kind(ping);
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "healthchecks key store needs a terminal: the key is typed or pasted there, hidden, and never passed on a command line"
+            ),
+        ));
+    }
+    data_root(s, Use::Read)?;
+    let cfg = settings_needed(s)?;
+    let key = Secret::new(super::keys::read_hidden(&format!(
+        "Healthchecks {} key (input hidden): ",
+        kind.word()
+    ))?)
+    .map_err(|e| Fail::new(Exit::BadInput, e))?;
+    if !kind.well_formed(&key) {
+        outln!(
+            "not stored: a Healthchecks {} key is {} letters, digits, '-' or '_' (Project Settings shows it)",
+            kind.word(),
+            if ping { 22 } else { 32 }
+        );
+        return Ok(Exit::Failure);
+    }
+    outln!("checking the key with Healthchecks…");
+    match validate(s, &cfg, kind, &key) {
+        Ok(said) => {
+            keys::for_manager(s.manager)
+                .set(&kind.label(&s.namespace), &key)
+                .map_err(|e| Fail::new(Exit::Failure, e))?;
+            outln!(
+                "stored the {} key as {}; {said}",
+                kind.word(),
+                kind.label(&s.namespace)
+            );
+            Ok(Exit::Success)
+        }
+        Err(e) => {
+            outln!("not stored: {e}");
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+/// What the server says of `key`. An API key lists the project's checks. A ping key has no call
+/// of its own: it pings `/log` on a check of this namespace the API lists (a log entry, which
+/// changes no status); with no such check, or no API key, only its form can be checked.
+fn validate(s: &Settings, cfg: &HcSettings, kind: KeyKind, key: &Secret) -> Result<String, String> {
+    match kind {
+        KeyKind::Api => {
+            let api = Api::new(&cfg.api_url, key.clone()).map_err(|e| e.to_string())?;
+            let checks = api
+                .list(Some(&hc::tag(&s.namespace)))
+                .map_err(|e| e.to_string())?;
+            Ok(format!(
+                "Healthchecks accepts it ({} check(s) of this namespace)",
+                checks.len()
+            ))
+        }
+        KeyKind::Ping => {
+            let remote = api(s, cfg).and_then(|a| {
+                a.list(Some(&hc::tag(&s.namespace)))
+                    .map_err(|e| e.to_string())
+            });
+            let slug = remote
+                .ok()
+                .and_then(|r| r.into_iter().map(|c| c.slug).find(|s| !s.is_empty()));
+            let Some(slug) = slug else {
+                return Ok(
+                    "its form is right; no check of this namespace to prove it on yet (the first ping does: automations healthchecks status)"
+                        .into(),
+                );
+            };
+            let url = hc::ping::url(
+                cfg,
+                &Watch::Slug(slug.clone()),
+                Some(key),
+                hc::ping::Ping::Log,
+                None,
+            )
+            .expect("a slug with a key has a URL");
+            let deadline = std::time::Instant::now() + hc::ping::BOUND;
+            match hc::ping::send(&url, b"automations: checking the ping key", deadline) {
+                Ok(_) => Ok(format!("Healthchecks took a log ping to {slug} with it")),
+                Err(e) if e.starts_with("refused: 404") => Err(format!(
+                    "Healthchecks does not know {slug} under this ping key (404): is it the ping key of the project the API key belongs to?"
+                )),
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+pub fn key_check(s: &Settings, ping: bool) -> CmdResult {
+    let kind = kind(ping);
+    data_root(s, Use::Read)?;
+    let cfg = settings_needed(s)?;
+    let key = match keys::for_manager(s.manager).get(&kind.label(&s.namespace)) {
+        Ok(Some(k)) => k,
+        Ok(None) => {
+            outln!(
+                "no Healthchecks {} key is stored; store one with `automations healthchecks key store {}`",
+                kind.word(),
+                kind.word()
+            );
+            return Ok(Exit::Failure);
+        }
+        Err(e) => {
+            return Err(Fail::new(
+                Exit::Failure,
+                anyhow!("cannot read the key: {e}"),
+            ));
+        }
+    };
+    match validate(s, &cfg, kind, &key) {
+        Ok(said) => {
+            outln!("ok: {said}");
+            Ok(Exit::Success)
+        }
+        Err(e) => {
+            outln!("the stored {} key does not work: {e}", kind.word());
+            Ok(Exit::Failure)
+        }
+    }
+}
+
+pub fn key_delete(s: &Settings, ping: bool) -> CmdResult {
+    super::keys::delete_item(s, &kind(ping).label(&s.namespace))
+}

@@ -1,0 +1,148 @@
+//! Healthchecks (healthchecks.io, or a self-hosted one): a dead man's switch off the machine.
+//!
+//! Every firing of an automation that has a check pings it ([`ping`]): `/start` when the run
+//! starts, its exit status or `/fail` when it ends, `/log` when it was skipped because the last
+//! one still runs. `automations healthchecks sync` keeps one remote check per scheduled, installed
+//! automation in step with its definition ([`sync`], over the Management API in [`api`]): the same
+//! `OnCalendar` expressions its timer fires on, or the interval for awake-time intervals. When the
+//! machine is off, asleep or its timers stopped, the pings stop, and Healthchecks tells.
+//!
+//! Nothing here changes a run's outcome, its exit status or its lock. The ping key, the API key and
+//! check UUIDs are secrets: from the environment or the keychain, never in a definition, an
+//! argument, the run log, a state file, a message or an error.
+
+pub mod api;
+pub mod ping;
+pub mod settings;
+pub mod sync;
+
+use crate::keys::{self, KeyStore, Secret};
+use crate::names::{Label, Name, Namespace};
+use crate::settings::Settings;
+
+pub use settings::{Choice, HcSettings};
+
+/// The variables that hold the keys (a manual override of the keychain).
+pub const ENV_PING_KEY: &str = "AUTOMATIONS_HEALTHCHECKS_PING_KEY";
+pub const ENV_API_KEY: &str = "AUTOMATIONS_HEALTHCHECKS_API_KEY";
+
+/// Whether `healthchecks.toml` exists: one `stat`, so a firing without it pays nothing more.
+pub fn enabled(s: &Settings) -> bool {
+    std::fs::symlink_metadata(s.data_root.join(settings::FILE)).is_ok()
+}
+
+/// Which of the two keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    /// The project's ping key: pings by slug.
+    Ping,
+    /// A read-write API key: the Management API.
+    Api,
+}
+
+impl KeyKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            KeyKind::Ping => "ping",
+            KeyKind::Api => "api",
+        }
+    }
+
+    fn env(self) -> &'static str {
+        match self {
+            KeyKind::Ping => ENV_PING_KEY,
+            KeyKind::Api => ENV_API_KEY,
+        }
+    }
+
+    /// Its keychain label: `local.<namespace>.healthchecks.<ping|api>`.
+    pub fn label(self, namespace: &Namespace) -> Label {
+        Label::service(namespace, "healthchecks", self.word())
+    }
+
+    /// Whether `key` has the form Healthchecks gives this kind of key: a ping key is 22 URL-safe
+    /// characters, an API key 32 (the server refuses any other length outright).
+    pub fn well_formed(self, key: &Secret) -> bool {
+        let k = key.expose();
+        let len = match self {
+            KeyKind::Ping => 22,
+            KeyKind::Api => 32,
+        };
+        k.len() == len
+            && k.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }
+}
+
+/// The key of `kind`: the environment first, else the keychain. `Ok(None)` when neither has one.
+pub fn key(
+    kind: KeyKind,
+    namespace: &Namespace,
+    store: &dyn Fn() -> Box<dyn KeyStore>,
+) -> Result<Option<Secret>, String> {
+    if let Some(v) = std::env::var(kind.env()).ok().filter(|v| !v.is_empty()) {
+        return Secret::new(v)
+            .map(Some)
+            .map_err(|_| format!("{} is not a key", kind.env()));
+    }
+    store()
+        .get(&kind.label(namespace))
+        .map_err(|e| format!("the Healthchecks {} key: {e}", kind.word()))
+}
+
+/// [`key`] from this machine's keychain.
+pub fn machine_key(s: &Settings, kind: KeyKind) -> Result<Option<Secret>, String> {
+    key(kind, &s.namespace, &|| keys::for_manager(s.manager))
+}
+
+/// The check slug of `name`: `<namespace>-<name>` (both are already lowercase letters, digits and
+/// `-`, which is what a slug may hold).
+pub fn slug(namespace: &Namespace, name: &Name) -> String {
+    format!("{namespace}-{name}")
+}
+
+/// The tag every check of `namespace` carries, by which `sync --prune` and `check` find them.
+pub fn tag(namespace: &Namespace) -> String {
+    format!("automations-{namespace}")
+}
+
+/// How `name` is watched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Watch {
+    /// By its check UUID (from `[checks]`).
+    Uuid(settings::CheckId),
+    /// By slug, under the project's ping key.
+    Slug(String),
+    /// Not at all (`name = false`).
+    Off,
+}
+
+/// How `name` is watched under `cfg`.
+pub fn watch(cfg: &HcSettings, namespace: &Namespace, name: &Name) -> Watch {
+    match cfg.checks.get(name) {
+        Some(Choice::Uuid(id)) => Watch::Uuid(id.clone()),
+        Some(Choice::Off) => Watch::Off,
+        None => Watch::Slug(slug(namespace, name)),
+    }
+}
+
+/// This machine's IANA zone: `TZ` when it names one, else where `/etc/localtime` points, else
+/// `/etc/timezone`. `None` when none says.
+pub fn machine_zone() -> Option<String> {
+    let from_tz = std::env::var("TZ")
+        .ok()
+        .map(|t| t.trim_start_matches(':').to_owned())
+        .filter(|t| settings::is_zone_name(t) && (t == "UTC" || t.contains('/')));
+    from_tz
+        .or_else(|| {
+            let target = std::fs::read_link("/etc/localtime").ok()?;
+            let t = target.to_string_lossy().into_owned();
+            let (_, zone) = t.split_once("zoneinfo/")?;
+            Some(zone.to_owned())
+        })
+        .or_else(|| {
+            let t = std::fs::read_to_string("/etc/timezone").ok()?;
+            Some(t.trim().to_owned())
+        })
+        .filter(|z| settings::is_zone_name(z))
+}

@@ -1,0 +1,379 @@
+//! Checks that follow the definitions: one remote check per scheduled, installed automation, with
+//! the schedule its unit fires on.
+//!
+//! A calendar schedule (`daily_at` and its kinds, a wall-clock grid) becomes the very `OnCalendar`
+//! expressions of its systemd timer, one per line, with `tz` = this machine's zone; an interval of
+//! awake time becomes a simple `timeout` (a sleeping laptop shows late there: that interval does
+//! not fire on wake); at-login-only has nothing regular to watch and gets no check. The grace is
+//! the firing's longest time (jitter, every attempt, the waits between them) plus five minutes,
+//! or `grace_seconds`.
+//!
+//! [`plan`] compares what should be with what the server has and says each difference; `sync`
+//! applies it, `check` only reports it. A check is identified to people by its automation and
+//! slug, never by its UUID.
+
+use std::collections::BTreeMap;
+
+use super::api::{Api, ApiError, Remote, Spec};
+use super::settings::{CheckId, SECONDS_MAX, SECONDS_MIN};
+use super::{HcSettings, Watch};
+use crate::definition::Definition;
+use crate::names::{Name, Namespace};
+use crate::schedule::Schedule;
+
+/// The margin added to a firing's longest time for the grace.
+pub const GRACE_MARGIN: u32 = 300;
+/// The longest `schedule` Healthchecks accepts.
+pub const SCHEDULE_MAX: usize = 100;
+
+/// What one automation's check should be, or why it gets none.
+#[derive(Clone, Debug)]
+pub struct Wanted {
+    pub name: Name,
+    pub watch: Watch,
+    pub spec: Result<Spec, String>,
+}
+
+/// The check each of `defs` (scheduled and installed, or only `only`) should have.
+pub fn wanted(
+    cfg: &HcSettings,
+    namespace: &Namespace,
+    defs: &[&Definition],
+    zone: Option<&str>,
+    host: &str,
+) -> Vec<Wanted> {
+    defs.iter()
+        .filter_map(|def| {
+            let watch = super::watch(cfg, namespace, &def.name);
+            (watch != Watch::Off).then(|| Wanted {
+                name: def.name.clone(),
+                spec: spec(cfg, namespace, def, &watch, zone, host),
+                watch,
+            })
+        })
+        .collect()
+}
+
+/// The check of `def`, or why it can have none.
+pub fn spec(
+    cfg: &HcSettings,
+    namespace: &Namespace,
+    def: &Definition,
+    watch: &Watch,
+    zone: Option<&str>,
+    host: &str,
+) -> Result<Spec, String> {
+    let schedule = def.schedule.as_ref().ok_or("it has no schedule")?;
+    let grace = cfg.grace_seconds.unwrap_or_else(|| {
+        (crate::units::stop_timeout(def) + GRACE_MARGIN).clamp(SECONDS_MIN, SECONDS_MAX)
+    });
+    let mut spec = Spec {
+        name: format!("{} ({namespace})", def.name),
+        slug: match watch {
+            Watch::Slug(s) => Some(s.clone()),
+            _ => None,
+        },
+        tags: super::tag(namespace),
+        desc: format!(
+            "{}{} on {host}, {}. Kept in step with its definition by `automations healthchecks sync`.",
+            def.description
+                .as_deref()
+                .map_or_else(String::new, |d| format!("{d}. ")),
+            def.name,
+            schedule.words()
+        ),
+        grace,
+        ..Spec::default()
+    };
+    let lines = crate::schedule::on_calendar(schedule);
+    match schedule {
+        Schedule::AtLogin => return Err("it runs only at login: nothing regular to watch".into()),
+        Schedule::EveryMinutes { every_minutes, .. } if lines.is_empty() => {
+            spec.timeout = Some((every_minutes * 60).clamp(SECONDS_MIN, SECONDS_MAX));
+        }
+        _ => {
+            let text = lines.join("\n");
+            if text.len() > SCHEDULE_MAX {
+                return Err(format!(
+                    "its {} OnCalendar lines are {} characters; Healthchecks takes at most {SCHEDULE_MAX}",
+                    lines.len(),
+                    text.len()
+                ));
+            }
+            spec.schedule = Some(text);
+            spec.tz = Some(
+                cfg.tz
+                    .clone()
+                    .or_else(|| zone.map(str::to_owned))
+                    .ok_or("this machine's time zone cannot be told: set tz = \"Area/City\" in healthchecks.toml")?,
+            );
+        }
+    }
+    Ok(spec)
+}
+
+/// What to do about one check.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// No such check yet: create it.
+    Create(Spec),
+    /// It differs: these fields ("grace: 900 → 1230"), then set them.
+    Update(CheckId, Spec, Vec<String>),
+    /// It is as it should be.
+    InStep,
+    /// Its configured UUID names no check of the key's project.
+    Missing,
+    /// Not possible, and why (no schedule to watch, too long a schedule).
+    Cannot(String),
+    /// A check of this namespace that no installed automation has.
+    Orphan(CheckId),
+}
+
+/// One line of a plan: whose check (automation, or the orphan's slug or name), and what to do.
+#[derive(Clone, Debug)]
+pub struct Line {
+    pub who: String,
+    pub step: Step,
+}
+
+impl Line {
+    /// Whether this line is drift (something to do).
+    pub fn is_drift(&self) -> bool {
+        !matches!(self.step, Step::InStep | Step::Cannot(_))
+    }
+
+    /// The line for people; never a UUID.
+    pub fn words(&self) -> String {
+        let who = &self.who;
+        match &self.step {
+            Step::Create(spec) => format!("{who}: create ({})", summary(spec)),
+            Step::Update(_, _, diffs) => format!("{who}: update ({})", diffs.join("; ")),
+            Step::InStep => format!("{who}: in step"),
+            Step::Missing => format!(
+                "{who}: its configured check UUID is not a check of this project (fix [checks] in healthchecks.toml)"
+            ),
+            Step::Cannot(why) => format!("{who}: no check: {why}"),
+            Step::Orphan(_) => format!("{who}: orphaned (no installed automation has it)"),
+        }
+    }
+}
+
+/// "schedule \"*-*-* 08:00:00\" in Europe/Berlin, grace 1230 s".
+fn summary(spec: &Spec) -> String {
+    let when = match (&spec.schedule, &spec.timeout) {
+        (Some(s), _) => format!(
+            "schedule {:?} in {}",
+            s.replace('\n', " | "),
+            spec.tz.as_deref().unwrap_or("?")
+        ),
+        (None, Some(t)) => format!("every {t} s (awake-time interval)"),
+        (None, None) => "no schedule".into(),
+    };
+    format!("{when}, grace {} s", spec.grace)
+}
+
+/// How `remote` differs from `spec`, field by field.
+fn differences(spec: &Spec, remote: &Remote) -> Vec<String> {
+    let mut d = Vec::new();
+    let mut field = |name: &str, want: String, have: String| {
+        if want != have {
+            d.push(format!("{name}: {have:?} → {want:?}"));
+        }
+    };
+    field("name", spec.name.clone(), remote.name.clone());
+    if let Some(slug) = &spec.slug {
+        field("slug", slug.clone(), remote.slug.clone());
+    }
+    field("desc", spec.desc.clone(), remote.desc.clone());
+    field(
+        "schedule",
+        spec.schedule.clone().unwrap_or_default(),
+        remote.schedule.clone().unwrap_or_default(),
+    );
+    if spec.schedule.is_some() {
+        field(
+            "tz",
+            spec.tz.clone().unwrap_or_default(),
+            remote.tz.clone().unwrap_or_default(),
+        );
+    }
+    field(
+        "timeout",
+        spec.timeout.map_or_else(String::new, |t| t.to_string()),
+        remote
+            .timeout
+            .filter(|_| remote.schedule.is_none())
+            .map_or_else(String::new, |t| t.to_string()),
+    );
+    field("grace", spec.grace.to_string(), remote.grace.to_string());
+    if !remote.has_tag(&spec.tags) {
+        d.push(format!("tags: {:?} lacks {:?}", remote.tags, spec.tags));
+    }
+    d
+}
+
+/// The plan: for each wanted check, what to do; with `prune`-able orphans of `namespace` last.
+/// `all` says whether `wanted` covers every automation (only then are orphans looked for).
+pub fn plan(
+    api: &Api,
+    namespace: &Namespace,
+    wanted: &[Wanted],
+    all: bool,
+) -> Result<Vec<Line>, ApiError> {
+    let remote = api.list(None)?;
+    let by_slug: BTreeMap<&str, &Remote> = remote
+        .iter()
+        .filter(|r| !r.slug.is_empty())
+        .map(|r| (r.slug.as_str(), r))
+        .collect();
+    let mut claimed: Vec<&CheckId> = Vec::new();
+    let mut lines = Vec::new();
+    for w in wanted {
+        let who = w.name.to_string();
+        let spec = match &w.spec {
+            Ok(s) => s.clone(),
+            Err(why) => {
+                lines.push(Line {
+                    who,
+                    step: Step::Cannot(why.clone()),
+                });
+                continue;
+            }
+        };
+        let found: Option<&Remote> = match &w.watch {
+            Watch::Uuid(id) => remote.iter().find(|r| r.uuid.as_ref() == Some(id)),
+            Watch::Slug(slug) => by_slug.get(slug.as_str()).copied(),
+            Watch::Off => continue,
+        };
+        let step = match (found, &w.watch) {
+            (None, Watch::Uuid(_)) => Step::Missing,
+            (None, _) => Step::Create(spec),
+            (Some(r), _) => {
+                if let Some(id) = &r.uuid {
+                    claimed.push(id);
+                }
+                let diffs = differences(&spec, r);
+                match (&r.uuid, diffs.is_empty()) {
+                    (_, true) => Step::InStep,
+                    (Some(id), false) => Step::Update(id.clone(), with_tags(spec, r), diffs),
+                    (None, false) => {
+                        Step::Cannot("the API key is read-only: it cannot change checks".into())
+                    }
+                }
+            }
+        };
+        lines.push(Line { who, step });
+    }
+    if all {
+        let tag = super::tag(namespace);
+        for r in remote.iter().filter(|r| r.has_tag(&tag)) {
+            if let Some(id) = &r.uuid
+                && !claimed.contains(&id)
+            {
+                let who = if r.slug.is_empty() {
+                    r.name.clone()
+                } else {
+                    r.slug.clone()
+                };
+                lines.push(Line {
+                    who,
+                    step: Step::Orphan(id.clone()),
+                });
+            }
+        }
+    }
+    Ok(lines)
+}
+
+/// `spec` with the check's own other tags kept beside ours.
+fn with_tags(mut spec: Spec, remote: &Remote) -> Spec {
+    let mut tags: Vec<&str> = remote.tags.split_whitespace().collect();
+    if !tags.contains(&spec.tags.as_str()) {
+        tags.push(&spec.tags);
+    }
+    spec.tags = tags.join(" ");
+    spec
+}
+
+/// Carries out one line: what was done, or why not. Orphans are deleted only with `prune`.
+pub fn apply(api: &Api, line: &Line, prune: bool) -> Result<&'static str, ApiError> {
+    match &line.step {
+        Step::Create(spec) => api.create(spec).map(|_| "created"),
+        Step::Update(id, spec, _) => api.update(id, spec).map(|_| "updated"),
+        Step::Orphan(id) if prune => api.delete(id).map(|_| "deleted"),
+        Step::Orphan(_) => Ok("left (--prune deletes it)"),
+        Step::InStep => Ok("nothing to do"),
+        Step::Missing | Step::Cannot(_) => Ok("left as it is"),
+    }
+}
+
+/// The check of `name` on the server (by its UUID or slug), for pause, resume and status.
+pub fn find<'a>(remote: &'a [Remote], watch: &Watch) -> Option<&'a Remote> {
+    match watch {
+        Watch::Uuid(id) => remote.iter().find(|r| r.uuid.as_ref() == Some(id)),
+        Watch::Slug(slug) => remote.iter().find(|r| &r.slug == slug),
+        Watch::Off => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::definition::{Checks, parse};
+
+    fn scheduled(name: &str, schedule: &str) -> Definition {
+        let text = format!(
+            "name = \"{name}\"\ncommand = [\"scripts/x.sh\"]\ntimeout_seconds = 60\n[schedule]\n{schedule}\n"
+        );
+        let checks = Checks {
+            home: "/nonexistent-home".into(),
+            data_root: "/nonexistent-data".into(),
+        };
+        parse(&format!("{name}.toml"), text.as_bytes(), &checks).unwrap()
+    }
+
+    #[test]
+    fn specs_follow_the_timer() {
+        let ns = Namespace::new("ns").unwrap();
+        let cfg = HcSettings::default();
+        let daily = scheduled(
+            "backup",
+            "daily_at = [\"08:00\", \"18:00\"]\nweekdays = [\"mon\", \"fri\"]",
+        );
+        let w = Watch::Slug("ns-backup".into());
+        let s = spec(&cfg, &ns, &daily, &w, Some("Europe/Berlin"), "box").unwrap();
+        assert_eq!(
+            s.schedule.as_deref(),
+            Some("Mon,Fri *-*-* 08:00:00\nMon,Fri *-*-* 18:00:00")
+        );
+        assert_eq!(s.tz.as_deref(), Some("Europe/Berlin"));
+        assert_eq!(s.timeout, None);
+        assert_eq!(s.grace, crate::units::stop_timeout(&daily) + GRACE_MARGIN);
+        assert_eq!(s.slug.as_deref(), Some("ns-backup"));
+        assert_eq!(s.tags, "automations-ns");
+        // No zone known and none set: refused, saying how to fix it.
+        let e = spec(&cfg, &ns, &daily, &w, None, "box").unwrap_err();
+        assert!(e.contains("tz ="), "{e}");
+        // An awake-time interval is a simple period; a grid is a calendar.
+        let awake = scheduled("poll", "every_minutes = 7");
+        let s = spec(&cfg, &ns, &awake, &w, None, "box").unwrap();
+        assert_eq!((s.timeout, s.schedule), (Some(420), None));
+        let grid = scheduled("tick", "every_minutes = 15");
+        let s = spec(&cfg, &ns, &grid, &w, Some("UTC"), "box").unwrap();
+        assert_eq!(s.schedule.as_deref(), Some("*-*-* *:00/15:00"));
+        // At login only: nothing to watch.
+        let login = scheduled("hello", "at_login = true");
+        assert!(spec(&cfg, &ns, &login, &w, Some("UTC"), "box").is_err());
+        // grace_seconds wins.
+        let cfg = HcSettings {
+            grace_seconds: Some(4000),
+            ..HcSettings::default()
+        };
+        assert_eq!(
+            spec(&cfg, &ns, &grid, &w, Some("UTC"), "box")
+                .unwrap()
+                .grace,
+            4000
+        );
+    }
+}
