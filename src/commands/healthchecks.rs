@@ -9,7 +9,7 @@ use super::data_root;
 use crate::definition::{self, Checks, Definition};
 use crate::fsutil::Use;
 use crate::healthchecks::api::{Api, Remote};
-use crate::healthchecks::sync::{self, Line, Step};
+use crate::healthchecks::sync::{self, Step};
 use crate::healthchecks::{self as hc, HcSettings, KeyKind, Watch};
 use crate::keys::{self, Secret};
 use crate::names::Name;
@@ -113,9 +113,9 @@ pub fn sync(s: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> Cm
             }
         }
     }
-    let unable = plan
-        .iter()
-        .any(|l| matches!(l.step, Step::Missing | Step::Cannot(_)));
+    // A check that cannot be (at login only) is said, and is no failure; a configured UUID the
+    // server does not know is.
+    let unable = plan.iter().any(|l| matches!(l.step, Step::Missing));
     Ok(if failed || unable {
         Exit::Failure
     } else {
@@ -284,7 +284,7 @@ pub fn drift(s: &Settings) -> Option<Result<Vec<String>, String>> {
         Ok(plan
             .iter()
             .filter(|l| l.is_drift())
-            .map(Line::words)
+            .map(|l| format!("{}; fix: {}", l.words(), l.fix()))
             .collect())
     };
     Some(look())

@@ -142,6 +142,17 @@ impl Line {
         !matches!(self.step, Step::InStep | Step::Cannot(_))
     }
 
+    /// The command that brings this line in step.
+    pub fn fix(&self) -> &'static str {
+        match self.step {
+            Step::Orphan(_) => "automations healthchecks sync --prune",
+            Step::Missing => {
+                "put the check's UUID in healthchecks.toml's [checks], or remove it there"
+            }
+            _ => "automations healthchecks sync",
+        }
+    }
+
     /// The line for people; never a UUID.
     pub fn words(&self) -> String {
         let who = &self.who;
@@ -180,11 +191,6 @@ fn differences(spec: &Spec, remote: &Remote) -> Vec<String> {
             d.push(format!("{name}: {have:?} → {want:?}"));
         }
     };
-    field("name", spec.name.clone(), remote.name.clone());
-    if let Some(slug) = &spec.slug {
-        field("slug", slug.clone(), remote.slug.clone());
-    }
-    field("desc", spec.desc.clone(), remote.desc.clone());
     field(
         "schedule",
         spec.schedule.clone().unwrap_or_default(),
@@ -206,6 +212,13 @@ fn differences(spec: &Spec, remote: &Remote) -> Vec<String> {
             .map_or_else(String::new, |t| t.to_string()),
     );
     field("grace", spec.grace.to_string(), remote.grace.to_string());
+    field("name", spec.name.clone(), remote.name.clone());
+    if let Some(slug) = &spec.slug {
+        field("slug", slug.clone(), remote.slug.clone());
+    }
+    if spec.desc != remote.desc {
+        d.push("its description".into());
+    }
     if !remote.has_tag(&spec.tags) {
         d.push(format!("tags: {:?} lacks {:?}", remote.tags, spec.tags));
     }

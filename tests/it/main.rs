@@ -10,6 +10,7 @@ mod definitions;
 mod exits;
 mod faults;
 mod health;
+mod healthchecks;
 mod http;
 mod keys;
 mod prereqs;

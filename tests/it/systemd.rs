@@ -526,7 +526,7 @@ fn private_managers_side_by_side_do_not_touch_each_others_services() {
 
 /// A fake `systemctl` that answers like a healthy manager, except that the verb named in
 /// `fail-verb` beside it fails once with the manager's kind of message.
-fn fake_systemctl(dir: &Path) {
+pub(crate) fn fake_systemctl(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     let path = dir.join("systemctl");
     write_executable(

@@ -1,0 +1,759 @@
+//! Healthchecks (issue 20): pings from every firing and checks synced from the definitions,
+//! against a fake server that speaks the documented API as healthchecks' own views do (ping by
+//! UUID and by ping key + slug, `rid` must be a UUID, bodies cut at PING_BODY_LIMIT, API keys of
+//! 32 characters in X-Api-Key, `unique`, 409 on resuming a check that is not paused).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::fixtures::{FakeHttp, Reply, Seen, write_private};
+use crate::harness::*;
+
+const PING_KEY: &str = "pk_0123456789abcdefghij"; // 22 characters, as Healthchecks makes them
+const API_KEY: &str = "ak_0123456789abcdefghijklmnopqrs"; // 32
+const BODY_LIMIT: usize = 10_000;
+
+#[derive(Clone, Debug)]
+struct Check {
+    uuid: String,
+    name: String,
+    slug: String,
+    tags: String,
+    desc: String,
+    grace: u64,
+    timeout: Option<u64>,
+    schedule: Option<String>,
+    tz: Option<String>,
+    status: String,
+    channels: String,
+}
+
+impl Check {
+    fn json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "uuid": self.uuid, "name": self.name, "slug": self.slug, "tags": self.tags,
+            "desc": self.desc, "grace": self.grace, "status": self.status, "last_ping": null,
+            "n_pings": 0, "ping_url": format!("https://hc.example/ping/{}", self.uuid),
+            "channels": self.channels,
+        });
+        match (&self.schedule, self.timeout) {
+            (Some(s), _) => {
+                v["schedule"] = s.clone().into();
+                v["tz"] = self.tz.clone().into();
+            }
+            (None, t) => v["timeout"] = t.unwrap_or(86400).into(),
+        }
+        v
+    }
+}
+
+/// A ping the server took.
+#[derive(Clone, Debug)]
+struct Pinged {
+    uuid: String,
+    kind: String,
+    rid: Option<String>,
+    body: String,
+}
+
+#[derive(Default)]
+struct Hc {
+    checks: Vec<Check>,
+    pings: Vec<Pinged>,
+    next: u32,
+}
+
+impl Hc {
+    fn new_uuid(&mut self) -> String {
+        self.next += 1;
+        format!("{:08x}-1111-4222-8333-{:012x}", self.next, self.next)
+    }
+
+    fn add(&mut self, slug: &str, tags: &str) -> String {
+        let uuid = self.new_uuid();
+        self.checks.push(Check {
+            uuid: uuid.clone(),
+            name: slug.into(),
+            slug: slug.into(),
+            tags: tags.into(),
+            desc: String::new(),
+            grace: 3600,
+            timeout: Some(86400),
+            schedule: None,
+            tz: None,
+            status: "new".into(),
+            channels: String::new(),
+        });
+        uuid
+    }
+}
+
+fn is_uuid(s: &str) -> bool {
+    let g: Vec<usize> = s.split('-').map(str::len).collect();
+    g == [8, 4, 4, 4, 12] && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+fn status(code: u16, body: &str) -> Reply {
+    Reply::Status(code, body.as_bytes().to_vec())
+}
+
+fn json(code: u16, v: serde_json::Value) -> Reply {
+    Reply::Status(code, v.to_string().into_bytes())
+}
+
+/// Healthchecks' `ping` and `ping_by_slug` views.
+fn ping(hc: &mut Hc, parts: &[&str], query: &str, r: &Seen) -> Reply {
+    let (uuid, rest) = if is_uuid(parts[0]) {
+        match hc.checks.iter().find(|c| c.uuid == parts[0]) {
+            Some(c) => (c.uuid.clone(), &parts[1..]),
+            None => return status(404, "not found"),
+        }
+    } else {
+        let (Some(key), Some(slug)) = (parts.first(), parts.get(1)) else {
+            return status(404, "not found");
+        };
+        if slug.to_lowercase() != *slug {
+            return status(400, "invalid url format");
+        }
+        match hc
+            .checks
+            .iter()
+            .find(|c| *key == PING_KEY && c.slug == *slug)
+        {
+            Some(c) => (c.uuid.clone(), &parts[2..]),
+            None => return status(404, "not found"),
+        }
+    };
+    let kind = match rest.first() {
+        None => "success".to_owned(),
+        Some(k @ (&"start" | &"fail" | &"log")) => (*k).to_owned(),
+        Some(n) => match n.parse::<u16>() {
+            Ok(n) if n <= 255 => format!("exit {n}"),
+            _ => return status(400, "invalid url format"),
+        },
+    };
+    let rid = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("rid="))
+        .map(str::to_owned);
+    if rid.as_deref().is_some_and(|r| !is_uuid(r)) {
+        return status(400, "invalid uuid format");
+    }
+    let body = String::from_utf8_lossy(&r.body[..r.body.len().min(BODY_LIMIT)]).into_owned();
+    let c = &mut hc
+        .checks
+        .iter_mut()
+        .find(|c| c.uuid == uuid)
+        .unwrap()
+        .status;
+    match kind.as_str() {
+        "start" | "log" => {}
+        "success" | "exit 0" => *c = "up".into(),
+        _ => *c = "down".into(),
+    }
+    hc.pings.push(Pinged {
+        uuid,
+        kind,
+        rid,
+        body,
+    });
+    status(200, "OK")
+}
+
+/// The API views: list (with ?tag= and ?slug=), create (with unique), update, pause, resume,
+/// delete; X-Api-Key of 32 characters.
+fn api(hc: &mut Hc, parts: &[&str], query: &str, r: &Seen) -> Reply {
+    match r.header("X-Api-Key") {
+        Some(k) if k.len() == 32 && k == API_KEY => {}
+        Some(k) if k.len() == 32 => {
+            return json(401, serde_json::json!({"error": "wrong api key"}));
+        }
+        _ => return json(401, serde_json::json!({"error": "missing api key"})),
+    }
+    let spec = || serde_json::from_slice::<serde_json::Value>(&r.body).unwrap_or_default();
+    match (r.method.as_str(), parts) {
+        ("GET", ["checks", ""] | ["checks"]) => {
+            let tags: Vec<&str> = query
+                .split('&')
+                .filter_map(|kv| kv.strip_prefix("tag="))
+                .collect();
+            let list: Vec<_> = hc
+                .checks
+                .iter()
+                .filter(|c| tags.iter().all(|t| c.tags.split(' ').any(|x| x == *t)))
+                .map(Check::json)
+                .collect();
+            json(200, serde_json::json!({ "checks": list }))
+        }
+        ("POST", ["checks", ""] | ["checks"]) => {
+            let s = spec();
+            if let Some(e) = invalid(&s) {
+                return json(400, serde_json::json!({ "error": e }));
+            }
+            let unique_slug = s["unique"]
+                .as_array()
+                .is_some_and(|u| u.iter().any(|x| x == "slug"));
+            let found = hc
+                .checks
+                .iter()
+                .position(|c| unique_slug && Some(c.slug.as_str()) == s["slug"].as_str());
+            let (i, code) = match found {
+                Some(i) => (i, 200),
+                None => {
+                    let uuid = hc.new_uuid();
+                    hc.add("", "");
+                    let last = hc.checks.len() - 1;
+                    hc.checks[last].uuid = uuid;
+                    (last, 201)
+                }
+            };
+            set(&mut hc.checks[i], &s);
+            json(code, hc.checks[i].json())
+        }
+        ("POST", ["checks", uuid]) => match hc.checks.iter_mut().find(|c| c.uuid == *uuid) {
+            Some(c) => {
+                let s = spec();
+                if let Some(e) = invalid(&s) {
+                    return json(400, serde_json::json!({ "error": e }));
+                }
+                set(c, &s);
+                json(200, c.json())
+            }
+            None => status(404, "not found"),
+        },
+        ("POST", ["checks", uuid, action @ ("pause" | "resume")]) => {
+            match hc.checks.iter_mut().find(|c| c.uuid == *uuid) {
+                Some(c) if *action == "resume" && c.status != "paused" => {
+                    status(409, "check is not paused")
+                }
+                Some(c) => {
+                    c.status = if *action == "pause" { "paused" } else { "new" }.into();
+                    json(200, c.json())
+                }
+                None => status(404, "not found"),
+            }
+        }
+        ("DELETE", ["checks", uuid]) => match hc.checks.iter().position(|c| c.uuid == *uuid) {
+            Some(i) => json(200, hc.checks.remove(i).json()),
+            None => status(404, "not found"),
+        },
+        _ => status(404, "not found"),
+    }
+}
+
+/// Healthchecks' Spec validation, the parts this tool can get wrong.
+fn invalid(s: &serde_json::Value) -> Option<String> {
+    for k in ["grace", "timeout"] {
+        if let Some(v) = s.get(k) {
+            match v.as_u64() {
+                Some(n) if (60..=31_536_000).contains(&n) => {}
+                _ => return Some(format!("json validation error: {k} is too small")),
+            }
+        }
+    }
+    if let Some(sc) = s.get("schedule") {
+        if sc.as_str().is_none_or(|t| t.len() > 100) {
+            return Some("json validation error: schedule is too long".into());
+        }
+        if s.get("tz").and_then(|t| t.as_str()).is_none() {
+            return Some("json validation error: tz is not a valid timezone".into());
+        }
+    }
+    if let Some(slug) = s.get("slug").and_then(|v| v.as_str())
+        && !slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+    {
+        return Some("json validation error: slug does not match pattern".into());
+    }
+    None
+}
+
+fn set(c: &mut Check, s: &serde_json::Value) {
+    let text = |k: &str| s.get(k).and_then(|v| v.as_str()).map(str::to_owned);
+    if let Some(v) = text("name") {
+        c.name = v;
+    }
+    if let Some(v) = text("slug") {
+        c.slug = v;
+    }
+    if let Some(v) = text("tags") {
+        c.tags = v;
+    }
+    if let Some(v) = text("desc") {
+        c.desc = v;
+    }
+    if let Some(v) = text("channels") {
+        c.channels = v;
+    }
+    if let Some(v) = s.get("grace").and_then(|v| v.as_u64()) {
+        c.grace = v;
+    }
+    if let Some(v) = s.get("timeout").and_then(|v| v.as_u64()) {
+        c.timeout = Some(v);
+        c.schedule = None;
+        c.tz = None;
+    }
+    if let Some(v) = text("schedule") {
+        c.schedule = Some(v);
+        c.tz = text("tz");
+    }
+}
+
+/// A fake Healthchecks: pings under `/ping/`, the API under `/api/v3/`.
+struct FakeHc {
+    http: FakeHttp,
+    state: Arc<Mutex<Hc>>,
+}
+
+impl FakeHc {
+    fn start() -> Self {
+        let state = Arc::new(Mutex::new(Hc::default()));
+        let st = state.clone();
+        let http = FakeHttp::start(move |r| {
+            let (path, query) = r.path.split_once('?').unwrap_or((r.path.as_str(), ""));
+            let mut hc = st.lock().unwrap();
+            if let Some(rest) = path.strip_prefix("/ping/") {
+                let parts: Vec<&str> = rest.split('/').collect();
+                ping(&mut hc, &parts, query, r)
+            } else if let Some(rest) = path.strip_prefix("/api/v3/") {
+                let parts: Vec<&str> = rest.split('/').collect();
+                api(&mut hc, &parts, query, r)
+            } else {
+                status(404, "not found")
+            }
+        });
+        Self { http, state }
+    }
+
+    fn pings(&self) -> Vec<Pinged> {
+        self.state.lock().unwrap().pings.clone()
+    }
+
+    fn checks(&self) -> Vec<Check> {
+        self.state.lock().unwrap().checks.clone()
+    }
+
+    fn check(&self, slug: &str) -> Check {
+        self.checks()
+            .into_iter()
+            .find(|c| c.slug == slug)
+            .unwrap_or_else(|| panic!("no check {slug}"))
+    }
+
+    fn settings(&self, more: &str) -> String {
+        format!(
+            "ping_url = \"{0}/ping\"\napi_url = \"{0}\"\n{more}",
+            self.http.url
+        )
+    }
+}
+
+/// A sandbox watched by `hc`: healthchecks.toml written, both keys in the environment, and a
+/// stand-in `systemctl` first on PATH (for `check`, which asks the manager about installed units).
+fn watched(hc: &FakeHc, more: &str) -> Sandbox {
+    let mut sb = Sandbox::new();
+    let fake = sb.path("fake-bin");
+    crate::systemd::fake_systemctl(&fake);
+    sb.env(
+        "PATH",
+        &format!("{}:/usr/local/bin:/usr/bin:/bin", fake.display()),
+    );
+    std::fs::create_dir_all(&sb.data).unwrap();
+    write_private(&sb.data.join("healthchecks.toml"), &hc.settings(more));
+    sb.env("AUTOMATIONS_HEALTHCHECKS_PING_KEY", PING_KEY)
+        .env("AUTOMATIONS_HEALTHCHECKS_API_KEY", API_KEY)
+        .env("TZ", "Europe/Berlin");
+    sb
+}
+
+/// Everything a run wrote or printed holds none of `secrets`.
+fn assert_nothing_holds(sb: &Sandbox, outputs: &[&std::process::Output], secrets: &[&str]) {
+    sb.assert_no_file_holds(&[PING_KEY, API_KEY]);
+    for o in outputs {
+        for s in secrets.iter().chain([&PING_KEY, &API_KEY]) {
+            assert!(
+                !stdout(o).contains(s) && !stderr(o).contains(s),
+                "{s} printed"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_firing_pings_start_and_its_exit_status_paired_by_rid_with_the_redacted_summary() {
+    let hc = FakeHc::start();
+    let uuid = hc
+        .state
+        .lock()
+        .unwrap()
+        .add("automations-job", "automations-automations");
+    let sb = watched(&hc, "body_limit = 300\n");
+    sb.shell_definition("job", "echo made 3 things; echo oops >&2; exit 3", "");
+    let failed = sb.run(["run", "job"]);
+    assert_code(&failed, 1);
+    sb.shell_definition("job", "echo all good", "");
+    let ok = sb.run(["run", "job"]);
+    assert_code(&ok, 0);
+    let pings = hc.pings();
+    let kinds: Vec<&str> = pings.iter().map(|p| p.kind.as_str()).collect();
+    assert_eq!(kinds, ["start", "exit 3", "start", "exit 0"], "{pings:?}");
+    assert!(pings.iter().all(|p| p.uuid == uuid));
+    // Each start and its end carry the same rid, and the two firings different ones.
+    let rid = |i: usize| pings[i].rid.clone().expect("a rid");
+    assert_eq!(rid(0), rid(1));
+    assert_eq!(rid(2), rid(3));
+    assert_ne!(rid(0), rid(2));
+    // The end's body: outcome, exit status, the output tails; cut to body_limit.
+    let body = &pings[1].body;
+    assert!(
+        body.contains("job on ")
+            && body.contains("failed (exit 3)")
+            && body.contains("made 3 things")
+            && body.contains("oops"),
+        "{body}"
+    );
+    assert!(pings.iter().all(|p| p.body.len() <= 300));
+    assert_eq!(hc.check("automations-job").status, "up");
+    // What came of it is kept, and no key or UUID is anywhere.
+    let st: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(sb.data.join("state/healthchecks/job.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (st["ok"].as_bool(), st["failures_in_row"].as_u64()),
+        (Some(true), Some(0))
+    );
+    assert_eq!(st["ping"], "exit 0");
+    assert_nothing_holds(&sb, &[&failed, &ok], &[&uuid]);
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn a_check_named_by_uuid_is_pinged_by_it_and_a_timeout_pings_fail() {
+    let hc = FakeHc::start();
+    let uuid = hc.state.lock().unwrap().add("whatever", "");
+    let sb = watched(&hc, &format!("[checks]\nslow = \"{uuid}\"\noff = false\n"));
+    sb.shell_definition("slow", "sleep 30", "timeout_seconds = 1\n");
+    sb.shell_definition("off", "true", "");
+    let slow = sb.run(["run", "slow"]);
+    assert_code(&slow, 1);
+    let off = sb.run(["run", "off"]);
+    assert_code(&off, 0);
+    let kinds: Vec<String> = hc.pings().into_iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, ["start", "fail"], "only `slow` pings, by its UUID");
+    assert_eq!(hc.checks()[0].status, "down");
+    assert!(!sb.data.join("state/healthchecks/off.json").exists());
+    assert_nothing_holds(&sb, &[&slow, &off], &[&uuid]);
+}
+
+#[test]
+fn failing_pings_never_change_the_outcome_and_health_says_so_after_three() {
+    // No check with this slug (404), then a server that is down: the run is ok every time.
+    let hc = FakeHc::start();
+    let sb = watched(&hc, "");
+    sb.shell_definition("job", "true", "");
+    let o = sb.run(["run", "job"]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("Healthchecks start ping failed (refused: 404 not found)"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+    let h = sb.run(["health", "job", "--json"]);
+    assert!(
+        !stdout(&h).contains("pings_failing"),
+        "two failures are not yet three"
+    );
+    drop(hc);
+    let o = sb.run(["run", "job"]);
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("no answer"), "{}", stderr(&o));
+    let h = sb.run(["health", "job", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    let reasons = doc["automations"][0]["reasons"].as_array().unwrap().clone();
+    let r = reasons
+        .iter()
+        .find(|r| r["rule"] == "pings_failing")
+        .unwrap_or_else(|| panic!("{reasons:?}"));
+    assert!(
+        r["detail"]
+            .as_str()
+            .unwrap()
+            .contains("last 4 Healthchecks pings failed"),
+        "{r}"
+    );
+    assert_nothing_holds(&sb, &[&o, &h], &[]);
+}
+
+#[test]
+fn a_hanging_server_delays_neither_the_command_nor_the_firing_past_the_bound() {
+    let hang = FakeHttp::start(|_| Reply::Hang);
+    let mut sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    write_private(
+        &sb.data.join("healthchecks.toml"),
+        &format!("ping_url = \"{}/ping\"\n", hang.url),
+    );
+    sb.env("AUTOMATIONS_HEALTHCHECKS_PING_KEY", PING_KEY);
+    let stamp = sb.path("ran-at");
+    sb.shell_definition("job", &format!("date +%s.%N > {}", stamp.display()), "");
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let began = Instant::now();
+    let o = run_within(
+        sb.cmd(["run", "job"]),
+        60,
+        "a firing with a hanging ping server",
+    );
+    let took = began.elapsed();
+    assert_code(&o, 0);
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+    let ran_at: f64 = std::fs::read_to_string(&stamp)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The server holds every request for 15 s: had the command waited for the start ping, or
+    // the firing for more than its 10 s bound, these would show it.
+    assert!(ran_at - t0 < 5.0, "the command waited {} s", ran_at - t0);
+    assert!(
+        took < Duration::from_secs(14),
+        "the firing took {took:?} (bound: 10 s after the run)"
+    );
+    assert!(stderr(&o).contains("ping failed"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_firing_skipped_because_the_last_still_runs_pings_log() {
+    let hc = FakeHc::start();
+    hc.state.lock().unwrap().add("automations-job", "");
+    let sb = watched(&hc, "");
+    let gate = sb.path("gate");
+    sb.shell_definition(
+        "job",
+        &format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display()),
+        "",
+    );
+    let mut first = sb.cmd(["run", "job"]).spawn().unwrap();
+    wait_for("the first run to start", || {
+        !sb.events("started").is_empty()
+    });
+    let second = sb.run(["run", "job"]);
+    std::fs::write(&gate, "").unwrap();
+    assert!(first.wait().unwrap().success());
+    assert!(stdout(&second).contains("already"), "{}", stdout(&second));
+    let kinds: Vec<String> = hc.pings().into_iter().map(|p| p.kind).collect();
+    assert!(kinds.contains(&"log".to_owned()), "{kinds:?}");
+    let log = hc.pings().into_iter().find(|p| p.kind == "log").unwrap();
+    assert!(log.body.contains("already_running"), "{}", log.body);
+    // Paused: nothing at all.
+    let before = hc.pings().len();
+    assert_code(&sb.run(["pause", "job", "--reason", "x"]), 0);
+    assert_code(&sb.run(["run", "job", "--trigger", "schedule"]), 0);
+    assert_eq!(hc.pings().len(), before);
+}
+
+fn installed(sb: &Sandbox, name: &str, schedule: &str, timeout: u32) {
+    sb.definition(
+        name,
+        &format!(
+            "name = \"{name}\"\ndescription = \"The {name}\"\ncommand = [\"true\"]\ntimeout_seconds = {timeout}\n[schedule]\n{schedule}\n"
+        ),
+    );
+    sb.install_record(name, chrono::Utc::now());
+}
+
+#[test]
+fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
+    let hc = FakeHc::start();
+    let orphan = hc
+        .state
+        .lock()
+        .unwrap()
+        .add("automations-gone", "automations-automations");
+    let foreign = hc.state.lock().unwrap().add("someone-elses", "other");
+    let sb = watched(&hc, "");
+    installed(
+        &sb,
+        "backup",
+        "daily_at = [\"08:00\", \"18:30\"]\nweekdays = [\"mon\", \"fri\"]",
+        600,
+    );
+    installed(&sb, "poll", "every_minutes = 7", 60);
+    installed(&sb, "hello", "at_login = true", 60);
+    // Scheduled but not installed here: no check.
+    sb.definition(
+        "draft",
+        "name = \"draft\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+
+    let dry = sb.run(["healthchecks", "sync", "--dry-run"]);
+    assert_code(&dry, 0);
+    let out = stdout(&dry);
+    for want in [
+        "backup: create (schedule \"Mon,Fri *-*-* 08:00:00 | Mon,Fri *-*-* 18:30:00\" in Europe/Berlin, grace 930 s)",
+        "poll: create (every 420 s (awake-time interval), grace 390 s)",
+        "hello: no check: it runs only at login",
+        "automations-gone: orphaned",
+        "dry run: nothing changed",
+    ] {
+        assert!(out.contains(want), "{want:?} in {out}");
+    }
+    assert!(
+        !out.contains("draft") && !out.contains("someone-elses"),
+        "{out}"
+    );
+    assert_eq!(hc.checks().len(), 2, "a dry run changes nothing");
+
+    // The real thing: created with the timer's lines, notifying every integration; the orphan
+    // is left without --prune. `hello` cannot have one, which is said (and no failure).
+    let o = sb.run(["healthchecks", "sync"]);
+    assert_code(&o, 0);
+    let backup = hc.check("automations-backup");
+    assert_eq!(
+        backup.schedule.as_deref(),
+        Some("Mon,Fri *-*-* 08:00:00\nMon,Fri *-*-* 18:30:00")
+    );
+    // The very lines of its timer.
+    let timer = stdout(&sb.run(["render", "backup"]));
+    for line in backup.schedule.as_deref().unwrap().lines() {
+        assert!(timer.contains(&format!("OnCalendar={line}\n")), "{timer}");
+    }
+    assert_eq!(backup.tz.as_deref(), Some("Europe/Berlin"));
+    assert_eq!((backup.grace, backup.channels.as_str()), (930, "*"));
+    assert!(backup.tags.contains("automations-automations") && backup.desc.contains("The backup"));
+    let poll = hc.check("automations-poll");
+    assert_eq!((poll.timeout, poll.schedule.clone()), (Some(420), None));
+    assert!(
+        stdout(&o).contains("automations-gone: left (--prune deletes it)"),
+        "{}",
+        stdout(&o)
+    );
+    // `unique` made the create an upsert: a second sync finds everything in step.
+    let again = sb.run(["healthchecks", "sync"]);
+    assert!(
+        stdout(&again).contains("backup: in step") && stdout(&again).contains("poll: in step"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(
+        hc.checks()
+            .iter()
+            .filter(|c| c.slug == "automations-backup")
+            .count(),
+        1
+    );
+
+    // An edited definition: `check` sees the drift, sync names the field and fixes it.
+    installed(&sb, "backup", "daily_at = \"09:00\"", 600);
+    let c = sb.run(["check"]);
+    assert!(
+        stdout(&c).contains("healthchecks: backup: update (schedule:"),
+        "{}{}",
+        stdout(&c),
+        stderr(&c)
+    );
+    let o = sb.run(["healthchecks", "sync", "backup"]);
+    assert!(stdout(&o).contains("backup: updated"), "{}", stdout(&o));
+    assert_eq!(
+        hc.check("automations-backup").schedule.as_deref(),
+        Some("*-*-* 09:00:00")
+    );
+
+    // --prune deletes the orphan of this namespace, never a check of another.
+    let o = sb.run(["healthchecks", "sync", "--prune"]);
+    assert!(
+        stdout(&o).contains("automations-gone: deleted"),
+        "{}",
+        stdout(&o)
+    );
+    let left: Vec<String> = hc.checks().into_iter().map(|c| c.uuid).collect();
+    assert!(!left.contains(&orphan) && left.contains(&foreign));
+    assert_nothing_holds(
+        &sb,
+        &[&dry, &o, &c],
+        &[&orphan, &foreign, &hc.check("automations-backup").uuid],
+    );
+}
+
+#[test]
+fn a_refused_api_key_and_a_missing_one_are_said_and_nothing_changes() {
+    let hc = FakeHc::start();
+    let mut sb = watched(&hc, "");
+    installed(&sb, "poll", "every_minutes = 7", 60);
+    sb.env(
+        "AUTOMATIONS_HEALTHCHECKS_API_KEY",
+        "ak_wrongwrongwrongwrongwrongwron",
+    );
+    let o = sb.run(["healthchecks", "sync"]);
+    assert_code(&o, 1);
+    assert!(
+        stderr(&o).contains("refused the API key (401 wrong api key)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(hc.checks().is_empty());
+    // `check` says it did not look, and is no failure for it.
+    let c = sb.run(["check"]);
+    assert!(
+        stdout(&c).contains("healthchecks: the remote checks were not looked at"),
+        "{}{}",
+        stdout(&c),
+        stderr(&c)
+    );
+    assert!(!stderr(&o).contains("ak_wrong"));
+}
+
+#[test]
+fn pause_resume_and_the_kill_switch_follow_on_the_remote_checks() {
+    let hc = FakeHc::start();
+    let sb = watched(&hc, "");
+    installed(&sb, "a", "every_minutes = 7", 60);
+    installed(&sb, "b", "every_minutes = 7", 60);
+    assert_code(&sb.run(["healthchecks", "sync"]), 0);
+    let o = sb.run(["pause", "a", "--reason", "maintenance"]);
+    assert!(
+        stdout(&o).contains("healthchecks: a: remote check paused"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(hc.check("automations-a").status, "paused");
+    assert_eq!(hc.check("automations-b").status, "new");
+    let o = sb.run(["stop-all", "--reason", "incident"]);
+    assert_code(&o, 0);
+    assert!(hc.checks().iter().all(|c| c.status == "paused"));
+    // resume-all leaves `a`, paused on its own, paused.
+    let o = sb.run(["resume-all"]);
+    assert_code(&o, 0);
+    assert_eq!(hc.check("automations-a").status, "paused");
+    assert_eq!(hc.check("automations-b").status, "new");
+    let o = sb.run(["resume", "a"]);
+    assert!(
+        stdout(&o).contains("healthchecks: a: remote check resumed"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(hc.check("automations-a").status, "new");
+    // Status: each remote status beside the local verdict.
+    let o = sb.run(["healthchecks", "status", "--json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["automations"][0]["name"], "a");
+    assert_eq!(doc["automations"][0]["remote"], "new");
+    assert_eq!(doc["automations"][0]["verdict"], "unknown");
+    // Without an API key the local pause still happens, and it says the remote one did not.
+    let mut sb2 = watched(&hc, "");
+    installed(&sb2, "a", "every_minutes = 7", 60);
+    sb2.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", "");
+    let o = sb2.run(["pause", "a", "--reason", "x"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("healthchecks: the remote check(s) were not paused: "),
+        "{}",
+        stdout(&o)
+    );
+}
