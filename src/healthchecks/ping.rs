@@ -282,67 +282,79 @@ pub fn cut(s: &str, limit: usize) -> &str {
     &s[..end]
 }
 
-/// The pings of one firing, begun when its run starts.
+/// The pings of one firing.
 pub struct Pings {
     ctx: std::sync::Arc<Context>,
     rid: String,
-    /// The key the start thread read, then what its ping came to.
-    keys: mpsc::Receiver<Result<Option<Secret>, String>>,
-    started: mpsc::Receiver<Result<String, String>>,
+    /// Once the start ping is on its way: the key its thread read, then what its ping came to.
+    started: std::sync::OnceLock<Started>,
 }
 
+type Started = (
+    mpsc::Receiver<Result<Option<Secret>, String>>,
+    mpsc::Receiver<Result<String, String>>,
+);
+
 impl Pings {
-    /// Sends `/start` on a thread of its own (the command does not wait for it); `None` when
-    /// this automation has no check.
-    pub fn begin(s: &Settings, name: &Name, run_id: &str) -> Option<Self> {
-        let ctx = std::sync::Arc::new(Context::of(s, name)?);
-        let rid = rid(run_id);
-        let (key_tx, keys) = mpsc::channel();
-        let (start_tx, started) = mpsc::channel();
-        let (c, r) = (ctx.clone(), rid.clone());
-        let spawned = std::thread::Builder::new()
-            .name("healthchecks".into())
-            .spawn(move || {
-                let deadline = Instant::now() + BOUND;
-                let key = c.key();
-                let _ = key_tx.send(key.clone());
-                let result =
-                    key.and_then(|k| c.send(k.as_ref(), Ping::Start, Some(&r), "", deadline));
-                let _ = start_tx.send(result);
-            });
-        if let Err(e) = spawned {
-            errln!("automations: {name}: no Healthchecks start ping: {e}");
-        }
+    /// The firing's pings; `None` when its automation has no check (one `stat` when there is no
+    /// `healthchecks.toml`). Nothing is sent yet.
+    pub fn prepare(s: &Settings, name: &Name, run_id: &str) -> Option<Self> {
         Some(Self {
-            ctx,
-            rid,
-            keys,
-            started,
+            ctx: std::sync::Arc::new(Context::of(s, name)?),
+            rid: rid(run_id),
+            started: std::sync::OnceLock::new(),
         })
     }
 
-    /// After the run is recorded: waits for the start ping (within the end's bound), sends the
-    /// end ping with the run's summary, and keeps what came of both.
+    /// Sends `/start` on a thread of its own, once (the runner calls it when the command has
+    /// been spawned, so neither waits for the other).
+    pub fn start(&self) {
+        self.started.get_or_init(|| {
+            let (key_tx, keys) = mpsc::channel();
+            let (start_tx, started) = mpsc::channel();
+            let (c, r) = (self.ctx.clone(), self.rid.clone());
+            let spawned = std::thread::Builder::new()
+                .name("healthchecks".into())
+                .spawn(move || {
+                    let deadline = Instant::now() + BOUND;
+                    let key = c.key();
+                    let _ = key_tx.send(key.clone());
+                    let result =
+                        key.and_then(|k| c.send(k.as_ref(), Ping::Start, Some(&r), "", deadline));
+                    let _ = start_tx.send(result);
+                });
+            if let Err(e) = spawned {
+                errln!(
+                    "automations: {}: no Healthchecks start ping: {e}",
+                    self.ctx.name
+                );
+            }
+            (keys, started)
+        });
+    }
+
+    /// After the run is recorded: waits for the start ping, if one was sent (within the end's
+    /// bound), sends the end ping with the run's summary, and keeps what came of both.
     pub fn end(self, finished: &Finished) {
         let deadline = Instant::now() + BOUND;
         let left = || deadline.saturating_duration_since(Instant::now());
-        let key = self
-            .keys
+        let ping = Ping::of(finished);
+        let text = body(&self.ctx.name, finished);
+        let Some((keys, started)) = self.started.into_inner() else {
+            // The command never started (a refused key, say): the end alone.
+            let end = one(&self.ctx, ping, Some(&self.rid), &text);
+            record(&self.ctx.data_root, &self.ctx.name, &[(ping, end)]);
+            return;
+        };
+        let key = keys
             .recv_timeout(left())
             .unwrap_or_else(|_| Err("the ping key could not be read in time".into()));
-        let start = self
-            .started
+        let start = started
             .recv_timeout(left())
             .unwrap_or_else(|_| Err(format!("no answer within {} s", BOUND.as_secs())));
-        let ping = Ping::of(finished);
         let end = key.and_then(|k| {
-            self.ctx.send(
-                k.as_ref(),
-                ping,
-                Some(&self.rid),
-                &body(&self.ctx.name, finished),
-                deadline,
-            )
+            self.ctx
+                .send(k.as_ref(), ping, Some(&self.rid), &text, deadline)
         });
         record(
             &self.ctx.data_root,
@@ -355,7 +367,7 @@ impl Pings {
 /// The end ping of a run that never started (a scheduled firing of a broken definition).
 pub fn unstarted(s: &Settings, name: &Name, finished: &Finished) {
     if let Some(ctx) = Context::of(s, name) {
-        let r = one(&ctx, Ping::Fail, &body(name, finished));
+        let r = one(&ctx, Ping::Fail, None, &body(name, finished));
         record(&s.data_root, name, &[(Ping::Fail, r)]);
     }
 }
@@ -382,13 +394,13 @@ pub fn skipped(s: &Settings, name: &Name, reason: SkipReason, detail: &str) {
                 format!(" ({detail})")
             }
         );
-        let r = one(&ctx, ping, &text);
+        let r = one(&ctx, ping, None, &text);
         record(&s.data_root, name, &[(ping, r)]);
     }
 }
 
 /// One ping with its key, within [`BOUND`] in all (the key read included).
-fn one(ctx: &Context, ping: Ping, body: &str) -> Result<String, String> {
+fn one(ctx: &Context, ping: Ping, rid: Option<&str>, body: &str) -> Result<String, String> {
     let deadline = Instant::now() + BOUND;
     let key = crate::keys::with_deadline(BOUND, {
         let manager = ctx.manager;
@@ -410,7 +422,7 @@ fn one(ctx: &Context, ping: Ping, body: &str) -> Result<String, String> {
         (Watch::Slug(_), k) => Some(k?),
         _ => None,
     };
-    ctx.send(key.as_ref(), ping, None, body, deadline)
+    ctx.send(key.as_ref(), ping, rid, body, deadline)
 }
 
 /// The body of an end ping: the outcome, the duration, the class and detail of a failure, the

@@ -220,6 +220,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         return Ok(told(s, name, skipped));
     }
     let run_id = new_run_id(Utc::now());
+    let pings = crate::healthchecks::ping::Pings::prepare(s, name, &run_id);
     let firing = Firing {
         s,
         def: &def,
@@ -228,8 +229,9 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         jitter,
         attempt: 1,
         first_run: &run_id,
+        pings: pings.as_ref(),
     };
-    let (finished, pings) = fire(&firing, &log)?;
+    let finished = fire(&firing, &log)?;
     // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
     // before anything slow, so a firing never waits on this one's pings, look or messages.
     drop(lock);
@@ -286,11 +288,8 @@ fn told(s: &Settings, name: &Name, report: Report) -> Report {
 }
 
 /// Steps 5–11 under the lock: the keeper, `started`, the gate, the command, and its `finished`
-/// written (not yet synced: see [`conclude`]); with the firing's Healthchecks pings, begun.
-fn fire(
-    firing: &Firing,
-    log: &RunLog,
-) -> Result<(Finished, Option<crate::healthchecks::ping::Pings>), RunError> {
+/// written (not yet synced: see [`conclude`]).
+fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     use anyhow::Context as _;
     let Firing { s, def, run_id, .. } = *firing;
     let name = &def.name;
@@ -307,8 +306,6 @@ fn fire(
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
     let mut signals = Signals::install().context("cannot install signal handlers")?;
-    // The start ping, on its own thread (after the keeper's fork): the command does not wait.
-    let pings = crate::healthchecks::ping::Pings::begin(s, name, run_id);
 
     // Retries (a scheduled firing's): each attempt its own run under this one lock and keeper,
     // after a wait that doubles; a stop request ends them.
@@ -332,7 +329,7 @@ fn fire(
             || !tried_again(retry, &finished)
             || signals.wait_for_stop(retry.delay(number))
         {
-            return Ok((finished, pings));
+            return Ok(finished);
         }
         number += 1;
         next_id = Some(new_run_id(Utc::now()));
@@ -832,6 +829,9 @@ struct Firing<'a> {
     /// The first attempt's run id (its own for the first): every attempt's processes carry its
     /// marker, the one the keeper was split with.
     first_run: &'a str,
+    /// Its Healthchecks pings, when its automation has a check: the start ping is sent once the
+    /// first command is spawned, so the command never shares the CPU with it before it starts.
+    pings: Option<&'a crate::healthchecks::ping::Pings>,
 }
 
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
@@ -920,7 +920,12 @@ fn execute(
             marker: run_marker(firing.first_run).into_bytes(),
             table: tree::system(),
         },
-        &mut |group| keeper.spawned(group),
+        &mut |group| {
+            keeper.spawned(group);
+            if let Some(p) = firing.pings {
+                p.start();
+            }
+        },
     );
     // The whole tree is gone: the keeper has nothing left to guard (until another attempt runs;
     // it is told `done` when the firing's keeper handle is dropped).

@@ -472,6 +472,7 @@ fn failing_pings_never_change_the_outcome_and_health_says_so_after_three() {
     assert!(stderr(&o).contains("no answer"), "{}", stderr(&o));
     let h = sb.run(["health", "job", "--json"]);
     let doc: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    assert_eq!(doc["automations"][0]["verdict"], "degraded", "{doc}");
     let reasons = doc["automations"][0]["reasons"].as_array().unwrap().clone();
     let r = reasons
         .iter()
