@@ -236,22 +236,27 @@ impl Context {
         })
     }
 
-    /// The ping key when pinging by slug (`Ok(None)` when pinging by UUID).
-    fn key(&self) -> Result<Option<Secret>, String> {
-        match self.watch {
-            Watch::Slug(_) => {
-                let manager = self.manager;
-                match super::key(KeyKind::Ping, &self.namespace, &|| {
-                    crate::keys::for_manager(manager)
-                })? {
-                    Some(k) => Ok(Some(k)),
-                    None => Err(format!(
-                        "no ping key ({} or `automations healthchecks key store ping`)",
-                        super::ENV_PING_KEY
-                    )),
-                }
+    /// Reads the ping key when pinging by slug (`Ok(None)` when pinging by UUID), on whichever
+    /// thread calls it.
+    fn key_reader(&self) -> impl FnOnce() -> Result<Option<Secret>, String> + Send + 'static {
+        let (slug, namespace, manager) = (
+            matches!(self.watch, Watch::Slug(_)),
+            self.namespace.clone(),
+            self.manager,
+        );
+        move || {
+            if !slug {
+                return Ok(None);
             }
-            _ => Ok(None),
+            match super::key(KeyKind::Ping, &namespace, &|| {
+                crate::keys::for_manager(manager)
+            })? {
+                Some(k) => Ok(Some(k)),
+                None => Err(format!(
+                    "no ping key ({} or `automations healthchecks key store ping`)",
+                    super::ENV_PING_KEY
+                )),
+            }
         }
     }
 
@@ -317,7 +322,7 @@ impl Pings {
                 .name("healthchecks".into())
                 .spawn(move || {
                     let deadline = Instant::now() + BOUND;
-                    let key = c.key();
+                    let key = c.key_reader()();
                     let _ = key_tx.send(key.clone());
                     let result =
                         key.and_then(|k| c.send(k.as_ref(), Ping::Start, Some(&r), "", deadline));
@@ -402,26 +407,10 @@ pub fn skipped(s: &Settings, name: &Name, reason: SkipReason, detail: &str) {
 /// One ping with its key, within [`BOUND`] in all (the key read included).
 fn one(ctx: &Context, ping: Ping, rid: Option<&str>, body: &str) -> Result<String, String> {
     let deadline = Instant::now() + BOUND;
-    let key = crate::keys::with_deadline(BOUND, {
-        let manager = ctx.manager;
-        let namespace = ctx.namespace.clone();
-        let slug = matches!(ctx.watch, Watch::Slug(_));
-        move || {
-            if !slug {
-                return Ok(None);
-            }
-            super::key(KeyKind::Ping, &namespace, &|| {
-                crate::keys::for_manager(manager)
-            })
-            .map_err(crate::keys::KeyError::Failed)
-        }
-    })
-    .map_err(|e| e.to_string())?
-    .ok_or_else(|| format!("no ping key ({})", super::ENV_PING_KEY));
-    let key = match (&ctx.watch, key) {
-        (Watch::Slug(_), k) => Some(k?),
-        _ => None,
-    };
+    let read = ctx.key_reader();
+    let key =
+        crate::keys::with_deadline(BOUND, move || read().map_err(crate::keys::KeyError::Failed))
+            .map_err(|e| e.to_string())?;
     ctx.send(key.as_ref(), ping, rid, body, deadline)
 }
 
