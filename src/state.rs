@@ -131,12 +131,7 @@ impl State {
 
     /// The automations with a pause file, from one listing.
     pub fn paused_names(&self) -> Result<std::collections::BTreeSet<Name>, StateError> {
-        let dir = self.dir.join("paused");
-        let listed = fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))?;
-        Ok(listed
-            .into_iter()
-            .filter_map(|(stem, _)| Name::new(&stem).ok())
-            .collect())
+        names_in(&self.dir.join("paused"))
     }
 
     /// Pauses `name` (replacing an earlier pause).
@@ -248,8 +243,12 @@ pub fn pings_path(data_root: &Path, name: &str) -> PathBuf {
 
 /// The automations with a ping record.
 pub fn pinged_names(data_root: &Path) -> Result<std::collections::BTreeSet<Name>, StateError> {
-    let dir = pings_dir(data_root);
-    let listed = fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))?;
+    names_in(&pings_dir(data_root))
+}
+
+/// The automations a folder of `<name>.json` files has one for (none when it is missing).
+fn names_in(dir: &Path) -> Result<std::collections::BTreeSet<Name>, StateError> {
+    let listed = fsutil::list_named(dir, "", &[".json"]).map_err(|e| io_err(dir, e))?;
     Ok(listed
         .into_iter()
         .filter_map(|(stem, _)| Name::new(&stem).ok())

@@ -1,8 +1,6 @@
 //! `automations healthchecks sync|status|key`, and what pause, resume, stop-all, resume-all,
 //! check, install and uninstall say of the remote checks.
 
-use std::io::IsTerminal;
-
 use anyhow::anyhow;
 
 use super::data_root;
@@ -42,6 +40,13 @@ fn api(s: &Settings, cfg: &HcSettings) -> Result<Api, String> {
             hc::ENV_API_KEY
         )),
     }
+}
+
+/// The API client and every check of the key's project.
+fn remote_checks(s: &Settings, cfg: &HcSettings) -> Result<(Api, Vec<Remote>), String> {
+    let api = api(s, cfg)?;
+    let remote = api.list(None).map_err(|e| e.to_string())?;
+    Ok((api, remote))
 }
 
 /// The scheduled definitions installed on this machine (or only `only`, which must be).
@@ -141,8 +146,7 @@ pub fn status(s: &Settings, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let cfg = settings_needed(s)?;
     let defs = installed_definitions(s, None)?;
-    let remote: Vec<Remote> = api(s, &cfg)
-        .and_then(|a| a.list(None).map_err(|e| e.to_string()))
+    let (_, remote) = remote_checks(s, &cfg)
         .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
     let src = crate::health::load::Sources::read(s, None)?;
     let verdicts = crate::health::load::assess(s, &src, None)?.verdicts;
@@ -216,14 +220,7 @@ pub fn follow_pause(s: &Settings, only: Option<&Name>, pause: bool) {
         return;
     };
     let verb = if pause { "paused" } else { "resumed" };
-    let api = match api(s, &cfg) {
-        Ok(a) => a,
-        Err(e) => {
-            outln!("healthchecks: the remote check(s) were not {verb}: {e}");
-            return;
-        }
-    };
-    let remote = match api.list(None) {
+    let (api, remote) = match remote_checks(s, &cfg) {
         Ok(r) => r,
         Err(e) => {
             outln!("healthchecks: the remote check(s) were not {verb}: {e}");
@@ -308,9 +305,8 @@ pub fn uninstall_hint(s: &Settings, name: &Name) {
     if watch == Watch::Off {
         return;
     }
-    let found = api(s, &cfg).and_then(|a| a.list(None).map_err(|e| e.to_string()));
-    match found {
-        Ok(remote) if sync::find(&remote, &watch).is_some() => outln!(
+    match remote_checks(s, &cfg) {
+        Ok((_, remote)) if sync::find(&remote, &watch).is_some() => outln!(
             "healthchecks: its remote check is left on the server (and will go down); delete it with `automations healthchecks sync --prune`"
         ),
         Ok(_) => outln!("healthchecks: it has no remote check"),
@@ -326,14 +322,7 @@ fn kind(ping: bool) -> KeyKind {
 
 pub fn key_store(s: &Settings, ping: bool) -> CmdResult {
     let kind = kind(ping);
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow!(
-                "healthchecks key store needs a terminal: the key is typed or pasted there, hidden, and never passed on a command line"
-            ),
-        ));
-    }
+    super::keys::require_terminal("healthchecks key store", "the key is")?;
     data_root(s, Use::Read)?;
     let cfg = settings_needed(s)?;
     let key = Secret::new(super::keys::read_hidden(&format!(

@@ -23,6 +23,20 @@ fn access(s: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
 }
 
 /// Reads one line from the terminal with echo off, restoring the terminal whatever happens.
+/// Refuses `command` unless stdin and stdout are a terminal, where `what` ("the key is") is
+/// typed hidden.
+pub(crate) fn require_terminal(command: &str, what: &str) -> Result<(), Fail> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "{command} needs a terminal: {what} typed or pasted there, hidden, and never passed on a command line"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn read_hidden(prompt: &str) -> Result<String, Fail> {
     use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
     let stdin = std::io::stdin();
@@ -47,14 +61,7 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
     let access = access(s, name)?;
     super::data_root(s, crate::fsutil::Use::Read)?;
     let label = s.label(name);
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow!(
-                "key store needs a terminal: the key is typed or pasted there, hidden, and never passed on a command line"
-            ),
-        ));
-    }
+    require_terminal("key store", "the key is")?;
     let key = Secret::new(read_hidden(&format!(
         "AnyType key for {label} (input hidden): "
     ))?)

@@ -1,7 +1,5 @@
 //! `automations notify test|look` and `automations notify-key store|check|delete`.
 
-use std::io::IsTerminal;
-
 use anyhow::anyhow;
 
 use super::data_root;
@@ -74,15 +72,7 @@ fn label(s: &Settings, ntfy: bool) -> Label {
 }
 
 fn terminal() -> Result<(), Fail> {
-    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow!(
-                "notify-key store needs a terminal: the credentials are typed or pasted there, hidden, and never passed on a command line"
-            ),
-        ));
-    }
-    Ok(())
+    super::keys::require_terminal("notify-key store", "the credentials are")
 }
 
 fn secret(prompt: &str) -> Result<Secret, Fail> {

@@ -111,24 +111,27 @@ pub fn url(
 /// Sends one ping (a POST with `body`) before `deadline`; the server's answer, or why not —
 /// never the URL. A 5xx, a 429 or no answer is tried again, up to [`TRIES`] tries.
 pub fn send(url: &str, body: &[u8], deadline: Instant) -> Result<String, String> {
+    // One client for every try (building one loads the root certificates); each try has its
+    // own timeout within what is left.
+    let client = reqwest::blocking::Client::builder()
+        .connect_timeout(TRY)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| {
+            format!(
+                "cannot build an HTTP client: {}",
+                crate::http::classify(&e).as_str()
+            )
+        })?;
     let mut last = String::new();
     for attempt in 0..TRIES {
         let left = deadline.saturating_duration_since(Instant::now());
         if left < LEAST_TIME {
             break;
         }
-        let answer = reqwest::blocking::Client::builder()
-            .timeout(left.min(TRY))
-            .connect_timeout(left.min(TRY))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| {
-                format!(
-                    "cannot build an HTTP client: {}",
-                    crate::http::classify(&e).as_str()
-                )
-            })?
+        let answer = client
             .post(url)
+            .timeout(left.min(TRY))
             .body(body.to_vec())
             .send();
         match answer {
