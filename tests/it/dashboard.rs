@@ -1003,7 +1003,8 @@ fn the_token_stays_off_command_lines_and_out_of_the_cookie() {
 
 /// Fifty automations in every state (issue 23).
 fn fifty() -> Sandbox {
-    let sb = Sandbox::new();
+    let mut sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
     for i in 1..=8 {
         sb.shell_definition(&format!("fail-{i:02}"), "echo broken pipe >&2; exit 1", "");
         for _ in 0..3 {
@@ -1023,7 +1024,28 @@ fn fifty() -> Sandbox {
         sb.run(["run", &n]);
         sb.run(["pause", &n, "--reason", "on leave"]);
     }
-    for i in 1..=27 {
+    // Watched from outside: every run pings Healthchecks, which does not know `offsite`, so its
+    // runs succeed and its pings fail (health says so after three).
+    let hc = crate::fixtures::FakeHttp::start(|r| {
+        if r.path.contains("/automations-offsite") {
+            crate::fixtures::Reply::Status(404, b"not found".to_vec())
+        } else {
+            crate::fixtures::Reply::Status(200, b"OK".to_vec())
+        }
+    });
+    crate::fixtures::write_private(
+        &sb.data.join("healthchecks.toml"),
+        &format!("ping_url = \"{0}\"\napi_url = \"{0}\"\n", hc.url),
+    );
+    sb.env(
+        "AUTOMATIONS_HEALTHCHECKS_PING_KEY",
+        "pk_0123456789abcdefghi",
+    );
+    sb.shell_definition("offsite", "echo fine", "");
+    for _ in 0..2 {
+        sb.run(["run", "offsite"]);
+    }
+    for i in 1..=26 {
         let n = format!("ok-{i:02}");
         sb.shell_definition(&n, "echo fine", "");
         sb.run(["run", &n]);
@@ -1202,12 +1224,20 @@ fn fifty_automations_at_a_glance() {
         assert_eq!(degraded, n("degraded"));
         assert_eq!(unknown, n("unknown"));
         assert_eq!(paused + healthy, n("healthy"));
-        assert_eq!((degraded, unknown, paused), (9, 8, 5));
+        assert_eq!((degraded, unknown, paused), (10, 8, 5));
         // Degraded first, then unknown, paused, healthy.
         let names = visible_names(&c).await;
-        assert!(names[..9].iter().all(|n| n.starts_with("fail-") || n == "fetch-api"), "{names:?}");
-        assert!(names[9..17].iter().all(|n| n.starts_with("new-")), "{names:?}");
-        assert!(names[17..22].iter().all(|n| n.starts_with("hold-")), "{names:?}");
+        assert!(names[..10].iter().all(|n| n.starts_with("fail-") || n == "fetch-api" || n == "offsite"), "{names:?}");
+        assert!(names[10..18].iter().all(|n| n.starts_with("new-")), "{names:?}");
+        assert!(names[18..23].iter().all(|n| n.starts_with("hold-")), "{names:?}");
+        // Runs that succeed while the outside watch is blind: said in its row.
+        open_row(&c, "offsite").await;
+        let why = text_of(&c, "offsite", "[data-field=reasons]").await;
+        assert!(why.contains("its last 4 Healthchecks pings failed"), "{why}");
+        assert!(why.contains("404 not found"), "{why}");
+        js(&c, "window.scrollTo(0, 0); return null;").await;
+        shot(&c, "dashboard-pings.png").await;
+        js(&c, "document.querySelector(\"article[data-name='offsite'] > details\").open = false; return null;").await;
 
         // The name filter narrows as you type; a count filters to its category.
         let filter = c.find(Locator::Css("[data-field=filter]")).await.unwrap();
@@ -1218,7 +1248,7 @@ fn fifty_automations_at_a_glance() {
         filter.clear().await.unwrap();
         js(&c, "document.querySelector('[data-field=filter]').dispatchEvent(new Event('input', {bubbles: true})); return null;").await;
         c.find(Locator::Css("a.count.degraded")).await.unwrap().click().await.unwrap();
-        assert_eq!(visible_names(&c).await.len(), 9);
+        assert_eq!(visible_names(&c).await.len(), 10);
         assert!(c.current_url().await.unwrap().as_str().ends_with("?filter=degraded"));
         c.goto(&format!("http://127.0.0.1:{}/?filter=unknown", dash.port)).await.unwrap();
         wait_for_rows(&c).await;

@@ -6,10 +6,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::fixtures::{FakeHttp, Reply, Seen, write_private};
+use crate::fixtures::{FakeHttp, Keyring, Reply, Seen, write_private};
 use crate::harness::*;
 
-const PING_KEY: &str = "pk_0123456789abcdefghij"; // 22 characters, as Healthchecks makes them
+const PING_KEY: &str = "pk_0123456789abcdefghi"; // 22 characters, as Healthchecks makes them
 const API_KEY: &str = "ak_0123456789abcdefghijklmnopqrs"; // 32
 const BODY_LIMIT: usize = 10_000;
 
@@ -349,10 +349,9 @@ impl FakeHc {
     }
 }
 
-/// A sandbox watched by `hc`: healthchecks.toml written, both keys in the environment, and a
-/// stand-in `systemctl` first on PATH (for `check`, which asks the manager about installed units).
-fn watched(hc: &FakeHc, more: &str) -> Sandbox {
-    let mut sb = Sandbox::new();
+/// Points `sb` at `hc`: healthchecks.toml written, a fixed zone, and a stand-in `systemctl` first
+/// on PATH (for `check` and install, which ask the manager about units). No key is set.
+fn watch(sb: &mut Sandbox, hc: &FakeHc, more: &str) {
     let fake = sb.path("fake-bin");
     crate::systemd::fake_systemctl(&fake);
     sb.env(
@@ -361,9 +360,15 @@ fn watched(hc: &FakeHc, more: &str) -> Sandbox {
     );
     std::fs::create_dir_all(&sb.data).unwrap();
     write_private(&sb.data.join("healthchecks.toml"), &hc.settings(more));
+    sb.env("TZ", "Europe/Berlin");
+}
+
+/// A sandbox watched by `hc`, with both keys in the environment.
+fn watched(hc: &FakeHc, more: &str) -> Sandbox {
+    let mut sb = Sandbox::new();
+    watch(&mut sb, hc, more);
     sb.env("AUTOMATIONS_HEALTHCHECKS_PING_KEY", PING_KEY)
-        .env("AUTOMATIONS_HEALTHCHECKS_API_KEY", API_KEY)
-        .env("TZ", "Europe/Berlin");
+        .env("AUTOMATIONS_HEALTHCHECKS_API_KEY", API_KEY);
     sb
 }
 
@@ -757,4 +762,153 @@ fn pause_resume_and_the_kill_switch_follow_on_the_remote_checks() {
         "{}",
         stdout(&o)
     );
+}
+
+/// The keys kept in the real keyring (a private Secret Service): each is checked with the server
+/// before it is stored, a refused one is not stored, the firing reads them from there, and no
+/// typed key is echoed or written anywhere.
+#[test]
+fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
+    let hc = FakeHc::start();
+    hc.state
+        .lock()
+        .unwrap()
+        .add("automations-job", "automations-automations");
+    let mut sb = Sandbox::new();
+    let Some(keyring) = Keyring::start(&mut sb, "healthchecks_keys_in_the_real_keyring") else {
+        return;
+    };
+    watch(&mut sb, &hc, "");
+    let store = |kind: &str, key: &str| {
+        run_on_pty_answers(
+            sb.cmd(["healthchecks", "key", "store", kind]),
+            &[(&format!("Healthchecks {kind} key (input hidden): "), key)],
+        )
+    };
+    let (api_label, ping_label) = (
+        "local.automations.healthchecks.api",
+        "local.automations.healthchecks.ping",
+    );
+    let mut said = String::new();
+    // A key of the wrong form is refused before the server is asked.
+    let r = store("api", "short");
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output.contains("not stored") && r.output.contains("32"),
+        "{}",
+        r.output
+    );
+    // A well-formed key the server refuses is not stored.
+    let r = store("api", "ak_wrongwrongwrongwrongwrongwron");
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output.contains("not stored") && r.output.contains("401"),
+        "{}",
+        r.output
+    );
+    assert_eq!(keyring.lookup(api_label), None);
+    said += &r.output;
+    // The right one is stored, after the server listed the namespace's checks with it.
+    let r = store("api", API_KEY);
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output.contains("1 check(s) of this namespace"),
+        "{}",
+        r.output
+    );
+    assert_eq!(keyring.lookup(api_label).as_deref(), Some(API_KEY));
+    said += &r.output;
+    // A ping key is proved by a /log ping to a check of the namespace; a wrong one gets a 404.
+    let r = store("ping", "pk_wrongwrongwrongwron");
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output.contains("not stored") && r.output.contains("does not know automations-job"),
+        "{}",
+        r.output
+    );
+    assert_eq!(keyring.lookup(ping_label), None);
+    let r = store("ping", PING_KEY);
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert_eq!(keyring.lookup(ping_label).as_deref(), Some(PING_KEY));
+    said += &r.output;
+    let logs: Vec<Pinged> = hc.pings().into_iter().filter(|p| p.kind == "log").collect();
+    assert_eq!(logs.len(), 1, "one log ping proved the right key");
+    for kind in ["api", "ping"] {
+        let o = sb.run(["healthchecks", "key", "check", kind]);
+        assert_code(&o, 0);
+        assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
+    }
+    // Without a terminal: refused before anything is asked.
+    let o = sb.run(["healthchecks", "key", "store", "api"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("needs a terminal"), "{}", stderr(&o));
+    // A firing reads the ping key from the keyring.
+    sb.shell_definition("job", "true", "");
+    let run = sb.run(["run", "job"]);
+    assert_code(&run, 0);
+    let kinds: Vec<String> = hc.pings().into_iter().map(|p| p.kind).collect();
+    // (`key check ping` proved it again with a second log ping.)
+    assert_eq!(kinds, ["log", "log", "start", "exit 0"], "{}", stderr(&run));
+    // Deleted, and then said to be missing.
+    for kind in ["api", "ping"] {
+        assert_code(&sb.run(["healthchecks", "key", "delete", kind]), 0);
+        let o = sb.run(["healthchecks", "key", "check", kind]);
+        assert_code(&o, 1);
+        assert!(stdout(&o).contains("is stored"), "{}", stdout(&o));
+    }
+    assert_eq!(keyring.lookup(api_label), None);
+    assert_eq!(keyring.lookup(ping_label), None);
+    for key in [API_KEY, PING_KEY, "ak_wrong", "pk_wrong"] {
+        assert!(!said.contains(key), "{key} echoed: {said}");
+    }
+    assert_nothing_holds(&sb, &[&o, &run], &[]);
+}
+
+/// Install offers the sync when healthchecks.toml exists; uninstall says whether the remote check
+/// is left, or that it could not look.
+#[test]
+fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
+    let hc = FakeHc::start();
+    let mut sb = crate::systemd::shipped();
+    watch(&mut sb, &hc, "");
+    sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", API_KEY);
+    let r = crate::systemd::install(&sb, "heartbeat");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output.contains("automations healthchecks sync heartbeat"),
+        "{}",
+        r.output
+    );
+    // With no remote check yet, uninstall says there is none.
+    let r = crate::systemd::uninstall(&sb, "heartbeat");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output.contains("healthchecks: it has no remote check"),
+        "{}",
+        r.output
+    );
+    // Synced, then uninstalled: the check is left on the server, and said so.
+    assert_eq!(crate::systemd::install(&sb, "heartbeat").code, Some(0));
+    assert_code(&sb.run(["healthchecks", "sync", "heartbeat"]), 0);
+    hc.check("automations-heartbeat");
+    let r = crate::systemd::uninstall(&sb, "heartbeat");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output.contains("its remote check is left on the server"),
+        "{}",
+        r.output
+    );
+    hc.check("automations-heartbeat");
+    // Without the API key it cannot look, and says so.
+    assert_eq!(crate::systemd::install(&sb, "heartbeat").code, Some(0));
+    sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", "");
+    let r = crate::systemd::uninstall(&sb, "heartbeat");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output
+            .contains("a remote check may be left on the server (not looked"),
+        "{}",
+        r.output
+    );
+    assert!(!r.output.contains(API_KEY));
 }

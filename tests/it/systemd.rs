@@ -118,7 +118,7 @@ impl Drop for UserManager {
 }
 
 /// A sandbox holding the shipped automations and scripts, running a stable copy of the binary.
-fn shipped() -> Sandbox {
+pub(crate) fn shipped() -> Sandbox {
     let mut sb = Sandbox::new();
     copy_dir(
         &repo_root().join("automations"),
@@ -129,11 +129,11 @@ fn shipped() -> Sandbox {
     sb
 }
 
-fn install(sb: &Sandbox, name: &str) -> PtyRun {
+pub(crate) fn install(sb: &Sandbox, name: &str) -> PtyRun {
     run_on_pty(sb.cmd(["install", name]), "Type y to confirm", "y")
 }
 
-fn uninstall(sb: &Sandbox, name: &str) -> PtyRun {
+pub(crate) fn uninstall(sb: &Sandbox, name: &str) -> PtyRun {
     run_on_pty(sb.cmd(["uninstall", name]), "Type y to confirm", "y")
 }
 
