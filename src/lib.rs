@@ -47,6 +47,7 @@ pub mod keys;
 pub mod locks;
 pub mod names;
 pub mod notify;
+pub mod parallel;
 pub mod pins;
 pub mod redact;
 pub mod runlog;

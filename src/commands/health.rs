@@ -12,14 +12,19 @@ use crate::{CmdResult, Exit, Fail};
 /// The verdicts of `only` (or every automation), with the thresholds refused as bad input.
 pub(crate) fn verdicts(s: &Settings, only: Option<&Name>) -> Result<Vec<health::Verdict>, Fail> {
     let src = health::load::Sources::read(s, only)?;
-    Ok(health::load::assess(s, &src, only)?.verdicts)
+    let health::load::Assessment { subjects, verdicts } = health::load::assess(s, &src, only)?;
+    // A command that ends next: what was read is left to the exit. Freeing 1,000 automations'
+    // runs one allocation at a time took ~15 ms of `health`'s ~130.
+    std::mem::forget((src, subjects));
+    Ok(verdicts)
 }
 
 pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let verdicts = verdicts(s, name)?;
     let degraded = verdicts.iter().any(health::Verdict::degraded);
-    let out = &mut std::io::stdout().lock();
+    // One write for the table, not one per line (1,000 automations made 1,001 writes).
+    let out = &mut std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(
             &mut *out,
@@ -58,6 +63,7 @@ pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
             )?;
         }
     }
+    out.flush()?;
     Ok(if degraded {
         Exit::Failure
     } else {

@@ -89,6 +89,12 @@ impl Sources {
                 .with_context(|| format!("cannot read {}", dir.display()))?,
         };
         let snapshot = Index::new(&RunLog::new(&s.data_root)).refresh()?;
+        // Every automation's lines, far apart in a shared log: mapped, not read one by one.
+        let snapshot = if only.is_none() {
+            snapshot.mapped()
+        } else {
+            snapshot
+        };
         Ok(Self {
             loaded,
             snapshot,
@@ -195,43 +201,14 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         }
         Ok(subject)
     };
-    in_parallel(&names, one)
+    crate::parallel::map(&names, PER_WORKER, one)
+        .into_iter()
+        .collect()
 }
 
-/// `one` of each name, in order. Each automation is read on its own (its index file, its lines):
-/// with many, the cores share them.
-fn in_parallel(
-    names: &[Name],
-    one: impl Fn(&Name) -> anyhow::Result<Subject> + Sync,
-) -> anyhow::Result<Vec<Subject>> {
-    let workers = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
-        .min(names.len().div_ceil(PER_WORKER));
-    if workers <= 1 {
-        return names.iter().map(one).collect();
-    }
-    let chunk = names.len().div_ceil(workers);
-    let one = &one;
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = names
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || part.iter().map(one).collect::<anyhow::Result<Vec<_>>>())
-            })
-            .collect();
-        let mut out = Vec::with_capacity(names.len());
-        for h in handles {
-            out.extend(
-                h.join()
-                    .map_err(|_| anyhow::anyhow!("a health worker panicked"))??,
-            );
-        }
-        Ok(out)
-    })
-}
-
-/// Automations each worker thread takes at least: below that, one thread does it all.
-const PER_WORKER: usize = 32;
+/// Automations each worker thread takes at least: below that, one thread does it all. Each
+/// automation is read on its own (its index file, its lines), so the cores share them.
+pub(super) const PER_WORKER: usize = 32;
 
 /// One automation's subject (without its install time and validity, which `subjects` adds).
 fn subject(

@@ -241,11 +241,13 @@ pub fn verdicts<Tz: TimeZone>(
     subjects: &[Subject],
     thresholds: &ThresholdSet,
     now: &Now<Tz>,
-) -> Vec<Verdict> {
-    subjects
-        .iter()
-        .map(|s| verdict(s, thresholds.of(&s.name), now))
-        .collect()
+) -> Vec<Verdict>
+where
+    Tz::Offset: Sync,
+{
+    crate::parallel::map(subjects, load::PER_WORKER, |s| {
+        verdict(s, thresholds.of(&s.name), now)
+    })
 }
 
 /// The verdict on one subject: every rule of [`rules::table`], in order; with no finding, unknown
