@@ -597,6 +597,7 @@ impl Snapshot {
             seen: std::collections::HashSet::new(),
             dedupe: self.memory.contains_key(name),
             cache: None,
+            mapping: None,
             damaged: false,
             skips: true,
             ends_first: false,
@@ -680,6 +681,9 @@ pub struct Records<'a> {
     /// The last block read (segment, its start offset, bytes): the lines of one automation lie
     /// close together, newest first, so most are found in the block read for the one before.
     cache: Option<(u32, u64, Vec<u8>)>,
+    /// The mapped segment read last (asking the snapshot takes its lock, which the threads of a
+    /// reader of every automation would otherwise take once a line).
+    mapping: Option<(u32, std::sync::Arc<map::Mapped>)>,
     /// An entry pointed at a line that is not the one it indexed.
     damaged: bool,
     /// Whether `skipped` lines are read (else passed over unread).
@@ -752,10 +756,15 @@ impl Records<'_> {
     /// this automation's. A line of a segment that is gone is no damage; any other miss is.
     fn read(&mut self, (seg, hash, tagged): Entry) -> Option<Record> {
         let offset = offset_of(tagged);
-        if let Some(m) = self.snapshot.mapping(seg) {
+        if self.mapping.as_ref().is_none_or(|(s, _)| *s != seg) {
+            self.mapping = self.snapshot.mapping(seg).map(|m| (seg, m));
+        }
+        if let Some((_, m)) = &self.mapping {
             // A line cut short by the mapped length is read below, like any other.
             if let Some(line) = map::line_at(m.bytes(), offset) {
-                return self.accept(Some(line), hash);
+                let record = Self::parse_line(Some(line), hash, &self.name);
+                self.damaged |= record.is_none();
+                return record;
             }
         }
         let file = self.snapshot.segment(seg)?;
@@ -783,14 +792,6 @@ impl Records<'_> {
                 long.as_deref()
             }
         };
-        // (The line borrows the cache, which `accept` does not touch.)
-        let record = Self::parse_line(line, hash, &self.name);
-        self.damaged |= record.is_none();
-        record
-    }
-
-    /// [`Self::read`]'s end for a line found in a mapping.
-    fn accept(&mut self, line: Option<&[u8]>, hash: u32) -> Option<Record> {
         let record = Self::parse_line(line, hash, &self.name);
         self.damaged |= record.is_none();
         record
