@@ -465,7 +465,7 @@ fn read_line_capped(
         if buf.is_empty() {
             return Ok((taken, false, long.map(|h| h.finalize().into())));
         }
-        let newline = buf.iter().position(|&b| b == b'\n');
+        let newline = memchr::memchr(b'\n', buf);
         let chunk = &buf[..newline.unwrap_or(buf.len())];
         match &mut long {
             Some(h) => h.update(chunk),
@@ -867,9 +867,7 @@ mod map {
             return None;
         }
         let rest = bytes.get(at..)?;
-        rest.iter()
-            .position(|&b| b == b'\n')
-            .map(|end| &rest[..end])
+        memchr::memchr(b'\n', rest).map(|end| &rest[..end])
     }
 }
 
@@ -905,7 +903,7 @@ fn cached_range(
     if at > 0 && bytes.get(at - 1) != Some(&b'\n') {
         return None;
     }
-    let end = bytes.get(at..)?.iter().position(|&b| b == b'\n')?;
+    let end = memchr::memchr(b'\n', bytes.get(at..)?)?;
     Some(at..at + end)
 }
 
@@ -926,7 +924,7 @@ fn read_line_at(file: &File, offset: u64) -> Option<Vec<u8>> {
         if n == 0 {
             return None;
         }
-        if let Some(i) = chunk[..n].iter().position(|&b| b == b'\n') {
+        if let Some(i) = memchr::memchr(b'\n', &chunk[..n]) {
             line.extend_from_slice(&chunk[..i]);
             return Some(line);
         }
