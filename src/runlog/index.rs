@@ -513,7 +513,9 @@ impl Snapshot {
     /// automation lie far apart in a shared log. 1,000 automations made 22,000 reads; mapped, they
     /// are page faults on the log's newest pages. Only the length each segment had when the
     /// snapshot was taken is mapped; the log is only ever appended to (an append that fails cuts
-    /// back to where it began, past that length), so what is mapped does not change.
+    /// back to where it began, past that length), so what is mapped does not change. A log cut
+    /// short by hand while such a reader runs (milliseconds) would end it with SIGBUS; readers of
+    /// one automation, the runner's among them, never map.
     #[must_use]
     pub fn mapped(mut self) -> Self {
         self.maps = Some(Default::default());
