@@ -46,8 +46,18 @@ impl Keyring {
                 return None;
             }
         }
+        let runtime = sb.path("keyring-runtime");
+        std::fs::create_dir_all(&runtime).unwrap();
+        std::fs::set_permissions(
+            &runtime,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        // The bus's socket in the sandbox, not /tmp: the daemon is killed at the end, which
+        // leaves its socket behind (one /tmp/dbus-* per test run, hundreds of them).
         let mut bus = Command::new("dbus-daemon")
             .args(["--session", "--nofork", "--print-address=1"])
+            .arg(format!("--address=unix:path={}/bus", runtime.display()))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -57,13 +67,6 @@ impl Keyring {
             .read_line(&mut address)
             .unwrap();
         let address = address.trim().to_owned();
-        let runtime = sb.path("keyring-runtime");
-        std::fs::create_dir_all(&runtime).unwrap();
-        std::fs::set_permissions(
-            &runtime,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .unwrap();
         let k = Keyring {
             bus,
             address: address.clone(),
