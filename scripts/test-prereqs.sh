@@ -7,12 +7,13 @@
 #   - AUTOMATIONS_TEST_SKIP_REAL=1 (never under CI): says what is missing, exits 0, and the tests
 #     that need it are skipped (make test's summary counts them).
 #
-# A package counts as present when dpkg says it is installed; on a machine without dpkg, when the
-# command that proves it is on PATH.
+# A package counts as present when dpkg says it is installed (or one of its alternatives, `a|b`; the
+# first is the one installed); on a machine without dpkg, when the command that proves it is on PATH.
 #
 # Usage: scripts/test-prereqs.sh            check (and maybe install)
 #        scripts/test-prereqs.sh --list     print the packages, one per line
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 # package                 proving command   needed for
 PREREQS=(
@@ -28,19 +29,32 @@ PREREQS=(
     "openssl              openssl           a self-signed certificate for the TLS refusal test"
     "chromium             chromium          the dashboard's browser test"
     "chromium-driver      chromedriver      WebDriver for the dashboard's browser test"
+    "kubernetes-client|kubectl  kubectl     kubectl kustomize builds kubernetes/ (Debian's, or Google's package)"
 )
+
+# kubernetes-validate (PyPI), in a virtual environment inside target/: the Kubernetes tests
+# validate kubernetes/ with it, strictly, against the oldest supported Kubernetes minor.
+VENV=target/kubernetes-validate
+KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
 
 packages=()
 for row in "${PREREQS[@]}"; do
     read -r pkg _ <<<"$row"
-    packages+=("$pkg")
+    packages+=("${pkg%%|*}")
 done
 if [[ ${1:-} == --list ]]; then
     printf '%s\n' "${packages[@]}"
     exit 0
 fi
 
-present() { # package proving-command
+present() { # package[|alternative…] proving-command
+    if [[ $1 == *'|'* ]]; then
+        local alt
+        for alt in ${1//|/ }; do
+            present "$alt" "$2" && return 0
+        done
+        return 1
+    fi
     if command -v dpkg >/dev/null 2>&1; then
         dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
     else
@@ -52,18 +66,36 @@ missing_now() {
     local row pkg cmd
     for row in "${PREREQS[@]}"; do
         read -r pkg cmd _ <<<"$row"
-        present "$pkg" "$cmd" || printf '%s\n' "$pkg"
+        present "$pkg" "$cmd" || printf '%s\n' "${pkg%%|*}"
     done
 }
 
+ci=false
+case ${CI:-} in "" | 0 | false) ;; *) ci=true ;; esac
+
+venv_ready() {
+    [[ -x $VENV/bin/kubernetes-validate ]] && [[ $(cat "$VENV/.requirement" 2>/dev/null) == "$KUBERNETES_VALIDATE" ]]
+}
+if ! venv_ready; then
+    if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
+        echo "test prerequisites: $KUBERNETES_VALIDATE is not in $VENV; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need it will be SKIPPED" >&2
+    else
+        echo "test prerequisites: installing $KUBERNETES_VALIDATE into $VENV (python3 -m venv, pip)" >&2
+        rm -rf "$VENV"
+        if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check "$KUBERNETES_VALIDATE"; } >&2; then
+            echo "test prerequisites: could not install $KUBERNETES_VALIDATE into $VENV (python3 with venv and PyPI are needed)" >&2
+            exit 3
+        fi
+        echo "$KUBERNETES_VALIDATE" >"$VENV/.requirement"
+    fi
+fi
+
 mapfile -t missing < <(missing_now)
 if ((${#missing[@]} == 0)); then
-    echo "test prerequisites: all ${#packages[@]} present"
+    echo "test prerequisites: all ${#packages[@]} packages present, and $KUBERNETES_VALIDATE"
     exit 0
 fi
 
-ci=false
-case ${CI:-} in "" | 0 | false) ;; *) ci=true ;; esac
 list=${missing[*]}
 
 if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then

@@ -9,7 +9,6 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::names::Name;
 use crate::runlog::Trigger;
-use crate::units::Target;
 
 /// Turns automations/<name>.toml definitions into OS-native scheduled units and runs every firing
 /// safely: lock, pause state, clean environment, whole-tree timeout, redacted output, hash-chained
@@ -204,11 +203,14 @@ pub enum Command {
     #[command(subcommand)]
     Log(LogCommand),
 
-    /// Regenerate units/ (the portable rendering of every scheduled definition), or check it.
+    /// Regenerate units/ (and kubernetes/) from the definitions, or check them.
     ///
     /// units/ holds, for both launchd and systemd, what each scheduled definition renders to, with
-    /// @BIN@, @ROOT@ and @DATA_ROOT@ for machine paths. With --check nothing is written; any
-    /// stale, hand-edited, extra or missing file is reported with a diff and exits 1.
+    /// @BIN@, @ROOT@ and @DATA_ROOT@ for machine paths. When the repository has a kubernetes.toml,
+    /// kubernetes/ holds a CronJob per scheduled definition and a kustomization.yaml
+    /// (docs/kubernetes.md). With --check nothing is written; any stale, hand-edited, extra or
+    /// missing file is reported with a diff and exits 1 (a CronJob's spec.suspend, a pause, is
+    /// never compared).
     ///
     /// Example: automations units --check
     Units {
@@ -217,14 +219,17 @@ pub enum Command {
         check: bool,
     },
 
-    /// Print the unit files this machine would install for an automation.
+    /// Print the unit files this machine would install for an automation, or its CronJob.
+    ///
+    /// --target kubernetes prints the CronJob manifest `automations units` writes to
+    /// kubernetes/<name>.yaml, with the cluster's settings from kubernetes.toml.
     ///
     /// Example: automations render heartbeat --target launchd
     Render {
         name: Name,
-        /// Render for this service manager instead of this machine's.
+        /// Render for this target instead of this machine's service manager.
         #[arg(long, value_enum)]
-        target: Option<Target>,
+        target: Option<RenderTarget>,
         /// The binary the unit runs [default: this one].
         #[arg(long, value_name = "PATH")]
         bin: Option<PathBuf>,
@@ -540,6 +545,17 @@ pub enum LogCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `render` can render: a service manager's units, or a Kubernetes CronJob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RenderTarget {
+    /// A macOS LaunchAgent property list.
+    Launchd,
+    /// A systemd user service and timer.
+    Systemd,
+    /// A Kubernetes batch/v1 CronJob (needs kubernetes.toml).
+    Kubernetes,
 }
 
 /// The exact argv a rendered unit runs (`<bin> run NAME --trigger schedule --root R --data-root D

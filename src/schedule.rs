@@ -58,6 +58,11 @@ impl Weekday {
     pub fn index_from_monday(self) -> u32 {
         self as u32
     }
+
+    /// Days since Sunday (0..=6), as cron's day-of-week field counts.
+    pub fn days_from_sunday(self) -> u32 {
+        (self as u32 + 1) % 7
+    }
 }
 
 /// A local wall-clock time of day, `HH:MM`.

@@ -89,15 +89,42 @@ impl Drop for Pass {
     }
 }
 
+/// Where the agent policy (`spaces.json`) is read from.
+#[derive(Clone, Copy, Debug)]
+pub enum Policy<'a> {
+    /// The private data root: the file must be ours and 0600.
+    DataRoot(&'a Path),
+    /// A mounted Secret's folder, beside the key (in a pod: SPEC §15), read like the key.
+    Secret(&'a Path),
+}
+
+impl<'a> Policy<'a> {
+    /// Where these settings keep it: beside the keys when they are files of a Secret.
+    pub fn of(s: &'a crate::settings::Settings) -> Self {
+        match &s.key_dir {
+            Some(dir) => Policy::Secret(dir),
+            None => Policy::DataRoot(&s.data_root),
+        }
+    }
+}
+
 /// Reads `spaces.json`: missing, exposed, or invalid is a refusal naming the file.
-pub fn read_spaces(data_root: &Path) -> Result<Spaces, Refusal> {
-    let path: PathBuf = data_root.join(SPACES_FILE);
+pub fn read_spaces(at: Policy) -> Result<Spaces, Refusal> {
+    let (Policy::DataRoot(dir) | Policy::Secret(dir)) = at;
+    let path: PathBuf = dir.join(SPACES_FILE);
     let refuse = |why: String| Refusal(vec![format!("{}: {why}", path.display())]);
-    let bytes = fsutil::read_private(&path, fsutil::SMALL_FILE)
-        .map_err(|e| refuse(e.to_string()))?
-        .ok_or_else(|| {
-            refuse("missing; it names the AnyType spaces and the agent policy for each".into())
-        })?;
+    let read = match at {
+        Policy::DataRoot(_) => {
+            fsutil::read_private(&path, fsutil::SMALL_FILE).map_err(|e| refuse(e.to_string()))
+        }
+        // Its errors name the path already.
+        Policy::Secret(dir) => {
+            crate::keys::files::read(dir, SPACES_FILE).map_err(|e| Refusal(vec![e.to_string()]))
+        }
+    };
+    let bytes = read?.ok_or_else(|| {
+        refuse("missing; it names the AnyType spaces and the agent policy for each".into())
+    })?;
     serde_json::from_slice(&bytes).map_err(|e| refuse(format!("not valid ({e})")))
 }
 
@@ -154,10 +181,10 @@ pub struct Inspection {
 pub fn inspect(
     key: &Secret,
     access: &AnyTypeAccess,
-    data_root: &Path,
+    policy: Policy,
     deadline: Duration,
 ) -> Result<Inspection, Refusal> {
-    let spaces = read_spaces(data_root)?;
+    let spaces = read_spaces(policy)?;
     let declared = check_policy(access, &spaces)?;
     let base = api_url(&spaces, std::env::var(anytype::ENV_API_URL).ok());
     let whoami = anytype::whoami(&base, key, deadline).map_err(|e| Refusal(vec![e]))?;
@@ -173,10 +200,10 @@ pub fn inspect(
 pub fn verify_key(
     key: &Secret,
     access: &AnyTypeAccess,
-    data_root: &Path,
+    policy: Policy,
     deadline: Duration,
 ) -> Result<Declared, Refusal> {
-    let i = inspect(key, access, data_root, deadline)?;
+    let i = inspect(key, access, policy, deadline)?;
     if i.differences.is_empty() {
         Ok(i.declared)
     } else {
@@ -188,7 +215,7 @@ pub fn verify_key(
 pub fn gate(
     label: &Label,
     access: &AnyTypeAccess,
-    data_root: &Path,
+    policy: Policy,
     store: &dyn KeyStore,
 ) -> Result<Pass, Refusal> {
     let key = match store.get(label) {
@@ -205,7 +232,7 @@ pub fn gate(
             )]));
         }
     };
-    verify_key(&key, access, data_root, anytype::DEADLINE).map_err(|r| {
+    verify_key(&key, access, policy, anytype::DEADLINE).map_err(|r| {
         // Differences quote what the server said; never let that carry the key.
         let mut redactor = crate::redact::Redactor::default();
         redactor.add_key(key.expose().as_bytes());

@@ -341,7 +341,7 @@ pub fn key_store(s: &Settings, ping: bool) -> CmdResult {
     outln!("checking the key with Healthchecks…");
     match validate(s, &cfg, kind, &key) {
         Ok(said) => {
-            keys::for_manager(s.manager)
+            keys::for_settings(s)
                 .set(&kind.label(&s.namespace), &key)
                 .map_err(|e| Fail::new(Exit::Failure, e))?;
             outln!(
@@ -411,7 +411,7 @@ pub fn key_check(s: &Settings, ping: bool) -> CmdResult {
     let kind = kind(ping);
     data_root(s, Use::Read)?;
     let cfg = settings_needed(s)?;
-    let key = match keys::for_manager(s.manager).get(&kind.label(&s.namespace)) {
+    let key = match keys::for_settings(s).get(&kind.label(&s.namespace)) {
         Ok(Some(k)) => k,
         Ok(None) => {
             outln!(

@@ -67,9 +67,14 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
     ))?)
     .map_err(|e| Fail::new(Exit::BadInput, e))?;
     outln!("checking the key with AnyType…");
-    match gate::verify_key(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
+    match gate::verify_key(
+        &key,
+        &access,
+        crate::anytype::gate::Policy::of(s),
+        crate::anytype::DEADLINE,
+    ) {
         Ok(declared) => {
-            keys::for_manager(s.manager)
+            keys::for_settings(s)
                 .set(&label, &key)
                 .map_err(|e| Fail::new(Exit::Failure, e))?;
             let spaces: Vec<&str> = declared.spaces.iter().map(|(n, _)| n.as_str()).collect();
@@ -94,7 +99,7 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
     let access = access(s, name)?;
     super::data_root(s, crate::fsutil::Use::Read)?;
     let label = s.label(name);
-    let key = match keys::for_manager(s.manager).get(&label) {
+    let key = match keys::for_settings(s).get(&label) {
         Ok(Some(k)) => k,
         Ok(None) => {
             outln!("no key is stored for {label}; store one with `automations key store {name}`");
@@ -107,7 +112,12 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
             ));
         }
     };
-    let i = match gate::inspect(&key, &access, &s.data_root, crate::anytype::DEADLINE) {
+    let i = match gate::inspect(
+        &key,
+        &access,
+        crate::anytype::gate::Policy::of(s),
+        crate::anytype::DEADLINE,
+    ) {
         Ok(i) => i,
         Err(refusal) => {
             outln!("cannot check the key of {label}:");
@@ -169,7 +179,7 @@ pub fn delete(s: &Settings, name: &Name) -> CmdResult {
 /// Deletes the keychain item `label` (an automation's key, a notification credential), saying
 /// whether there was one.
 pub(super) fn delete_item(s: &Settings, label: &crate::names::Label) -> CmdResult {
-    match keys::for_manager(s.manager).delete(label) {
+    match keys::for_settings(s).delete(label) {
         Ok(true) => outln!("deleted the keychain item {label}"),
         Ok(false) => outln!("nothing was stored as {label}"),
         Err(e) => {

@@ -1,19 +1,21 @@
 //! Commands about this machine's units: `units`, `render`, `install`, `uninstall`, `check`,
 //! `doctor`. Logic lives in `units`, `service` and `install`; this is parsing and printing.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 
 use super::{data_root, load_all, one_definition};
+use crate::cli::RenderTarget;
 use crate::definition::Definition;
 use crate::fsutil::Use;
 use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
 use crate::settings::{Manager, Settings};
-use crate::units::{self, portable};
+use crate::units::{self, kubernetes, portable};
 use crate::{CmdResult, Exit, Fail};
 
 fn bad(msg: String) -> Fail {
@@ -43,13 +45,50 @@ fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
     Ok(std::fs::canonicalize(&bin).unwrap_or(bin))
 }
 
+/// The cluster settings of the repository (`kubernetes.toml`), if it has them.
+fn cluster(s: &Settings) -> Result<Option<kubernetes::Cluster>, Fail> {
+    kubernetes::Cluster::load(&s.root).map_err(bad)
+}
+
+/// What the rendered folders should hold, or exit 2 with every definition that cannot be rendered.
+fn desired(
+    s: &Settings,
+    defs: &[Definition],
+) -> Result<(BTreeMap<PathBuf, Vec<u8>>, &'static str), Fail> {
+    let cluster = cluster(s)?;
+    let folders = if cluster.is_some() {
+        "units/ and kubernetes/"
+    } else {
+        "units/"
+    };
+    let files = portable::desired(defs, &s.namespace, cluster.as_ref())
+        .map_err(|problems| bad(format!("cannot render {folders}:\n{}", problems.join("\n"))))?;
+    Ok((files, folders))
+}
+
+/// The fix for rendered files that differ: regenerate, and add the folders they are in.
+fn units_fix(diffs: &[portable::Difference]) -> String {
+    let mut folders: Vec<&str> = diffs
+        .iter()
+        .map(|d| {
+            if d.path().starts_with(kubernetes::DIR) {
+                "kubernetes/"
+            } else {
+                "units/"
+            }
+        })
+        .collect();
+    folders.sort_unstable();
+    folders.dedup();
+    format!("make automations-units && git add {}", folders.join(" "))
+}
+
 pub fn units(s: &Settings, check: bool) -> CmdResult {
     let defs = valid_definitions(s)?;
-    let desired = portable::desired(&defs, &s.namespace);
-    let dir = s.root.join(portable::UNITS_DIR);
+    let (desired, folders) = desired(s, &defs)?;
     if check {
-        let present =
-            portable::present(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        let present = portable::present(&s.root)
+            .with_context(|| format!("cannot read {folders} in {}", s.root.display()))?;
         let diffs = portable::compare(&present, &desired);
         for d in &diffs {
             outln!("{}", d.line());
@@ -58,21 +97,24 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
             }
         }
         if diffs.is_empty() {
-            outln!("units/ matches the definitions ({} file(s))", desired.len());
+            outln!(
+                "{folders} match the definitions ({} file(s))",
+                desired.len()
+            );
             return Ok(Exit::Success);
         }
         outln!(
-            "units/ is out of date: run `automations units` (make automations-units) and commit"
+            "{folders} out of date: run `automations units` (make automations-units) and commit"
         );
         return Ok(Exit::Failure);
     }
-    let fixed = portable::write(&dir, &desired)
-        .with_context(|| format!("cannot write {}", dir.display()))?;
+    let fixed = portable::write(&s.root, &desired)
+        .with_context(|| format!("cannot write {folders} in {}", s.root.display()))?;
     for d in &fixed {
         outln!("{}", d.line().replace(": ", ": rewrote, was "));
     }
     outln!(
-        "units/: {} file(s), {} rewritten",
+        "{folders}: {} file(s), {} rewritten",
         desired.len(),
         fixed.len()
     );
@@ -82,29 +124,55 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
 pub fn render(
     s: &Settings,
     name: &Name,
-    target: Option<units::Target>,
+    target: Option<RenderTarget>,
     bin: Option<PathBuf>,
     json: bool,
 ) -> CmdResult {
     let def = one_definition(s, name)?;
-    let target = target.unwrap_or(units::Target::of(s.manager));
-    let paths = install::machine_paths(s, &unit_binary(bin)?)?;
-    let files = units::render(&def, &s.namespace, &paths, target);
-    if files.is_empty() {
-        return Err(bad(format!(
-            "{name} has no [schedule]: there is no unit to render"
-        )));
-    }
-    let agents = s.agents_dir_of(match target {
-        units::Target::Launchd => Manager::Launchd,
-        units::Target::Systemd => Manager::Systemd,
-    });
+    let (files, folder) = match target {
+        Some(RenderTarget::Kubernetes) => {
+            let cluster = cluster(s)?.ok_or_else(|| {
+                bad(format!(
+                    "{} has no {}: it says the cluster's time zone, image and namespace (docs/kubernetes.md)",
+                    s.root.display(),
+                    kubernetes::SETTINGS_FILE
+                ))
+            })?;
+            if def.schedule.is_none() {
+                return Err(bad(format!(
+                    "{name} has no [schedule]: there is no CronJob to render"
+                )));
+            }
+            let file = kubernetes::render(&def, &s.namespace, &cluster)
+                .map_err(|why| bad(format!("{name} cannot be rendered for Kubernetes: {why}")))?;
+            (vec![file], s.root.join(kubernetes::DIR))
+        }
+        target => {
+            let target = match target {
+                Some(RenderTarget::Launchd) => units::Target::Launchd,
+                Some(RenderTarget::Systemd) => units::Target::Systemd,
+                _ => units::Target::of(s.manager),
+            };
+            let paths = install::machine_paths(s, &unit_binary(bin)?)?;
+            let files = units::render(&def, &s.namespace, &paths, target);
+            if files.is_empty() {
+                return Err(bad(format!(
+                    "{name} has no [schedule]: there is no unit to render"
+                )));
+            }
+            let agents = s.agents_dir_of(match target {
+                units::Target::Launchd => Manager::Launchd,
+                units::Target::Systemd => Manager::Systemd,
+            });
+            (files, agents)
+        }
+    };
     if json {
         let files: Vec<_> = files
             .iter()
             .map(|f| {
                 serde_json::json!({
-                    "path": agents.join(&f.name),
+                    "path": folder.join(&f.name),
                     "content": String::from_utf8_lossy(&f.bytes),
                 })
             })
@@ -115,7 +183,7 @@ pub fn render(
     let out = &mut std::io::stdout().lock();
     for f in &files {
         if files.len() > 1 {
-            writeln!(out, "# ==> {} <==", agents.join(&f.name).display())?;
+            writeln!(out, "# ==> {} <==", folder.join(&f.name).display())?;
         }
         out.write_all(&f.bytes)?;
     }
@@ -391,24 +459,24 @@ fn left_behind(s: &Settings, name: &Name, record: Option<&crate::state::Record>)
 /// Both halves of the drift check.
 pub(super) struct Drift {
     pub units: Vec<portable::Difference>,
+    /// The rendered folders compared (`units/`, and `kubernetes/` when there is a cluster).
+    pub folders: &'static str,
     pub machine: Vec<Finding>,
 }
 
 pub(super) fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
     let defs = valid_definitions(s)?;
-    let dir = s.root.join(portable::UNITS_DIR);
-    let present =
-        portable::present(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    let (desired, folders) = desired(s, &defs)?;
+    let present = portable::present(&s.root)
+        .with_context(|| format!("cannot read {folders} in {}", s.root.display()))?;
     Ok(Drift {
-        units: portable::compare(&present, &portable::desired(&defs, &s.namespace)),
+        units: portable::compare(&present, &desired),
+        folders,
         machine: install::check_machine(s, &defs, manager)?,
     })
 }
 
-/// The fix for every finding in `units/`.
-const UNITS_FIX: &str = "make automations-units && git add units/";
-
-/// `check`: this machine's findings first (what fires here), then `units/` one line per file, each
+/// `check`: this machine's findings first (what fires here), then `units/` (and `kubernetes/`) one line per file, each
 /// ending with its fix; the diffs only with `--diff`; a summary line last.
 pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
     data_root(s, Use::Read)?;
@@ -425,7 +493,7 @@ pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
             .machine
             .iter()
             .map(Finding::fix)
-            .chain((!d.units.is_empty()).then(|| UNITS_FIX.to_owned()))
+            .chain((!d.units.is_empty()).then(|| units_fix(&d.units)))
             .collect();
         outln!(
             "{}",
@@ -444,20 +512,26 @@ pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
         remote_lines(r, &mut |l| outln!("{l}"));
     }
     for u in &d.units {
-        outln!("{}; fix: {UNITS_FIX}", u.line());
+        outln!("{}; fix: {}", u.line(), units_fix(std::slice::from_ref(u)));
         if diff && let Some(text) = u.diff() {
             out!("{text}");
         }
     }
     if clean {
         outln!(
-            "no drift: units/ matches the definitions and this machine matches its install records"
+            "no drift: {} the definitions and this machine matches its install records",
+            if d.folders == "units/" {
+                "units/ matches"
+            } else {
+                "units/ and kubernetes/ match"
+            }
         );
     } else {
         outln!(
-            "check: {} finding(s) on this machine, {} file(s) of units/ out of date{}{}",
+            "check: {} finding(s) on this machine, {} file(s) of {} out of date{}{}",
             d.machine.len(),
             d.units.len(),
+            d.folders,
             if remote_drift {
                 ", remote checks out of step (automations healthchecks sync)"
             } else {

@@ -88,7 +88,7 @@ fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
 
 pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
     terminal()?;
-    let store = keys::for_manager(s.manager);
+    let store = keys::for_settings(s);
     let label = label(s, ntfy);
     if ntfy {
         let token = secret("ntfy access token (input hidden): ")?;
@@ -120,7 +120,7 @@ pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
 }
 
 pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
-    let store = keys::for_manager(s.manager);
+    let store = keys::for_settings(s);
     let label = label(s, ntfy);
     if ntfy {
         return match store.get(&label) {

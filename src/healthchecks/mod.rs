@@ -92,7 +92,7 @@ pub fn key(
 
 /// [`key`] from this machine's keychain.
 pub fn machine_key(s: &Settings, kind: KeyKind) -> Result<Option<Secret>, String> {
-    key(kind, &s.namespace, &|| keys::for_manager(s.manager))
+    key(kind, &s.namespace, &|| keys::for_settings(s))
 }
 
 /// The check slug of `name`: `<namespace>-<name>` (both are already lowercase letters, digits and

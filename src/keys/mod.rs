@@ -7,6 +7,7 @@
 //! is redacted and errors never carry it. This module must never log, print or pass a secret on
 //! a command line.
 
+pub mod files;
 pub mod secret_service;
 pub mod security;
 
@@ -85,6 +86,15 @@ pub trait KeyStore {
     fn set(&self, label: &Label, secret: &Secret) -> Result<(), KeyError>;
     /// Deletes the secret under `label`; returns whether there was one.
     fn delete(&self, label: &Label) -> Result<bool, KeyError>;
+}
+
+/// The key store of these settings: the files of a mounted Secret when `AUTOMATIONS_KEY_DIR`
+/// names one (in a pod), else this machine's keychain.
+pub fn for_settings(s: &crate::settings::Settings) -> Box<dyn KeyStore> {
+    match &s.key_dir {
+        Some(dir) => Box::new(files::FileStore::new(dir.clone())),
+        None => for_manager(s.manager),
+    }
 }
 
 /// The key store of a machine with `manager`: the Keychain beside launchd, the Secret Service beside

@@ -389,7 +389,7 @@ fn deliver(
 /// The configured drivers; one whose credentials cannot be had is left out, saying why.
 pub fn drivers(s: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let keys = keys::for_manager(s.manager);
+    let keys = keys::for_settings(s);
     let setup = drivers::Setup {
         env: &env,
         keys: keys.as_ref(),

@@ -420,6 +420,8 @@ pub struct RunLog {
     /// What an append left to make durable (see [`RunLog::append_unsynced`]): the inode and the
     /// head the log will have once synced.
     pending: std::cell::RefCell<Option<(u64, head::Head)>>,
+    /// Whether each appended event is also written to stdout (in a pod: SPEC §15).
+    mirror: bool,
 }
 
 /// Whether an append waits until its line is on disk.
@@ -440,7 +442,16 @@ impl RunLog {
             keep: KEEP_SEGMENTS,
             known: std::cell::RefCell::new(None),
             pending: std::cell::RefCell::new(None),
+            mirror: false,
         }
+    }
+
+    /// The same log also writing each appended event to stdout as one JSON line, after it is in
+    /// the log (in a pod, whose data root may go with it, the cluster's log collection keeps
+    /// them). A stdout that cannot be written loses nothing: the log is the record.
+    pub fn with_stdout_mirror(mut self, on: bool) -> Self {
+        self.mirror = on;
+        self
     }
 
     /// The same log rotating at `bytes` instead of 64 MiB (tests of rotation).
@@ -642,6 +653,13 @@ impl RunLog {
             ino,
         };
         *self.known.borrow_mut() = Some(head.clone());
+        if self.mirror
+            && let Ok(mut line) = serde_json::to_vec(&record)
+        {
+            line.push(b'\n');
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&line).and_then(|()| out.flush());
+        }
         match durable {
             Durable::Now => {
                 if let Some(f) = head_file {

@@ -168,7 +168,7 @@ static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 /// Runs one firing of `name`.
 pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
     fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
-    let log = RunLog::new(&s.data_root);
+    let log = RunLog::new(&s.data_root).with_stdout_mirror(s.events_stdout);
 
     // 1. The definition. On schedule a broken one is still a recorded (failed) run.
     let def = match definition::load_one(&s.definitions_dir(), name, &Checks::of(s)) {
@@ -420,8 +420,13 @@ fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, Os
     let Some(access) = &def.anytype else {
         return Ok((redactor, Vec::new()));
     };
-    let store = keys::for_manager(s.manager);
-    match gate::gate(&s.label(&def.name), access, &s.data_root, store.as_ref()) {
+    let store = keys::for_settings(s);
+    match gate::gate(
+        &s.label(&def.name),
+        access,
+        gate::Policy::of(s),
+        store.as_ref(),
+    ) {
         Ok(pass) => {
             redactor.add_key(pass.key.expose().as_bytes());
             redactor.add(pass.headers.as_bytes());
@@ -457,9 +462,13 @@ fn approved(
         }
         Err(_) => None,
     };
-    let mismatch = match &record {
-        None if !scheduled => None,
-        r => crate::pins::check(r.as_ref(), def, &s.root),
+    let mismatch = match (&record, &s.pinned_sha256) {
+        (None, _) if !scheduled => None,
+        // In a pod the manifest is the install: it names the one definition version it runs (the
+        // image, by digest, holds the scripts).
+        (None, Some(pinned)) if *pinned == def.sha256 => None,
+        (None, Some(_)) => Some(crate::pins::Mismatch::DefinitionChanged),
+        (r, _) => crate::pins::check(r.as_ref(), def, &s.root),
     };
     if !scheduled
         && let Some(

@@ -18,6 +18,14 @@ pub const ENV_ROOT: &str = "AUTOMATIONS_ROOT";
 pub const ENV_NAMESPACE: &str = "AUTOMATIONS_NAMESPACE";
 /// Environment variable naming the private data root.
 pub const ENV_DATA_ROOT: &str = "AUTOMATIONS_DATA_ROOT";
+/// In a pod (SPEC §15): `stdout` also writes every run-log event to stdout as one JSON line, so the
+/// cluster's log collection keeps the record when the data root's volume goes with the pod.
+pub const ENV_EVENTS: &str = "AUTOMATIONS_EVENTS";
+/// In a pod: the folder of a mounted Secret the keys are read from (the file key backend).
+pub const ENV_KEY_DIR: &str = "AUTOMATIONS_KEY_DIR";
+/// In a pod: the sha256 of the definition its manifest was rendered from. A scheduled firing with
+/// no install record runs only that version (the manifest is its install).
+pub const ENV_PINNED_SHA256: &str = "AUTOMATIONS_PINNED_SHA256";
 /// The namespace when neither flag nor environment names one.
 pub const DEFAULT_NAMESPACE: &str = "automations";
 /// The folder of definitions inside the repository root.
@@ -160,6 +168,9 @@ pub enum SettingsError {
     /// A relative data root.
     #[error("data root {path} (from {from}) must be an absolute path")]
     RelativeDataRoot { path: PathBuf, from: &'static str },
+    /// A pod setting that is not what it must be.
+    #[error("{0}")]
+    Pod(String),
     /// The namespace is invalid.
     #[error("namespace (from {from}): {source}")]
     Namespace {
@@ -186,6 +197,13 @@ pub struct Settings {
     pub config_home: PathBuf,
     /// The service manager of this machine.
     pub manager: Manager,
+    /// Where keys are read from instead of the keychain (`AUTOMATIONS_KEY_DIR`, in a pod).
+    pub key_dir: Option<PathBuf>,
+    /// Whether each run-log event is also written to stdout (`AUTOMATIONS_EVENTS=stdout`).
+    pub events_stdout: bool,
+    /// The definition version a scheduled firing without an install record may run
+    /// (`AUTOMATIONS_PINNED_SHA256`, in a pod).
+    pub pinned_sha256: Option<String>,
 }
 
 impl Settings {
@@ -227,6 +245,7 @@ impl Settings {
         };
 
         let config_home = xdg(os, "XDG_CONFIG_HOME").unwrap_or_else(|| os.home.join(".config"));
+        let (key_dir, events_stdout, pinned_sha256) = pod_settings(os)?;
         Ok(Self {
             root,
             namespace,
@@ -235,6 +254,9 @@ impl Settings {
             home: os.home.clone(),
             config_home,
             manager: os.manager,
+            key_dir,
+            events_stdout,
+            pinned_sha256,
         })
     }
 
@@ -252,6 +274,41 @@ impl Settings {
     pub fn label(&self, name: &Name) -> Label {
         Label::new(&self.namespace, name)
     }
+}
+
+/// The three settings a pod's manifest gives the runner (SPEC §15), each refused when it is not
+/// what it must be: a run in a pod must not quietly fall back to a keychain or lose its events.
+fn pod_settings(os: &OsFacts) -> Result<(Option<PathBuf>, bool, Option<String>), SettingsError> {
+    let key_dir = os.var(ENV_KEY_DIR).map(PathBuf::from);
+    if let Some(d) = &key_dir
+        && !d.is_absolute()
+    {
+        return Err(SettingsError::Pod(format!(
+            "{ENV_KEY_DIR} ({}) must be an absolute path",
+            d.display()
+        )));
+    }
+    let events_stdout = match os.var(ENV_EVENTS).map(|v| v.to_string_lossy()) {
+        None => false,
+        Some(v) if v == "stdout" => true,
+        Some(v) => {
+            return Err(SettingsError::Pod(format!(
+                "{ENV_EVENTS}={v:?}: the only value is \"stdout\""
+            )));
+        }
+    };
+    let pinned = match os
+        .var(ENV_PINNED_SHA256)
+        .map(|v| v.to_string_lossy().into_owned())
+    {
+        Some(h) if !(h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit())) => {
+            return Err(SettingsError::Pod(format!(
+                "{ENV_PINNED_SHA256}={h:?} is not a sha256 (64 hex digits)"
+            )));
+        }
+        h => h,
+    };
+    Ok((key_dir, events_stdout, pinned))
 }
 
 fn absolute(cwd: &Path, p: &Path) -> PathBuf {

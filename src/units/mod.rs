@@ -5,6 +5,7 @@
 //! see a definition change that was not regenerated. Every file starts with a header naming its
 //! source definition and saying it is generated. This module must never write anything.
 
+pub mod kubernetes;
 pub mod launchd;
 pub mod portable;
 pub mod systemd;

@@ -1,51 +1,75 @@
-//! `units/` in the repository: the rendering of every scheduled definition, for both targets, with
-//! placeholders for machine paths. `automations units` rewrites it; `automations units --check`
+//! The repository's rendered folders: `units/` (launchd and systemd, with placeholders for machine
+//! paths) and, when the repository has a `kubernetes.toml`, `kubernetes/` (a CronJob per scheduled
+//! definition and a kustomization). `automations units` rewrites them; `automations units --check`
 //! fails on any difference, so CI catches a definition changed without regenerating, a file edited
 //! by hand, and files that should not (or should) be there. Only `*.plist`, `*.service` and
-//! `*.timer` files under `units/launchd/` and `units/systemd/` are ever touched.
+//! `*.timer` files under `units/launchd/` and `units/systemd/`, and `*.yaml` files directly under
+//! `kubernetes/`, are ever touched. A CronJob's `spec.suspend` is runtime state (a pause) and is
+//! never compared.
 
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use super::Target;
-use super::{MachinePaths, header_definition_hash, render};
+use super::kubernetes::{self, Cluster};
+use super::{MachinePaths, render};
 use crate::definition::Definition;
 use crate::names::Namespace;
 
 /// The folder of portable units in the repository root.
 pub const UNITS_DIR: &str = "units";
 
-/// What `units/` should hold: relative path -> bytes.
-pub fn desired(defs: &[Definition], namespace: &Namespace) -> BTreeMap<PathBuf, Vec<u8>> {
+/// What the rendered folders should hold: repository-relative path -> bytes; or every definition
+/// the cluster target cannot say (and every stale exclusion).
+pub fn desired(
+    defs: &[Definition],
+    namespace: &Namespace,
+    cluster: Option<&Cluster>,
+) -> Result<BTreeMap<PathBuf, Vec<u8>>, Vec<String>> {
     let paths = MachinePaths::portable();
     let mut out = BTreeMap::new();
     for def in defs {
         for target in Target::ALL {
             for f in render(def, namespace, &paths, target) {
-                out.insert(Path::new(target.dir()).join(&f.name), f.bytes);
+                out.insert(
+                    Path::new(UNITS_DIR).join(target.dir()).join(&f.name),
+                    f.bytes,
+                );
             }
         }
     }
-    out
+    if let Some(cluster) = cluster {
+        for f in kubernetes::render_all(defs, namespace, cluster)? {
+            out.insert(Path::new(kubernetes::DIR).join(&f.name), f.bytes);
+        }
+    }
+    Ok(out)
 }
 
-/// What `units/` holds now: relative path -> bytes (only files this module owns).
-pub fn present(units: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
+/// What the rendered folders hold now: repository-relative path -> bytes (only files this module
+/// owns).
+pub fn present(root: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for target in Target::ALL {
-        let dir = target.dir();
-        for (_, path) in crate::fsutil::list_named(&units.join(dir), "", target.extensions())? {
+    let folders = Target::ALL
+        .iter()
+        .map(|t| (Path::new(UNITS_DIR).join(t.dir()), t.extensions()))
+        .chain(std::iter::once((
+            PathBuf::from(kubernetes::DIR),
+            &[".yaml"][..],
+        )));
+    for (dir, extensions) in folders {
+        for (_, path) in crate::fsutil::list_named(&root.join(&dir), "", extensions)? {
             if std::fs::symlink_metadata(&path)?.is_file() {
                 let name = path.file_name().unwrap_or_default();
-                out.insert(Path::new(dir).join(name), std::fs::read(&path)?);
+                out.insert(dir.join(name), std::fs::read(&path)?);
             }
         }
     }
     Ok(out)
 }
 
-/// One difference between `units/` and the definitions.
+/// One difference between the rendered folders and the definitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Difference {
     /// A scheduled definition's file is not there.
@@ -59,21 +83,31 @@ pub enum Difference {
 }
 
 impl Difference {
-    /// One line for people, `units/<path>: <what>`.
+    /// One line for people, `units/<path>: <what>` or `kubernetes/<file>: <what>`.
     pub fn line(&self) -> String {
         match self {
-            Difference::Missing(p) => format!("{UNITS_DIR}/{}: missing", p.display()),
+            Difference::Missing(p) => format!("{}: missing", p.display()),
             Difference::Extra(p) => format!(
-                "{UNITS_DIR}/{}: extra (no scheduled definition renders it)",
+                "{}: extra (no scheduled definition renders it)",
                 p.display()
             ),
             Difference::Stale { path, .. } => format!(
-                "{UNITS_DIR}/{}: stale (its definition changed since it was rendered)",
+                "{}: stale (its definition changed since it was rendered)",
                 path.display()
             ),
             Difference::Edited { path, .. } => {
-                format!("{UNITS_DIR}/{}: edited by hand", path.display())
+                format!("{}: edited by hand", path.display())
             }
+        }
+    }
+
+    /// The file's repository-relative path.
+    pub fn path(&self) -> &Path {
+        match self {
+            Difference::Missing(p)
+            | Difference::Extra(p)
+            | Difference::Stale { path: p, .. }
+            | Difference::Edited { path: p, .. } => p,
         }
     }
 
@@ -93,17 +127,20 @@ pub fn compare(
 ) -> Vec<Difference> {
     let mut out = Vec::new();
     for (path, want) in desired {
-        match present.get(path) {
+        let have = present.get(path).map(|have| {
+            if path.starts_with(kubernetes::DIR) {
+                std::borrow::Cow::Owned(kubernetes::without_suspend(have))
+            } else {
+                std::borrow::Cow::Borrowed(have)
+            }
+        });
+        match have.as_deref() {
             None => out.push(Difference::Missing(path.clone())),
-            Some(have) if have == want => {}
+            Some(have) if have == want.as_slice() => {}
             Some(have) => {
-                let diff = unified_diff(
-                    &format!("{UNITS_DIR}/{}", path.display()),
-                    Some(have),
-                    Some(want),
-                );
+                let diff = unified_diff(&path.display().to_string(), Some(have), Some(want));
                 let path = path.clone();
-                if header_definition_hash(have) != header_definition_hash(want) {
+                if header_sources(have) != header_sources(want) {
                     out.push(Difference::Stale { path, diff });
                 } else {
                     out.push(Difference::Edited { path, diff });
@@ -144,10 +181,28 @@ pub fn unified_diff_as(
         .to_string()
 }
 
-/// Rewrites `units/` to match: writes what differs or is missing, removes extra files. Returns the
-/// differences it repaired.
-pub fn write(units: &Path, desired: &BTreeMap<PathBuf, Vec<u8>>) -> io::Result<Vec<Difference>> {
-    let present = present(units)?;
+/// The sha256 of every source a rendered file's header line (the first naming one) names (the definition, `kubernetes.toml`):
+/// when they differ, the file was rendered from other sources (stale), else edited.
+fn header_sources(bytes: &[u8]) -> Vec<&str> {
+    let head = &bytes[..bytes.len().min(1024)];
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    text.lines()
+        .find(|l| l.contains("(sha256 "))
+        .unwrap_or_default()
+        .split("(sha256 ")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .collect()
+}
+
+/// Rewrites the rendered folders under `root` to match: writes what differs or is missing,
+/// removes extra files. Returns the differences it repaired.
+pub fn write(root: &Path, desired: &BTreeMap<PathBuf, Vec<u8>>) -> io::Result<Vec<Difference>> {
+    let units = root;
+    let present = present(root)?;
     let diffs = compare(&present, desired);
     for d in &diffs {
         match d {

@@ -320,7 +320,7 @@ fn inspect(api: &FakeAnytype, deadline: Duration) -> Result<Vec<String>, String>
     automations::anytype::gate::inspect(
         &secret(KEY),
         &access("read", &["agent"]),
-        &sb.data,
+        automations::anytype::gate::Policy::DataRoot(&sb.data),
         deadline,
     )
     .map(|i| i.differences)
@@ -421,10 +421,14 @@ fn the_whoami_exchange_against_a_fake_anytype() {
             &format!("{{\"api_url\": \"http://127.0.0.1:{port}\", \"spaces\""),
         ),
     );
-    let e =
-        automations::anytype::gate::inspect(&secret(KEY), &access("read", &["agent"]), &sb.data, d)
-            .err()
-            .unwrap();
+    let e = automations::anytype::gate::inspect(
+        &secret(KEY),
+        &access("read", &["agent"]),
+        automations::anytype::gate::Policy::DataRoot(&sb.data),
+        d,
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("no answer from AnyType"), "{e}");
 }
 

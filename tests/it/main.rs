@@ -13,6 +13,7 @@ mod health;
 mod healthchecks;
 mod http;
 mod keys;
+mod kubernetes;
 mod prereqs;
 mod repo;
 mod runner;
