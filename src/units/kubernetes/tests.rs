@@ -604,3 +604,26 @@ fn render_all_lists_every_refusal_and_honours_exclusions() {
         ]
     );
 }
+
+#[test]
+fn the_image_recipe_puts_things_where_the_manifests_look() {
+    let recipe = include_str!("../../../Containerfile");
+    let from = recipe
+        .lines()
+        .filter(|l| l.starts_with("FROM "))
+        .last()
+        .unwrap();
+    assert!(from.contains("distroless/static"), "{from}");
+    for needed in [
+        format!("/out{BIN_IN_IMAGE}"),
+        format!("COPY automations/ {ROOT_IN_IMAGE}/automations/"),
+        format!("COPY scripts/ {ROOT_IN_IMAGE}/scripts/"),
+        format!("USER {0}:{0}", cluster("").run_as_user),
+        "make release".to_owned(),
+    ] {
+        assert!(recipe.contains(&needed), "Containerfile lacks {needed:?}");
+    }
+    // The release binary is static: nothing in a distroless/static image could load it otherwise.
+    let makefile = include_str!("../../../Makefile");
+    assert!(makefile.contains("+crt-static"));
+}
