@@ -608,11 +608,7 @@ fn render_all_lists_every_refusal_and_honours_exclusions() {
 #[test]
 fn the_image_recipe_puts_things_where_the_manifests_look() {
     let recipe = include_str!("../../../Containerfile");
-    let from = recipe
-        .lines()
-        .filter(|l| l.starts_with("FROM "))
-        .last()
-        .unwrap();
+    let from = recipe.lines().rfind(|l| l.starts_with("FROM ")).unwrap();
     assert!(from.contains("distroless/static"), "{from}");
     for needed in [
         format!("/out{BIN_IN_IMAGE}"),
