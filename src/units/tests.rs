@@ -3,7 +3,8 @@
 use super::*;
 use crate::definition::{Checks, parse};
 
-fn def(name: &str, extra: &str) -> Definition {
+/// A definition `name` running `scripts/x.sh` for 60 s, with `extra` TOML after it.
+pub(crate) fn def(name: &str, extra: &str) -> Definition {
     let text = format!(
         "name = \"{name}\"\ndescription = \"Proves 100% that it works\"\ncommand = [\"scripts/x.sh\"]\ntimeout_seconds = 60\n{extra}"
     );
@@ -18,7 +19,7 @@ fn def(name: &str, extra: &str) -> Definition {
     .unwrap()
 }
 
-fn ns() -> Namespace {
+pub(crate) fn ns() -> Namespace {
     Namespace::new("automations").unwrap()
 }
 

@@ -316,6 +316,20 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
     let (ok, text) = validate(&tool, &[built_file]);
     assert!(ok, "the kustomize build was refused:\n{text}");
 
+    // This repository's own kubernetes/, as committed (its drift is `make automations-check`'s).
+    let ours = repo_root().join("kubernetes");
+    let built = Command::new(&kubectl)
+        .arg("kustomize")
+        .arg(&ours)
+        .output()
+        .unwrap();
+    assert_code(&built, 0);
+    let ours_built = sb.path("ours.yaml");
+    std::fs::write(&ours_built, stdout(&built)).unwrap();
+    let (ok, text) = validate(&tool, &[ours_built]);
+    assert!(ok, "the repository's kubernetes/ was refused:\n{text}");
+    assert!(text.contains("cronjob/heartbeat"), "{text}");
+
     // The validator is real: a field the API does not have, and a number where a string goes,
     // are refused.
     let every = read(&dir.join("every.yaml"));

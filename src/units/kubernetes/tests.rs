@@ -1,27 +1,8 @@
 //! The CronJob mapping, one property per test, and the rules that guard it.
 
 use super::*;
-use crate::definition::{Checks, parse};
+use crate::units::tests::{def, ns};
 use serde_json::{Value, json};
-
-fn def(name: &str, extra: &str) -> Definition {
-    let text = format!(
-        "name = \"{name}\"\ndescription = \"Does one thing\"\ncommand = [\"scripts/x.sh\"]\ntimeout_seconds = 60\n{extra}"
-    );
-    parse(
-        &format!("{name}.toml"),
-        text.as_bytes(),
-        &Checks {
-            home: "/nonexistent-home".into(),
-            data_root: "/nonexistent-data".into(),
-        },
-    )
-    .unwrap()
-}
-
-fn ns() -> Namespace {
-    Namespace::new("automations").unwrap()
-}
 
 fn cluster(extra: &str) -> Cluster {
     Cluster::parse(format!("time_zone = \"Europe/Berlin\"\n{extra}").as_bytes()).unwrap()
