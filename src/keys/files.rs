@@ -2,10 +2,12 @@
 //!
 //! The kubelet writes a Secret volume as `<dir>/<key> -> ..data/<key>`, `<dir>/..data ->
 //! ..<timestamp>`, and the files inside `<dir>/..<timestamp>/`, swapping `..data` to update them
-//! all at once. Exactly that shape is followed, and nothing else: a link anywhere else, one that
-//! leaves the folder, a file that is not a regular file, or one that everyone may read is refused
-//! with a message naming the path (never the key). Keys here are changed with kubectl, so `set`
-//! and `delete` refuse.
+//! all at once. Exactly those links are followed, and no other: a link anywhere else, one that
+//! leaves the folder, a file that is not a regular file, one others may read or its group may
+//! change, is refused with a message naming the path (never the key). A plain file in the folder
+//! (a Secret mounted by `subPath`) is read as it is. The folder is the kubelet's and read-only to
+//! the pod, so nothing in the pod can swap what was checked. Keys here are changed with kubectl,
+//! so `set` and `delete` refuse.
 
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -78,49 +80,41 @@ pub fn read(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, KeyError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(refuse(&path, &e.to_string())),
     };
-    let file = if meta.file_type().is_symlink() {
-        let target = std::fs::read_link(&path).map_err(|e| refuse(&path, &e.to_string()))?;
-        if target != Path::new("..data").join(name) {
-            return Err(refuse(
-                &path,
-                "a link that is not the Secret volume's own (..data/<name>)",
-            ));
+    // The kubelet swaps `..data` to a new version folder and then removes the old one: a read that
+    // falls between is tried again from the new link.
+    let mut tries = 0;
+    let (mut f, file) = loop {
+        tries += 1;
+        let file = if meta.file_type().is_symlink() {
+            version_file(dir, name, &path)?
+        } else {
+            path.clone()
+        };
+        // O_NOFOLLOW: the file itself is never a link.
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW)
+            .open(&file)
+        {
+            Ok(f) => break (f, file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => continue,
+            Err(e) => {
+                return Err(match e.raw_os_error() {
+                    Some(nix::libc::ELOOP) => refuse(&file, "a link where a file must be"),
+                    _ => refuse(&file, &e.to_string()),
+                });
+            }
         }
-        let data = dir.join("..data");
-        let version = std::fs::read_link(&data)
-            .map_err(|_| refuse(&data, "not the Secret volume's ..data link"))?;
-        let version = version.to_str().unwrap_or_default();
-        if !version.starts_with("..") || version == ".." || version.contains('/') {
-            return Err(refuse(&data, "a link that leaves the Secret's folder"));
-        }
-        let version_dir = dir.join(version);
-        let m = std::fs::symlink_metadata(&version_dir)
-            .map_err(|e| refuse(&version_dir, &e.to_string()))?;
-        if !m.is_dir() {
-            return Err(refuse(&version_dir, "not a folder"));
-        }
-        version_dir.join(name)
-    } else {
-        path
     };
-    // O_NOFOLLOW: the file itself is never a link.
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&file)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ELOOP) => refuse(&file, "a link where a file must be"),
-            _ => refuse(&file, &e.to_string()),
-        })?;
     let m = f.metadata().map_err(|e| refuse(&file, &e.to_string()))?;
     if !m.is_file() {
         return Err(refuse(&file, "not a regular file"));
     }
-    if m.mode() & 0o007 != 0 {
+    if m.mode() & 0o027 != 0 {
         return Err(refuse(
             &file,
             &format!(
-                "mode {:o}: others may use it; give the Secret volume defaultMode 0440 or 0400",
+                "mode {:o}: others may use it or its group may change it; give the Secret volume defaultMode 0440 or 0400",
                 m.mode() & 0o777
             ),
         ));
@@ -132,6 +126,33 @@ pub fn read(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, KeyError> {
     f.read_to_end(&mut bytes)
         .map_err(|e| refuse(&file, &e.to_string()))?;
     Ok(Some(bytes))
+}
+
+/// Where the Secret volume's own links lead for `name`: `<dir>/..data` must name a `..<version>`
+/// folder inside `dir`, and `<dir>/<name>` must be `..data/<name>`.
+fn version_file(dir: &Path, name: &str, path: &Path) -> Result<PathBuf, KeyError> {
+    let refuse = |path: &Path, why: &str| KeyError::Invalid(format!("{}: {why}", path.display()));
+    let target = std::fs::read_link(path).map_err(|e| refuse(path, &e.to_string()))?;
+    if target != Path::new("..data").join(name) {
+        return Err(refuse(
+            path,
+            "a link that is not the Secret volume's own (..data/<name>)",
+        ));
+    }
+    let data = dir.join("..data");
+    let version = std::fs::read_link(&data)
+        .map_err(|_| refuse(&data, "not the Secret volume's ..data link"))?;
+    let version = version.to_str().unwrap_or_default();
+    if !version.starts_with("..") || version == ".." || version.contains('/') {
+        return Err(refuse(&data, "a link that leaves the Secret's folder"));
+    }
+    let version_dir = dir.join(version);
+    let m = std::fs::symlink_metadata(&version_dir)
+        .map_err(|e| refuse(&version_dir, &e.to_string()))?;
+    if !m.is_dir() {
+        return Err(refuse(&version_dir, "not a folder"));
+    }
+    Ok(version_dir.join(name))
 }
 
 #[cfg(test)]
@@ -235,6 +256,14 @@ mod tests {
         std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o444)).unwrap();
         let e = read(d.path(), name).unwrap_err().to_string();
         assert!(e.contains("mode 444") && e.contains("defaultMode"), "{e}");
+
+        // Its group may change it.
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o460)).unwrap();
+        let e = read(d.path(), name).unwrap_err().to_string();
+        assert!(
+            e.contains("mode 460") && e.contains("group may change"),
+            "{e}"
+        );
 
         // A folder where the key should be; a name that climbs.
         let d = tempfile::tempdir().unwrap();

@@ -3,9 +3,9 @@
 //! definition and a kustomization). `automations units` rewrites them; `automations units --check`
 //! fails on any difference, so CI catches a definition changed without regenerating, a file edited
 //! by hand, and files that should not (or should) be there. Only `*.plist`, `*.service` and
-//! `*.timer` files under `units/launchd/` and `units/systemd/`, and `*.yaml` files directly under
-//! `kubernetes/`, are ever touched. A CronJob's `spec.suspend` is runtime state (a pause) and is
-//! never compared.
+//! `*.timer` files under `units/launchd/` and `units/systemd/`, and the `*.yaml` files directly under
+//! `kubernetes/` that start with the generated header, are ever touched. A CronJob's
+//! `spec.suspend: true` is runtime state (a pause) and is never compared.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -59,10 +59,17 @@ pub fn present(root: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
             &[".yaml"][..],
         )));
     for (dir, extensions) in folders {
+        // In kubernetes/ only what this target wrote is ours: a namespace or claim manifest of
+        // the team's own stays.
+        let ours_only = dir == Path::new(kubernetes::DIR);
         for (_, path) in crate::fsutil::list_named(&root.join(&dir), "", extensions)? {
             if std::fs::symlink_metadata(&path)?.is_file() {
+                let bytes = std::fs::read(&path)?;
+                if ours_only && !bytes.starts_with(kubernetes::HEADER_START.as_bytes()) {
+                    continue;
+                }
                 let name = path.file_name().unwrap_or_default();
-                out.insert(dir.join(name), std::fs::read(&path)?);
+                out.insert(dir.join(name), bytes);
             }
         }
     }
@@ -92,8 +99,13 @@ impl Difference {
                 p.display()
             ),
             Difference::Stale { path, .. } => format!(
-                "{}: stale (its definition changed since it was rendered)",
-                path.display()
+                "{}: stale ({} changed since it was rendered)",
+                path.display(),
+                if path.starts_with(kubernetes::DIR) {
+                    "its definition or kubernetes.toml"
+                } else {
+                    "its definition"
+                }
             ),
             Difference::Edited { path, .. } => {
                 format!("{}: edited by hand", path.display())

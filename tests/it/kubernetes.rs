@@ -167,6 +167,26 @@ fn units_writes_kubernetes_and_check_sees_every_drift_but_a_pause() {
         stdout(&o)
     );
 
+    // `suspend: false` is: applied, it would undo a pause.
+    std::fs::write(
+        &every,
+        rendered.replace("  schedule: ", "  suspend: false\n  schedule: "),
+    )
+    .unwrap();
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("kubernetes/every.yaml: edited by hand"),
+        "{}",
+        stdout(&o)
+    );
+    // A manifest of the team's own (no generated header) is theirs: never compared or removed.
+    std::fs::write(
+        dir.join("namespace.yaml"),
+        "apiVersion: v1\nkind: Namespace\n",
+    )
+    .unwrap();
+
     // Anything else is: an edit, a definition changed, settings changed, an extra file.
     std::fs::write(
         &every,
@@ -174,13 +194,17 @@ fn units_writes_kubernetes_and_check_sees_every_drift_but_a_pause() {
     )
     .unwrap();
     sb.shell_definition("hours", "echo changed", "[schedule]\nevery_minutes = 360\n");
-    std::fs::write(dir.join("old.yaml"), "kind: CronJob\n").unwrap();
+    std::fs::write(
+        dir.join("old.yaml"),
+        "# Generated from automations/old.toml (sha256 0)\nkind: CronJob\n",
+    )
+    .unwrap();
     let o = sb.run(["units", "--check"]);
     assert_code(&o, 1);
     let out = stdout(&o);
     for line in [
         "kubernetes/every.yaml: edited by hand",
-        "kubernetes/hours.yaml: stale (its definition changed since it was rendered)",
+        "kubernetes/hours.yaml: stale (its definition or kubernetes.toml changed since it was rendered)",
         "kubernetes/old.yaml: extra (no scheduled definition renders it)",
         "units/systemd/local.automations.hours.service: stale",
         "-      backoffLimit: 6",
@@ -201,8 +225,10 @@ fn units_writes_kubernetes_and_check_sees_every_drift_but_a_pause() {
     assert_code(&o, 0);
     assert!(!dir.join("old.yaml").exists());
     assert_code(&sb.run(["units", "--check"]), 0);
+    assert!(dir.join("namespace.yaml").exists());
 
-    // The cluster settings are a source too: every manifest names their hash.
+    // The cluster settings are a source too: the pod's settings are every CronJob's, the image
+    // and namespace the kustomization's alone.
     std::fs::write(
         sb.root.join("kubernetes.toml"),
         format!("{CLUSTER}exclude = [\"awake\"]\nmemory_limit = \"512Mi\"\n"),
@@ -211,12 +237,39 @@ fn units_writes_kubernetes_and_check_sees_every_drift_but_a_pause() {
     let o = sb.run(["units", "--check"]);
     assert_code(&o, 1);
     assert!(
-        stdout(&o).contains("kubernetes/kustomization.yaml: stale")
-            && stdout(&o).contains("kubernetes/every.yaml: stale"),
+        stdout(&o).contains("kubernetes/every.yaml: stale")
+            && !stdout(&o).contains("kustomization.yaml"),
         "{}",
         stdout(&o)
     );
-    // Bad settings name the file and the line; no settings, no cluster: the folder is extra.
+    assert_code(&sb.run(["units"]), 0);
+    std::fs::write(
+        sb.root.join("kubernetes.toml"),
+        format!(
+            "{CLUSTER}exclude = [\"awake\"]\nmemory_limit = \"512Mi\"\ndigest = \"sha256:4444444444444444444444444444444444444444444444444444444444444444\"\n"
+        ),
+    )
+    .unwrap();
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    let lines: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| {
+            l.contains(".yaml: ")
+                || l.contains(".service: ")
+                || l.contains(".timer: ")
+                || l.contains(".plist: ")
+        })
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "kubernetes/kustomization.yaml: stale (its definition or kubernetes.toml changed since it was rendered)"
+        ],
+        "a new image changes one file"
+    );
+    // Bad settings name the file; no settings, no cluster: the folder is extra.
     std::fs::write(sb.root.join("kubernetes.toml"), "time_zone = \"Local\"\n").unwrap();
     let o = sb.run(["units", "--check"]);
     assert_code(&o, 2);
@@ -264,13 +317,6 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
         );
         return;
     };
-    let Ok(kubectl) = which("kubectl") else {
-        skip(
-            test,
-            "kubectl is not on PATH (make test installs Debian's kubernetes-client)",
-        );
-        return;
-    };
     let sb = Sandbox::new();
     repository(
         &sb,
@@ -291,6 +337,37 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
         6,
         "{text}"
     );
+
+    // The validator is real: a field the API does not have, and a number where a string goes,
+    // are refused.
+    let every = read(&dir.join("every.yaml"));
+    for (what, bad) in [
+        (
+            "an unknown field",
+            every.replace(
+                "  concurrencyPolicy: Forbid\n",
+                "  concurrencyPolicy: Forbid\n  concurrency: 1\n",
+            ),
+        ),
+        (
+            "a wrong type",
+            every.replace("  timeZone: Europe/Berlin", "  timeZone: 5"),
+        ),
+    ] {
+        let f = sb.path("bad.yaml");
+        std::fs::write(&f, bad).unwrap();
+        let (ok, text) = validate(&tool, &[f]);
+        assert!(!ok, "{what} passed:\n{text}");
+    }
+
+    // The kustomize build: only where kubectl is.
+    let Ok(kubectl) = which("kubectl") else {
+        skip(
+            test,
+            "kubectl is not on PATH (make test installs Debian's kubernetes-client)",
+        );
+        return;
+    };
 
     let built = Command::new(&kubectl)
         .args(["kustomize"])
@@ -329,28 +406,6 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
     let (ok, text) = validate(&tool, &[ours_built]);
     assert!(ok, "the repository's kubernetes/ was refused:\n{text}");
     assert!(text.contains("cronjob/heartbeat"), "{text}");
-
-    // The validator is real: a field the API does not have, and a number where a string goes,
-    // are refused.
-    let every = read(&dir.join("every.yaml"));
-    for (what, bad) in [
-        (
-            "an unknown field",
-            every.replace(
-                "  concurrencyPolicy: Forbid\n",
-                "  concurrencyPolicy: Forbid\n  concurrency: 1\n",
-            ),
-        ),
-        (
-            "a wrong type",
-            every.replace("  timeZone: Europe/Berlin", "  timeZone: 5"),
-        ),
-    ] {
-        let f = sb.path("bad.yaml");
-        std::fs::write(&f, bad).unwrap();
-        let (ok, text) = validate(&tool, &[f]);
-        assert!(!ok, "{what} passed:\n{text}");
-    }
 }
 
 fn which(cmd: &str) -> Result<PathBuf, ()> {

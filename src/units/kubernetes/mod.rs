@@ -1,7 +1,8 @@
 //! The Kubernetes target: one `batch/v1` CronJob per scheduled definition, and one kustomization
 //! (SPEC §15). Typed with `k8s-openapi` (built for the oldest minor it supports, [`OLDEST_MINOR`]),
-//! written as YAML with sorted keys after one header comment naming the definition's and
-//! `kubernetes.toml`'s sha256, so the same inputs always give the same bytes.
+//! written as YAML with sorted keys after one header comment naming the sha256 of what it was
+//! rendered from (the definition, and the settings of `kubernetes.toml` that shape it), so the same
+//! inputs always give the same bytes.
 //!
 //! What a cluster is, is said once in the repository's `kubernetes.toml` ([`Cluster`]): the
 //! schedules' IANA zone (required: the controller's own zone is no one's local time), the
@@ -36,6 +37,8 @@ use crate::names::{Label, Name, Namespace};
 
 /// The folder of manifests in the repository root.
 pub const DIR: &str = "kubernetes";
+/// How every file this target writes begins; other files in [`DIR`] are left alone.
+pub const HEADER_START: &str = "# Generated from ";
 /// The cluster's settings, in the repository root.
 pub const SETTINGS_FILE: &str = "kubernetes.toml";
 /// The kustomization in [`DIR`].
@@ -113,9 +116,14 @@ pub struct Cluster {
     /// Scheduled definitions that do not go to the cluster.
     #[serde(default)]
     pub exclude: Vec<Name>,
-    /// The file's sha256 (named in every header, so a changed file shows as stale).
+    /// The sha256 of the settings that shape a CronJob (named in every CronJob's header, so a
+    /// change shows as stale there); the namespace, image and digest are the kustomization's.
     #[serde(skip)]
-    pub sha256: String,
+    pub pod_sha256: String,
+    /// The sha256 of the namespace, image and digest (named in the kustomization's header): a new
+    /// image changes that one file.
+    #[serde(skip)]
+    pub kustomize_sha256: String,
 }
 
 mod defaults {
@@ -164,7 +172,19 @@ impl Cluster {
     pub fn parse(bytes: &[u8]) -> Result<Cluster, Vec<String>> {
         let text = std::str::from_utf8(bytes).map_err(|_| vec!["not UTF-8 text".to_owned()])?;
         let mut c: Cluster = toml::from_str(text).map_err(|e| vec![toml_error(&e, text)])?;
-        c.sha256 = crate::definition::hex_sha256(bytes);
+        let pod = serde_json::json!([
+            c.time_zone,
+            c.run_as_user,
+            c.data_claim,
+            c.env_secret,
+            c.key_secret,
+            c.cpu_request,
+            c.memory_request,
+            c.memory_limit,
+        ]);
+        c.pod_sha256 = crate::definition::hex_sha256(pod.to_string().as_bytes());
+        let kustomize = serde_json::json!([c.namespace, c.image, c.digest]);
+        c.kustomize_sha256 = crate::definition::hex_sha256(kustomize.to_string().as_bytes());
         let problems = c.problems();
         if problems.is_empty() {
             Ok(c)
@@ -338,7 +358,6 @@ pub fn cronjob(
     let container = Container {
         name: "automation".into(),
         image: Some(IMAGE_NAME.into()),
-        image_pull_policy: Some("IfNotPresent".into()),
         command: Some(vec![bin]),
         args: Some(argv),
         working_dir: Some(ROOT_IN_IMAGE.into()),
@@ -388,6 +407,10 @@ pub fn cronjob(
             run_as_user: Some(uid),
             run_as_group: Some(uid),
             fs_group: Some(uid),
+            // The kubelet changes a claim's owner and modes only when its root does not match:
+            // applied to every file at each mount, it would make the private data root
+            // group-readable, which the runner refuses.
+            fs_group_change_policy: Some("OnRootMismatch".into()),
             seccomp_profile: Some(seccomp()),
             ..Default::default()
         }),
@@ -509,7 +532,7 @@ fn volumes(
 /// One YAML document with a header comment: `value`'s keys sorted (serde_json's map is ordered).
 fn yaml(header: &str, value: &serde_json::Value) -> Vec<u8> {
     let body = serde_yaml_ng::to_string(value).expect("a JSON value is always YAML");
-    format!("# {header}\n{body}").into_bytes()
+    format!("{HEADER_START}{header}\n{body}").into_bytes()
 }
 
 /// `def`'s manifest file, or why this target cannot say it.
@@ -524,8 +547,8 @@ pub fn render(
         name: file_name(&def.name),
         bytes: yaml(
             &format!(
-                "Generated from automations/{}.toml (sha256 {}) and {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change those and run `automations units`.",
-                def.name, def.sha256, cluster.sha256
+                "automations/{}.toml (sha256 {}) and the pod settings of {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change those and run `automations units`.",
+                def.name, def.sha256, cluster.pod_sha256
             ),
             &value,
         ),
@@ -553,8 +576,8 @@ pub fn kustomization(files: &[String], cluster: &Cluster) -> UnitFile {
         name: KUSTOMIZATION.into(),
         bytes: yaml(
             &format!(
-                "Generated from {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change it and run `automations units`.",
-                cluster.sha256
+                "the namespace and image of {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change them and run `automations units`.",
+                cluster.kustomize_sha256
             ),
             &value,
         ),
@@ -638,8 +661,9 @@ fn first_difference(at: &str, a: &serde_json::Value, b: &serde_json::Value) -> O
     }
 }
 
-/// `bytes` with the CronJob's `spec.suspend` line taken out: pausing is runtime state
-/// (`kubectl patch … suspend`), never rendered, so the drift check does not see it either.
+/// `bytes` with the CronJob's `spec.suspend: true` line taken out: a pause is runtime state
+/// (`kubectl patch … suspend`), never rendered, so the drift check does not see it either. A
+/// `suspend: false` stays a difference: applied, it would undo a pause.
 pub fn without_suspend(bytes: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(bytes);
     let mut in_spec = false;
@@ -651,7 +675,7 @@ pub fn without_suspend(bytes: &[u8]) -> Vec<u8> {
         let top_of_spec = in_spec
             && line.starts_with("  ")
             && !line.starts_with("   ")
-            && line[2..].starts_with("suspend:");
+            && line[2..].trim_end() == "suspend: true";
         if !top_of_spec {
             out.push_str(line);
         }

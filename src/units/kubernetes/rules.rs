@@ -192,6 +192,16 @@ fn enums(cj: &CronJob, _: u32) -> Option<String> {
             return Some(format!("{field} {v:?} is not one of {allowed:?}"));
         }
     }
+    if let Some(p) = pod
+        .security_context
+        .as_ref()
+        .and_then(|s| s.fs_group_change_policy.as_deref())
+        && !["OnRootMismatch", "Always"].contains(&p)
+    {
+        return Some(format!(
+            "fsGroupChangePolicy {p:?} is not one of [\"OnRootMismatch\", \"Always\"]"
+        ));
+    }
     for t in seccomp {
         if !["RuntimeDefault", "Localhost", "Unconfined"].contains(&t) {
             return Some(format!("seccompProfile.type {t:?} is unknown"));

@@ -225,7 +225,8 @@ fn the_restricted_profile_and_resources() {
     assert_eq!(pod["automountServiceAccountToken"], false);
     assert_eq!(
         pod["securityContext"],
-        json!({"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000, "seccompProfile": {"type": "RuntimeDefault"}})
+        json!({"runAsNonRoot": true, "runAsUser": 1000, "runAsGroup": 1000, "fsGroup": 1000,
+               "fsGroupChangePolicy": "OnRootMismatch", "seccompProfile": {"type": "RuntimeDefault"}})
     );
     let c = &pod["containers"][0];
     assert_eq!(
@@ -268,7 +269,7 @@ fn the_bytes_are_deterministic_with_sorted_keys_and_one_header() {
         header.starts_with("# Generated from automations/x.toml (sha256 "),
         "{header}"
     );
-    assert!(header.contains(&format!("kubernetes.toml (sha256 {})", c.sha256)));
+    assert!(header.contains(&format!("kubernetes.toml (sha256 {})", c.pod_sha256)));
     assert!(
         !lines.clone().any(|l| l.trim_start().starts_with('#')),
         "one comment only"
@@ -487,10 +488,19 @@ fn the_settings_file_says_what_is_wrong_and_where() {
         ),
         ("automations", "automations", 65532, None)
     );
-    assert_eq!(
-        c.sha256,
-        crate::definition::hex_sha256(b"time_zone = \"Europe/Berlin\"\n")
+    // A new image or namespace is the kustomization's alone; the pod's settings are the CronJobs'.
+    let d = def("x", EVERY_5);
+    let pinned = cluster(
+        "image = \"r.example/a\"\ndigest = \"sha256:3333333333333333333333333333333333333333333333333333333333333333\"\nnamespace = \"other\"",
     );
+    assert_eq!(
+        render(&d, &ns(), &pinned).unwrap().bytes,
+        render(&d, &ns(), &c).unwrap().bytes
+    );
+    assert_ne!(pinned.kustomize_sha256, c.kustomize_sha256);
+    let bigger = cluster("memory_limit = \"1Gi\"");
+    assert_eq!(bigger.kustomize_sha256, c.kustomize_sha256);
+    assert_ne!(bigger.pod_sha256, c.pod_sha256);
     for (text, want) in [
         ("namespace = \"x\"\n", "missing field `time_zone`"),
         ("time_zone = \"Local\"\n", "no one's local time"),
@@ -540,6 +550,9 @@ fn suspend_is_runtime_state_and_never_compared() {
     let paused = text.replace("  schedule: ", "  suspend: true\n  schedule: ");
     assert_ne!(paused, text);
     assert_eq!(without_suspend(paused.as_bytes()), f.bytes);
+    // Only a pause: `suspend: false` would undo one when applied, and is a difference.
+    let resumed = text.replace("  schedule: ", "  suspend: false\n  schedule: ");
+    assert_ne!(without_suspend(resumed.as_bytes()), f.bytes);
     // Only the CronJob's own: a Job template's suspend is a real difference.
     let job_suspended = text.replace(
         "      backoffLimit: 0\n",
@@ -593,9 +606,17 @@ fn the_image_recipe_puts_things_where_the_manifests_look() {
     assert!(from.contains("distroless/static"), "{from}");
     for needed in [
         format!("/out{BIN_IN_IMAGE}"),
+        "COPY --from=build /out/ /".to_owned(),
         format!("COPY automations/ {ROOT_IN_IMAGE}/automations/"),
         format!("COPY scripts/ {ROOT_IN_IMAGE}/scripts/"),
         format!("USER {0}:{0}", cluster("").run_as_user),
+        // This repository's own cluster runs the image's user.
+        format!(
+            "USER {0}:{0}",
+            Cluster::parse(include_bytes!("../../../kubernetes.toml"))
+                .unwrap()
+                .run_as_user
+        ),
         "make release".to_owned(),
     ] {
         assert!(recipe.contains(&needed), "Containerfile lacks {needed:?}");
