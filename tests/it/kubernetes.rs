@@ -417,8 +417,8 @@ fn which(cmd: &str) -> Result<PathBuf, ()> {
         .ok_or(())
 }
 
-/// The rendered container of `name`: (args after the binary, literal env).
-fn container(sb: &Sandbox, name: &str) -> (Vec<String>, Vec<(String, String)>, Vec<String>) {
+/// The rendered container of `name`.
+fn container(sb: &Sandbox, name: &str) -> Manifest {
     let o = sb.run(["render", name, "--target", "kubernetes"]);
     assert_code(&o, 0);
     let v: Value = serde_yaml_ng::from_str(&stdout(&o)).unwrap();
@@ -441,7 +441,17 @@ fn container(sb: &Sandbox, name: &str) -> (Vec<String>, Vec<(String, String)>, V
     (args, literal, from_secret)
 }
 
-/// A pod's file system: the volumes (emptyDir: 0777), and the Secret volume the kubelet writes.
+/// The pod's uid and gid (kubernetes.toml's default `run_as_user`, also its fsGroup).
+const POD_UID: u32 = 65532;
+
+/// Whether this test can run the runner as the pod's user (it is root): then the repository and
+/// everything else is read-only to it, as under `readOnlyRootFilesystem`, but the volumes.
+fn as_pod_user() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// A pod's file system: the volumes (emptyDir: 0777, the group fsGroup's), and the Secret volume
+/// the kubelet writes (files root's, group fsGroup, 0440).
 struct Pod {
     dir: PathBuf,
 }
@@ -449,6 +459,8 @@ struct Pod {
 impl Pod {
     fn new(sb: &Sandbox) -> Self {
         use std::os::unix::fs::PermissionsExt;
+        // The pod's user must reach the repository and the volumes, and may write only the volumes.
+        std::fs::set_permissions(sb.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         let dir = sb.path("pod");
         for v in ["data", "tmp"] {
             std::fs::create_dir_all(dir.join(v)).unwrap();
@@ -469,18 +481,27 @@ impl Pod {
         let version = d.join("..2026_12_01_10_00_00.1");
         std::fs::create_dir_all(&version).unwrap();
         for (k, v) in items {
-            std::fs::write(version.join(k), v).unwrap();
-            std::fs::set_permissions(version.join(k), std::fs::Permissions::from_mode(0o440))
-                .unwrap();
+            let f = version.join(k);
+            std::fs::write(&f, v).unwrap();
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o440)).unwrap();
+            if as_pod_user() {
+                std::os::unix::fs::chown(&f, Some(0), Some(POD_UID)).unwrap();
+            }
             symlink(Path::new("..data").join(k), d.join(k)).unwrap();
         }
         symlink("..2026_12_01_10_00_00.1", d.join("..data")).unwrap();
     }
 
-    /// The runner as the manifest starts it: its args and literal env (pod paths mapped into the
-    /// sandbox), the `env` names from the Secret, and nothing else.
-    fn fire(&self, sb: &Sandbox, name: &str, secret_env: &[(&str, &str)]) -> std::process::Output {
-        let (args, literal, from_secret) = container(sb, name);
+    /// The runner as `manifest` (a rendered container) starts it: its args and literal env (pod
+    /// paths mapped into the sandbox), the `env` names from the Secret, and nothing else; as the
+    /// pod's uid and gid when this test is root.
+    fn fire(
+        &self,
+        sb: &Sandbox,
+        manifest: &Manifest,
+        secret_env: &[(&str, &str)],
+    ) -> std::process::Output {
+        let (args, literal, from_secret) = manifest;
         let map = |v: &str| {
             if v == "/app" {
                 sb.root.display().to_string()
@@ -490,13 +511,22 @@ impl Pod {
                 v.to_owned()
             }
         };
-        let mut c = Command::new(&sb.bin);
+        let mut c = if as_pod_user() {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={POD_UID}"))
+                .arg(format!("--regid={POD_UID}"))
+                .arg("--clear-groups")
+                .arg(&sb.bin);
+            c
+        } else {
+            Command::new(&sb.bin)
+        };
         c.env_clear().current_dir(&sb.root);
         c.args(args.iter().map(|a| map(a)));
-        for (k, v) in &literal {
+        for (k, v) in literal {
             c.env(k, map(v));
         }
-        for k in &from_secret {
+        for k in from_secret {
             let v = secret_env.iter().find(|(n, _)| n == k).unwrap().1;
             c.env(k, v);
         }
@@ -509,6 +539,9 @@ impl Pod {
     }
 }
 
+/// A rendered container: (args after the binary, literal env, env names from the Secret).
+type Manifest = (Vec<String>, Vec<(String, String)>, Vec<String>);
+
 /// The lines of the run log under the pod's data root.
 fn log_lines(pod: &Pod) -> Vec<Value> {
     read(&pod.at("/data/automations/runs.jsonl"))
@@ -519,7 +552,7 @@ fn log_lines(pod: &Pod) -> Vec<Value> {
 
 #[test]
 fn the_runner_fires_in_a_pod_as_the_manifest_starts_it() {
-    let mut sb = Sandbox::new();
+    let sb = Sandbox::new();
     std::fs::write(sb.root.join("kubernetes.toml"), CLUSTER).unwrap();
     sb.shell_definition(
         "tick",
@@ -527,7 +560,8 @@ fn the_runner_fires_in_a_pod_as_the_manifest_starts_it() {
         "env = [\"API_TOKEN\"]\n[schedule]\nevery_minutes = 5\n",
     );
     let pod = Pod::new(&sb);
-    let o = pod.fire(&sb, "tick", &[("API_TOKEN", "s3cr3t-token-value")]);
+    let manifest = container(&sb, "tick");
+    let o = pod.fire(&sb, &manifest, &[("API_TOKEN", "s3cr3t-token-value")]);
     assert_code(&o, 0);
     // Every event is on stdout, one JSON line each, exactly as in the (ephemeral) log.
     let events: Vec<Value> = stdout(&o)
@@ -549,33 +583,20 @@ fn the_runner_fires_in_a_pod_as_the_manifest_starts_it() {
         !stdout(&o).contains("s3cr3t"),
         "the Secret's value reached stdout"
     );
-    let _ = &mut sb;
+    if as_pod_user() {
+        // It ran as the pod's user, which made the data root its own, private.
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(pod.at("/data/automations")).unwrap();
+        assert_eq!((m.uid(), m.mode() & 0o777), (POD_UID, 0o700));
+    }
 
     // The manifest pins the definition: an image holding another version skips, and says so.
-    let (_, literal, _) = container(&sb, "tick");
     sb.shell_definition(
         "tick",
         "echo changed",
         "env = [\"API_TOKEN\"]\n[schedule]\nevery_minutes = 5\n",
     );
-    let pinned = literal
-        .iter()
-        .find(|(k, _)| k == "AUTOMATIONS_PINNED_SHA256")
-        .unwrap()
-        .1
-        .clone();
-    let mut c = Command::new(&sb.bin);
-    c.env_clear()
-        .current_dir(&sb.root)
-        .env("HOME", pod.at("/data"))
-        .env("AUTOMATIONS_EVENTS", "stdout")
-        .env("AUTOMATIONS_PINNED_SHA256", &pinned)
-        .env("API_TOKEN", "x")
-        .args(["run", "tick", "--trigger", "schedule", "--root"])
-        .arg(&sb.root)
-        .arg("--data-root")
-        .arg(pod.at("/data/automations"));
-    let o = c.output().unwrap();
+    let o = pod.fire(&sb, &manifest, &[("API_TOKEN", "s3cr3t-token-value")]);
     let last: Value = serde_json::from_str(stdout(&o).lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "skipped", "{}", stdout(&o));
     assert_eq!(last["reason"], "definition_changed");
@@ -594,7 +615,8 @@ fn an_anytype_key_comes_from_the_mounted_secret_never_a_keychain() {
     let api = FakeAnytype::start(Answer::Reply(200, whoami("read", &["id-agent"])));
     let pod = Pod::new(&sb);
     // No keychain at all: no D-Bus session, nothing to fall back to.
-    let missing = pod.fire(&sb, "reader", &[("ANYTYPE_API_URL", &api.url)]);
+    let manifest = container(&sb, "reader");
+    let missing = pod.fire(&sb, &manifest, &[("ANYTYPE_API_URL", &api.url)]);
     let f = log_lines(&pod).pop().unwrap();
     assert_eq!(f["outcome"], "failed", "{}", stdout(&missing));
     let detail = f["error"]["detail"].as_str().unwrap();
@@ -603,7 +625,7 @@ fn an_anytype_key_comes_from_the_mounted_secret_never_a_keychain() {
         "{detail}"
     );
     pod.secret(&[("local.automations.reader", key), ("spaces.json", SPACES)]);
-    let o = pod.fire(&sb, "reader", &[("ANYTYPE_API_URL", &api.url)]);
+    let o = pod.fire(&sb, &manifest, &[("ANYTYPE_API_URL", &api.url)]);
     assert_code(&o, 0);
     let f = log_lines(&pod).pop().unwrap();
     assert_eq!(f["outcome"], "ok", "{f}");
