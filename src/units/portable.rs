@@ -213,7 +213,6 @@ fn header_sources(bytes: &[u8]) -> Vec<&str> {
 /// Rewrites the rendered folders under `root` to match: writes what differs or is missing,
 /// removes extra files. Returns the differences it repaired.
 pub fn write(root: &Path, desired: &BTreeMap<PathBuf, Vec<u8>>) -> io::Result<Vec<Difference>> {
-    let units = root;
     let present = present(root)?;
     let diffs = compare(&present, desired);
     for d in &diffs {
@@ -221,11 +220,11 @@ pub fn write(root: &Path, desired: &BTreeMap<PathBuf, Vec<u8>>) -> io::Result<Ve
             Difference::Missing(p)
             | Difference::Stale { path: p, .. }
             | Difference::Edited { path: p, .. } => {
-                let dest = units.join(p);
-                std::fs::create_dir_all(dest.parent().unwrap_or(units))?;
+                let dest = root.join(p);
+                std::fs::create_dir_all(dest.parent().unwrap_or(root))?;
                 std::fs::write(dest, &desired[p])?;
             }
-            Difference::Extra(p) => std::fs::remove_file(units.join(p))?,
+            Difference::Extra(p) => std::fs::remove_file(root.join(p))?,
         }
     }
     Ok(diffs)

@@ -297,7 +297,11 @@ fn kubernetes_validate() -> Option<PathBuf> {
 /// Runs kubernetes-validate strictly against the oldest supported minor; (passed, output).
 fn validate(tool: &Path, files: &[PathBuf]) -> (bool, String) {
     let o = Command::new(tool)
-        .args(["--strict", "--kubernetes-version", "1.33.0"])
+        .args(["--strict", "--kubernetes-version"])
+        .arg(format!(
+            "{}.0",
+            automations::units::kubernetes::OLDEST_MINOR
+        ))
         .args(files)
         .output()
         .unwrap();

@@ -9,7 +9,7 @@
 //! namespace and image kustomize applies, the pod's uid, where the data root lives, the Secrets
 //! the variables and keys come from, and the pod's resources. The manifests name the image by a
 //! fixed name ([`IMAGE_NAME`]); the kustomization maps it to the registry and pins its digest, so a
-//! new image changes one line of one file.
+//! new image changes one file (the kustomization) and no manifest.
 //!
 //! Pure like the other renderers: no files, no clock, no environment ([`Cluster::load`] is the one
 //! reader, called by commands).
