@@ -131,7 +131,6 @@ pub fn read(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, KeyError> {
 /// Where the Secret volume's own links lead for `name`: `<dir>/..data` must name a `..<version>`
 /// folder inside `dir`, and `<dir>/<name>` must be `..data/<name>`.
 fn version_file(dir: &Path, name: &str, path: &Path) -> Result<PathBuf, KeyError> {
-    let refuse = |path: &Path, why: &str| KeyError::Invalid(format!("{}: {why}", path.display()));
     let target = std::fs::read_link(path).map_err(|e| refuse(path, &e.to_string()))?;
     if target != Path::new("..data").join(name) {
         return Err(refuse(
@@ -153,6 +152,11 @@ fn version_file(dir: &Path, name: &str, path: &Path) -> Result<PathBuf, KeyError
         return Err(refuse(&version_dir, "not a folder"));
     }
     Ok(version_dir.join(name))
+}
+
+/// Why `path` is not read: it, and never what it holds.
+fn refuse(path: &Path, why: &str) -> KeyError {
+    KeyError::Invalid(format!("{}: {why}", path.display()))
 }
 
 #[cfg(test)]

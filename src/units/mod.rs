@@ -211,12 +211,22 @@ fn header_text(def: &Definition) -> String {
     )
 }
 
-/// The definition hash named in a rendered file's header, if it has one.
-pub fn header_definition_hash(bytes: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(&bytes[..bytes.len().min(1024)]).ok()?;
-    let at = text.find("(sha256 ")? + "(sha256 ".len();
-    let hash = text[at..].split(')').next()?;
-    (hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit())).then(|| hash.to_owned())
+/// The sha256 of every source a rendered file's header line (the first naming one) names: the
+/// definition's first, then any other (`kubernetes.toml`'s pod settings). Drift checks compare
+/// them: when they differ the file was rendered from other sources (stale), else edited.
+pub fn header_hashes(bytes: &[u8]) -> Vec<&str> {
+    let head = &bytes[..bytes.len().min(1024)];
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    text.lines()
+        .find(|l| l.contains("(sha256 "))
+        .unwrap_or_default()
+        .split("(sha256 ")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .collect()
 }
 
 #[cfg(test)]

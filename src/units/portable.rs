@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::Target;
 use super::kubernetes::{self, Cluster};
-use super::{MachinePaths, render};
+use super::{MachinePaths, header_hashes, render};
 use crate::definition::Definition;
 use crate::names::Namespace;
 
@@ -152,7 +152,7 @@ pub fn compare(
             Some(have) => {
                 let diff = unified_diff(&path.display().to_string(), Some(have), Some(want));
                 let path = path.clone();
-                if header_sources(have) != header_sources(want) {
+                if header_hashes(have) != header_hashes(want) {
                     out.push(Difference::Stale { path, diff });
                 } else {
                     out.push(Difference::Edited { path, diff });
@@ -191,23 +191,6 @@ pub fn unified_diff_as(
         .context_radius(2)
         .header(&label(old, old_word), &label(new, new_word))
         .to_string()
-}
-
-/// The sha256 of every source a rendered file's header line (the first naming one) names (the definition, `kubernetes.toml`):
-/// when they differ, the file was rendered from other sources (stale), else edited.
-fn header_sources(bytes: &[u8]) -> Vec<&str> {
-    let head = &bytes[..bytes.len().min(1024)];
-    let text = match std::str::from_utf8(head) {
-        Ok(t) => t,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
-    };
-    text.lines()
-        .find(|l| l.contains("(sha256 "))
-        .unwrap_or_default()
-        .split("(sha256 ")
-        .skip(1)
-        .filter_map(|rest| rest.split(')').next())
-        .collect()
 }
 
 /// Rewrites the rendered folders under `root` to match: writes what differs or is missing,

@@ -152,7 +152,7 @@ fn rendering_is_deterministic_and_headed() {
                 assert!(text.contains(&format!("Generated from automations/{}.toml", d.name)));
                 assert!(text.contains("do not edit"));
                 assert_eq!(
-                    header_definition_hash(&f.bytes).as_deref(),
+                    header_hashes(&f.bytes).first().copied(),
                     Some(d.sha256.as_str())
                 );
             }

@@ -365,7 +365,7 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
     }
 
     // The kustomize build: only where kubectl is.
-    let Ok(kubectl) = which("kubectl") else {
+    let Some(kubectl) = crate::units::which("kubectl") else {
         skip(
             test,
             "kubectl is not on PATH (make test installs Debian's kubernetes-client)",
@@ -410,15 +410,6 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
     let (ok, text) = validate(&tool, &[ours_built]);
     assert!(ok, "the repository's kubernetes/ was refused:\n{text}");
     assert!(text.contains("cronjob/heartbeat"), "{text}");
-}
-
-fn which(cmd: &str) -> Result<PathBuf, ()> {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|d| d.join(cmd))
-        .find(|p| p.is_file())
-        .ok_or(())
 }
 
 /// The rendered container of `name`.

@@ -116,14 +116,6 @@ pub struct Cluster {
     /// Scheduled definitions that do not go to the cluster.
     #[serde(default)]
     pub exclude: Vec<Name>,
-    /// The sha256 of the settings that shape a CronJob (named in every CronJob's header, so a
-    /// change shows as stale there); the namespace, image and digest are the kustomization's.
-    #[serde(skip)]
-    pub pod_sha256: String,
-    /// The sha256 of the namespace, image and digest (named in the kustomization's header): a new
-    /// image changes that one file.
-    #[serde(skip)]
-    pub kustomize_sha256: String,
 }
 
 mod defaults {
@@ -171,26 +163,36 @@ impl Cluster {
     /// The settings in `bytes`, or every problem.
     pub fn parse(bytes: &[u8]) -> Result<Cluster, Vec<String>> {
         let text = std::str::from_utf8(bytes).map_err(|_| vec!["not UTF-8 text".to_owned()])?;
-        let mut c: Cluster = toml::from_str(text).map_err(|e| vec![toml_error(&e, text)])?;
-        let pod = serde_json::json!([
-            c.time_zone,
-            c.run_as_user,
-            c.data_claim,
-            c.env_secret,
-            c.key_secret,
-            c.cpu_request,
-            c.memory_request,
-            c.memory_limit,
-        ]);
-        c.pod_sha256 = crate::definition::hex_sha256(pod.to_string().as_bytes());
-        let kustomize = serde_json::json!([c.namespace, c.image, c.digest]);
-        c.kustomize_sha256 = crate::definition::hex_sha256(kustomize.to_string().as_bytes());
+        let c: Cluster = toml::from_str(text).map_err(|e| vec![toml_error(&e, text)])?;
         let problems = c.problems();
         if problems.is_empty() {
             Ok(c)
         } else {
             Err(problems)
         }
+    }
+
+    /// The sha256 of the settings that shape a CronJob (named in every CronJob's header, so a
+    /// change shows as stale there); the namespace, image and digest are the kustomization's.
+    pub fn pod_sha256(&self) -> String {
+        let pod = serde_json::json!([
+            self.time_zone,
+            self.run_as_user,
+            self.data_claim,
+            self.env_secret,
+            self.key_secret,
+            self.cpu_request,
+            self.memory_request,
+            self.memory_limit,
+        ]);
+        crate::definition::hex_sha256(pod.to_string().as_bytes())
+    }
+
+    /// The sha256 of the namespace, image and digest (named in the kustomization's header): a new
+    /// image changes that one file.
+    pub fn kustomize_sha256(&self) -> String {
+        let kustomize = serde_json::json!([self.namespace, self.image, self.digest]);
+        crate::definition::hex_sha256(kustomize.to_string().as_bytes())
     }
 
     fn problems(&self) -> Vec<String> {
@@ -548,7 +550,9 @@ pub fn render(
         bytes: yaml(
             &format!(
                 "automations/{}.toml (sha256 {}) and the pod settings of {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change those and run `automations units`.",
-                def.name, def.sha256, cluster.pod_sha256
+                def.name,
+                def.sha256,
+                cluster.pod_sha256()
             ),
             &value,
         ),
@@ -577,7 +581,7 @@ pub fn kustomization(files: &[String], cluster: &Cluster) -> UnitFile {
         bytes: yaml(
             &format!(
                 "the namespace and image of {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change them and run `automations units`.",
-                cluster.kustomize_sha256
+                cluster.kustomize_sha256()
             ),
             &value,
         ),
@@ -619,46 +623,6 @@ pub fn render_all(
     let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
     files.push(kustomization(&names, cluster));
     Ok(files)
-}
-
-/// Where `yaml` (a rendered CronJob) and the same document read into the `k8s-openapi` type and
-/// written again differ: a field the type does not know, or one in the wrong place, is dropped on
-/// the way and shows here. `None` when they are the same.
-pub fn round_trip_difference(yaml: &[u8]) -> Option<String> {
-    let as_read: serde_json::Value = match serde_yaml_ng::from_slice(yaml) {
-        Ok(v) => v,
-        Err(e) => return Some(format!("not YAML: {e}")),
-    };
-    let typed: CronJob = match serde_json::from_value(as_read.clone()) {
-        Ok(c) => c,
-        Err(e) => return Some(format!("not a CronJob: {e}")),
-    };
-    let again = serde_json::to_value(&typed).expect("a CronJob serialises");
-    first_difference("", &as_read, &again)
-}
-
-fn first_difference(at: &str, a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
-    use serde_json::Value;
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => x
-            .iter()
-            .find_map(|(k, v)| match y.get(k) {
-                None => Some(format!("{at}.{k} is lost when read as a CronJob")),
-                Some(w) => first_difference(&format!("{at}.{k}"), v, w),
-            })
-            .or_else(|| {
-                y.keys()
-                    .find(|k| !x.contains_key(*k))
-                    .map(|k| format!("{at}.{k} appears when read as a CronJob"))
-            }),
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (v, w))| first_difference(&format!("{at}[{i}]"), v, w)),
-        _ if a == b => None,
-        _ => Some(format!("{at}: {a} becomes {b}")),
-    }
 }
 
 /// `bytes` with the CronJob's `spec.suspend: true` line taken out: a pause is runtime state
