@@ -558,43 +558,55 @@ pub enum RenderTarget {
     Kubernetes,
 }
 
-/// The exact argv a rendered unit runs (`<bin> run NAME --trigger schedule --root R --data-root D
-/// --namespace N`, see `units::program_arguments`), parsed by hand; `None` for anything else. It
-/// yields the same `Cli` clap would (a test holds them equal).
-pub fn unit_firing(args: &[std::ffi::OsString]) -> Option<Cli> {
-    let s: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
-    let [
-        _,
-        "run",
-        name,
-        "--trigger",
-        "schedule",
-        "--root",
-        root,
-        "--data-root",
-        data,
-        "--namespace",
-        ns,
-    ] = s[..]
-    else {
-        return None;
-    };
-    // Values clap would read as flags, or refuse, take the general path.
-    if [name, root, data, ns]
-        .iter()
-        .any(|v| v.starts_with('-') || v.is_empty())
-    {
-        return None;
+/// A `run` command line parsed by hand, without building clap's command tree (most of a run's
+/// own start-up): the argv every unit renders (`<bin> run NAME --trigger schedule --root R
+/// --data-root D --namespace N`, see `units::program_arguments`) and a person's
+/// `[--root R] [--data-root D] [--namespace N] run NAME [--trigger T]`, the global options on
+/// either side of `run` as clap takes them. `None` for anything else, and for anything clap might
+/// refuse or read otherwise (a repeated option, `--opt=value`, a value that is empty or starts with
+/// `-`, `--help`, `--`): clap then parses it and says what is wrong. Where it answers, it yields
+/// the `Cli` clap would (a test compares the two over thousands of command lines).
+pub fn fast_run(args: &[std::ffi::OsString]) -> Option<Cli> {
+    fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+        slot.replace(value).is_none().then_some(())
+    }
+    let mut args = args.iter().skip(1).map(|a| a.to_str());
+    let (mut root, mut namespace, mut data_root) = (None, None, None);
+    let (mut run, mut name, mut trigger) = (false, None, None);
+    while let Some(arg) = args.next() {
+        let arg = arg?;
+        if !arg.starts_with('-') {
+            match (run, &name) {
+                (false, _) if arg == "run" => run = true,
+                (true, None) => name = Some(Name::new(arg).ok()?),
+                _ => return None,
+            }
+            continue;
+        }
+        let value = args.next()??;
+        if value.is_empty() || value.starts_with('-') {
+            return None;
+        }
+        match arg {
+            "--root" => once(&mut root, PathBuf::from(value))?,
+            "--data-root" => once(&mut data_root, PathBuf::from(value))?,
+            "--namespace" => once(&mut namespace, value.to_owned())?,
+            "--trigger" if run => once(
+                &mut trigger,
+                <Trigger as clap::ValueEnum>::from_str(value, false).ok()?,
+            )?,
+            _ => return None,
+        }
     }
     Some(Cli {
         global: Global {
-            root: Some(PathBuf::from(root)),
-            namespace: Some(ns.to_owned()),
-            data_root: Some(PathBuf::from(data)),
+            root,
+            namespace,
+            data_root,
         },
         command: Command::Run {
-            name: Name::new(name).ok()?,
-            trigger: Trigger::Schedule,
+            name: name?,
+            trigger: trigger.unwrap_or(Trigger::Manual),
         },
     })
 }
@@ -604,10 +616,27 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
+    fn argv(v: &[&str]) -> Vec<std::ffi::OsString> {
+        v.iter().map(std::ffi::OsString::from).collect()
+    }
+
+    /// Holds `fast_run` to clap's answer for `v`: when it answers, clap accepts the same line and
+    /// reads it the same way. Returns whether the fast path answered.
+    fn same_as_clap(v: &[&str]) -> bool {
+        let line = argv(v);
+        let Some(fast) = fast_run(&line) else {
+            return false;
+        };
+        match Cli::try_parse_from(&line) {
+            Ok(slow) => assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{v:?}"),
+            Err(e) => panic!("{v:?}: the fast path accepted what clap refuses: {e}"),
+        }
+        true
+    }
+
     #[test]
-    fn the_unit_fast_path_parses_exactly_like_clap() {
-        let argv = |v: &[&str]| v.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
-        let unit = argv(&[
+    fn the_run_fast_path_parses_exactly_like_clap() {
+        let unit = [
             "/bin/automations",
             "run",
             "heartbeat",
@@ -619,54 +648,79 @@ mod tests {
             "/d/ata",
             "--namespace",
             "ns",
-        ]);
-        let fast = unit_firing(&unit).expect("the unit shape takes the fast path");
-        let slow = Cli::try_parse_from(&unit).unwrap();
-        assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
-        for other in [
-            argv(&["a", "run", "heartbeat"]),
-            argv(&[
-                "a",
-                "run",
-                "Bad",
-                "--trigger",
-                "schedule",
-                "--root",
-                "r",
-                "--data-root",
-                "d",
-                "--namespace",
-                "n",
-            ]),
-            argv(&[
-                "a",
-                "run",
-                "x",
-                "--trigger",
-                "manual",
-                "--root",
-                "r",
-                "--data-root",
-                "d",
-                "--namespace",
-                "n",
-            ]),
-            argv(&[
-                "a",
-                "run",
-                "x",
-                "--trigger",
-                "schedule",
-                "--root",
-                "--help",
-                "--data-root",
-                "d",
-                "--namespace",
-                "n",
-            ]),
+        ];
+        for taken in [
+            &unit[..],
+            &["a", "run", "heartbeat"],
+            &["a", "--root", "/r", "--data-root", "/d", "run", "noop"],
+            &["a", "--namespace", "run", "run", "run", "--root", "r"],
+            &["a", "run", "x", "--trigger", "manual", "--data-root", "d"],
+            &["a", "--root", "r", "run", "x", "--trigger", "dashboard"],
         ] {
-            assert!(unit_firing(&other).is_none(), "{other:?}");
+            assert!(same_as_clap(taken), "{taken:?} should take the fast path");
         }
+        for refused in [
+            &["a", "run", "Bad"][..],
+            &["a", "run"],
+            &["a", "run", "x", "y"],
+            &["a", "list"],
+            &["a", "--trigger", "schedule", "run", "x"],
+            &["a", "run", "x", "--trigger", "sometimes"],
+            &["a", "run", "x", "--trigger", "Manual"],
+            &["a", "run", "x", "--root", "r", "--root", "s"],
+            &["a", "--root", "r", "run", "x", "--root", "r"],
+            &["a", "run", "x", "--root=r"],
+            &["a", "run", "x", "--root", "--help"],
+            &["a", "run", "x", "--root", ""],
+            &["a", "run", "x", "--root"],
+            &["a", "run", "--", "x"],
+            &["a", "run", "x", "--help"],
+            &["a", "run", "-", "x"],
+        ] {
+            assert!(fast_run(&argv(refused)).is_none(), "{refused:?}");
+        }
+        // Thousands of lines drawn from these words (a fixed generator: the same lines each run).
+        let words = [
+            "run",
+            "x",
+            "Bad",
+            "--root",
+            "/r",
+            "--data-root",
+            "d",
+            "--namespace",
+            "ns",
+            "--trigger",
+            "schedule",
+            "manual",
+            "-",
+            "",
+            "--",
+            "--help",
+            "--root=/r",
+            "list",
+            "-q",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            usize::try_from(seed % n as u64).unwrap()
+        };
+        let mut answered = 0;
+        for _ in 0..4000 {
+            let mut line = vec!["automations"];
+            // Lines that start like a run, so that many of them are ones the fast path takes.
+            if next(2) == 0 {
+                line.extend(["run", "x"]);
+            }
+            for _ in 0..next(7) {
+                line.push(words[next(words.len())]);
+            }
+            answered += usize::from(same_as_clap(&line));
+        }
+        assert!(answered > 200, "only {answered} lines took the fast path");
     }
 
     #[test]

@@ -134,9 +134,10 @@ pub type CmdResult = Result<Exit, Fail>;
 /// Parses `args`, runs the command, prints any error once, and returns the exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
-    // Every firing runs the argv its unit renders; parse that one shape without building the whole
-    // clap command tree (a fifth of a firing's own work). Anything else goes through clap.
-    let parsed = match cli::unit_firing(&args) {
+    // Every firing, and every `run` typed by hand, is parsed without building the whole clap
+    // command tree (a third of a manual run's own work, a hundred page faults). Anything else, and
+    // anything the fast path is unsure of, goes through clap.
+    let parsed = match cli::fast_run(&args) {
         Some(cli) => Ok(cli),
         None => cli::Cli::try_parse_from(args),
     };
