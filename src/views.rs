@@ -107,27 +107,9 @@ pub fn entry<'a>(
         last,
         installed,
     } = live;
-    let is_paused = paused.is_some();
     let last_start = last.and_then(|r| crate::runlog::parse_stamp(&r.at));
-    // What fires is what was installed: its schedule, not the definition's (which may be edited).
-    // The run starts its jitter after the slot: that is the time to show.
-    let next = match (paused.is_some(), installed) {
-        (false, Some(i)) => i
-            .schedule
-            .as_ref()
-            .and_then(|sch| {
-                schedule::next_run(sch, d.name.as_str(), d.jitter_seconds, now, last_start)
-            })
-            .map(|(n, jitter)| {
-                let from = if i.from_record {
-                    "installed"
-                } else {
-                    "definition"
-                };
-                (n, jitter, from)
-            }),
-        _ => None,
-    };
+    let is_paused = paused.is_some();
+    let next = next_firing(d, is_paused, installed, now, last_start);
     let jitter = next.as_ref().and_then(|(_, j, _)| *j);
     let installed_word = match installed {
         Some(i) if i.changed => Some(InstallWord::Changed),
@@ -161,22 +143,56 @@ pub fn entry<'a>(
             .as_ref()
             .and_then(|(n, _, _)| n.instant())
             .map(crate::runlog::stamp),
-        next_words: if is_paused && installed.is_some() {
-            Some("paused".to_owned())
-        } else if next.is_none()
-            && installed.is_some()
-            && matches!(d.schedule, Some(Schedule::AtLogin))
-        {
-            Some("at the next login".to_owned())
-        } else {
-            next.as_ref().map(|(n, _, _)| {
-                let jitter = jitter.map_or_else(String::new, schedule::jitter_words);
-                format!("{}{jitter}", n.words(now))
-            })
-        },
+        next_words: next_words(d, is_paused, installed.is_some(), next.as_ref(), now),
         next_from: next.map(|(_, _, from)| from),
         jitter_seconds: d.jitter_seconds,
         next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
+    }
+}
+
+/// When `d` fires next, what adds its jitter, and whose schedule that is ("installed" or
+/// "definition"). What fires is what was installed: its schedule, not the definition's (which may
+/// be edited). The run starts its jitter after the slot: that is the time to show.
+fn next_firing(
+    d: &Definition,
+    paused: bool,
+    installed: Option<&Installed>,
+    now: &chrono::DateTime<chrono::Local>,
+    last_start: Option<chrono::DateTime<chrono::Utc>>,
+) -> Option<(schedule::Next, Option<chrono::Duration>, &'static str)> {
+    let i = installed.filter(|_| !paused)?;
+    let (n, jitter) = schedule::next_run(
+        i.schedule.as_ref()?,
+        d.name.as_str(),
+        d.jitter_seconds,
+        now,
+        last_start,
+    )?;
+    let from = if i.from_record {
+        "installed"
+    } else {
+        "definition"
+    };
+    Some((n, jitter, from))
+}
+
+/// The list's "next" column: paused, at the next login, or the next firing in words.
+fn next_words(
+    d: &Definition,
+    paused: bool,
+    installed: bool,
+    next: Option<&(schedule::Next, Option<chrono::Duration>, &'static str)>,
+    now: &chrono::DateTime<chrono::Local>,
+) -> Option<String> {
+    if paused && installed {
+        Some("paused".to_owned())
+    } else if next.is_none() && installed && matches!(d.schedule, Some(Schedule::AtLogin)) {
+        Some("at the next login".to_owned())
+    } else {
+        next.map(|(n, jitter, _)| {
+            let jitter = jitter.map_or_else(String::new, schedule::jitter_words);
+            format!("{}{jitter}", n.words(now))
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 use anyhow::anyhow;
 
 use super::data_root;
+use crate::cli::{HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand};
 use crate::definition::{self, Checks, Definition};
 use crate::fsutil::Use;
 use crate::healthchecks::api::{Api, Remote};
@@ -82,6 +83,28 @@ fn wanted(s: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<sync::Want
         hc::machine_zone().as_deref(),
         &crate::notify::host(),
     )
+}
+
+/// `healthchecks …`: the subcommand `c`.
+pub fn healthchecks_cmd(s: &Settings, c: HealthchecksCommand) -> CmdResult {
+    let ping = |w: HealthchecksKey| w == HealthchecksKey::Ping;
+    match c {
+        HealthchecksCommand::Sync {
+            name,
+            dry_run,
+            prune,
+        } => sync(s, name.as_ref(), dry_run, prune),
+        HealthchecksCommand::Status { json } => status(s, json),
+        HealthchecksCommand::Key(HealthchecksKeyCommand::Store { which }) => {
+            key_store(s, ping(which))
+        }
+        HealthchecksCommand::Key(HealthchecksKeyCommand::Check { which }) => {
+            key_check(s, ping(which))
+        }
+        HealthchecksCommand::Key(HealthchecksKeyCommand::Delete { which }) => {
+            key_delete(s, ping(which))
+        }
+    }
 }
 
 pub fn sync(s: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> CmdResult {

@@ -16,10 +16,7 @@ use std::io::Write;
 use anyhow::Context;
 use clap::CommandFactory;
 
-use crate::cli::{
-    Cli, Command, Global, HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand, KeyCommand,
-    LogCommand, NotifyCommand, NotifyKeyCommand,
-};
+use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand};
 use crate::control;
 use crate::definition::{self, Checks, Definition};
 use crate::fsutil::Use;
@@ -32,7 +29,8 @@ use crate::state::State;
 use crate::views;
 use crate::{CmdResult, Exit, Fail};
 
-/// Runs one parsed command line.
+/// Runs one parsed command line: one arm per command, each handing its arguments to the function
+/// that does it.
 pub fn dispatch(cli: Cli) -> CmdResult {
     match cli.command {
         Command::Completions { shell } => {
@@ -41,48 +39,8 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             Ok(Exit::Success)
         }
         Command::Http(args) => http::http_cmd(&args),
-        Command::Dashboard { port, no_open } => {
-            let s = settings(&cli.global)?;
-            data_root(&s, Use::Write)?;
-            crate::dashboard::serve(&s, port, !no_open).map_err(|e| {
-                // A port in use or not ours to take is this machine's state, not a failure.
-                let taken = e.chain().any(|c| {
-                    c.downcast_ref::<std::io::Error>().is_some_and(|io| {
-                        matches!(
-                            io.kind(),
-                            std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
-                        )
-                    })
-                });
-                if taken {
-                    Fail::new(Exit::Environment, e)
-                } else {
-                    Fail::from(e)
-                }
-            })?;
-            Ok(Exit::Success)
-        }
-        Command::Healthchecks(c) => {
-            let s = settings(&cli.global)?;
-            let ping = |w: HealthchecksKey| w == HealthchecksKey::Ping;
-            match c {
-                HealthchecksCommand::Sync {
-                    name,
-                    dry_run,
-                    prune,
-                } => healthchecks::sync(&s, name.as_ref(), dry_run, prune),
-                HealthchecksCommand::Status { json } => healthchecks::status(&s, json),
-                HealthchecksCommand::Key(HealthchecksKeyCommand::Store { which }) => {
-                    healthchecks::key_store(&s, ping(which))
-                }
-                HealthchecksCommand::Key(HealthchecksKeyCommand::Check { which }) => {
-                    healthchecks::key_check(&s, ping(which))
-                }
-                HealthchecksCommand::Key(HealthchecksKeyCommand::Delete { which }) => {
-                    healthchecks::key_delete(&s, ping(which))
-                }
-            }
-        }
+        Command::Dashboard { port, no_open } => dashboard(&settings(&cli.global)?, port, no_open),
+        Command::Healthchecks(c) => healthchecks::healthchecks_cmd(&settings(&cli.global)?, c),
         Command::Notify(NotifyCommand::Test) => notify::test(&settings(&cli.global)?),
         Command::Notify(NotifyCommand::Look { name }) => {
             notify::look(&settings(&cli.global)?, name.as_ref())
@@ -132,6 +90,28 @@ pub fn dispatch(cli: Cli) -> CmdResult {
         Command::Key(KeyCommand::Check { name }) => keys::check(&settings(&cli.global)?, &name),
         Command::Key(KeyCommand::Delete { name }) => keys::delete(&settings(&cli.global)?, &name),
     }
+}
+
+/// `dashboard`: serves until interrupted.
+fn dashboard(s: &Settings, port: u16, no_open: bool) -> CmdResult {
+    data_root(s, Use::Write)?;
+    crate::dashboard::serve(s, port, !no_open).map_err(|e| {
+        // A port in use or not ours to take is this machine's state, not a failure.
+        let taken = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                )
+            })
+        });
+        if taken {
+            Fail::new(Exit::Environment, e)
+        } else {
+            Fail::from(e)
+        }
+    })?;
+    Ok(Exit::Success)
 }
 
 /// Resolves settings from the global flags and this process's environment.

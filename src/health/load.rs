@@ -5,7 +5,7 @@
 //! its rules need: the window of runs, the last success, the missed-days window of a daily job,
 //! the successes the headline rule compares. So health costs what it reports, not the log's size.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Context;
 
@@ -137,35 +137,7 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
         })
         .collect();
     let state = State::new(&s.data_root);
-    let (names, installs) = match only {
-        // One automation: its own record, not a listing of every one.
-        Some(n) => {
-            let installs = state
-                .install_record(n)
-                .transpose()
-                .map(|r| (n.clone(), r.map_err(|e| crate::chain_text(&e))))
-                .into_iter()
-                .collect();
-            (BTreeSet::from([n.to_string()]), installs)
-        }
-        None => {
-            let installs: std::collections::BTreeMap<Name, Result<crate::state::Record, String>> =
-                state
-                    .install_records_each()?
-                    .into_iter()
-                    .map(|(n, r)| (n, r.map_err(|e| crate::chain_text(&e))))
-                    .collect();
-            let mut names: BTreeSet<String> = loaded
-                .definitions
-                .iter()
-                .map(|d| d.name.to_string())
-                .collect();
-            names.extend(invalid.iter().cloned());
-            names.extend(snapshot.names());
-            names.extend(installs.keys().map(|n| n.to_string()));
-            (names, installs)
-        }
-    };
+    let (names, installs) = known(&state, loaded, snapshot, &invalid, only)?;
     let names: Vec<Name> = names.iter().filter_map(|n| Name::new(n).ok()).collect();
     let definitions: std::collections::HashMap<&Name, &definition::Definition> =
         loaded.definitions.iter().map(|d| (&d.name, d)).collect();
@@ -204,6 +176,44 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
     crate::parallel::map(&names, PER_WORKER, one)
         .into_iter()
         .collect()
+}
+
+/// The install records health reads, each readable or why not.
+type Installs = BTreeMap<Name, Result<crate::state::Record, String>>;
+
+/// The names health reports on and their install records: `only`'s own, or every name defined
+/// (valid or not), in the log or installed.
+fn known(
+    state: &State,
+    loaded: &definition::Loaded,
+    snapshot: &Snapshot,
+    invalid: &BTreeSet<String>,
+    only: Option<&Name>,
+) -> anyhow::Result<(BTreeSet<String>, Installs)> {
+    if let Some(n) = only {
+        // One automation: its own record, not a listing of every one.
+        let installs = state
+            .install_record(n)
+            .transpose()
+            .map(|r| (n.clone(), r.map_err(|e| crate::chain_text(&e))))
+            .into_iter()
+            .collect();
+        return Ok((BTreeSet::from([n.to_string()]), installs));
+    }
+    let installs: Installs = state
+        .install_records_each()?
+        .into_iter()
+        .map(|(n, r)| (n, r.map_err(|e| crate::chain_text(&e))))
+        .collect();
+    let mut names: BTreeSet<String> = loaded
+        .definitions
+        .iter()
+        .map(|d| d.name.to_string())
+        .collect();
+    names.extend(invalid.iter().cloned());
+    names.extend(snapshot.names());
+    names.extend(installs.keys().map(|n| n.to_string()));
+    Ok((names, installs))
 }
 
 /// Automations each worker thread takes at least: below that, one thread does it all. Each

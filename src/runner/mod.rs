@@ -16,6 +16,7 @@ pub mod tail;
 pub mod tree;
 
 use std::ffi::OsString;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -170,21 +171,10 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
     let log = RunLog::new(&s.data_root).with_stdout_mirror(s.events_stdout);
 
-    // 1. The definition. On schedule a broken one is still a recorded (failed) run.
-    let def = match definition::load_one(&s.definitions_dir(), name, &Checks::of(s)) {
-        Ok(d) => d,
-        Err(e) if trigger == Trigger::Schedule => {
-            let class = match e {
-                LoadError::Missing(_) => "definition_missing",
-                LoadError::Invalid(_) => "definition_invalid",
-            };
-            let report = record_unstartable(&log, name, trigger, None, class, &e.to_string());
-            if let Ok(Report::Finished { finished, .. }) = &report {
-                crate::healthchecks::ping::unstarted(s, name, finished);
-            }
-            return report;
-        }
-        Err(e) => return Err(RunError::Definition(e)),
+    // 1. The definition.
+    let def = match definition_or_record(s, &log, name, trigger)? {
+        ControlFlow::Continue(def) => def,
+        ControlFlow::Break(report) => return Ok(report),
     };
 
     // 2–4. Kill switch, pause, pins, slot: checked before the lock (a paused automation never
@@ -203,18 +193,15 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         std::thread::sleep(wait);
         wait
     });
-    let lock = match take_lock(s, name)? {
-        Some(lock) => lock,
-        None => {
-            let skipped = skip(
-                &log,
-                name,
-                trigger,
-                SkipReason::AlreadyRunning,
-                String::new(),
-            )?;
-            return Ok(told(s, name, skipped));
-        }
+    let Some(lock) = take_lock(s, name)? else {
+        let skipped = skip(
+            &log,
+            name,
+            trigger,
+            SkipReason::AlreadyRunning,
+            String::new(),
+        )?;
+        return Ok(told(s, name, skipped));
     };
     if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
         return Ok(told(s, name, skipped));
@@ -251,6 +238,30 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         finished: Box::new(finished),
         auto_paused: after.auto_paused,
     })
+}
+
+/// Step 1: the definition of `name`. On schedule a broken one is still a recorded (failed) run,
+/// and that run's report is the `Break`.
+fn definition_or_record(
+    s: &Settings,
+    log: &RunLog,
+    name: &Name,
+    trigger: Trigger,
+) -> Result<ControlFlow<Report, Definition>, RunError> {
+    let e = match definition::load_one(&s.definitions_dir(), name, &Checks::of(s)) {
+        Ok(def) => return Ok(ControlFlow::Continue(def)),
+        Err(e) if trigger == Trigger::Schedule => e,
+        Err(e) => return Err(RunError::Definition(e)),
+    };
+    let class = match e {
+        LoadError::Missing(_) => "definition_missing",
+        LoadError::Invalid(_) => "definition_invalid",
+    };
+    let report = record_unstartable(log, name, trigger, None, class, &e.to_string())?;
+    if let Report::Finished { finished, .. } = &report {
+        crate::healthchecks::ping::unstarted(s, name, finished);
+    }
+    Ok(ControlFlow::Break(report))
 }
 
 /// The firing's last step, once everything is printed: its keeper ends with `code` (so whoever
@@ -488,8 +499,7 @@ fn approved(
 }
 
 /// Steps 2 and 3: the kill switch, the pause, the pins of a scheduled firing, the login run, the
-/// daily slot.
-/// `Some` is the recorded skip.
+/// daily slot. `Some` is the recorded skip.
 fn switches_and_slot(
     log: &RunLog,
     state: &State,
@@ -498,53 +508,46 @@ fn switches_and_slot(
     trigger: Trigger,
     installed: &Approval,
 ) -> Result<Option<Report>, RunError> {
+    match why_not(log, state, def, name, trigger, installed)? {
+        Some((reason, detail)) => skip(log, name, trigger, reason, detail).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Why this firing must not run, with the words that follow the reason, if it must not.
+fn why_not(
+    log: &RunLog,
+    state: &State,
+    def: &Definition,
+    name: &Name,
+    trigger: Trigger,
+    installed: &Approval,
+) -> Result<Option<(SkipReason, String)>, RunError> {
     if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
-        return skip(
-            log,
-            name,
-            trigger,
-            SkipReason::Stopped,
-            format!(": {}", stop.reason),
-        )
-        .map(Some);
+        return Ok(Some((SkipReason::Stopped, format!(": {}", stop.reason))));
     }
     if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
-        return skip(
-            log,
-            name,
-            trigger,
-            SkipReason::Paused,
-            format!(": {}", p.reason),
-        )
-        .map(Some);
+        return Ok(Some((SkipReason::Paused, format!(": {}", p.reason))));
+    }
+    if trigger != Trigger::Schedule {
+        return Ok(None);
     }
 
     // What runs unattended is what was installed: nothing of a changed definition or script.
-    if trigger == Trigger::Schedule
-        && let Some(m) = &installed.mismatch
-    {
+    if let Some(m) = &installed.mismatch {
         let reason = match m {
             crate::pins::Mismatch::NotInstalled => SkipReason::NotInstalled,
             crate::pins::Mismatch::DefinitionChanged => SkipReason::DefinitionChanged,
             crate::pins::Mismatch::ScriptChanged(_) => SkipReason::ScriptChanged,
         };
-        return skip(
-            log,
-            name,
-            trigger,
-            reason,
-            format!(
-                ": {}; approve it with make automations-install NAME={name}",
-                m.words(name.as_str())
-            ),
-        )
-        .map(Some);
+        let words = m.words(name.as_str());
+        let detail = format!(": {words}; approve it with make automations-install NAME={name}");
+        return Ok(Some((reason, detail)));
     }
 
     // 3. At login: the first scheduled firing since the session began (the user's manager
     //    started) runs whatever slot it comes at; one that only runs at login skips the others.
-    if trigger == Trigger::Schedule
-        && let Some(schedule) = &def.schedule
+    if let Some(schedule) = &def.schedule
         && schedule.at_login()
     {
         let since = clock::session_start();
@@ -552,33 +555,22 @@ fn switches_and_slot(
             return Ok(None);
         }
         if matches!(schedule, Schedule::AtLogin) {
-            return skip(
-                log,
-                name,
-                trigger,
-                SkipReason::SlotDone,
-                format!(
-                    ": it ran at this login already (the session began {})",
-                    crate::runlog::stamp(since)
-                ),
-            )
-            .map(Some);
+            let detail = format!(
+                ": it ran at this login already (the session began {})",
+                crate::runlog::stamp(since)
+            );
+            return Ok(Some((SkipReason::SlotDone, detail)));
         }
     }
 
     // 4. One run per daily slot.
-    if trigger == Trigger::Schedule
-        && let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
+    if let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
         && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())
+        && (schedule::slot_done(slot_at, None, installed.installed_at)
+            || history::scheduled_since(log, name.as_str(), slot_at))
     {
-        let installed_at = installed.installed_at;
-        if schedule::slot_done(slot_at, None, installed_at)
-            || history::scheduled_since(log, name.as_str(), slot_at)
-        {
-            return skip(log, name, trigger, SkipReason::SlotDone, String::new()).map(Some);
-        }
+        return Ok(Some((SkipReason::SlotDone, String::new())));
     }
-
     Ok(None)
 }
 

@@ -321,102 +321,12 @@ pub fn cronjob(
         .as_ref()
         .ok_or_else(|| "it has no [schedule]".to_owned())?;
     let cron = cron::cron(schedule)?;
-    // The definition's names never clash with these: it may not list HOME, TMPDIR, TZ or
-    // AUTOMATIONS_* (names.rs).
-    let ours = runner_env(def, cluster);
-    let uid = cluster.run_as_user;
-    let paths = MachinePaths {
-        bin: BIN_IN_IMAGE.into(),
-        root: ROOT_IN_IMAGE.into(),
-        data_root: DATA_ROOT_IN_POD.into(),
-    };
-    let mut argv = program_arguments(def, namespace, &paths);
-    let bin = argv.remove(0);
-    let env = ours
-        .into_iter()
-        .map(|(name, value)| EnvVar {
-            name: name.into(),
-            value: Some(value),
-            ..Default::default()
-        })
-        .chain(def.env.iter().map(|e| EnvVar {
-            name: e.to_string(),
-            value_from: Some(EnvVarSource {
-                secret_key_ref: Some(SecretKeySelector {
-                    name: cluster.env_secret.clone(),
-                    key: e.to_string(),
-                    optional: Some(false),
-                }),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }))
-        .collect();
-    let (volumes, mounts) = volumes(def, namespace, cluster);
-    let seccomp = || SeccompProfile {
-        type_: "RuntimeDefault".into(),
-        ..Default::default()
-    };
-    let container = Container {
-        name: "automation".into(),
-        image: Some(IMAGE_NAME.into()),
-        command: Some(vec![bin]),
-        args: Some(argv),
-        working_dir: Some(ROOT_IN_IMAGE.into()),
-        env: Some(env),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".into(), Quantity(cluster.cpu_request.clone())),
-                ("memory".into(), Quantity(cluster.memory_request.clone())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".into(),
-                Quantity(cluster.memory_limit.clone()),
-            )])),
-            ..Default::default()
-        }),
-        security_context: Some(SecurityContext {
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities {
-                drop: Some(vec!["ALL".into()]),
-                ..Default::default()
-            }),
-            read_only_root_filesystem: Some(true),
-            run_as_non_root: Some(true),
-            run_as_user: Some(uid),
-            run_as_group: Some(uid),
-            seccomp_profile: Some(seccomp()),
-            ..Default::default()
-        }),
-        volume_mounts: Some(mounts),
-        ..Default::default()
-    };
+    let pod = pod(def, namespace, cluster);
     let labels = labels(&def.name, namespace);
     let meta = |annotations: Option<BTreeMap<String, String>>, name: Option<String>| ObjectMeta {
         name,
         labels: Some(labels.clone()),
         annotations,
-        ..Default::default()
-    };
-    let pod = PodSpec {
-        containers: vec![container],
-        restart_policy: Some("Never".into()),
-        automount_service_account_token: Some(false),
-        enable_service_links: Some(false),
-        termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
-        security_context: Some(PodSecurityContext {
-            run_as_non_root: Some(true),
-            run_as_user: Some(uid),
-            run_as_group: Some(uid),
-            fs_group: Some(uid),
-            // The kubelet changes a claim's owner and modes only when its root does not match:
-            // applied to every file at each mount, it would make the private data root
-            // group-readable, which the runner refuses.
-            fs_group_change_policy: Some("OnRootMismatch".into()),
-            seccomp_profile: Some(seccomp()),
-            ..Default::default()
-        }),
-        volumes: Some(volumes),
         ..Default::default()
     };
     let job = JobSpec {
@@ -464,6 +374,118 @@ pub fn cronjob(
             "its CronJob breaks the API server's rules: {}",
             problems.join("; ")
         ))
+    }
+}
+
+/// The pod of each firing: the runner as the one container, under the restricted profile.
+fn pod(def: &Definition, namespace: &Namespace, cluster: &Cluster) -> PodSpec {
+    let uid = cluster.run_as_user;
+    let (volumes, mounts) = volumes(def, namespace, cluster);
+    PodSpec {
+        containers: vec![container(def, namespace, cluster, mounts)],
+        restart_policy: Some("Never".into()),
+        automount_service_account_token: Some(false),
+        enable_service_links: Some(false),
+        termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(uid),
+            run_as_group: Some(uid),
+            fs_group: Some(uid),
+            // The kubelet changes a claim's owner and modes only when its root does not match:
+            // applied to every file at each mount, it would make the private data root
+            // group-readable, which the runner refuses.
+            fs_group_change_policy: Some("OnRootMismatch".into()),
+            seccomp_profile: Some(runtime_default()),
+            ..Default::default()
+        }),
+        volumes: Some(volumes),
+        ..Default::default()
+    }
+}
+
+/// The runner's container: the unit's argv, its environment, requests and limits.
+fn container(
+    def: &Definition,
+    namespace: &Namespace,
+    cluster: &Cluster,
+    mounts: Vec<VolumeMount>,
+) -> Container {
+    let uid = cluster.run_as_user;
+    let paths = MachinePaths {
+        bin: BIN_IN_IMAGE.into(),
+        root: ROOT_IN_IMAGE.into(),
+        data_root: DATA_ROOT_IN_POD.into(),
+    };
+    let mut argv = program_arguments(def, namespace, &paths);
+    let bin = argv.remove(0);
+    Container {
+        name: "automation".into(),
+        image: Some(IMAGE_NAME.into()),
+        command: Some(vec![bin]),
+        args: Some(argv),
+        working_dir: Some(ROOT_IN_IMAGE.into()),
+        env: Some(container_env(def, cluster)),
+        resources: Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([
+                ("cpu".into(), Quantity(cluster.cpu_request.clone())),
+                ("memory".into(), Quantity(cluster.memory_request.clone())),
+            ])),
+            limits: Some(BTreeMap::from([(
+                "memory".into(),
+                Quantity(cluster.memory_limit.clone()),
+            )])),
+            ..Default::default()
+        }),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities {
+                drop: Some(vec!["ALL".into()]),
+                ..Default::default()
+            }),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            run_as_user: Some(uid),
+            run_as_group: Some(uid),
+            seccomp_profile: Some(runtime_default()),
+            ..Default::default()
+        }),
+        volume_mounts: Some(mounts),
+        ..Default::default()
+    }
+}
+
+/// The runner's own variables by value, then the definition's `env` names from the Secret (never
+/// a value in the manifest).
+fn container_env(def: &Definition, cluster: &Cluster) -> Vec<EnvVar> {
+    // The definition's names never clash with these: it may not list HOME, TMPDIR, TZ or
+    // AUTOMATIONS_* (names.rs).
+    let ours = runner_env(def, cluster)
+        .into_iter()
+        .map(|(name, value)| EnvVar {
+            name: name.into(),
+            value: Some(value),
+            ..Default::default()
+        });
+    let theirs = def.env.iter().map(|e| EnvVar {
+        name: e.to_string(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: cluster.env_secret.clone(),
+                key: e.to_string(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    ours.chain(theirs).collect()
+}
+
+fn runtime_default() -> SeccompProfile {
+    SeccompProfile {
+        type_: "RuntimeDefault".into(),
+        ..Default::default()
     }
 }
 
