@@ -172,7 +172,7 @@ pub fn status(s: &Settings, json: bool) -> CmdResult {
     let (_, remote) = remote_checks(s, &cfg)
         .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
     let src = crate::health::load::Sources::read(s, None)?;
-    let verdicts = crate::health::load::assess(s, &src, None)?.verdicts;
+    let verdicts = crate::health::load::verdicts(s, &src, None)?;
     let mut lines = Vec::new();
     for d in &defs {
         let watch = hc::watch(&cfg, &s.namespace, &d.name);

@@ -1,7 +1,7 @@
 //! What the dashboard shows, gathered once per request: every automation — names from the
 //! definitions, the log and the install records, so a broken definition or a unit firing without
 //! one shows as degraded, never disappears —, degraded ones first, each with its verdict (from the
-//! one `health::verdicts`), its list entry (the `list --json` view, next firing included), its last
+//! one `health::load::assess`), its list entry (the `list --json` view, next firing included), its last
 //! ten runs, its latest result and a 24-hour strip. The page renders it; `/api/automations` is its
 //! JSON, built from the CLI's own `--json` views.
 

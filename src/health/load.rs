@@ -1,5 +1,5 @@
 //! Gathers the health subjects from disk: definitions, the log's index, pause state, install
-//! records. The I/O half of health; the rules are pure (`health::verdicts`).
+//! records. The I/O half of health; the rules are pure (`health::verdict`).
 //!
 //! Each automation's records are read newest first through the index, and only as far back as
 //! its rules need: the window of runs, the last success, the missed-days window of a daily job,
@@ -109,17 +109,30 @@ pub struct Assessment {
     pub verdicts: Vec<Verdict>,
 }
 
-/// The one verdict pipeline (`health`, notifications, the dashboard): the subjects of `only` (or of
+/// The verdict pipeline for what shows subjects too (the dashboard): the subjects of `only` (or of
 /// every automation) from `src`, and their verdicts now.
 pub fn assess(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Assessment> {
-    let subjects = subjects_from(s, src, only)?;
-    let verdicts = super::verdicts(&subjects, &src.thresholds, &now());
+    let (subjects, verdicts) = judge(s, src, only, |subject, verdict| (subject, verdict))?
+        .into_iter()
+        .unzip();
     Ok(Assessment { subjects, verdicts })
 }
 
-/// Every automation health knows of: defined ones (valid or not), names in the log, installed ones.
-/// With `only`, just that one.
-fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Vec<Subject>> {
+/// The verdict pipeline for what needs only the verdicts (`health`, notifications, Healthchecks'
+/// status): each subject is dropped by the worker that judged it, so the next one reuses its
+/// memory (1,000 automations' runs held until the end took ~50 MB, most of `health`'s page faults).
+pub fn verdicts(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Vec<Verdict>> {
+    judge(s, src, only, |_, verdict| verdict)
+}
+
+/// Every automation health knows of (defined ones, valid or not, names in the log, installed ones;
+/// with `only`, just that one), read and judged now, each then given to `keep`.
+fn judge<R: Send>(
+    s: &Settings,
+    src: &Sources,
+    only: Option<&Name>,
+    keep: impl Fn(Subject, Verdict) -> R + Sync,
+) -> anyhow::Result<Vec<R>> {
     let Sources {
         loaded,
         snapshot,
@@ -147,7 +160,8 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
     };
     // Ping records are read only for the automations that have one (one listing).
     let pinged = crate::state::pinged_names(&s.data_root)?;
-    let one = |n: &Name| -> anyhow::Result<Subject> {
+    let now = now();
+    let one = |n: &Name| -> anyhow::Result<R> {
         let definition = definitions.get(n).map(|d| (*d).clone());
         let th = thresholds.of(n.as_str());
         let mut subject = subject(s, snapshot, n, definition, th, pauses.as_ref())?;
@@ -171,7 +185,8 @@ fn subjects_from(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Re
                 Err(e) => subject.unreadable.push(crate::chain_text(&e)),
             }
         }
-        Ok(subject)
+        let verdict = super::verdict(&subject, th, &now);
+        Ok(keep(subject, verdict))
     };
     crate::parallel::map(&names, PER_WORKER, one)
         .into_iter()

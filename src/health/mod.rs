@@ -236,20 +236,6 @@ impl State {
     }
 }
 
-/// The verdict on each subject. Pure.
-pub fn verdicts<Tz: TimeZone>(
-    subjects: &[Subject],
-    thresholds: &ThresholdSet,
-    now: &Now<Tz>,
-) -> Vec<Verdict>
-where
-    Tz::Offset: Sync,
-{
-    crate::parallel::map(subjects, load::PER_WORKER, |s| {
-        verdict(s, thresholds.of(&s.name), now)
-    })
-}
-
 /// The verdict on one subject: every rule of [`rules::table`], in order; with no finding, unknown
 /// when nothing shows it works ([`rules::unknown`]), else healthy. A state file that cannot be read
 /// makes it unknown whatever the rules found, since they ran without it.

@@ -1,6 +1,6 @@
 //! Notifications: people hear when an automation goes wrong (SPEC §12).
 //!
-//! A **look** computes the verdicts (`health::verdicts`, the same answer `health` gives), compares
+//! A **look** computes the verdicts (`health::load::verdicts`, the same answer `health` gives), compares
 //! each with the last verdict kept in `state/verdicts/<name>.json`, and queues a message only on a
 //! transition: healthy → degraded, and an automatic pause. Repeats are silent; a recovery is silent
 //! unless `recovery = true`, and then only for a degradation that was notified. A queued message is
@@ -244,7 +244,7 @@ pub fn look_at(
     let Some(cfg) = settings::load(&s.data_root)? else {
         return Ok(LookReport::default());
     };
-    let verdicts = health::load::assess(s, src, only)?.verdicts;
+    let verdicts = health::load::verdicts(s, src, only)?;
     let lock_path = s.data_root.join("state").join("verdicts").join(".lock");
     let Some(lock) = lock_within(&lock_path, wait)? else {
         return Ok(LookReport {
