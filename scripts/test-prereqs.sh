@@ -34,7 +34,8 @@ PREREQS=(
 
 # kubernetes-validate (PyPI), in a virtual environment inside target/: the Kubernetes tests
 # validate kubernetes/ with it, strictly, against the oldest supported Kubernetes minor.
-VENV=target/kubernetes-validate
+# (AUTOMATIONS_TEST_VENV is for this script's own tests, which keep away from target/.)
+VENV=${AUTOMATIONS_TEST_VENV:-target/kubernetes-validate}
 KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
 
 packages=()

@@ -9,7 +9,9 @@ use crate::harness::*;
 
 /// A folder of fakes: `dpkg -s P` answers "installed" for the packages listed in `installed`,
 /// `apt-get` records its arguments in `apt.log` (and "installs" by appending to `installed`, unless
-/// `apt-fails` exists), `id -u` prints the uid in `uid`.
+/// `apt-fails` exists), `id -u` prints the uid in `uid`; `python3 -m venv DIR` makes a venv whose
+/// `pip install` records its arguments in `pip.log` and puts a `kubernetes-validate` in it (unless
+/// `pip-fails` exists). The script's venv is `venv/` here, ready as `make test` leaves it.
 struct Fakes {
     dir: tempfile::TempDir,
 }
@@ -40,6 +42,23 @@ printf 'Package: %s\nStatus: install ok installed\n' "$2""#,
 for a; do case $a in -*|install) ;; *) echo "$a" >> "$D/installed";; esac; done"#,
         );
         script("id", r#"[ "$1" = -u ] && cat "$D/uid""#);
+        script(
+            "python3",
+            r#"[ "$1" = -m ] && [ "$2" = venv ] || exit 2
+mkdir -p "$3/bin"
+cat > "$3/bin/pip" <<PIP
+#!/bin/sh
+echo "\$*" >> "$D/pip.log"
+[ -e "$D/pip-fails" ] && exit 1
+printf '#!/bin/sh\n' > "$3/bin/kubernetes-validate"
+chmod +x "$3/bin/kubernetes-validate"
+PIP
+chmod +x "$3/bin/pip""#,
+        );
+        let venv = d.join("venv");
+        std::fs::create_dir_all(venv.join("bin")).unwrap();
+        write_executable(&venv.join("bin/kubernetes-validate"), "#!/bin/sh\n");
+        std::fs::write(venv.join(".requirement"), validator_requirement() + "\n").unwrap();
         Self { dir }
     }
 
@@ -58,7 +77,8 @@ for a; do case $a in -*|install) ;; *) echo "$a" >> "$D/installed";; esac; done"
     fn run(&self, env: &[(&str, &str)]) -> Output {
         let mut c = Command::new(script());
         c.env_clear()
-            .env("PATH", format!("{}:/usr/bin:/bin", self.path().display()));
+            .env("PATH", format!("{}:/usr/bin:/bin", self.path().display()))
+            .env("AUTOMATIONS_TEST_VENV", self.path().join("venv"));
         for (k, v) in env {
             c.env(k, v);
         }
@@ -68,6 +88,15 @@ for a; do case $a in -*|install) ;; *) echo "$a" >> "$D/installed";; esac; done"
 
 fn script() -> PathBuf {
     repo_root().join("scripts/test-prereqs.sh")
+}
+
+/// The kubernetes-validate requirement the script pins (`KUBERNETES_VALIDATE=…`).
+fn validator_requirement() -> String {
+    let text = std::fs::read_to_string(script()).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("KUBERNETES_VALIDATE="))
+        .expect("the script pins kubernetes-validate")
+        .to_owned()
 }
 
 /// Every package the script checks.
@@ -163,4 +192,55 @@ fn skipping_is_only_what_was_asked_for_and_never_under_ci() {
     assert!(!may_skip(false, None));
     assert!(!may_skip(false, Some(OsStr::new("yes"))));
     assert!(!may_skip(true, Some(OsStr::new("1"))));
+}
+
+#[test]
+fn a_missing_validator_is_installed_into_its_venv_and_a_failed_install_stops() {
+    let packages = all_packages();
+    let requirement = validator_requirement();
+    let f = Fakes::new(&all_but(&packages, &[]), 1000);
+    let venv = f.path().join("venv");
+    std::fs::remove_dir_all(&venv).unwrap();
+
+    // Asked to skip (not under CI): said, and nothing installed.
+    let o = f.run(&[("AUTOMATIONS_TEST_SKIP_REAL", "1")]);
+    assert_code(&o, 0);
+    assert!(stderr(&o).contains("will be SKIPPED"), "{}", stderr(&o));
+    assert!(!venv.exists());
+
+    let o = f.run(&[]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains(&format!("installing {requirement}")),
+        "{}",
+        stderr(&o)
+    );
+    let pip = std::fs::read_to_string(f.path().join("pip.log")).unwrap();
+    assert!(
+        pip.starts_with("install ") && pip.trim_end().ends_with(&requirement),
+        "{pip}"
+    );
+    assert!(venv.join("bin/kubernetes-validate").exists());
+    assert_eq!(
+        std::fs::read_to_string(venv.join(".requirement")).unwrap(),
+        format!("{requirement}\n")
+    );
+    // Ready now: a second run installs nothing.
+    let o = f.run(&[]);
+    assert_code(&o, 0);
+    assert_eq!(
+        std::fs::read_to_string(f.path().join("pip.log")).unwrap(),
+        pip
+    );
+
+    // An older pin is replaced; a failed install stops before the tests, naming what.
+    std::fs::write(venv.join(".requirement"), "kubernetes-validate==0.1\n").unwrap();
+    std::fs::write(f.path().join("pip-fails"), "").unwrap();
+    let o = f.run(&[]);
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains(&format!("could not install {requirement}")),
+        "{}",
+        stderr(&o)
+    );
 }
