@@ -61,6 +61,36 @@ pub fn skip(test: &str, why: &str) {
     }
 }
 
+/// Sandboxes are `<tmp>/automations-it-<pid of the test process>-<random>`.
+const SANDBOX_PREFIX: &str = "automations-it-";
+
+/// Removes the sandboxes of test processes that no longer exist: a test killed mid-way (a
+/// timeout, Ctrl-C) never ran the drop that removes its own. Once per test process.
+fn sweep_orphans() {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(SANDBOX_PREFIX))
+                .and_then(|rest| rest.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            else {
+                continue;
+            };
+            let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                == Err(nix::errno::Errno::ESRCH);
+            if gone {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
     pub root: PathBuf,
@@ -74,8 +104,9 @@ pub struct Sandbox {
 impl Sandbox {
     /// An empty repository root (with `automations/` and `scripts/`), HOME and data root.
     pub fn new() -> Self {
+        sweep_orphans();
         let dir = tempfile::Builder::new()
-            .prefix("automations-it-")
+            .prefix(&format!("{SANDBOX_PREFIX}{}-", std::process::id()))
             .tempdir()
             .unwrap();
         let root = dir.path().join("repo");
