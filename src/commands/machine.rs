@@ -70,13 +70,7 @@ fn desired(
 fn units_fix(diffs: &[portable::Difference]) -> String {
     let mut folders: Vec<&str> = diffs
         .iter()
-        .map(|d| {
-            if d.path().starts_with(kubernetes::DIR) {
-                "kubernetes/"
-            } else {
-                "units/"
-            }
-        })
+        .filter_map(|d| portable::folder_of(d.path()).map(|f| f.top))
         .collect();
     folders.sort_unstable();
     folders.dedup();

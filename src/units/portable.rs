@@ -7,6 +7,7 @@
 //! `kubernetes/` that start with the generated header, are ever touched. A CronJob's
 //! `spec.suspend: true` is runtime state (a pause) and is never compared.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -19,6 +20,56 @@ use crate::names::Namespace;
 
 /// The folder of portable units in the repository root.
 pub const UNITS_DIR: &str = "units";
+
+/// One folder of rendered files and how it is compared: a new render target is one more entry
+/// in [`folders`].
+pub struct Folder {
+    /// Repository-relative.
+    dir: PathBuf,
+    /// The endings of the files it holds.
+    extensions: &'static [&'static str],
+    /// When set, only files that begin with it are ours; the others are the team's own (a
+    /// namespace or claim manifest beside the CronJobs) and never compared or removed.
+    ours_begin: Option<&'static str>,
+    /// What a stale file was rendered from: "stale (<this> changed since it was rendered)".
+    rendered_from: &'static str,
+    /// Runtime state taken out of what is there before it is compared (a CronJob's pause).
+    normalize: fn(&[u8]) -> Cow<'_, [u8]>,
+    /// The top folder to `git add` after regenerating.
+    pub top: &'static str,
+}
+
+/// Every folder of rendered files: one per service-manager target under `units/`, and
+/// `kubernetes/`.
+fn folders() -> &'static [Folder] {
+    static FOLDERS: std::sync::LazyLock<Vec<Folder>> = std::sync::LazyLock::new(|| {
+        let units = Target::ALL.iter().map(|t| Folder {
+            dir: Path::new(UNITS_DIR).join(t.dir()),
+            extensions: t.extensions(),
+            ours_begin: None,
+            rendered_from: "its definition",
+            normalize: |have| Cow::Borrowed(have),
+            top: "units/",
+        });
+        let cluster = Folder {
+            dir: PathBuf::from(kubernetes::DIR),
+            extensions: &[".yaml"],
+            ours_begin: Some(kubernetes::HEADER_START),
+            rendered_from: "its definition or kubernetes.toml",
+            normalize: |have| Cow::Owned(kubernetes::without_suspend(have)),
+            top: "kubernetes/",
+        };
+        units.chain(std::iter::once(cluster)).collect()
+    });
+    &FOLDERS
+}
+
+/// The folder `path` (repository-relative) is in; `None` for a path in none of them.
+pub fn folder_of(path: &Path) -> Option<&'static Folder> {
+    folders()
+        .iter()
+        .find(|f| path.parent() == Some(f.dir.as_path()))
+}
 
 /// What the rendered folders should hold: repository-relative path -> bytes; or every definition
 /// the cluster target cannot say (and every stale exclusion).
@@ -51,25 +102,19 @@ pub fn desired(
 /// owns).
 pub fn present(root: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    let folders = Target::ALL
-        .iter()
-        .map(|t| (Path::new(UNITS_DIR).join(t.dir()), t.extensions()))
-        .chain(std::iter::once((
-            PathBuf::from(kubernetes::DIR),
-            &[".yaml"][..],
-        )));
-    for (dir, extensions) in folders {
-        // In kubernetes/ only what this target wrote is ours: a namespace or claim manifest of
-        // the team's own stays.
-        let ours_only = dir == Path::new(kubernetes::DIR);
-        for (_, path) in crate::fsutil::list_named(&root.join(&dir), "", extensions)? {
+    for folder in folders() {
+        for (_, path) in crate::fsutil::list_named(&root.join(&folder.dir), "", folder.extensions)?
+        {
             if std::fs::symlink_metadata(&path)?.is_file() {
                 let bytes = std::fs::read(&path)?;
-                if ours_only && !bytes.starts_with(kubernetes::HEADER_START.as_bytes()) {
+                if folder
+                    .ours_begin
+                    .is_some_and(|begin| !bytes.starts_with(begin.as_bytes()))
+                {
                     continue;
                 }
                 let name = path.file_name().unwrap_or_default();
-                out.insert(dir.join(name), bytes);
+                out.insert(folder.dir.join(name), bytes);
             }
         }
     }
@@ -101,11 +146,7 @@ impl Difference {
             Difference::Stale { path, .. } => format!(
                 "{}: stale ({} changed since it was rendered)",
                 path.display(),
-                if path.starts_with(kubernetes::DIR) {
-                    "its definition or kubernetes.toml"
-                } else {
-                    "its definition"
-                }
+                folder_of(path).map_or("its definition", |f| f.rendered_from)
             ),
             Difference::Edited { path, .. } => {
                 format!("{}: edited by hand", path.display())
@@ -139,12 +180,9 @@ pub fn compare(
 ) -> Vec<Difference> {
     let mut out = Vec::new();
     for (path, want) in desired {
-        let have = present.get(path).map(|have| {
-            if path.starts_with(kubernetes::DIR) {
-                std::borrow::Cow::Owned(kubernetes::without_suspend(have))
-            } else {
-                std::borrow::Cow::Borrowed(have)
-            }
+        let have = present.get(path).map(|have| match folder_of(path) {
+            Some(folder) => (folder.normalize)(have),
+            None => Cow::Borrowed(have.as_slice()),
         });
         match have.as_deref() {
             None => out.push(Difference::Missing(path.clone())),
