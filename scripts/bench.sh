@@ -187,17 +187,21 @@ hf "$work/h-crowd.json" "curl -sf -o /dev/null -H '$(cookie "$work/m-1k" "$url_k
 rss_crowd=$(awk '/^VmRSS/ {print $2}' "/proc/$dpid_k/status")
 kill "$crowd_pid" 2>/dev/null || true
 
-rss() { # peak RSS in KiB over 5 firings of $1: the largest process, keeper or runner (peak_rss.py)
-    local max=0 v
-    for _ in 1 2 3 4 5; do
-        v=$(python3 "$(dirname "$0")/peak_rss.py" $(fire "$1" "$work/d-rss"))
-        ((v > max)) && max=$v
-    done
-    echo "$max"
-}
-rss_noop=$(rss noop)
-rss_some=$(rss some)
-rss_loud=$(rss loud)
+# Peak RSS in KiB of one firing of $1: the larger of its two processes, keeper or runner.
+peak_firing() { python3 "$(dirname "$0")/peak_rss.py" $(fire "$1" "$work/d-rss"); }
+median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+# 9 firings of each, alternating. The absolute bounds take the largest; "flat with output" compares
+# medians, since one firing's peak lands on one of a few 128 KiB steps (where the heap's top falls)
+# whatever its output: the largest of a few is a draw of those steps, not a measure of growth.
+rss_noop=0 rss_loud=0
+louds=() somes=()
+for _ in 1 2 3 4 5 6 7 8 9; do
+    v=$(peak_firing noop) && ((v > rss_noop)) && rss_noop=$v
+    v=$(peak_firing loud) && louds+=("$v") && ((v > rss_loud)) && rss_loud=$v
+    somes+=("$(peak_firing some)")
+done
+rss_loud_median=$(median "${louds[@]}")
+rss_some_median=$(median "${somes[@]}")
 
 # 10, 100 and 1,000 definitions with 100 runs each (and a skipped firing beside each run):
 # validate, list, health and the dashboard's first page, each with its index already built.
@@ -250,12 +254,12 @@ for _ in 1 2 3; do
     ((ms - 1000 > overshoot)) && overshoot=$((ms - 1000))
 done
 
-python3 - "$work" "$ROUNDS" "$rss_noop" "$rss_some" "$rss_loud" "$overshoot" "$index_ms" \
+python3 - "$work" "$ROUNDS" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
     "$rss_http_cap" "$rss_http_file" "$rss_dash" "$order_found" "$order_all" "$rss_crowd" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
-(rounds, rss_noop, rss_some, rss_loud, overshoot, index_ms, rss_http_cap, rss_http_file,
- rss_dash, order_found, order_all, rss_crowd) = map(int, sys.argv[2:])
+(rounds, rss_noop, rss_some, rss_loud, rss_loud_median, overshoot, index_ms, rss_http_cap,
+ rss_http_file, rss_dash, order_found, order_all, rss_crowd) = map(int, sys.argv[2:])
 def medians(name):
     # Medians: one stall of this machine's disk or scheduler must not decide a comparison.
     return [r["median"] * 1000 for r in json.load(open(f"{work}/{name}"))["results"]]
@@ -290,8 +294,9 @@ rows = [
      f"median of {rounds} rounds ({look_ratios[0]:.2f}-{look_ratios[-1]:.2f}); {look_fail:.2f} ms vs {plain_fail:.2f} ms"),
     ("peak RSS of a firing of noop (keeper or runner)", rss_noop / 1024, "<= 3 MiB", rss_noop <= 3072, f"{rss_noop} KiB"),
     ("peak RSS of a firing with 20 MB of output", rss_loud / 1024, "<= 3 MiB", rss_loud <= 3072, f"{rss_loud} KiB"),
-    ("peak RSS, 20 MB of output / 2 MB of output", rss_loud / rss_some, "<= 1.02", rss_loud <= rss_some * 1.02,
-     f"{rss_loud} KiB vs {rss_some} KiB (no output: {rss_noop} KiB)"),
+    ("peak RSS, 20 MB of output / 2 MB of output", rss_loud_median / rss_some, "<= 1.02",
+     rss_loud_median <= rss_some * 1.02,
+     f"medians of 9: {rss_loud_median} KiB vs {rss_some} KiB (no output, largest: {rss_noop} KiB)"),
     ("run noop, 1,000,000-line log / empty log", million / empty, "<= 1.1", million / empty <= 1.1,
      f"{million:.2f} ms vs {empty:.2f} ms"),
     ("runs -n 20, 1,000,000-line log / 1,000-line log", m1 / k1, "<= 2", m1 / k1 <= 2,
