@@ -150,6 +150,10 @@ pub fn entry<'a>(
     }
 }
 
+/// A next firing: when, the jitter it adds, and whose schedule it is ("installed" or
+/// "definition").
+type NextFiring = (schedule::Next, Option<chrono::Duration>, &'static str);
+
 /// When `d` fires next, what adds its jitter, and whose schedule that is ("installed" or
 /// "definition"). What fires is what was installed: its schedule, not the definition's (which may
 /// be edited). The run starts its jitter after the slot: that is the time to show.
@@ -159,7 +163,7 @@ fn next_firing(
     installed: Option<&Installed>,
     now: &chrono::DateTime<chrono::Local>,
     last_start: Option<chrono::DateTime<chrono::Utc>>,
-) -> Option<(schedule::Next, Option<chrono::Duration>, &'static str)> {
+) -> Option<NextFiring> {
     let i = installed.filter(|_| !paused)?;
     let (n, jitter) = schedule::next_run(
         i.schedule.as_ref()?,
@@ -181,7 +185,7 @@ fn next_words(
     d: &Definition,
     paused: bool,
     installed: bool,
-    next: Option<&(schedule::Next, Option<chrono::Duration>, &'static str)>,
+    next: Option<&NextFiring>,
     now: &chrono::DateTime<chrono::Local>,
 ) -> Option<String> {
     if paused && installed {
