@@ -183,8 +183,8 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     //      person's run goes ahead and is told.
     let state = State::new(&s.data_root);
     let installed = approved(s, &state, &def, name, trigger)?;
-    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
-        return Ok(told(s, name, skipped));
+    if let Some((reason, detail)) = why_not(&log, &state, &def, name, trigger, &installed)? {
+        return Ok(told(s, name, skip(&log, name, trigger, reason, detail)?));
     }
     // The jitter: a scheduled firing waits its slot's delay before it contends for the lock (a
     // person's run never waits). A pause or a stop-all set meanwhile is seen under the lock.
@@ -194,17 +194,17 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         wait
     });
     let Some(lock) = take_lock(s, name)? else {
-        let skipped = skip(
+        let busy = skip(
             &log,
             name,
             trigger,
             SkipReason::AlreadyRunning,
             String::new(),
         )?;
-        return Ok(told(s, name, skipped));
+        return Ok(told(s, name, busy));
     };
-    if let Some(skipped) = switches_and_slot(&log, &state, &def, name, trigger, &installed)? {
-        return Ok(told(s, name, skipped));
+    if let Some((reason, detail)) = why_not(&log, &state, &def, name, trigger, &installed)? {
+        return Ok(told(s, name, skip(&log, name, trigger, reason, detail)?));
     }
     let run_id = new_run_id(Utc::now());
     let pings = crate::healthchecks::ping::Pings::prepare(s, name, &run_id);
@@ -455,7 +455,7 @@ struct Approval {
 }
 
 /// Reads the install record once and checks the pins: for a scheduled firing always (its skip
-/// comes in [`switches_and_slot`]); for a person's run only to warn, on stderr, that the unit will
+/// comes from [`why_not`]); for a person's run only to warn, on stderr, that the unit will
 /// not run this version. A record that cannot be read is no approval.
 fn approved(
     s: &Settings,
@@ -499,22 +499,7 @@ fn approved(
 }
 
 /// Steps 2 and 3: the kill switch, the pause, the pins of a scheduled firing, the login run, the
-/// daily slot. `Some` is the recorded skip.
-fn switches_and_slot(
-    log: &RunLog,
-    state: &State,
-    def: &Definition,
-    name: &Name,
-    trigger: Trigger,
-    installed: &Approval,
-) -> Result<Option<Report>, RunError> {
-    match why_not(log, state, def, name, trigger, installed)? {
-        Some((reason, detail)) => skip(log, name, trigger, reason, detail).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// Why this firing must not run, with the words that follow the reason, if it must not.
+/// daily slot. `Some` is why this firing must not run, with the words that follow the reason.
 fn why_not(
     log: &RunLog,
     state: &State,
