@@ -596,27 +596,52 @@ pub fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
 }
 
-/// Waits for `child` and returns its status and its peak resident memory in KiB (its own, from
-/// `wait4`, not its parent's or siblings').
-pub fn wait_with_peak_rss(child: std::process::Child) -> (std::process::ExitStatus, u64) {
-    use std::os::unix::process::ExitStatusExt;
-    let mut child = child;
-    // Whatever it prints must not fill its pipe while it is waited for.
-    let out = child
-        .stdout
-        .take()
-        .map(|mut o| std::thread::spawn(move || std::io::copy(&mut o, &mut std::io::sink())));
-    let mut status = 0;
-    // SAFETY: a zeroed rusage is a valid out-parameter; the pid is our own child's.
-    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as i32;
-    let r = unsafe { nix::libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    if let Some(t) = out {
-        let _ = t.join();
+/// Peak resident memory (KiB) of `cmd` as GNU time reports it, with its output; None without
+/// /usr/bin/time. Not `wait4`'s `ru_maxrss` of a child spawned here: Linux carries the spawning
+/// process's own high-water mark into the child at exec, and under `cargo test` that process holds
+/// every test's threads and buffers (a 3 MiB child read 235 MiB in CI once). GNU time is a small
+/// process whose child starts from its own few MiB.
+pub fn peak_rss(cmd: Command) -> Option<(std::process::Output, u64)> {
+    if !Path::new("/usr/bin/time").exists() {
+        return None;
     }
-    (
-        std::process::ExitStatus::from_raw(status),
-        u64::try_from(usage.ru_maxrss).unwrap_or(0),
-    )
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut timed = Command::new("/usr/bin/time");
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))));
+    if let Some(dir) = cmd.get_current_dir() {
+        timed.current_dir(dir);
+    }
+    let o = timed.output().unwrap();
+    let kib = std::fs::read_to_string(report.path())
+        .ok()?
+        .trim()
+        .lines()
+        .last()?
+        .parse()
+        .ok()?;
+    Some((o, kib))
+}
+
+/// The flake behind CI's failure of 2026-12-01: a 3 MiB `notify test` read 235 MiB because this
+/// process (every test's threads, under `cargo test`) had once been that large. With this process
+/// grown past 256 MiB, `peak_rss` of `/bin/true` is still `/bin/true`'s.
+#[test]
+fn peak_rss_is_the_commands_own_not_this_processs() {
+    let mut ballast = vec![0u8; 256 << 20];
+    for page in ballast.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(&ballast);
+    let Some((o, kib)) = peak_rss(Command::new("/bin/true")) else {
+        return skip("peak_rss_is_the_commands_own", "GNU time is missing");
+    };
+    drop(ballast);
+    assert!(o.status.success());
+    assert!(kib < 16 * 1024, "/bin/true peaked at {kib} KiB");
 }

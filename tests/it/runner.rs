@@ -1,7 +1,6 @@
 //! `automations run` with real processes in temporary data roots: tree kill, locks, the log,
 //! environment, output, results, pause and the kill switch, exit codes.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -299,33 +298,6 @@ fn environment_is_exactly_the_allowed_set() {
     );
 }
 
-/// Peak RSS (KiB) of `automations run NAME` measured by GNU time, or None without it.
-fn peak_rss_kib(sb: &Sandbox, name: &str) -> Option<u64> {
-    let time = Path::new("/usr/bin/time");
-    if !time.exists() {
-        return None;
-    }
-    let mut c = sb.cmd(["run", name]);
-    let args: Vec<_> = std::iter::once(c.get_program().to_owned())
-        .chain(c.get_args().map(|a| a.to_owned()))
-        .collect();
-    let mut t = std::process::Command::new(time);
-    t.arg("-f").arg("RSS=%M").args(&args);
-    t.env_clear();
-    for (k, v) in c.get_envs() {
-        if let Some(v) = v {
-            t.env(k, v);
-        }
-    }
-    t.current_dir(&sb.root);
-    let o = t.output().unwrap();
-    c.env_clear();
-    stderr(&o)
-        .lines()
-        .find_map(|l| l.strip_prefix("RSS="))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 #[test]
 fn twenty_megabytes_of_output_keep_the_last_8_kib_and_flat_memory() {
     let sb = Sandbox::new();
@@ -343,8 +315,11 @@ fn twenty_megabytes_of_output_keep_the_last_8_kib_and_flat_memory() {
     assert_eq!(tail.len(), 8192);
     assert!(tail.ends_with("aaaEND"));
     assert_eq!(f["dropped"]["stdout"], 20_000_003 - 8192);
-    match (peak_rss_kib(&sb, "noop"), peak_rss_kib(&sb, "big")) {
-        (Some(quiet), Some(loud)) => {
+    match (
+        peak_rss(sb.cmd(["run", "noop"])),
+        peak_rss(sb.cmd(["run", "big"])),
+    ) {
+        (Some((_, quiet)), Some((_, loud))) => {
             eprintln!("peak RSS: noop {quiet} KiB, 20 MB of output {loud} KiB");
             assert!(
                 loud <= quiet + 1024,
