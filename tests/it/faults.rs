@@ -22,7 +22,7 @@ fn a_sigkilled_runner_takes_its_whole_tree_and_no_second_run_starts_beside_it() 
         ),
     );
     let mut runner = sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap();
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     while read_pids(&pids).len() < 4 {
         assert!(
             Instant::now() < until,
@@ -89,7 +89,7 @@ fn the_next_run_clears_the_scratch_an_interrupted_run_left() {
     );
     let mut runner = sb.cmd(["run", "t"]).stdout(Stdio::null()).spawn().unwrap();
     let scratch = sb.data.join("scratch/t");
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     let left = loop {
         let found = std::fs::read_dir(&scratch)
             .into_iter()
@@ -112,7 +112,7 @@ fn the_next_run_clears_the_scratch_an_interrupted_run_left() {
         "an interrupted run leaves its scratch behind"
     );
     sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + Duration::from_secs(30);
     while stdout(&sb.run(["run", "t"])).contains("already_running") {
         assert!(Instant::now() < until);
         std::thread::sleep(Duration::from_millis(20));
@@ -146,7 +146,7 @@ fn a_fifo_or_directory_definition_is_refused_without_blocking() {
         (vec!["check"], 2),
         (vec!["run", "f"], 2),
     ] {
-        let o = run_within(sb.cmd(&args), 10, &args.join(" "));
+        let o = run_within(sb.cmd(&args), 30, &args.join(" "));
         assert_code(&o, code);
         let err = stderr(&o);
         assert!(
@@ -160,7 +160,7 @@ fn a_fifo_or_directory_definition_is_refused_without_blocking() {
             );
         }
     }
-    let o = run_within(sb.cmd(["list"]), 10, "list");
+    let o = run_within(sb.cmd(["list"]), 30, "list");
     assert_code(&o, 0);
     assert!(
         stdout(&o).contains("2 invalid definition problem(s)"),
@@ -170,7 +170,7 @@ fn a_fifo_or_directory_definition_is_refused_without_blocking() {
     // A scheduled firing of it is recorded as a failed run naming the problem, not a hang.
     let mut sched = sb.cmd(["run", "f", "--trigger", "schedule"]);
     sched.env("AUTOMATIONS_NOTIFY", "off");
-    let o = run_within(sched, 10, "run f --trigger schedule");
+    let o = run_within(sched, 30, "run f --trigger schedule");
     assert_code(&o, 1);
     assert_eq!(sb.last_finished()["error"]["class"], "definition_invalid");
     sb.assert_log_verifies();
@@ -187,7 +187,7 @@ fn a_fifo_env_file_fails_the_run_at_once_and_frees_the_lock() {
     );
     std::fs::create_dir_all(sb.data.join("env")).unwrap();
     mkfifo(&sb.data.join("env/e.env"));
-    let o = run_within(sb.cmd(["run", "e"]), 10, "run with a FIFO env file");
+    let o = run_within(sb.cmd(["run", "e"]), 30, "run with a FIFO env file");
     assert_code(&o, 1);
     let f = sb.last_finished();
     assert_eq!(f["error"]["class"], "env_file", "{f}");
@@ -198,7 +198,7 @@ fn a_fifo_env_file_fails_the_run_at_once_and_frees_the_lock() {
     );
     // The lock is free: a second run is not skipped as already running.
     std::fs::remove_file(sb.data.join("env/e.env")).unwrap();
-    let o = run_within(sb.cmd(["run", "e"]), 10, "second run");
+    let o = run_within(sb.cmd(["run", "e"]), 30, "second run");
     assert_code(&o, 0);
     sb.assert_log_verifies();
 }
@@ -244,7 +244,7 @@ fn special_files_in_the_data_root_are_refused_with_their_path() {
         )
         .unwrap();
         make(&p);
-        let o = run_within(sb.cmd(["run", "t"]), 10, rel);
+        let o = run_within(sb.cmd(["run", "t"]), 30, rel);
         assert_code(&o, 3);
         let err = stderr(&o);
         assert!(
@@ -346,7 +346,7 @@ fn links_planted_by_another_user_are_never_followed() {
         vec!["runs"],
         vec!["pause", "t", "--reason", "x"],
     ] {
-        let o = run_within(sb.cmd(&args), 10, &args.join(" "));
+        let o = run_within(sb.cmd(&args), 30, &args.join(" "));
         assert_code(&o, 3);
         assert!(
             stderr(&o).contains("writable by group or others") && stderr(&o).contains("chmod 700"),
@@ -360,11 +360,11 @@ fn links_planted_by_another_user_are_never_followed() {
     for d in [&sb.data, &sb.data.join("locks")] {
         std::fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
     }
-    let o = run_within(sb.cmd(["run", "t"]), 10, "run with planted links");
+    let o = run_within(sb.cmd(["run", "t"]), 30, "run with planted links");
     assert_code(&o, 3);
     assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
     std::fs::remove_file(sb.data.join("runs.lock")).unwrap();
-    let o = run_within(sb.cmd(["run", "t"]), 10, "run with planted links");
+    let o = run_within(sb.cmd(["run", "t"]), 30, "run with planted links");
     assert_code(&o, 3);
     let err = stderr(&o);
     assert!(
@@ -832,15 +832,23 @@ def sleeper():
 def own_session():
     os.setsid()
     sleeper()
+def orphaned(parent):
+    # Noted only once the middle process is gone, so none is still alive when the command ends.
+    while os.getppid() == parent:
+        time.sleep(0.005)
 def orphan():
+    parent = os.getpid()
     if os.fork() == 0:
+        orphaned(parent)
         note(os.getpid())
         sleeper()
     os._exit(0)
 def daemon():
     os.setsid()
+    parent = os.getpid()
     if os.fork() == 0:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        orphaned(parent)
         note(os.getpid())
         os.execve("/bin/sleep", ["sleep", "300"], {})
     os._exit(0)

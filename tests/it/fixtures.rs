@@ -96,7 +96,7 @@ impl Keyring {
         assert!(started.success());
         // Ready when it takes a write: right after starting, the default collection is not always
         // the unlocked login one yet, and a store would read as "locked".
-        let until = std::time::Instant::now() + Duration::from_secs(10);
+        let until = std::time::Instant::now() + Duration::from_secs(30);
         loop {
             let mut probe = k
                 .command("secret-tool")

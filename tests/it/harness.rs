@@ -294,10 +294,12 @@ impl Sandbox {
         std::fs::write(dir.join(format!("{name}.json")), record.to_string()).unwrap();
     }
 
-    /// Every line of the live run log, parsed.
+    /// Every whole line of the live run log, parsed. A last line without its newline is left out:
+    /// read while a run appends, the file can end in part of a line being written.
     pub fn log_lines(&self) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(self.data.join("runs.jsonl")).unwrap_or_default();
-        text.lines()
+        text.split_inclusive('\n')
+            .filter_map(|l| l.strip_suffix('\n'))
             .map(|l| {
                 serde_json::from_str(l).unwrap_or_else(|e| panic!("invalid log line {l:?}: {e}"))
             })
@@ -333,7 +335,7 @@ impl Sandbox {
 /// runner/keeper.rs). Waits for it to appear.
 pub fn runner_of(firing: &std::process::Child) -> i32 {
     let keeper = firing.id();
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let kids = std::fs::read_to_string(format!("/proc/{keeper}/task/{keeper}/children"))
             .unwrap_or_default();
@@ -410,14 +412,24 @@ pub fn run_on_pty(cmd: Command, prompt: &str, answer: &str) -> PtyRun {
 
 /// Like `run_on_pty`, answering each prompt in turn as it appears.
 pub fn run_on_pty_answers(mut cmd: Command, answers: &[(&str, &str)]) -> PtyRun {
+    use nix::fcntl::OFlag;
     use std::io::{Read, Write};
-    use std::os::fd::{AsRawFd, FromRawFd};
+    use std::os::unix::fs::OpenOptionsExt;
     use std::os::unix::process::CommandExt;
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    let slave = pty.slave;
-    let fd = slave.as_raw_fd();
-    // SAFETY: dup of a valid fd; each Stdio owns its own copy.
-    let stdio = || unsafe { std::process::Stdio::from_raw_fd(nix::libc::dup(fd)) };
+    // Both sides close-on-exec from the start (openpty's are not): a process another test thread
+    // spawns meanwhile must not inherit the slave side, or reading the master would wait for it.
+    let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)
+        .expect("posix_openpt");
+    nix::pty::grantpt(&master).expect("grantpt");
+    nix::pty::unlockpt(&master).expect("unlockpt");
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(nix::libc::O_NOCTTY)
+        .open(nix::pty::ptsname_r(&master).expect("ptsname"))
+        .expect("open the pty's slave side");
+    // try_clone duplicates close-on-exec; the child's dup2 onto 0, 1, 2 clears it there.
+    let stdio = || std::process::Stdio::from(slave.try_clone().unwrap());
     cmd.stdin(stdio()).stdout(stdio()).stderr(stdio());
     // SAFETY: setsid and ioctl are async-signal-safe.
     unsafe {
@@ -433,7 +445,7 @@ pub fn run_on_pty_answers(mut cmd: Command, answers: &[(&str, &str)]) -> PtyRun 
     // Only the child may hold the terminal's slave side, or reading the master never ends.
     drop(cmd);
     drop(slave);
-    let mut master = std::fs::File::from(pty.master);
+    let mut master = std::fs::File::from(std::os::fd::OwnedFd::from(master));
     let mut output = Vec::new();
     let mut next = 0;
     let mut seen_upto = 0;
@@ -497,10 +509,11 @@ fn install_executable(from: &Path, to: &Path) {
     );
 }
 
-/// Polls `cond` every 10 ms until it holds; panics naming `what` after 10 s.
+/// Polls `cond` every 10 ms until it holds; panics naming `what` after 60 s.
 #[track_caller]
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
-    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Only a guard against a hang: a loaded CI machine may take seconds to start a debug binary.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !cond() {
         assert!(
             std::time::Instant::now() < until,

@@ -242,16 +242,12 @@ fn an_interrupted_run_is_a_failure_and_named() {
 
 #[test]
 fn staleness_counts_awake_time_not_the_time_asleep() {
-    let up = automations::clock::now().awake_ms;
-    if up < 5 * 60_000 {
-        return skip(
-            "staleness_counts_awake_time",
-            "the machine has been up for less than 5 minutes",
-        );
-    }
+    // Awake offsets this machine has been up for (a fresh CI machine may have booted minutes ago).
+    let up = i64::try_from(automations::clock::now().awake_ms).unwrap();
+    let awake_for = |minutes: i64| Duration::milliseconds((minutes * 60_000).min(up / 2));
     // Every 60 minutes: stale after 3 h. The last success was 4 h ago by the wall clock, but the
-    // clocks show the machine asleep for 2 of those hours... here, awake for only 1 minute since.
-    for (awake, stale) in [(Duration::minutes(1), false), (Duration::minutes(4), false)] {
+    // clocks show the machine asleep for most of those hours: awake for only minutes since.
+    for (awake, stale) in [(awake_for(1), false), (awake_for(4), false)] {
         let sb = Sandbox::new();
         sb.definition(
             "hourly",
@@ -339,7 +335,9 @@ fn the_stale_limit_follows_the_longest_gap_between_slots() {
 
 #[test]
 fn a_stale_daily_job_and_an_install_that_never_fired() {
-    let sb = Sandbox::new();
+    let mut sb = Sandbox::new();
+    // A day of 24 h (a week with a DST change in the machine's zone has one of 23 or 25).
+    sb.env("TZ", "UTC");
     sb.definition(
         "daily",
         "name = \"daily\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"04:00\"\n",

@@ -210,7 +210,15 @@ fn install_run_drift_and_uninstall_for_real() {
     // A 5-minute interval is a wall-clock grid: the next elapse is on a :00/:05 boundary, and
     // slots missed in sleep or power-off are caught up (Persistent).
     assert_eq!(m.prop(TIMER, "Persistent"), "yes");
+    let epoch_now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    };
+    let before = epoch_now();
     let shown = m.prop(TIMER, "NextElapseUSecRealtime");
+    let after = epoch_now();
     let epoch = Command::new("date")
         .args(["-d", &shown, "+%s"])
         .output()
@@ -224,11 +232,11 @@ fn install_run_drift_and_uninstall_for_real() {
         0,
         "next elapse {next} is not on a 5-minute boundary"
     );
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs();
-    assert!(next > now && next <= now + 300, "next {next}, now {now}");
+    // Read between `before` and `after`: a boundary passing while it is read cannot fail this.
+    assert!(
+        next >= before && next <= after + 300,
+        "next {next}, read between {before} and {after}"
+    );
     let record: serde_json::Value = serde_json::from_slice(
         &std::fs::read(sb.data.join("state/installed/heartbeat.json")).unwrap(),
     )
@@ -376,8 +384,10 @@ fn a_real_timer_fires_the_runner() {
         "minutely",
         "name = \"minutely\"\ncommand = [\"sh\", \"-c\", \"echo fired\"]\n[schedule]\nevery_minutes = 1\n",
     );
+    assert_pty_ok(&install(&sb, "minutely"));
     // Local wall-clock times (the manager has no TZ: it reads the zone from /etc/localtime, as
-    // this process does unless TZ says otherwise), the first a whole minute 30 to 90 s ahead.
+    // this process does unless TZ says otherwise), the first a whole minute 30 to 90 s ahead
+    // of the install that follows at once.
     let soon = chrono::Utc::now() + chrono::Duration::seconds(90);
     let first = soon
         - chrono::Duration::seconds(i64::from(chrono::Timelike::second(&soon)))
@@ -395,7 +405,6 @@ fn a_real_timer_fires_the_runner() {
             first_local.format("%H:%M")
         ),
     );
-    assert_pty_ok(&install(&sb, "minutely"));
     assert_pty_ok(&install(&sb, "twice"));
     let until = Instant::now() + Duration::from_secs(180);
     loop {
