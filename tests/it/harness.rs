@@ -422,11 +422,16 @@ pub fn run_on_pty_answers(mut cmd: Command, answers: &[(&str, &str)]) -> PtyRun 
         .expect("posix_openpt");
     nix::pty::grantpt(&master).expect("grantpt");
     nix::pty::unlockpt(&master).expect("unlockpt");
+    #[cfg(target_os = "linux")]
+    let name = nix::pty::ptsname_r(&master);
+    // SAFETY: macOS has no ptsname_r; only compiled there (these tests run on Linux).
+    #[cfg(not(target_os = "linux"))]
+    let name = unsafe { nix::pty::ptsname(&master) };
     let slave = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .custom_flags(nix::libc::O_NOCTTY)
-        .open(nix::pty::ptsname_r(&master).expect("ptsname"))
+        .open(name.expect("ptsname"))
         .expect("open the pty's slave side");
     // try_clone duplicates close-on-exec; the child's dup2 onto 0, 1, 2 clears it there.
     let stdio = || std::process::Stdio::from(slave.try_clone().unwrap());
