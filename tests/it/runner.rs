@@ -1071,7 +1071,8 @@ fn walk_only_case(exit_normally: bool) {
         if exit_normally { "exit 0" } else { "sleep 300" },
         py = py.display(),
     );
-    sh_def(&sb, "w", if exit_normally { 60 } else { 3 }, &script);
+    // A deadline that python's start-up and the forks fit in on a loaded machine.
+    sh_def(&sb, "w", if exit_normally { 60 } else { 8 }, &script);
     let mut child = sb.cmd(["run", "w"]).stdout(Stdio::piped()).spawn().unwrap();
     let keeper = child.id() as i32;
     let status = child.wait().unwrap();
