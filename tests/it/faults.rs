@@ -1155,8 +1155,9 @@ fn descriptors_the_runner_inherits_never_reach_the_command() {
     assert!(out.starts_with("fd7-closed"), "{out}");
     // What the command holds: 0, 1, 2 and the one `ls` reads its own fd folder with. Listed by
     // the command itself (the shell `exec`s ls): a shell listing `/proc/$$/fd` into a pipe saw its
-    // own pipe ends, 3 and 4, whenever ls read before the shell closed them — this test failed CI
-    // that way once under load (and did in 981 of 2,000 shells on a busy machine here).
+    // own pipe ends, 3 and 4, whenever ls read before the shell closed them (981 of 2,000 shells
+    // on a busy machine here) — the likely cause of this test's CI failure on 2026-12-01, whose
+    // message the report cut.
     let fds: Vec<&str> = out.lines().skip(1).collect();
     assert_eq!(fds, ["0", "1", "2", "3"], "{out}");
     assert_eq!(std::fs::read_to_string(sb.path("seven")).unwrap(), "");

@@ -810,7 +810,7 @@ fn at_login_runs_once_per_session_of_the_manager() {
 /// been made (counted in `tries`); retried `retries` times, a second apart.
 fn flaky(sb: &Sandbox, name: &str, retries: u32, succeed_at: u32) -> std::path::PathBuf {
     let tries = sb.path(&format!("{name}-tries"));
-    // While `<name>-hold` exists, the second attempt waits: a test's other firing then meets the
+    // While `<name>-tries-hold` exists, the second attempt waits: a test's other firing then meets the
     // lock held however slowly it starts.
     let script = format!(
         "n=$(cat '{t}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{t}'; \
