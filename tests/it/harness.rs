@@ -614,8 +614,8 @@ pub fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).unwrap();
 }
 
-/// Peak resident memory (KiB) of `cmd` as GNU time reports it, with its output; None without
-/// /usr/bin/time. Not `wait4`'s `ru_maxrss` of a child spawned here: Linux carries the spawning
+/// Peak resident memory (KiB) of `cmd` as GNU time reports it, with its output; None only when
+/// /usr/bin/time is missing. Not `wait4`'s `ru_maxrss` of a child spawned here: Linux carries the spawning
 /// process's own high-water mark into the child at exec, and under `cargo test` that process holds
 /// every test's threads and buffers (a 3 MiB child read 235 MiB in CI once). GNU time is a small
 /// process whose child starts from its own few MiB.
@@ -636,13 +636,12 @@ pub fn peak_rss(cmd: Command) -> Option<(std::process::Output, u64)> {
         timed.current_dir(dir);
     }
     let o = timed.output().unwrap();
-    let kib = std::fs::read_to_string(report.path())
-        .ok()?
-        .trim()
+    let report = std::fs::read_to_string(report.path()).unwrap();
+    let kib = report
         .lines()
-        .last()?
-        .parse()
-        .ok()?;
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("GNU time reported no peak RSS: {report:?}"));
     Some((o, kib))
 }
 

@@ -210,20 +210,14 @@ fn install_run_drift_and_uninstall_for_real() {
     // A 5-minute interval is a wall-clock grid: the next elapse is on a :00/:05 boundary, and
     // slots missed in sleep or power-off are caught up (Persistent).
     assert_eq!(m.prop(TIMER, "Persistent"), "yes");
-    let epoch_now = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs()
-    };
-    let before = epoch_now();
+    let before = chrono::Utc::now().timestamp();
     let shown = m.prop(TIMER, "NextElapseUSecRealtime");
-    let after = epoch_now();
+    let after = chrono::Utc::now().timestamp();
     let epoch = Command::new("date")
         .args(["-d", &shown, "+%s"])
         .output()
         .unwrap();
-    let next: u64 = stdout(&epoch)
+    let next: i64 = stdout(&epoch)
         .trim()
         .parse()
         .unwrap_or_else(|e| panic!("NextElapseUSecRealtime {shown:?}: {e}"));
