@@ -76,19 +76,18 @@ index_ms=$((($(date +%s%N) - t0) / 1000000))
 
 hf() { hyperfine -N --style basic --warmup 20 --runs "$RUNS" --export-json "$@" 2>&1 | grep -E '^(Benchmark|  Time)'; }
 
-# A firing against flock + timeout, in ROUNDS alternating rounds: a 2-core machine's noise comes
-# in waves longer than one command's runs, so each round's ratio is taken and the median kept. The
-# manual run (`automations run noop`, which prints its summary line) is timed in the same rounds.
-ROUNDS=${BENCH_ROUNDS:-9}
-echo "== a firing of noop (the argv its unit runs) and a manual run vs flock + timeout, $ROUNDS rounds"
-for r in $(seq "$ROUNDS"); do
-    hyperfine -N --style none --warmup 10 --runs $(((RUNS + ROUNDS - 1) / ROUNDS)) --export-json "$work/h-run-$r.json" \
-        "$(fire noop "$work/d-run")" "flock -n $work/L timeout 300 /bin/true" "/bin/true" \
-        "$A --data-root $work/d-manual run noop" >/dev/null 2>&1
-done
+# A firing against flock + timeout, interleaved and paired (scripts/paired.py): each of PAIRED
+# iterations runs every command once in a shuffled order, and the ratio is the median of the
+# iterations' own ratios. The manual run (`automations run noop`, which prints its summary line)
+# and a bare /bin/true are timed in the same iterations.
+PAIRED=${BENCH_PAIRED:-600}
+paired() { python3 "$(dirname "$0")/paired.py" "$@"; }
+echo "== a firing of noop (the argv its unit runs) and a manual run vs flock + timeout, $PAIRED paired iterations"
+paired "$work/p-run.json" "$PAIRED" "$(fire noop "$work/d-run")" "flock -n $work/L timeout 300 /bin/true" "/bin/true" \
+    "$A --data-root $work/d-manual run noop"
 
 # The runner's look after a failed run, with notifications configured (ntfy to a local server that
-# takes every message), against the same failed run without: in alternating rounds too.
+# takes every message), against the same failed run without: paired too.
 python3 -c 'import http.server as h, sys
 class H(h.BaseHTTPRequestHandler):
     def do_POST(self):
@@ -104,18 +103,13 @@ mkdir -m 700 "$work/d-look"
 approve "$work/d-look"
 printf '[ntfy]\nurl = "http://127.0.0.1:%s/bench"\n' "$(cat "$work/ntfy.port")" >"$work/d-look/notify.toml"
 chmod 600 "$work/d-look/notify.toml"
-echo "== a failed run with notifications configured (the look after it) vs without, $ROUNDS rounds"
-for r in $(seq "$ROUNDS"); do
-    env -u AUTOMATIONS_NOTIFY hyperfine -N -i --style none --warmup 10 --runs $(((RUNS + ROUNDS - 1) / ROUNDS)) \
-        --export-json "$work/h-look-$r.json" "$(fire fail "$work/d-nolook")" "$(fire fail "$work/d-look")" >/dev/null 2>&1
-done
-# A firing appends and never reads the log: the two should cost the same, so the comparison of two
-# near-equal numbers is taken in alternating rounds too (one noise wave decided it once: 1.17).
-echo "== appends: run noop with an empty log vs a 1,000,000-line log, $ROUNDS rounds"
-for r in $(seq "$ROUNDS"); do
-    hyperfine -N --style none --warmup 10 --runs $(((RUNS + ROUNDS - 1) / ROUNDS)) --export-json "$work/h-log-$r.json" \
-        "$(fire noop "$work/d-empty")" "$(fire noop "$work/d-1m")" >/dev/null 2>&1
-done
+echo "== a failed run with notifications configured (the look after it) vs without, $PAIRED paired iterations"
+env -u AUTOMATIONS_NOTIFY python3 "$(dirname "$0")/paired.py" "$work/p-look.json" "$PAIRED" \
+    "$(fire fail "$work/d-nolook")" "$(fire fail "$work/d-look")"
+# A firing appends and never reads the log: the two should cost the same, so these two near-equal
+# numbers are paired too (one noise wave decided it once: 1.17).
+echo "== appends: run noop with an empty log vs a 1,000,000-line log, $PAIRED paired iterations"
+paired "$work/p-log.json" "$PAIRED" "$(fire noop "$work/d-empty")" "$(fire noop "$work/d-1m")"
 echo "== readers: runs -n 20 on a 1,000-line log vs a 1,000,000-line log"
 hf "$work/h-runs.json" "$A --data-root $work/d-1k runs -n 20" "$A --data-root $work/d-1m runs -n 20"
 echo "== 20 automations: list, runs NAME -n 20 (one that ran, one that never did), health; 1,000 vs 1,000,000 lines"
@@ -259,31 +253,30 @@ for _ in 1 2 3; do
     ((ms - 1000 > overshoot)) && overshoot=$((ms - 1000))
 done
 
-python3 - "$work" "$ROUNDS" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
+python3 - "$work" "$PAIRED" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
     "$rss_http_cap" "$rss_http_file" "$rss_dash" "$order_found" "$order_all" "$rss_crowd" <<'PY'
 import json, statistics, sys
 work = sys.argv[1]
-(rounds, rss_noop, rss_some, rss_loud, rss_loud_median, overshoot, index_ms, rss_http_cap,
+(paired_n, rss_noop, rss_some, rss_loud, rss_loud_median, overshoot, index_ms, rss_http_cap,
  rss_http_file, rss_dash, order_found, order_all, rss_crowd) = map(int, sys.argv[2:])
 def medians(name):
     # Medians: one stall of this machine's disk or scheduler must not decide a comparison.
     return [r["median"] * 1000 for r in json.load(open(f"{work}/{name}"))["results"]]
-per_round = [medians(f"h-run-{r}.json") for r in range(1, rounds + 1)]
-ratios = sorted(run / flock for run, flock, _, _ in per_round)
-ratio = statistics.median(ratios)
-manual_ratios = sorted(manual / flock for _, flock, _, manual in per_round)
-manual_ratio = statistics.median(manual_ratios)
-run, flock, true, manual = (statistics.median(m[i] for m in per_round) for i in range(4))
-look_rounds = [medians(f"h-look-{r}.json") for r in range(1, rounds + 1)]
-look_ratios = sorted(look / plain for plain, look in look_rounds)
-look_ratio = statistics.median(look_ratios)
-plain_fail, look_fail = (statistics.median(m[i] for m in look_rounds) for i in range(2))
+def paired(name, base):
+    # Each command's median time, and per command the median and quartiles of its ratio to the
+    # command at index `base`, taken within each iteration (scripts/paired.py).
+    times = json.load(open(f"{work}/{name}"))["times_ms"]
+    def ratios(i):
+        r = sorted(a / b for a, b in zip(times[i], times[base]))
+        return statistics.median(r), r[len(r) // 4], r[3 * len(r) // 4]
+    return [statistics.median(t) for t in times], [ratios(i) for i in range(len(times))]
+def spread(r):
+    return f"median of {paired_n} paired ratios (quartiles {r[1]:.2f}-{r[2]:.2f})"
+(run, flock, true, manual), (fire_r, _, _, manual_r) = paired("p-run.json", 1)
+(plain_fail, look_fail), (_, look_r) = paired("p-look.json", 0)
+(empty, million), (_, log_r) = paired("p-log.json", 0)
 scale_rounds = {n: [medians(f"h-scale-{n}-{r}.json") for r in (1, 2, 3)] for n in (10, 100, 1000)}
 scale = {n: [statistics.median(m[i] for m in rs) for i in range(4)] for n, rs in scale_rounds.items()}
-log_rounds = [medians(f"h-log-{r}.json") for r in range(1, rounds + 1)]
-log_ratios = sorted(million / empty for empty, million in log_rounds)
-log_ratio = statistics.median(log_ratios)
-empty, million = (statistics.median(m[i] for m in log_rounds) for i in range(2))
 k1, m1 = medians("h-runs.json")
 def pair(name, label, target, detail=""):
     small, big = medians(name)
@@ -293,20 +286,19 @@ http, curl = medians("h-http.json")
 alone = medians("h-dash.json")[0]
 crowd = medians("h-crowd.json")[0]
 rows = [
-    ("a firing of noop / flock -n L timeout 300 /bin/true", ratio, "<= 0.8", ratio <= 0.8,
-     f"median of {rounds} rounds ({ratios[0]:.2f}-{ratios[-1]:.2f}); {run:.2f} ms vs {flock:.2f} ms"
-     f" (bare /bin/true {true:.2f} ms)"),
-    ("a manual run noop / flock -n L timeout 300 /bin/true", manual_ratio, "<= 1.0", manual_ratio <= 1.0,
-     f"median of {rounds} rounds ({manual_ratios[0]:.2f}-{manual_ratios[-1]:.2f}); {manual:.2f} ms"),
-    ("a failed run with notify.toml / without", look_ratio, "<= 1.5", look_ratio <= 1.5,
-     f"median of {rounds} rounds ({look_ratios[0]:.2f}-{look_ratios[-1]:.2f}); {look_fail:.2f} ms vs {plain_fail:.2f} ms"),
+    ("a firing of noop / flock -n L timeout 300 /bin/true", fire_r[0], "<= 0.8", fire_r[0] <= 0.8,
+     f"{spread(fire_r)}; {run:.2f} ms vs {flock:.2f} ms (bare /bin/true {true:.2f} ms)"),
+    ("a manual run noop / flock -n L timeout 300 /bin/true", manual_r[0], "<= 1.0", manual_r[0] <= 1.0,
+     f"{spread(manual_r)}; {manual:.2f} ms"),
+    ("a failed run with notify.toml / without", look_r[0], "<= 1.5", look_r[0] <= 1.5,
+     f"{spread(look_r)}; {look_fail:.2f} ms vs {plain_fail:.2f} ms"),
     ("peak RSS of a firing of noop (keeper or runner)", rss_noop / 1024, "<= 3 MiB", rss_noop <= 3072, f"{rss_noop} KiB"),
     ("peak RSS of a firing with 20 MB of output", rss_loud / 1024, "<= 3 MiB", rss_loud <= 3072, f"{rss_loud} KiB"),
     ("peak RSS, 20 MB of output / 2 MB of output", rss_loud_median / rss_some, "<= 1.02",
      rss_loud_median <= rss_some * 1.02,
      f"medians of 9: {rss_loud_median} KiB vs {rss_some} KiB (no output, largest: {rss_noop} KiB)"),
-    ("run noop, 1,000,000-line log / empty log", log_ratio, "<= 1.1", log_ratio <= 1.1,
-     f"median of {rounds} rounds ({log_ratios[0]:.2f}-{log_ratios[-1]:.2f}); {million:.2f} ms vs {empty:.2f} ms"),
+    ("run noop, 1,000,000-line log / empty log", log_r[0], "<= 1.1", log_r[0] <= 1.1,
+     f"{spread(log_r)}; {million:.2f} ms vs {empty:.2f} ms"),
     ("runs -n 20, 1,000,000-line log / 1,000-line log", m1 / k1, "<= 2", m1 / k1 <= 2,
      f"{m1:.2f} ms vs {k1:.2f} ms"),
     ("timeout overshoot of a command that dies on TERM", overshoot, "<= 100 ms", overshoot <= 100,
