@@ -104,8 +104,7 @@ approve "$work/d-look"
 printf '[ntfy]\nurl = "http://127.0.0.1:%s/bench"\n' "$(cat "$work/ntfy.port")" >"$work/d-look/notify.toml"
 chmod 600 "$work/d-look/notify.toml"
 echo "== a failed run with notifications configured (the look after it) vs without, $PAIRED paired iterations"
-env -u AUTOMATIONS_NOTIFY python3 "$(dirname "$0")/paired.py" "$work/p-look.json" "$PAIRED" \
-    "$(fire fail "$work/d-nolook")" "$(fire fail "$work/d-look")"
+(unset AUTOMATIONS_NOTIFY && paired "$work/p-look.json" "$PAIRED" "$(fire fail "$work/d-nolook")" "$(fire fail "$work/d-look")")
 # A firing appends and never reads the log: the two should cost the same, so these two near-equal
 # numbers are paired too (one noise wave decided it once: 1.17).
 echo "== appends: run noop with an empty log vs a 1,000,000-line log, $PAIRED paired iterations"

@@ -178,11 +178,7 @@ fn fifty_concurrent_runs_start_exactly_once() {
         .collect();
     // The run that got the lock holds it until every other firing has met it, however slowly 50
     // binaries start here (a fixed `sleep 2` could end before the last one tried the lock).
-    let log = sb.data.join("runs.jsonl");
-    wait_for("49 skipped firings", || {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        text.matches("\"event\":\"skipped\"").count() >= 49
-    });
+    wait_for("49 skipped firings", || sb.events("skipped").len() >= 49);
     std::fs::write(&gate, "").unwrap();
     for mut c in children {
         assert!(c.wait().unwrap().success());
@@ -806,17 +802,25 @@ fn at_login_runs_once_per_session_of_the_manager() {
     sb.assert_log_verifies();
 }
 
+/// The file whose presence holds a `flaky` job's second attempt, beside its `tries` counter.
+fn hold_of(tries: &std::path::Path) -> std::path::PathBuf {
+    let mut hold = tries.as_os_str().to_owned();
+    hold.push("-hold");
+    hold.into()
+}
+
 /// A scheduled automation every 5 minutes whose command fails until `succeed_at` attempts have
 /// been made (counted in `tries`); retried `retries` times, a second apart.
 fn flaky(sb: &Sandbox, name: &str, retries: u32, succeed_at: u32) -> std::path::PathBuf {
     let tries = sb.path(&format!("{name}-tries"));
-    // While `<name>-tries-hold` exists, the second attempt waits: a test's other firing then meets the
+    // While its hold file exists, the second attempt waits: a test's other firing then meets the
     // lock held however slowly it starts.
     let script = format!(
         "n=$(cat '{t}' 2>/dev/null || echo 0); n=$((n+1)); echo $n > '{t}'; \
-         while [ $n -eq 2 ] && [ -e '{t}-hold' ]; do sleep 0.05; done; \
+         while [ $n -eq 2 ] && [ -e '{h}' ]; do sleep 0.05; done; \
          echo attempt $n; [ $n -ge {succeed_at} ]",
-        t = tries.display()
+        t = tries.display(),
+        h = hold_of(&tries).display()
     );
     let script = serde_json::to_string(&script).unwrap();
     sb.definition(
@@ -837,7 +841,7 @@ fn flaky(sb: &Sandbox, name: &str, retries: u32, succeed_at: u32) -> std::path::
 fn a_failing_command_is_tried_again_under_the_same_lock() {
     let sb = Sandbox::new();
     let tries = flaky(&sb, "flaky", 2, 3);
-    let hold = tries.with_file_name("flaky-tries-hold");
+    let hold = hold_of(&tries);
     std::fs::write(&hold, "").unwrap();
     let firing = sb
         .cmd(["run", "flaky", "--trigger", "schedule"])
