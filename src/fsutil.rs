@@ -355,6 +355,24 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Creates `path` holding `bytes` (0600), whole or not at all, without waiting for the disk; fails
+/// with `AlreadyExists` when anything is at `path` (a link or FIFO there is left alone, never
+/// followed). The new file is linked in place once written, so nobody sees it empty.
+pub fn create_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_sibling(path);
+    let _ = fs::remove_file(&tmp);
+    let result = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|()| fs::hard_link(&tmp, path));
+    let _ = fs::remove_file(&tmp);
+    result
+}
+
 /// Writes `bytes` to `path` atomically with `mode`; the folder must exist. The temporary file is
 /// created new (a link or FIFO planted at its name is removed, never followed); the rename
 /// replaces whatever is at `path`, a link included, without following it.

@@ -59,9 +59,13 @@ pub fn read_checked(dir: &Path) -> Result<Option<Head>, String> {
         .map_err(|_| "it is not a head record".to_owned())
 }
 
-/// The head file, open for reading and rewriting in place (created 0600 when missing).
+/// The head file, open for reading and rewriting in place, if there is one (it is made by
+/// [`record`] with its first record in it: an empty head file reads as a broken one).
 pub fn open(dir: &Path) -> io::Result<std::fs::File> {
-    fsutil::open_private_in(&path(dir))
+    fsutil::open_regular(
+        &path(dir),
+        std::fs::OpenOptions::new().read(true).write(true),
+    )
 }
 
 /// The head recorded in an open head file, if it can be read.
@@ -71,18 +75,33 @@ pub fn read_from(file: &std::fs::File) -> Option<Head> {
     serde_json::from_slice(buf[..n].trim_ascii_end()).ok()
 }
 
-/// Rewrites the head in an open head file.
-pub fn write_to(file: &std::fs::File, head: &Head) -> io::Result<()> {
+/// The record as written: one line, padded to the fixed width.
+fn line(head: &Head) -> io::Result<Vec<u8>> {
     let mut line = serde_json::to_vec(head).map_err(io::Error::other)?;
     if line.len() >= WIDTH {
         return Err(io::Error::other("chain head record too long"));
     }
     line.resize(WIDTH - 1, b' ');
     line.push(b'\n');
-    file.write_all_at(&line, 0)
+    Ok(line)
 }
 
-/// Records `head`, in place.
+/// Records `head` in the log in `dir`: rewritten in place in `file` (the head file, opened with
+/// [`open`]), or, when nothing is there yet, a new head file put there whole, so a full disk
+/// leaves either no head or a readable one (and something else there is left for `verify`).
+pub fn record(dir: &Path, file: Option<&std::fs::File>, head: &Head) -> io::Result<()> {
+    let line = line(head)?;
+    match file {
+        Some(f) => f.write_all_at(&line, 0),
+        None => {
+            let path = path(dir);
+            fsutil::private_dir(path.parent().unwrap_or(dir))?;
+            fsutil::create_unsynced(&path, &line)
+        }
+    }
+}
+
+/// Records `head`, in place when there is a head file.
 pub fn write(dir: &Path, head: &Head) -> io::Result<()> {
-    write_to(&open(dir)?, head)
+    record(dir, open(dir).ok().as_ref(), head)
 }

@@ -417,11 +417,18 @@ pub struct RunLog {
     /// Where the log stood after this handle's last append (inode, lines, size, last hash): when
     /// it still ends there, the next append chains to it without reading anything back.
     known: std::cell::RefCell<Option<head::Head>>,
-    /// What an append left to make durable (see [`RunLog::append_unsynced`]): the inode and the
-    /// head the log will have once synced.
-    pending: std::cell::RefCell<Option<(u64, head::Head)>>,
+    /// What an append left to make durable (see [`RunLog::append_unsynced`]).
+    pending: std::cell::RefCell<Option<Pending>>,
     /// Whether each appended event is also written to stdout (in a pod: SPEC §15).
     mirror: bool,
+}
+
+/// An append not yet on disk: the file it went to, and the head the log will have once synced.
+#[derive(Clone, Debug)]
+struct Pending {
+    file: std::sync::Arc<File>,
+    ino: u64,
+    head: head::Head,
 }
 
 /// Whether an append waits until its line is on disk.
@@ -493,23 +500,53 @@ impl RunLog {
     /// Makes what [`RunLog::append_unsynced`] wrote durable and records the head, unless a later
     /// append already did.
     pub fn sync(&self) -> Result<(), LogError> {
-        let Some((ino, head)) = self.pending.borrow_mut().take() else {
+        let Some(p) = self.pending.borrow_mut().take() else {
             return Ok(());
         };
         let _lock = self.lock()?;
         let path = self.path();
-        let file = open_log(&path)?;
-        let (len, now_ino) = stat(&file, &path)?;
-        // Appended to since: that append was durable, and recorded its own head.
-        if now_ino != ino || len != head.bytes {
+        let (len, now_ino) = stat_path(&path)?;
+        // Appended to since (or rotated): that append was durable, and recorded its own head.
+        if now_ino != p.ino || len != p.head.bytes {
             return Ok(());
         }
-        file.sync_data()
+        p.file
+            .sync_data()
             .map_err(|source| LogError::Write { path, source })?;
-        if let Ok(f) = head::open(&self.dir) {
-            let _ = head::write_to(&f, &head);
-        }
+        let _ = head::write(&self.dir, &p.head);
         Ok(())
+    }
+
+    /// Starts writing what [`RunLog::append_unsynced`] wrote to disk, without waiting for it
+    /// (Linux: `sync_file_range(SYNC_FILE_RANGE_WRITE)`; elsewhere nothing): the sync that follows
+    /// then waits for less. Only a head start: durability, and any error, are the sync's.
+    pub fn start_writeback(&self) {
+        #[cfg(target_os = "linux")]
+        if let Some(p) = &*self.pending.borrow() {
+            use std::os::fd::AsRawFd as _;
+            // SAFETY: a plain system call on a descriptor this handle keeps open; no memory is
+            // passed.
+            let _ = unsafe {
+                nix::libc::sync_file_range(
+                    p.file.as_raw_fd(),
+                    0,
+                    0,
+                    nix::libc::SYNC_FILE_RANGE_WRITE,
+                )
+            };
+        }
+    }
+
+    /// Only the `fdatasync` of what [`RunLog::append_unsynced`] wrote, nothing else: no lock, no
+    /// head, nothing allocated. Made by another process that shares this handle's memory (the
+    /// run's keeper, right after the fork: see `runner::keeper`), so the line is on its way to
+    /// disk while this process goes on; the head, which never runs ahead of the disk, is then
+    /// recorded by the next [`RunLog::sync`] or durable append.
+    pub fn sync_data_only(&self) -> io::Result<()> {
+        match &*self.pending.borrow() {
+            Some(p) => p.file.sync_data(),
+            None => Ok(()),
+        }
     }
 
     /// The append lock (a separate, never-unlinked file, so rotation can rename the log under it).
@@ -662,13 +699,21 @@ impl RunLog {
         }
         match durable {
             Durable::Now => {
-                if let Some(f) = head_file {
-                    let _ = head::write_to(f, &head);
-                }
+                let _ = head::record(&self.dir, head_file, &head);
                 *self.pending.borrow_mut() = None;
             }
             // The head never runs ahead of what is on disk: it is written by `sync`.
-            Durable::Later => *self.pending.borrow_mut() = Some((ino, head)),
+            Durable::Later => {
+                let file = file.try_clone().map_err(|source| LogError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                *self.pending.borrow_mut() = Some(Pending {
+                    file: std::sync::Arc::new(file),
+                    ino,
+                    head,
+                });
+            }
         }
         Ok(())
     }
@@ -937,6 +982,16 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
 }
 
 /// The size and inode of an open segment.
+/// The live segment's size and inode, by its path (what is there now, not what a handle holds).
+fn stat_path(path: &Path) -> Result<(u64, u64), LogError> {
+    std::fs::metadata(path)
+        .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
+        .map_err(|source| LogError::Read {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
 fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
     file.metadata()
         .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))

@@ -651,3 +651,42 @@ fn the_fast_parse_agrees_with_the_derived_one() {
         assert!(serde_json::from_slice::<Record>(bad).is_err());
     }
 }
+
+/// Regression (issue 16, the firing's `started` synced by its keeper): an unsynced first append
+/// created the head file and left it empty, which `verify` reads as a broken chain.
+#[test]
+fn an_unsynced_first_append_leaves_no_empty_head_and_its_sync_records_one() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    log.append_unsynced("a", started("r1"), Utc::now()).unwrap();
+    assert!(!head::path(&log.dir).exists(), "a head before the sync");
+    // What another process would do with the shared handle: only the data, no head.
+    log.sync_data_only().unwrap();
+    assert!(!head::path(&log.dir).exists());
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    log.sync().unwrap();
+    assert_eq!(head::read(&log.dir).unwrap().lines, 1);
+    assert!(verify(&log).unwrap().breaks.is_empty());
+}
+
+/// Something that is not a head file at the head's place is left for `verify` to report: a new
+/// head is only ever put where nothing is.
+#[test]
+fn a_head_is_never_written_over_something_planted_there() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    std::fs::create_dir_all(d.path().join("state")).unwrap();
+    let victim = d.path().join("victim");
+    std::fs::write(&victim, "mine").unwrap();
+    std::os::unix::fs::symlink(&victim, head::path(&log.dir)).unwrap();
+    log.append("a", started("r1"), Utc::now()).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "mine");
+    assert!(
+        std::fs::symlink_metadata(head::path(&log.dir))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(head::read_checked(&log.dir).is_err());
+}

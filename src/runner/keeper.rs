@@ -18,8 +18,14 @@
 //! the run's environment marker), and only then exits, freeing the lock. Either way the keeper ends
 //! the way the runner did: its exit code, or its signal.
 //!
-//! This module must never touch the run log: a keeper outlives a runner that may have died of a
-//! full disk, and `started` without `finished` already reads as interrupted.
+//! The keeper never writes the run log: it outlives a runner that may have died of a full disk,
+//! and `started` without `finished` already reads as interrupted. Its one service to the log comes
+//! first, right after the fork: the runner appended `started` just before it, and the keeper makes
+//! that line durable (`first`, the `fdatasync` SPEC §5 asks for) while the runner prepares the
+//! command on the other core; the runner waits for the answer before anything of the command
+//! runs ([`Keeper::first_answer`]). Until the keeper has its own handlers, the runner's (installed
+//! before the split) turn a stop signal to the keeper into a byte on the runner's signal pipe,
+//! which both share: no signal is lost in between.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -54,6 +60,8 @@ static PIPE: std::sync::Mutex<Option<OwnedFd>> = std::sync::Mutex::new(None);
 #[derive(Debug)]
 pub struct Keeper {
     write: Option<OwnedFd>,
+    /// The keeper's answer to `first`, until read.
+    answer: Option<OwnedFd>,
     /// The keeper's pid: the process that holds the lock and that was started for this firing.
     pid: u32,
 }
@@ -68,23 +76,38 @@ impl Keeper {
     /// Splits the firing. In the parent this never returns: it becomes the keeper of the run
     /// `marker` names (the environment entry every process of the command inherits). The child
     /// returns, as the runner. `subreaper` makes the keeper the reaper of the runner's orphans
-    /// (Linux; a test turns it off to stand in for macOS).
+    /// (Linux; a test turns it off to stand in for macOS). `first` is the keeper's first act, whose
+    /// answer the runner reads with [`Keeper::first_answer`].
     ///
     /// # Safety of the fork
     /// Must be called while the process has no other thread (before the key gate, which may start
     /// some): both halves go on running ordinary Rust code.
-    pub fn split(marker: &[u8], subreaper: bool) -> io::Result<Self> {
+    pub fn split(
+        marker: &[u8],
+        subreaper: bool,
+        first: &dyn Fn() -> io::Result<()>,
+    ) -> io::Result<Self> {
         let subreaper = subreaper && become_subreaper();
         let (read, write) = nix::unistd::pipe()?;
+        let (answer_read, answer_write) = nix::unistd::pipe()?;
         let keeper = std::process::id();
         // SAFETY: single-threaded here (see above).
         match unsafe { nix::unistd::fork() }? {
             ForkResult::Parent { child } => {
                 drop(write);
+                drop(answer_read);
+                let code = match first() {
+                    Ok(()) => 0,
+                    Err(e) => e.raw_os_error().unwrap_or(-1),
+                };
+                // A runner that is gone reads nothing: EPIPE is fine (std ignores SIGPIPE).
+                let _ = nix::unistd::write(&answer_write, &code.to_le_bytes());
+                drop(answer_write);
                 keep(read, child, marker, subreaper)
             }
             ForkResult::Child => {
                 drop(read);
+                drop(answer_write);
                 // Only the runner's end; close-on-exec, so the command never holds the pipe open.
                 nix::fcntl::fcntl(
                     &write,
@@ -94,6 +117,7 @@ impl Keeper {
                 let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                 Ok(Self {
                     write: Some(write),
+                    answer: Some(answer_read),
                     pid: keeper,
                 })
             }
@@ -103,6 +127,29 @@ impl Keeper {
     /// The keeper's pid: the process holding the run's lock, and the one its starter waits on.
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// What `first` gave in the keeper (waiting for it; asked once, later calls answer `Ok`):
+    /// `None` when the keeper ended without answering.
+    pub fn first_answer(&mut self) -> Option<io::Result<()>> {
+        let Some(fd) = self.answer.take() else {
+            return Some(Ok(()));
+        };
+        let mut code = [0u8; 4];
+        let mut got = 0;
+        while got < code.len() {
+            match nix::unistd::read(&fd, &mut code[got..]) {
+                Ok(0) => return None,
+                Ok(n) => got += n,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return None,
+            }
+        }
+        Some(match i32::from_le_bytes(code) {
+            0 => Ok(()),
+            -1 => Err(io::Error::other("failed in the run's keeper")),
+            errno => Err(io::Error::from_raw_os_error(errno)),
+        })
     }
 
     /// Tells the keeper the command's process group.
@@ -189,8 +236,10 @@ fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
         // SAFETY: the handler only calls kill, which is async-signal-safe.
         let _ = unsafe { signal::sigaction(sig, &action) };
     }
-    // SAFETY: ignoring a signal installs no handler code.
+    // SAFETY: ignoring a signal, or restoring its default action, installs no handler code. (The
+    // runner's SIGCHLD handler, inherited, would only wake the runner for nothing.)
     let _ = unsafe { signal::signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+    let _ = unsafe { signal::signal(Signal::SIGCHLD, SigHandler::SigDfl) };
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_name(c"automations-kpr");
     let heard = listen(&read);
@@ -359,5 +408,44 @@ fn end_like(status: Option<WaitStatus>) -> ! {
             exit(128 + sig as i32)
         }
         _ => exit(1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A runner's half whose keeper answered `bytes` to `first` (and then ended).
+    fn answered(bytes: &[u8]) -> Keeper {
+        let (read, write) = nix::unistd::pipe().unwrap();
+        nix::unistd::write(&write, bytes).unwrap();
+        drop(write);
+        Keeper {
+            write: None,
+            answer: Some(read),
+            pid: std::process::id(),
+        }
+    }
+
+    #[test]
+    fn the_keepers_answer_to_its_first_act_reaches_the_runner() {
+        let mut ok = answered(&0i32.to_le_bytes());
+        assert!(matches!(ok.first_answer(), Some(Ok(()))));
+        // Asked once: the answer is not waited for again (a retry's `started` syncs itself).
+        assert!(matches!(ok.first_answer(), Some(Ok(()))));
+
+        let eio = answered(&nix::libc::EIO.to_le_bytes()).first_answer();
+        let err = eio.expect("an answer").expect_err("a failed sync");
+        assert_eq!(err.raw_os_error(), Some(nix::libc::EIO));
+
+        let other = answered(&(-1i32).to_le_bytes()).first_answer();
+        assert!(other.expect("an answer").is_err());
+    }
+
+    #[test]
+    fn a_keeper_gone_without_answering_leaves_the_act_to_the_runner() {
+        // Nothing written, or a torn answer: the keeper ended first.
+        assert!(answered(&[]).first_answer().is_none());
+        assert!(answered(&[0, 0]).first_answer().is_none());
     }
 }

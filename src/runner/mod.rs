@@ -298,7 +298,7 @@ fn told(s: &Settings, name: &Name, report: Report) -> Report {
     report
 }
 
-/// Steps 5–11 under the lock: the keeper, `started`, the gate, the command, and its `finished`
+/// Steps 5–11 under the lock: `started`, the keeper, the gate, the command, and its `finished`
 /// written (not yet synced: see [`conclude`]).
 fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     use anyhow::Context as _;
@@ -306,23 +306,44 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     let name = &def.name;
     // Room to record the run even if the command fills the disk; none at all: do not start.
     crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
-    // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
-    // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
-    // here, while still single-threaded.
-    let mut keeper = Keeper::split(run_marker(run_id).as_bytes(), supervise::subreaper_wanted())
-        .context("cannot start the run's keeper")?;
-    // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
-    // scratch belongs to runs that were interrupted, and is cleared now.
-    let scratch = Scratch::prepare(&s.data_root, name);
     // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
     // runner between `started` and `finished`.
     let mut signals = Signals::install().context("cannot install signal handlers")?;
+    // 5. started, written here and made durable by the keeper while this process goes on (the
+    //    first attempt's; see `attempt`).
+    let retry = &def.retry;
+    let retrying = firing.trigger == Trigger::Schedule && retry.retries > 0;
+    let started_at = Utc::now();
+    let event = started(firing, std::process::id(), retrying);
+    log.append_unsynced(name.as_str(), event, started_at)
+        .map_err(|e| RunError::Io(anyhow::Error::from(e)))?;
+    // Its bytes go to the disk at once; the journal's commit follows in the keeper's sync.
+    log.start_writeback();
+    // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
+    // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
+    // here, while still single-threaded.
+    let split = Keeper::split(
+        run_marker(run_id).as_bytes(),
+        supervise::subreaper_wanted(),
+        &|| log.sync_data_only(),
+    );
+    let mut keeper = match split {
+        Ok(k) => k,
+        // `started` is written: the run is recorded as one that could not start.
+        Err(e) => {
+            let detail = format!("cannot start the run's keeper: {e}");
+            let unforked = failed_before_start(run_id, "spawn_failed", &detail, clock::now());
+            return record(firing, log, started_at, retrying, unforked);
+        }
+    };
+    // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
+    // scratch belongs to runs that were interrupted, and is cleared now.
+    let scratch = Scratch::prepare(&s.data_root, name);
 
     // Retries (a scheduled firing's): each attempt its own run under this one lock and keeper,
     // after a wait that doubles; a stop request ends them.
-    let retry = &def.retry;
-    let retrying = firing.trigger == Trigger::Schedule && retry.retries > 0;
     let (mut number, mut next_id, mut scratch) = (1, None::<String>, scratch);
+    let mut first_started = Some(started_at);
     loop {
         let id = next_id.take();
         let this = match &id {
@@ -334,7 +355,12 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
                 ..*firing
             },
         };
-        let finished = attempt(&this, log, scratch, &mut signals, &mut keeper, retrying)?;
+        let begun = Begun {
+            at: first_started.take(),
+            keeper: &mut keeper,
+            numbered: retrying,
+        };
+        let finished = attempt(&this, log, scratch, &mut signals, begun)?;
         if !retrying
             || number > retry.retries
             || !tried_again(retry, &finished)
@@ -371,41 +397,73 @@ fn tried_again(retry: &crate::definition::Retry, f: &Finished) -> bool {
     })
 }
 
+/// How an attempt begins: `at`, when its `started` was already written (the first attempt's,
+/// before the keeper split off, which syncs it); `numbered`, whether its events carry the
+/// attempt's number and the first run's id.
+struct Begun<'k> {
+    at: Option<chrono::DateTime<Utc>>,
+    keeper: &'k mut Keeper,
+    numbered: bool,
+}
+
+/// The `started` event of `firing`, whose lock and keeper are `pid`'s; `numbered` as in [`Begun`].
+fn started(firing: &Firing, pid: u32, numbered: bool) -> Event {
+    Event::Started(Started {
+        run: firing.run_id.to_owned(),
+        trigger: firing.trigger,
+        pid,
+        definition: Some(firing.def.sha256.clone()),
+        clock: clock::now(),
+        jitter_ms: firing.jitter.map(|j| j.as_millis() as u64),
+        attempt: numbered.then_some(firing.attempt),
+        first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
+    })
+}
+
 /// One attempt (a firing's only one, unless it retries): `started`, the gate, the command and its
-/// `finished` written. `numbered`: the events carry the attempt's number and the first run's id.
+/// `finished` written.
 fn attempt(
     firing: &Firing,
     log: &RunLog,
     scratch: std::io::Result<Scratch>,
     signals: &mut Signals,
-    keeper: &mut Keeper,
-    numbered: bool,
+    begun: Begun,
 ) -> Result<Finished, RunError> {
     let Firing { s, def, run_id, .. } = *firing;
+    let Begun {
+        at,
+        keeper,
+        numbered,
+    } = begun;
     let name = &def.name;
-    // 5. started: durable before anything of the command can run.
-    let started_at = Utc::now();
-    append_at(
-        log,
-        name,
-        Event::Started(Started {
-            run: run_id.to_owned(),
-            trigger: firing.trigger,
-            pid: keeper.pid(),
-            definition: Some(def.sha256.clone()),
-            clock: clock::now(),
-            jitter_ms: firing.jitter.map(|j| j.as_millis() as u64),
-            attempt: numbered.then_some(firing.attempt),
-            first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
-        }),
-        started_at,
-    )?;
+    // 5. started: durable before anything of the command can run. The first attempt's was
+    //    written before the split, and the keeper's sync of it is awaited just before the spawn.
+    let started_at = match at {
+        Some(at) => at,
+        None => {
+            let at = Utc::now();
+            append_at(log, name, started(firing, keeper.pid(), numbered), at)?;
+            at
+        }
+    };
 
     // 6–10. The key gate, then the command and its whole process tree.
     let finished = match key_gate(s, def) {
-        Ok((redactor, extra_env)) => execute(firing, scratch, redactor, extra_env, signals, keeper),
+        Ok(passed) => execute(firing, log, scratch, passed, signals, keeper),
         Err(refusal) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
     };
+    record(firing, log, started_at, numbered, finished)
+}
+
+/// Writes the `finished` of `firing`'s attempt that started at `started_at` (not yet synced: see
+/// [`conclude`]); `numbered` as in [`Begun`].
+fn record(
+    firing: &Firing,
+    log: &RunLog,
+    started_at: chrono::DateTime<Utc>,
+    numbered: bool,
+    finished: Finished,
+) -> Result<Finished, RunError> {
     let finished = Finished {
         trigger: Some(firing.trigger),
         started_at: Some(crate::runlog::stamp(started_at)),
@@ -414,7 +472,7 @@ fn attempt(
         ..finished
     };
     let end = Event::Finished(finished.clone());
-    if let Err(source) = log.append_unsynced(name.as_str(), end, Utc::now()) {
+    if let Err(source) = log.append_unsynced(firing.def.name.as_str(), end, Utc::now()) {
         return Err(RunError::Unrecorded {
             outcome: finished.outcome,
             exit_code: finished.exit_code,
@@ -827,9 +885,9 @@ struct Firing<'a> {
 /// an outcome; split up, the order would have to be read across functions.
 fn execute(
     firing: &Firing,
+    log: &RunLog,
     scratch: std::io::Result<Scratch>,
-    mut redactor: Redactor,
-    extra_env: Vec<(String, OsString)>,
+    (mut redactor, extra_env): (Redactor, Vec<(String, OsString)>),
     signals: &mut Signals,
     keeper: &mut Keeper,
 ) -> Finished {
@@ -896,6 +954,21 @@ fn execute(
         .env_clear()
         .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
     let subreaper = supervise::subreaper_wanted() && keeper::become_subreaper();
+    // 5, done: `started` is on disk before the command can start. The keeper has been syncing it
+    // since the split, while this process made all of the above; a keeper gone without answering
+    // leaves the sync to this process.
+    let synced = keeper
+        .first_answer()
+        .unwrap_or_else(|| log.sync_data_only());
+    if let Err(e) = synced {
+        return fail(
+            "log_sync",
+            format!(
+                "the run's start could not be synced to disk ({e}): {}",
+                log.path().display()
+            ),
+        );
+    }
     let sup = supervise::supervise(
         &mut cmd,
         Duration::from_secs(u64::from(def.timeout_seconds)),
