@@ -355,22 +355,37 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
-/// Creates `path` holding `bytes` (0600), whole or not at all, without waiting for the disk; fails
-/// with `AlreadyExists` when anything is at `path` (a link or FIFO there is left alone, never
-/// followed). The new file is linked in place once written, so nobody sees it empty.
-pub fn create_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Creates `path` holding `bytes` (0600), whole or not at all, even across a crash; fails with
+/// `AlreadyExists` when anything is at `path` (a link or FIFO there is left alone, never
+/// followed). The new file is written and synced under another name, then linked in place, so
+/// nobody sees it empty; where the file system has no hard links, it is created in place.
+pub fn create_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let new = || {
+        let mut o = OpenOptions::new();
+        o.write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW);
+        o
+    };
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
-    let result = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+    let linked = new()
         .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_data()))
         .and_then(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
-    result
+    match linked {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(nix::libc::EPERM | nix::libc::EOPNOTSUPP)
+            ) =>
+        {
+            new().open(path).and_then(|mut f| f.write_all(bytes))
+        }
+        other => other,
+    }
 }
 
 /// Writes `bytes` to `path` atomically with `mode`; the folder must exist. The temporary file is

@@ -96,7 +96,7 @@ pub fn record(dir: &Path, file: Option<&std::fs::File>, head: &Head) -> io::Resu
         None => {
             let path = path(dir);
             fsutil::private_dir(path.parent().unwrap_or(dir))?;
-            fsutil::create_unsynced(&path, &line)
+            fsutil::create_whole(&path, &line)
         }
     }
 }

@@ -497,23 +497,23 @@ impl RunLog {
         self.append_with(name, event, at, Durable::Later)
     }
 
-    /// Makes what [`RunLog::append_unsynced`] wrote durable and records the head, unless a later
-    /// append already did.
+    /// Makes what [`RunLog::append_unsynced`] wrote durable, and records the head unless the log
+    /// has moved on since (a later append, or a rotation, recorded its own).
     pub fn sync(&self) -> Result<(), LogError> {
         let Some(p) = self.pending.borrow_mut().take() else {
             return Ok(());
         };
         let _lock = self.lock()?;
         let path = self.path();
-        let (len, now_ino) = stat_path(&path)?;
-        // Appended to since (or rotated): that append was durable, and recorded its own head.
-        if now_ino != p.ino || len != p.head.bytes {
-            return Ok(());
+        // The very file that was written: after a rotation by another process, it is a rotated
+        // segment, and nobody else would sync its tail.
+        p.file.sync_data().map_err(|source| LogError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        if stat_path(&path).is_ok_and(|(len, ino)| ino == p.ino && len == p.head.bytes) {
+            let _ = head::write(&self.dir, &p.head);
         }
-        p.file
-            .sync_data()
-            .map_err(|source| LogError::Write { path, source })?;
-        let _ = head::write(&self.dir, &p.head);
         Ok(())
     }
 
@@ -702,18 +702,25 @@ impl RunLog {
                 let _ = head::record(&self.dir, head_file, &head);
                 *self.pending.borrow_mut() = None;
             }
-            // The head never runs ahead of what is on disk: it is written by `sync`.
-            Durable::Later => {
-                let file = file.try_clone().map_err(|source| LogError::Write {
-                    path: path.to_path_buf(),
-                    source,
-                })?;
-                *self.pending.borrow_mut() = Some(Pending {
-                    file: std::sync::Arc::new(file),
-                    ino,
-                    head,
-                });
-            }
+            // The head never runs ahead of what is on disk: it is written by `sync`. A handle
+            // that cannot be kept for it syncs now instead.
+            Durable::Later => match file.try_clone() {
+                Ok(kept) => {
+                    *self.pending.borrow_mut() = Some(Pending {
+                        file: std::sync::Arc::new(kept),
+                        ino,
+                        head,
+                    });
+                }
+                Err(_) => {
+                    file.sync_data().map_err(|source| LogError::Write {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
+                    let _ = head::write(&self.dir, &head);
+                    *self.pending.borrow_mut() = None;
+                }
+            },
         }
         Ok(())
     }

@@ -23,9 +23,9 @@
 //! first, right after the fork: the runner appended `started` just before it, and the keeper makes
 //! that line durable (`first`, the `fdatasync` SPEC §5 asks for) while the runner prepares the
 //! command on the other core; the runner waits for the answer before anything of the command
-//! runs ([`Keeper::first_answer`]). Until the keeper has its own handlers, the runner's (installed
-//! before the split) turn a stop signal to the keeper into a byte on the runner's signal pipe,
-//! which both share: no signal is lost in between.
+//! runs ([`Keeper::first_answer`]). The keeper sets its own signal handlers before that sync; in
+//! the moment between the fork and them, the runner's (installed before the split) turn a stop
+//! signal to the keeper into a byte on the runner's signal pipe, which both share.
 
 use std::io;
 use std::os::fd::OwnedFd;
@@ -96,11 +96,14 @@ impl Keeper {
             ForkResult::Parent { child } => {
                 drop(write);
                 drop(answer_read);
+                // Its own handlers first, so no signal meant for the job finds the keeper
+                // without them while `first` waits on the disk.
+                guard(child);
                 let code = match first() {
                     Ok(()) => 0,
                     Err(e) => e.raw_os_error().unwrap_or(-1),
                 };
-                // A runner that is gone reads nothing: EPIPE is fine (std ignores SIGPIPE).
+                // A runner that is gone reads nothing: EPIPE is fine (SIGPIPE is ignored).
                 let _ = nix::unistd::write(&answer_write, &code.to_le_bytes());
                 drop(answer_write);
                 keep(read, child, marker, subreaper)
@@ -108,11 +111,14 @@ impl Keeper {
             ForkResult::Child => {
                 drop(read);
                 drop(answer_write);
-                // Only the runner's end; close-on-exec, so the command never holds the pipe open.
-                nix::fcntl::fcntl(
-                    &write,
-                    nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-                )?;
+                // Only the runner's ends; close-on-exec, so no program it starts (the command, the
+                // key gate's helpers) holds a pipe open.
+                for fd in [&write, &answer_read] {
+                    nix::fcntl::fcntl(
+                        fd,
+                        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+                    )?;
+                }
                 // A group of its own: what is sent to the job reaches the keeper, which passes it on.
                 let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
                 Ok(Self {
@@ -224,8 +230,9 @@ fn exit(code: i32) -> ! {
     unsafe { nix::libc::_exit(code) }
 }
 
-/// The keeper's whole life.
-fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
+/// The keeper's signal handling, set before anything else it does: INT, TERM, HUP and QUIT passed
+/// on to `runner`, SIGPIPE ignored, SIGCHLD back to its default.
+fn guard(runner: Pid) {
     RUNNER.store(runner.as_raw(), Ordering::Relaxed);
     let action = SigAction::new(
         SigHandler::Handler(pass_on),
@@ -242,6 +249,10 @@ fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
     let _ = unsafe { signal::signal(Signal::SIGCHLD, SigHandler::SigDfl) };
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_name(c"automations-kpr");
+}
+
+/// The keeper's life after its first act.
+fn keep(read: OwnedFd, runner: Pid, marker: &[u8], subreaper: bool) -> ! {
     let heard = listen(&read);
     if let Some(code) = heard.exit.filter(|_| heard.done) {
         // All is over: the runner is only tearing itself down.

@@ -163,6 +163,12 @@ pub fn new_run_id(now: chrono::DateTime<Utc>) -> String {
     )
 }
 
+/// A switch for tests only: `fail` makes the keeper's sync of `started` fail with EIO (a disk
+/// error no test can cause for real), `slow` makes it take [`STARTED_SYNC_SLOW`] longer.
+pub const ENV_STARTED_SYNC: &str = "AUTOMATIONS_TEST_STARTED_SYNC";
+/// How much longer `slow` makes the keeper's sync.
+pub const STARTED_SYNC_SLOW: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The log of this process's firing, until its end is made durable ([`conclude`]).
 static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 
@@ -322,10 +328,18 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
     // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
     // here, while still single-threaded.
+    let fault = std::env::var_os(ENV_STARTED_SYNC);
     let split = Keeper::split(
         run_marker(run_id).as_bytes(),
         supervise::subreaper_wanted(),
-        &|| log.sync_data_only(),
+        &|| match fault.as_ref().and_then(|f| f.to_str()) {
+            Some("fail") => Err(std::io::Error::from_raw_os_error(nix::libc::EIO)),
+            Some("slow") => {
+                std::thread::sleep(STARTED_SYNC_SLOW);
+                log.sync_data_only()
+            }
+            _ => log.sync_data_only(),
+        },
     );
     let mut keeper = match split {
         Ok(k) => k,
@@ -447,12 +461,50 @@ fn attempt(
         }
     };
 
-    // 6–10. The key gate, then the command and its whole process tree.
-    let finished = match key_gate(s, def) {
-        Ok(passed) => execute(firing, log, scratch, passed, signals, keeper),
-        Err(refusal) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
+    // 6–10. The key gate, then the command and its whole process tree. A gate starts programs of
+    // its own, so `started` is on disk before it too; without one, the keeper's sync is awaited
+    // only just before the spawn, in `execute`.
+    let on_disk = match def.anytype {
+        Some(_) => started_on_disk(keeper, log),
+        None => Ok(()),
+    };
+    let finished = match on_disk.map(|()| key_gate(s, def)) {
+        Err(unsynced) => failed_before_start(run_id, "log_sync", &unsynced, clock::now()),
+        Ok(Ok(passed)) => execute(firing, log, scratch, passed, signals, keeper),
+        Ok(Err(refusal)) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
+    };
+    // An attempt that ended before its spawn has not heard the keeper yet: a sync that failed
+    // is said all the same, as the run's failure (what ended it first goes in the detail).
+    let finished = match started_on_disk(keeper, log) {
+        Ok(()) => finished,
+        Err(unsynced) => {
+            let before = finished
+                .error
+                .as_ref()
+                .map(|e| format!("{}: {}", e.class, e.detail));
+            let detail = match before {
+                Some(b) => format!("{unsynced}; the run had already ended before its command: {b}"),
+                None => unsynced,
+            };
+            failed_before_start(run_id, "log_sync", &detail, clock::now())
+        }
     };
     record(firing, log, started_at, numbered, finished)
+}
+
+/// Step 5's end: the first attempt's `started`, which the keeper has been syncing since the split,
+/// is on disk (asked once; later calls, and later attempts, which sync their own, pass at once).
+/// A keeper gone without answering leaves the sync to this process. Why not, when it is not.
+fn started_on_disk(keeper: &mut Keeper, log: &RunLog) -> Result<(), String> {
+    keeper
+        .first_answer()
+        .unwrap_or_else(|| log.sync_data_only())
+        .map_err(|e| {
+            format!(
+                "the run's start could not be synced to disk ({e}): {}",
+                log.path().display()
+            )
+        })
 }
 
 /// Writes the `finished` of `firing`'s attempt that started at `started_at` (not yet synced: see
@@ -955,19 +1007,9 @@ fn execute(
         .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
     let subreaper = supervise::subreaper_wanted() && keeper::become_subreaper();
     // 5, done: `started` is on disk before the command can start. The keeper has been syncing it
-    // since the split, while this process made all of the above; a keeper gone without answering
-    // leaves the sync to this process.
-    let synced = keeper
-        .first_answer()
-        .unwrap_or_else(|| log.sync_data_only());
-    if let Err(e) = synced {
-        return fail(
-            "log_sync",
-            format!(
-                "the run's start could not be synced to disk ({e}): {}",
-                log.path().display()
-            ),
-        );
+    // since the split, while this process made all of the above.
+    if let Err(unsynced) = started_on_disk(keeper, log) {
+        return fail("log_sync", unsynced);
     }
     let sup = supervise::supervise(
         &mut cmd,

@@ -1274,3 +1274,61 @@ fn a_huge_unterminated_line_costs_readers_no_memory_and_is_reported() {
         stdout(&o)
     );
 }
+
+/// Issue 16 (the keeper syncs `started` while the runner prepares the command): a start that
+/// cannot be made durable never lets its command run; the run is recorded as failed, class
+/// `log_sync`, naming the log and the error. (The disk error is a test switch: no test can make a
+/// real disk fail an `fdatasync`.)
+#[test]
+fn a_start_that_cannot_be_synced_never_runs_its_command() {
+    let mut sb = Sandbox::new();
+    let ran = sb.path("ran");
+    sb.shell_definition("t", &format!("touch '{}'", ran.display()), "");
+    sb.env("AUTOMATIONS_TEST_STARTED_SYNC", "fail");
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 1);
+    assert!(
+        !ran.exists(),
+        "the command ran although its start was not on disk"
+    );
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "failed", "{f}");
+    assert_eq!(f["error"]["class"], "log_sync", "{f}");
+    let detail = f["error"]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("Input/output error") && detail.contains("runs.jsonl"),
+        "{detail}"
+    );
+    assert!(stdout(&o).contains("log_sync"), "{}", stdout(&o));
+    assert_log_whole(&sb);
+    // The next firing, whose start reaches the disk, runs.
+    let o = sb
+        .cmd(["run", "t"])
+        .env_remove("AUTOMATIONS_TEST_STARTED_SYNC")
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    assert!(ran.exists());
+}
+
+/// The command starts only once its `started` is on disk: with the keeper's sync made 500 ms
+/// slower, the command's first act comes at least that long after `started` was stamped (a lower
+/// bound only: a slow machine makes the gap longer, never shorter).
+#[test]
+fn the_command_starts_only_once_its_start_is_on_disk() {
+    let mut sb = Sandbox::new();
+    let began = sb.path("began");
+    sb.shell_definition("t", &format!("date +%s%N > '{}'", began.display()), "");
+    sb.env("AUTOMATIONS_TEST_STARTED_SYNC", "slow");
+    assert_code(&sb.run(["run", "t"]), 0);
+    let began_ns: i128 = std::fs::read_to_string(&began)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let started = sb.events("started").pop().unwrap();
+    let at = chrono::DateTime::parse_from_rfc3339(started["at"].as_str().unwrap()).unwrap();
+    let gap_ms = began_ns / 1_000_000 - i128::from(at.timestamp_millis());
+    assert!(gap_ms >= 499, "the command began {gap_ms} ms after started");
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+}

@@ -25,6 +25,32 @@ fn reader_definition(sb: &Sandbox, permission: &str, spaces: &str, script: &str)
     );
 }
 
+/// With a key gate declared, `started` is on disk before the gate starts anything: a start that
+/// cannot be synced (the test switch of faults.rs) never reaches the keychain, and the run says why.
+#[test]
+fn a_start_that_cannot_be_synced_never_reaches_the_keychain() {
+    let mut sb = Sandbox::new();
+    // A "session bus" that only counts who connects to it.
+    let sock = sb.path("bus.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    sb.env(
+        "DBUS_SESSION_BUS_ADDRESS",
+        &format!("unix:path={}", sock.display()),
+    );
+    sb.env("AUTOMATIONS_TEST_STARTED_SYNC", "fail");
+    write_spaces(&sb, SPACES);
+    reader_definition(&sb, "read", "[\"agent\"]", "true");
+    assert_code(&sb.run(["run", "reader"]), 1);
+    assert!(
+        listener.accept().is_err(),
+        "the gate asked the keychain before the run's start was on disk"
+    );
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "log_sync", "{f}");
+    assert!(!refusal(&sb).contains("key_refused"), "{}", refusal(&sb));
+}
+
 /// The detail of the last run's error.
 fn refusal(sb: &Sandbox) -> String {
     sb.last_finished()["error"]["detail"]
