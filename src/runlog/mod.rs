@@ -988,17 +988,12 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
     }
 }
 
-/// The size and inode of an open segment.
 /// The live segment's size and inode, by its path (what is there now, not what a handle holds).
-fn stat_path(path: &Path) -> Result<(u64, u64), LogError> {
-    std::fs::metadata(path)
-        .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
-        .map_err(|source| LogError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
+fn stat_path(path: &Path) -> io::Result<(u64, u64)> {
+    std::fs::metadata(path).map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
 }
 
+/// The size and inode of an open segment.
 fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
     file.metadata()
         .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))

@@ -328,20 +328,7 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
     // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
     // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
     // here, while still single-threaded.
-    let fault = std::env::var_os(ENV_STARTED_SYNC);
-    let split = Keeper::split(
-        run_marker(run_id).as_bytes(),
-        supervise::subreaper_wanted(),
-        &|| match fault.as_ref().and_then(|f| f.to_str()) {
-            Some("fail") => Err(std::io::Error::from_raw_os_error(nix::libc::EIO)),
-            Some("slow") => {
-                std::thread::sleep(STARTED_SYNC_SLOW);
-                log.sync_data_only()
-            }
-            _ => log.sync_data_only(),
-        },
-    );
-    let mut keeper = match split {
+    let mut keeper = match split(run_id, log) {
         Ok(k) => k,
         // `started` is written: the run is recorded as one that could not start.
         Err(e) => {
@@ -409,6 +396,24 @@ fn tried_again(retry: &crate::definition::Retry, f: &Finished) -> bool {
                 })
         }
     })
+}
+
+/// The split of a firing (see keeper.rs) whose keeper's first act is the `fdatasync` of the
+/// `started` line just written, or what the test switch [`ENV_STARTED_SYNC`] makes of it.
+fn split(run_id: &str, log: &RunLog) -> std::io::Result<Keeper> {
+    let fault = std::env::var_os(ENV_STARTED_SYNC);
+    Keeper::split(
+        run_marker(run_id).as_bytes(),
+        supervise::subreaper_wanted(),
+        &|| match fault.as_ref().and_then(|f| f.to_str()) {
+            Some("fail") => Err(std::io::Error::from_raw_os_error(nix::libc::EIO)),
+            Some("slow") => {
+                std::thread::sleep(STARTED_SYNC_SLOW);
+                log.sync_data_only()
+            }
+            _ => log.sync_data_only(),
+        },
+    )
 }
 
 /// How an attempt begins: `at`, when its `started` was already written (the first attempt's,
