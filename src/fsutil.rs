@@ -341,14 +341,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
-    let result = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| fs::rename(&tmp, path));
+    let result = write_new(&tmp, bytes, 0o600).and_then(|_| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -360,19 +353,10 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// followed). The new file is written and synced under another name, then linked in place, so
 /// nobody sees it empty; where the file system has no hard links, it is created in place.
 pub fn create_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let new = || {
-        let mut o = OpenOptions::new();
-        o.write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW);
-        o
-    };
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
-    let linked = new()
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_data()))
+    let linked = write_new(&tmp, bytes, 0o600)
+        .and_then(|f| f.sync_data())
         .and_then(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
     match linked {
@@ -382,7 +366,7 @@ pub fn create_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
                 Some(nix::libc::EPERM | nix::libc::EOPNOTSUPP)
             ) =>
         {
-            new().open(path).and_then(|mut f| f.write_all(bytes))
+            write_new(path, bytes, 0o600).map(drop)
         }
         other => other,
     }
@@ -394,21 +378,26 @@ pub fn create_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
+    let result = write_new(&tmp, bytes, mode)
+        .and_then(|f| f.sync_all())
+        .and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
+}
+
+/// A new file at `path` (never one that is there, never through a link) with `mode`, holding
+/// `bytes`; the caller syncs it as it needs.
+fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<File> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    f.write_all(bytes)?;
+    Ok(f)
 }
 
 fn tmp_sibling(path: &Path) -> PathBuf {

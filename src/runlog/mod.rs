@@ -503,14 +503,15 @@ impl RunLog {
         let Some(p) = self.pending.borrow_mut().take() else {
             return Ok(());
         };
-        let _lock = self.lock()?;
         let path = self.path();
         // The very file that was written: after a rotation by another process, it is a rotated
-        // segment, and nobody else would sync its tail.
+        // segment, and nobody else would sync its tail. Outside the lock: other appends need not
+        // wait for this disk; only the head is written under it.
         p.file.sync_data().map_err(|source| LogError::Write {
             path: path.clone(),
             source,
         })?;
+        let _lock = self.lock()?;
         if stat_path(&path).is_ok_and(|(len, ino)| ino == p.ino && len == p.head.bytes) {
             let _ = head::write(&self.dir, &p.head);
         }
