@@ -238,11 +238,12 @@ done
 echo "== the command's start delay with Healthchecks pings vs without; a blackholed ping base"
 python3 "$(dirname "$0")/ping_delay.py" "$BIN" "$work/root-ping" "$work" "$work/pings.json"
 
-# How much of the firing's symbol order the binary still has (scripts/firing.order).
+# How much of the firing's symbol order the binary still has (the order file of its C library).
+order=$(cd "$(dirname "$0")/.." && scripts/order-file.sh "$BIN")
 order_found=0
-order_all=$(grep -c . "$(dirname "$0")/firing.order" || true)
+order_all=$(grep -c . "$(dirname "$0")/../$order" || true)
 if command -v nm >/dev/null; then
-    order_found=$(nm "$BIN" 2>/dev/null | awk '{print $NF}' | sort -u | grep -cxF -f "$(dirname "$0")/firing.order" || true)
+    order_found=$(nm "$BIN" 2>/dev/null | awk '{print $NF}' | sort -u | grep -cxF -f "$(dirname "$0")/../$order" || true)
 fi
 
 overshoot=0
@@ -252,9 +253,9 @@ for _ in 1 2 3; do
     ((ms - 1000 > overshoot)) && overshoot=$((ms - 1000))
 done
 
-python3 - "$work" "$PAIRED" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
+ORDER_FILE=$order python3 - "$work" "$PAIRED" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
     "$rss_http_cap" "$rss_http_file" "$rss_dash" "$order_found" "$order_all" "$rss_crowd" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 work = sys.argv[1]
 (paired_n, rss_noop, rss_some, rss_loud, rss_loud_median, overshoot, index_ms, rss_http_cap,
  rss_http_file, rss_dash, order_found, order_all, rss_crowd) = map(int, sys.argv[2:])
@@ -335,7 +336,7 @@ rows.append(("a firing with a blackholed ping base (s)", pings["blackhole_s"], "
              pings["blackhole_s"] <= 11, "the pings' bound is 10 s after the run; the run itself is instant"))
 rows.append(("firing symbols the binary still has", order_found / max(order_all, 1), ">= 0.9",
              order_found >= 0.9 * order_all,
-             f"{order_found} of {order_all} in scripts/firing.order (regenerate: scripts/firing-order.sh)"))
+             f"{order_found} of {order_all} in {os.environ['ORDER_FILE']} (regenerate: make firing-order)"))
 print()
 print(f"{'measure':52} {'ratio':>7}  {'target':9} {'':4}  measured")
 failed = 0

@@ -6,10 +6,15 @@
 # (docs/performance.md). Symbols that no longer exist are skipped by the linker, so a stale list only
 # costs memory; `make bench` says how much of it the binary still has. Needs valgrind.
 #
+# Each C library has its own list (the symbols' names differ with the target): a musl build's is
+# scripts/firing-musl.order, a glibc build's scripts/firing.order. `make firing-order` runs this for
+# the build `make release` makes, then relinks.
+#
 # Usage: scripts/firing-order.sh BIN   (a release build of this checkout)
 set -euo pipefail
 BIN=$(realpath "$1")
 cd "$(dirname "$0")/.."
+order=$(scripts/order-file.sh "$BIN")
 command -v valgrind >/dev/null || { echo "firing-order: valgrind is missing (apt-get install valgrind)" >&2; exit 3; }
 work=$(mktemp -d /tmp/automations-order.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -39,7 +44,7 @@ printf '[ntfy]\nurl = "http://127.0.0.1:9/order"\n' >"$work/data/notify.toml"
 chmod 600 "$work/data/notify.toml"
 unset AUTOMATIONS_NOTIFY
 fire loud
-python3 - "$work" <<'PY' >scripts/firing.order
+python3 - "$work" <<'PY' >"$order"
 import glob, re, sys
 seen, names = set(), []
 for path in sorted(glob.glob(sys.argv[1] + "/cg.*")):
@@ -51,4 +56,4 @@ for path in sorted(glob.glob(sys.argv[1] + "/cg.*")):
             names.append(m.group(1))
 print("\n".join(names))
 PY
-echo "firing-order: $(wc -l <scripts/firing.order) symbols in scripts/firing.order"
+echo "firing-order: $(wc -l <"$order") symbols in $order"

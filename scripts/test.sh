@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: the prerequisites first (scripts/test-prereqs.sh), then every test, then one summary
-# line. A test that cannot run fails (tests/it/harness.rs `skip`), unless AUTOMATIONS_TEST_SKIP_REAL=1
+# `make test`: the prerequisites first (scripts/test-prereqs.sh), then every test, then the
+# integration tests again against the release build (`make release`), then one summary line. A test that cannot run fails (tests/it/harness.rs `skip`), unless AUTOMATIONS_TEST_SKIP_REAL=1
 # was given outside CI; then it is written to a ledger and counted here, so a run with skips never
 # reads as a full pass.
 set -euo pipefail
@@ -15,6 +15,29 @@ export AUTOMATIONS_TEST_SKIP_LOG=$ledger
 
 status=0
 "$CARGO" test --locked "$@" || status=$?
+
+# The integration suite once more, against the build `make release` makes (the one users install
+# and units run): on Linux it links musl and another allocator, so it is a different program from
+# the debug build above. Where musl cannot be built here (AUTOMATIONS_TEST_SKIP_REAL=1 without its
+# prerequisites), the glibc release build is tested instead, and that is counted as a skip.
+# (A run given test filters skips it: it is a developer's narrower question.)
+if ((status == 0 && $# == 0)); then
+    make --no-print-directory release CARGO="$CARGO" || status=$?
+fi
+if ((status == 0 && $# == 0)); then
+    release=$(make --no-print-directory -s print-bin)
+    missing=$(make --no-print-directory -s print-musl-missing)
+    if [[ -n $missing ]]; then
+        if [[ ${CI:-} != "" && ${CI:-} != 0 && ${CI:-} != false ]]; then
+            echo "release suite: the musl build cannot be made here; missing: $missing" >&2
+            exit 3
+        fi
+        echo "release suite: the musl build cannot be made here (missing: $missing), so the glibc one is tested (SKIPPED: the musl build)" >&2
+        echo "the release suite against the musl build" >>"$ledger"
+    fi
+    echo "release suite: the integration tests against $release" >&2
+    AUTOMATIONS_TEST_BIN=$PWD/$release "$CARGO" test --locked --test it || status=$?
+fi
 
 skipped=$(sort -u "$ledger" | grep -c . || true)
 if ((status != 0)); then

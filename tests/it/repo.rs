@@ -269,6 +269,80 @@ fn make_targets_do_not_echo_the_build_line() {
     assert!(stdout(&o).contains("heartbeat"), "{}", stdout(&o));
 }
 
+/// Issue 16: `make release` links musl where this machine can build for it (Rust's musl target,
+/// musl-gcc, an lld) and otherwise glibc, saying once what the musl build lacks; `LIBC=gnu`
+/// chooses glibc without a word. `make -n` prints the build it would run.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn release_links_musl_where_it_can_and_says_what_is_missing_where_not() {
+    let sb = Sandbox::new();
+    // A PATH with only what the Makefile's own checks run: rustc and sed, and musl-gcc or not.
+    let path_with = |musl_gcc: bool| {
+        let dir = sb.path(if musl_gcc { "with" } else { "without" });
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut tools = vec!["rustc", "sed", "cargo"];
+        if musl_gcc {
+            tools.push("musl-gcc");
+        }
+        for tool in tools {
+            let real = which(tool).unwrap_or_else(|| panic!("{tool} is on this machine's PATH"));
+            std::os::unix::fs::symlink(real, dir.join(tool)).unwrap();
+        }
+        dir
+    };
+    let make = |path: &Path, args: &[&str]| {
+        let o = Command::new(which("make").expect("make"))
+            .arg("-s")
+            .args(args)
+            .current_dir(repo_root())
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert_code(&o, 0);
+        o
+    };
+    let without = path_with(false);
+    let o = make(&without, &["-n", "release"]);
+    let plan = stdout(&o);
+    assert!(
+        plan.contains("--target x86_64-unknown-linux-gnu")
+            && plan.contains("building against glibc")
+            && plan.contains("apt-get install musl-tools"),
+        "{plan}"
+    );
+    assert_eq!(
+        stdout(&make(&without, &["print-bin"])).trim(),
+        "target/x86_64-unknown-linux-gnu/release/automations"
+    );
+    let plan = stdout(&make(&without, &["-n", "release", "LIBC=gnu"]));
+    assert!(
+        plan.contains("--target x86_64-unknown-linux-gnu") && !plan.contains("glibc"),
+        "{plan}"
+    );
+
+    let with = path_with(true);
+    let missing = stdout(&make(&with, &["print-musl-missing"]));
+    if !missing.trim().is_empty() {
+        // The Rust target (or an lld) is what this machine lacks; test-prereqs.sh adds the target.
+        return skip(
+            "release_links_musl_where_it_can_and_says_what_is_missing_where_not",
+            &format!("the musl build's prerequisites: {missing}"),
+        );
+    }
+    let plan = stdout(&make(&with, &["-n", "release"]));
+    assert!(
+        plan.contains("--target x86_64-unknown-linux-musl")
+            && plan.contains("CC_x86_64_unknown_linux_musl=musl-gcc")
+            && plan.contains("scripts/firing-musl.order")
+            && !plan.contains("glibc"),
+        "{plan}"
+    );
+    assert_eq!(
+        stdout(&make(&with, &["print-bin"])).trim(),
+        "target/x86_64-unknown-linux-musl/release/automations"
+    );
+}
+
 /// Issue 18: `scripts/systemd-sandbox.sh` pointed at a file outside the repository. Nothing the
 /// repository ships may send a reader outside it.
 #[test]
