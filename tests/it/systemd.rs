@@ -96,6 +96,19 @@ impl UserManager {
         self.user("systemd-run", args)
     }
 
+    /// Waits (at most 60 s) until `unit` is neither active nor activating: its firing has ended.
+    fn wait_inactive(&self, unit: &str) {
+        let until = Instant::now() + Duration::from_secs(60);
+        loop {
+            let state = self.prop(unit, "ActiveState");
+            if state == "inactive" || state == "failed" {
+                return;
+            }
+            assert!(Instant::now() < until, "{unit} still {state} after 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn prop(&self, unit: &str, prop: &str) -> String {
         let o = self.systemctl(&["show", "-p", prop, "--value", unit]);
         stdout(&o).trim().to_owned()
@@ -469,6 +482,9 @@ fn an_at_login_automation_runs_at_install_and_when_the_manager_starts() {
         }
     };
     wait_for(&sb, 1);
+    // The install's start is over only once the keeper has ended (after `finished` is written); a
+    // start asked before that joins the one under way instead of starting anew.
+    m.wait_inactive("local.automations.hello.service");
     // A unit start in the same session is no login: skipped.
     m.start_ok(&sb, "local.automations.hello.service");
     assert_eq!(runs(&sb), 1);
