@@ -301,22 +301,31 @@ fn release_links_musl_where_it_can_and_says_what_is_missing_where_not() {
         assert_code(&o, 0);
         o
     };
+    let rustc = Command::new(which("rustc").expect("rustc"))
+        .arg("-vV")
+        .output()
+        .unwrap();
+    let host = stdout(&rustc)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .expect("rustc -vV names its host");
+    let musl = host.replace("-linux-gnu", "-linux-musl");
     let without = path_with(false);
     let o = make(&without, &["-n", "release"]);
     let plan = stdout(&o);
     assert!(
-        plan.contains("--target x86_64-unknown-linux-gnu")
+        plan.contains(&format!("--target {host}"))
             && plan.contains("building against glibc")
             && plan.contains("apt-get install musl-tools"),
         "{plan}"
     );
     assert_eq!(
         stdout(&make(&without, &["print-bin"])).trim(),
-        "target/x86_64-unknown-linux-gnu/release/automations"
+        format!("target/{host}/release/automations")
     );
     let plan = stdout(&make(&without, &["-n", "release", "LIBC=gnu"]));
     assert!(
-        plan.contains("--target x86_64-unknown-linux-gnu") && !plan.contains("glibc"),
+        plan.contains(&format!("--target {host}")) && !plan.contains("glibc"),
         "{plan}"
     );
 
@@ -331,15 +340,15 @@ fn release_links_musl_where_it_can_and_says_what_is_missing_where_not() {
     }
     let plan = stdout(&make(&with, &["-n", "release"]));
     assert!(
-        plan.contains("--target x86_64-unknown-linux-musl")
-            && plan.contains("CC_x86_64_unknown_linux_musl=musl-gcc")
+        plan.contains(&format!("--target {musl}"))
+            && plan.contains(&format!("CC_{}=musl-gcc", musl.replace('-', "_")))
             && plan.contains("scripts/firing-musl.order")
             && !plan.contains("glibc"),
         "{plan}"
     );
     assert_eq!(
         stdout(&make(&with, &["print-bin"])).trim(),
-        "target/x86_64-unknown-linux-musl/release/automations"
+        format!("target/{musl}/release/automations")
     );
 }
 
