@@ -10,7 +10,7 @@ HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 # checkout. On Linux it links musl where this machine can build for it, else glibc; either way
 # statically and not position-independent, so a firing starts without the dynamic loader and
 # without relocating the image. musl's start-up skips the dozens of `cpuid` queries glibc's makes
-# (each a trip to the hypervisor on a VM), which puts a firing near 0.66 x `flock … timeout …`
+# (each a trip to the hypervisor on a VM), which puts a firing near 0.7 x `flock … timeout …`
 # instead of 0.8. Its allocator serves a firing and mimalloc the readers (src/allocator.rs). The
 # linker places the functions a firing runs side by side (scripts/firing-musl.order and
 # scripts/firing.order, made by `make firing-order`), which halves a firing's peak memory. The

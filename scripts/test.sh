@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: the prerequisites first (scripts/test-prereqs.sh), then every test, then the
-# integration tests again against the release build (`make release`), then one summary line. A test that cannot run fails (tests/it/harness.rs `skip`), unless AUTOMATIONS_TEST_SKIP_REAL=1
-# was given outside CI; then it is written to a ledger and counted here, so a run with skips never
+# integration tests again against the release build (`make release`), then one summary line. A
+# test that cannot run fails (tests/it/harness.rs `skip`), unless AUTOMATIONS_TEST_SKIP_REAL=1 was
+# given outside CI; then it is written to a ledger and counted here, so a run with skips never
 # reads as a full pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ fi
 
 skipped=$(sort -u "$ledger" | grep -c . || true)
 if ((status != 0)); then
-    echo "make test: FAILED (cargo test exited $status)" >&2
+    echo "make test: FAILED (exit status $status)" >&2
     exit "$status"
 fi
 if ((skipped > 0)); then
