@@ -7,10 +7,10 @@ CARGO ?= cargo
 HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 
 # The binary the automations-* targets and the benchmark use: an optimised build of this
-# checkout. On Linux it links musl where this machine can build for it, else glibc; either way
+# checkout. On glibc Linux it links musl where this machine can build for it, else glibc; either way
 # statically and not position-independent, so a firing starts without the dynamic loader and
 # without relocating the image. musl's start-up skips the dozens of `cpuid` queries glibc's makes
-# (each a trip to the hypervisor on a VM), which puts a firing near 0.7 x `flock … timeout …`
+# (each a trip to the hypervisor on a VM; mimalloc's start-up makes four), which puts a firing near 0.7 x `flock … timeout …`
 # instead of 0.8. Its allocator serves a firing and mimalloc the readers (src/allocator.rs). The
 # linker places the functions a firing runs side by side (scripts/firing-musl.order and
 # scripts/firing.order, made by `make firing-order`), which halves a firing's peak memory. The
@@ -24,7 +24,10 @@ MUSL_MISSING := $(strip \
 	$(if $(wildcard $(SYSROOT)/lib/rustlib/$(MUSL)/lib),,rustup target add $(MUSL);) \
 	$(if $(shell command -v musl-gcc),,apt-get install musl-tools;) \
 	$(if $(GCC_LD)$(shell command -v ld.lld),,apt-get install lld;))
-LIBC ?= $(if $(MUSL_MISSING),gnu,musl)
+# `make release LIBC=gnu` chooses glibc; a LIBC in the environment does not.
+ifneq ($(origin LIBC),command line)
+LIBC := $(if $(MUSL_MISSING),gnu,musl)
+endif
 ORDERED := -C target-feature=+crt-static -C relocation-model=static -C link-arg=-Wl,--no-warn-symbol-ordering
 ifeq ($(LIBC),musl)
 TARGET := $(MUSL)

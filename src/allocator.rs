@@ -161,11 +161,22 @@ mod split {
         #[test]
         fn zeroed_blocks_are_zero_in_either_mode() {
             let a = Split::new();
+            let layout = Layout::from_size_align(200, 16).unwrap();
             for _ in 0..2 {
-                let layout = Layout::from_size_align(10_000, 64).unwrap();
-                let p = unsafe { a.alloc_zeroed(layout) };
-                assert!(!p.is_null() && holds(p, 10_000, 0));
-                unsafe { a.dealloc(p, layout) };
+                // Blocks dirtied, every other one freed while its neighbours keep their pages in
+                // use: the zeroed blocks asked for next reuse that memory (fresh pages would be
+                // zero whoever asked).
+                let dirty: Vec<_> = (0..1000).map(|_| block(&a, 200, 16, 0xEE).0).collect();
+                for p in dirty.iter().step_by(2) {
+                    unsafe { a.dealloc(*p, layout) };
+                }
+                let zeroed: Vec<_> = (0..500)
+                    .map(|_| unsafe { a.alloc_zeroed(layout) })
+                    .collect();
+                assert!(zeroed.iter().all(|p| !p.is_null() && holds(*p, 200, 0)));
+                for p in zeroed.iter().chain(dirty.iter().skip(1).step_by(2)) {
+                    unsafe { a.dealloc(*p, layout) };
+                }
                 a.heavy();
             }
         }
