@@ -69,6 +69,7 @@ pub fn pause(s: &Settings, name: &Name, by: By, why: &str) -> Result<Pause, Cont
         .pause(name, &pause)
         .map_err(anyhow::Error::from)?;
     RunLog::new(&s.data_root)
+        .with_test_rotation(s.test_rotate_bytes)
         .append(
             name.as_str(),
             Event::Paused(runlog::Paused { by, reason: why }),
@@ -88,6 +89,7 @@ pub fn resume(s: &Settings, name: &Name) -> Result<bool, ControlError> {
         return Ok(false);
     }
     RunLog::new(&s.data_root)
+        .with_test_rotation(s.test_rotate_bytes)
         .append(
             name.as_str(),
             Event::Resumed(runlog::Resumed { by: By::Hand }),
@@ -103,6 +105,7 @@ pub fn ack(s: &Settings, name: &Name, why: Option<&str>) -> Result<(), ControlEr
     require_definition(s, name)?;
     let why = why.map(reason).transpose()?;
     RunLog::new(&s.data_root)
+        .with_test_rotation(s.test_rotate_bytes)
         .append(
             name.as_str(),
             Event::Ack(runlog::Ack {
@@ -175,14 +178,17 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
         .collect();
     out.signalled = running.len();
     out.stopped = running.len() - out.still_running.len();
-    if let Err(e) = RunLog::new(&s.data_root).append(
-        "",
-        Event::StopAll(runlog::StopAll {
-            reason: why,
-            stopped: running.len() as u32,
-        }),
-        now,
-    ) {
+    if let Err(e) = RunLog::new(&s.data_root)
+        .with_test_rotation(s.test_rotate_bytes)
+        .append(
+            "",
+            Event::StopAll(runlog::StopAll {
+                reason: why,
+                stopped: running.len() as u32,
+            }),
+            now,
+        )
+    {
         out.log_error = Some(crate::chain_text(&e));
     }
     Ok(out)
@@ -197,6 +203,7 @@ pub fn resume_all(s: &Settings) -> Result<bool, ControlError> {
         return Ok(false);
     }
     RunLog::new(&s.data_root)
+        .with_test_rotation(s.test_rotate_bytes)
         .append("", Event::ResumeAll(runlog::ResumeAll {}), Utc::now())
         .map_err(anyhow::Error::from)?;
     Ok(true)

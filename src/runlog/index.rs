@@ -24,14 +24,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek};
+use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{LINE_MAX, LogError, Record, RunLog, VERSION, open_segment};
-use crate::definition::hex_sha256;
+use super::{LINE_MAX, LogError, Record, RunLog, VERSION, open_segment, scan};
 use crate::fsutil;
 use crate::names::Name;
 
@@ -268,21 +267,20 @@ impl Index {
                     source,
                 })?
                 .len();
-            let mut first = Vec::new();
-            BufReader::new(&file)
-                .read_until(b'\n', &mut first)
-                .map_err(|source| LogError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
-            if first.last() != Some(&b'\n') {
+            let mut lines = scan::Forward::new(&file, len, LINE_MAX);
+            let first = match lines.next_line() {
+                Ok(Some(l)) if l.ended => lines.hash(&l),
                 // Empty, or a single torn line: nothing to index yet.
-                continue;
+                Ok(_) => continue,
+                Err(e) => Err(e),
             }
-            first.pop();
+            .map_err(|source| LogError::Read {
+                path: path.clone(),
+                source,
+            })?;
             out.push(Segment {
                 path,
-                first: hex_sha256(&first),
+                first: super::hex(&first),
                 len,
             });
         }
@@ -385,14 +383,15 @@ fn agrees(seg: &Segment, p: &Position) -> bool {
     let Ok(file) = open_segment(&seg.path) else {
         return false;
     };
-    let mut line = vec![0u8; (p.offset - p.last_start) as usize];
-    if file.read_exact_at(&mut line, p.last_start).is_err() || line.pop() != Some(b'\n') {
+    let mut newline = [0u8; 1];
+    if file.read_exact_at(&mut newline, p.offset - 1).is_err() || newline[0] != b'\n' {
         return false;
     }
-    hex_sha256(&line) == p.last_hash
+    scan::range_hash(&file, p.last_start, p.offset - 1).is_ok_and(|h| super::hex(&h) == p.last_hash)
 }
 
-/// Reads complete lines of `seg` from `offset` to its end, noting each named line's position.
+/// Reads complete lines of `seg` from `offset` to its end, noting each named line's position. A
+/// line longer than [`LINE_MAX`] is passed over unread (its holes skipped), never held.
 fn read_forward(
     seg: &Segment,
     id: u32,
@@ -400,43 +399,29 @@ fn read_forward(
     found: &mut HashMap<String, Vec<Entry>>,
     cursor: &mut Cursor,
 ) -> io::Result<()> {
-    let mut file = open_segment(&seg.path)?;
-    file.seek(io::SeekFrom::Start(offset))?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
-    let mut pos = offset;
-    let mut line = Vec::with_capacity(1024);
-    // The last line read: where it starts and its hash, put in the cursor once, at the end.
-    let mut last: Option<(u64, [u8; 32])> = None;
+    let file = open_segment(&seg.path)?;
+    let len = file.metadata()?.len();
+    let mut lines = scan::Forward::from(&file, offset, len, LINE_MAX);
+    // The last line read: where it starts and ends, and its hash, put in the cursor once, at the end.
+    let mut last: Option<(u64, u64, [u8; 32])> = None;
     loop {
-        line.clear();
-        let (n, ended, too_long) = read_line_capped(&mut reader, &mut line)?;
-        if n == 0 || !ended {
-            // The end, or a line still being written: leave it for the next reader.
-            if let Some((start, digest)) = last {
-                let end = pos;
-                cursor.at = Some(Position {
-                    segment: id,
-                    offset: end,
-                    last_start: start,
-                    last_hash: super::hex(&digest),
-                });
-            }
-            return Ok(());
-        }
-        let start = pos;
-        pos += n as u64;
-        if let Some(digest) = too_long {
+        let line = match lines.next_line()? {
+            // A line still being written is left for the next reader.
+            Some(l) if l.ended => l,
+            _ => break,
+        };
+        let digest = lines.hash(&line)?;
+        last = Some((line.start, line.end + 1, digest));
+        let Some(bytes) = &line.bytes else {
             // Chained like any line, never parsed.
             cursor.unreadable += 1;
-            last = Some((start, digest));
             continue;
-        }
-        let digest: [u8; 32] = <sha2::Sha256 as sha2::Digest>::digest(&line).into();
+        };
         let short = u32::from_le_bytes([digest[0], digest[1], digest[2], digest[3]]);
-        match serde_json::from_slice::<Head>(&line) {
+        match serde_json::from_slice::<Head>(bytes) {
             Ok(h) if !h.name.is_empty() => {
                 if Name::new(h.name).is_ok() {
-                    let entry = (id, short, tagged(start, h.event));
+                    let entry = (id, short, tagged(line.start, h.event));
                     found.entry(h.name.to_owned()).or_default().push(entry);
                     if h.event == Some("finished") && h.outcome == Some("ok") {
                         cursor.last_ok.insert(h.name.to_owned(), entry);
@@ -446,45 +431,16 @@ fn read_forward(
             Ok(_) => {}
             Err(_) => cursor.unreadable += 1,
         }
-        last = Some((start, digest));
     }
-}
-
-/// Reads the next line of `reader` into `line` (without its newline) when it is at most
-/// [`LINE_MAX`] bytes; a longer one is read through, hashed as it goes and never held. Returns the
-/// bytes taken, whether they ended in a newline, and the long line's sha256.
-fn read_line_capped(
-    reader: &mut impl BufRead,
-    line: &mut Vec<u8>,
-) -> io::Result<(usize, bool, Option<[u8; 32]>)> {
-    use sha2::Digest;
-    let mut taken = 0;
-    let mut long: Option<sha2::Sha256> = None;
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            return Ok((taken, false, long.map(|h| h.finalize().into())));
-        }
-        let newline = memchr::memchr(b'\n', buf);
-        let chunk = &buf[..newline.unwrap_or(buf.len())];
-        match &mut long {
-            Some(h) => h.update(chunk),
-            None if line.len() + chunk.len() > LINE_MAX => {
-                let mut h = sha2::Sha256::new();
-                h.update(&*line);
-                h.update(chunk);
-                line.clear();
-                long = Some(h);
-            }
-            None => line.extend_from_slice(chunk),
-        }
-        let used = newline.map_or(buf.len(), |i| i + 1);
-        reader.consume(used);
-        taken += used;
-        if newline.is_some() {
-            return Ok((taken, true, long.map(|h| h.finalize().into())));
-        }
+    if let Some((start, end, digest)) = last {
+        cursor.at = Some(Position {
+            segment: id,
+            offset: end,
+            last_start: start,
+            last_hash: super::hex(&digest),
+        });
     }
+    Ok(())
 }
 
 impl Snapshot {
@@ -618,25 +574,21 @@ impl Snapshot {
         let mut last_ok = None;
         for (id, path) in ids {
             let file = open_segment(path)?;
-            let mut reader = BufReader::with_capacity(256 * 1024, file);
-            let (mut pos, mut line) = (0u64, Vec::new());
-            loop {
-                line.clear();
-                let n = reader.read_until(b'\n', &mut line)?;
-                if n == 0 || line.last() != Some(&b'\n') {
-                    break;
-                }
-                line.pop();
-                if let Ok(h) = serde_json::from_slice::<Head>(&line)
+            let len = file.metadata()?.len();
+            let mut lines = scan::Forward::new(&file, len, LINE_MAX);
+            while let Some(line) = lines.next_line()? {
+                let Some(bytes) = line.bytes.filter(|_| line.ended) else {
+                    continue;
+                };
+                if let Ok(h) = serde_json::from_slice::<Head>(&bytes)
                     && h.name == name
                 {
-                    let entry = (*id, line_hash(&line), tagged(pos, h.event));
+                    let entry = (*id, line_hash(&bytes), tagged(line.start, h.event));
                     entries.push(entry);
                     if h.event == Some("finished") && h.outcome == Some("ok") {
                         last_ok = Some(entry);
                     }
                 }
-                pos += n as u64;
             }
         }
         let mut bytes = header().to_vec();

@@ -431,6 +431,18 @@ struct Pending {
     head: head::Head,
 }
 
+/// Where the live segment ends, as the next line chains to it.
+struct End {
+    /// Its size.
+    len: u64,
+    /// The hash of its last line (`genesis` when it is empty).
+    prev: String,
+    /// Whether it ends with a newline.
+    sealed: bool,
+    /// Its whole lines, when known (from the head, or counted).
+    lines: Option<u64>,
+}
+
 /// Whether an append waits until its line is on disk.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Durable {
@@ -465,6 +477,14 @@ impl RunLog {
     pub fn with_rotation(mut self, bytes: u64) -> Self {
         self.rotate_bytes = bytes;
         self
+    }
+
+    /// The same log rotating at `bytes` when given (a test's setting), else as it was.
+    pub fn with_test_rotation(self, bytes: Option<u64>) -> Self {
+        match bytes {
+            Some(b) => self.with_rotation(b),
+            None => self,
+        }
     }
 
     /// The same log keeping `n` rotated segments (tests of retention).
@@ -564,10 +584,10 @@ impl RunLog {
         Ok(lock)
     }
 
-    /// One append under the log's lock: rotate when due (completing a rotation that was cut off),
-    /// find where the log ends and check it against the head (writing a `break` when the tail was
-    /// cut), then the line and the head. Long because each step hands the next what it found (the
-    /// file, its length, the last hash); the steps themselves are functions.
+    /// One append under the log's lock: find where the log ends and check it against the head
+    /// (writing a `break` when the tail was cut), rotate when due, then the line and the head.
+    /// The live segment is checked before it is rotated, where a head that lags is understood the
+    /// same whether or not a seam follows.
     fn append_with(
         &self,
         name: &str,
@@ -579,10 +599,7 @@ impl RunLog {
         let path = self.path();
         let mut file = open_log(&path)?;
         let (mut len, mut ino) = stat(&file, &path)?;
-        if len >= self.rotate_bytes {
-            file = self.rotate(&path, at)?;
-            (len, ino) = stat(&file, &path)?;
-        } else if len == 0
+        if len == 0
             && let Some(previous) = self.segments().get(1)
         {
             // An empty live segment beside rotated ones: a rotation that was cut off (killed, or a
@@ -603,50 +620,88 @@ impl RunLog {
             (Some(_), Durable::Later) => None,
             _ => head::open(&self.dir).ok(),
         };
-        let recorded = match &ours {
-            Some(k) => Some(k.clone()),
+        let recorded = match ours {
+            Some(k) => Some(k),
             None => head_file.as_ref().and_then(head::read_from),
         };
-        let (len, prev, sealed, lines) = match recorded {
-            Some(h) if h.ino == ino && h.bytes == len => (len, h.hash, true, Some(h.lines)),
-            recorded => {
-                let (prev, sealed) =
-                    last_line_hash(&file, len).map_err(|source| LogError::Read {
-                        path: path.clone(),
-                        source,
-                    })?;
-                // The log must still hold what the head says it held; if not, the cut is written
-                // into the chain before this line.
-                match recorded.map(|h| (check_head_at(&file, (len, ino), &prev, &h), h)) {
-                    Some((Ok(lines), _)) => (len, prev, sealed, Some(lines)),
-                    Some((Err(found), expected)) => {
-                        let brk = Event::Break(Break {
-                            expected: Extent {
-                                lines: expected.lines,
-                                bytes: expected.bytes,
-                                hash: expected.hash,
-                            },
-                            found: found.clone(),
-                        });
-                        let (end, hash) =
-                            self.write_record(&mut file, &path, len, sealed, "", brk, at, &prev)?;
-                        // Whole lines found, the torn one sealed, and the break: the event
-                        // follows the break.
-                        (end, hex(&hash), true, Some(found.lines + 1))
-                    }
-                    None => (len, prev, sealed, None),
-                }
-            }
-        };
+        let mut end = self.checked_end(&mut file, &path, (len, ino), recorded, at)?;
+        if end.len >= self.rotate_bytes {
+            // The rotated segment's tail is on disk before a seam names it.
+            let _ = file.sync_data();
+            (file, ino, end) = self.rotate(&path, at)?;
+        }
         self.write_event(
             name,
             event,
             at,
             durable,
             (&mut file, &path, ino),
-            (len, prev, sealed, lines),
+            end,
             head_file.as_ref(),
         )
+    }
+
+    /// Where the live segment (`len` bytes, inode `ino`) ends, checked against the head
+    /// `recorded`: when it no longer holds what the head says it held, the cut is written into
+    /// the chain (a `break`) and the end is after that line.
+    fn checked_end(
+        &self,
+        file: &mut File,
+        path: &Path,
+        (len, ino): (u64, u64),
+        recorded: Option<head::Head>,
+        at: DateTime<Utc>,
+    ) -> Result<End, LogError> {
+        if let Some(h) = &recorded
+            && h.ino == ino
+            && h.bytes == len
+        {
+            return Ok(End {
+                len,
+                prev: h.hash.clone(),
+                sealed: true,
+                lines: Some(h.lines),
+            });
+        }
+        let (prev, sealed) = last_line_hash(file, len).map_err(|source| LogError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let Some(expected) = recorded else {
+            return Ok(End {
+                len,
+                prev,
+                sealed,
+                lines: None,
+            });
+        };
+        match self.check_head_at(file, (len, ino), &prev, &expected) {
+            Ok(lines) => Ok(End {
+                len,
+                prev,
+                sealed,
+                lines: Some(lines),
+            }),
+            Err(found) => {
+                let found_lines = found.lines;
+                let brk = Event::Break(Break {
+                    expected: Extent {
+                        lines: expected.lines,
+                        bytes: expected.bytes,
+                        hash: expected.hash,
+                    },
+                    found,
+                });
+                let (end, hash) = self.write_record(file, path, len, sealed, "", brk, at, &prev)?;
+                // Whole lines found, the torn one sealed, and the break: the event follows it.
+                Ok(End {
+                    len: end,
+                    prev: hex(&hash),
+                    sealed: true,
+                    lines: Some(found_lines + 1),
+                })
+            }
+        }
     }
 
     /// Writes the event at `len` after `prev`, then records where the log now stands: in the head
@@ -659,7 +714,12 @@ impl RunLog {
         at: DateTime<Utc>,
         durable: Durable,
         (file, path, ino): (&mut File, &Path, u64),
-        (len, prev, sealed, lines): (u64, String, bool, Option<u64>),
+        End {
+            len,
+            prev,
+            sealed,
+            lines,
+        }: End,
         head_file: Option<&File>,
     ) -> Result<(), LogError> {
         let record = Record {
@@ -681,7 +741,7 @@ impl RunLog {
         // head to start from, the whole segment is counted once.
         let lines = match lines {
             Some(before) => before + u64::from(!sealed) + 1,
-            None => count_lines(file).unwrap_or(0),
+            None => scan::count_lines(file).unwrap_or(0),
         };
         let head = head::Head {
             v: VERSION,
@@ -749,13 +809,15 @@ impl RunLog {
         self.write_line_or_reserve(file, path, len, sealed, &record, Durable::Now)
     }
 
-    fn rotate(&self, path: &Path, at: DateTime<Utc>) -> Result<File, LogError> {
+    /// Renames the live segment aside and starts a new one with its `rotated` seam, whose head is
+    /// recorded at once: a head left naming the rotated segment would lag across the seam.
+    fn rotate(&self, path: &Path, at: DateTime<Utc>) -> Result<(File, u64, End), LogError> {
         let err = |source| LogError::Rotate {
             path: path.to_path_buf(),
             source,
         };
         // A new name sorts after every rotated segment still present, whatever retention deleted
-        // (a free name can be older than the newest one: issue 24) or however the clock moved.
+        // (a free name can be older than the newest one) or however the clock moved.
         let newest = self
             .rotated_by_name()
             .first()
@@ -773,8 +835,27 @@ impl RunLog {
         // Retention first, so the seam can say what it deleted.
         let pruned = self.prune();
         let mut file = open_log(path)?;
-        self.write_seam(&mut file, path, &self.dir.join(&name), at, pruned)?;
-        Ok(file)
+        let (end, hash) = self.write_seam(&mut file, path, &self.dir.join(&name), at, pruned)?;
+        let (_, ino) = stat(&file, path)?;
+        let seam = head::Head {
+            v: VERSION,
+            lines: 1,
+            bytes: end,
+            hash: hex(&hash),
+            ino,
+        };
+        let _ = head::write(&self.dir, &seam);
+        *self.known.borrow_mut() = Some(seam);
+        Ok((
+            file,
+            ino,
+            End {
+                len: end,
+                prev: hex(&hash),
+                sealed: true,
+                lines: Some(1),
+            },
+        ))
     }
 
     /// Writes the `rotated` line that starts the (empty) live segment `file`, chained to the last
@@ -787,7 +868,7 @@ impl RunLog {
         previous: &Path,
         at: DateTime<Utc>,
         pruned: Vec<String>,
-    ) -> Result<(), LogError> {
+    ) -> Result<(u64, [u8; 32]), LogError> {
         let err = |source| LogError::Rotate {
             path: path.to_path_buf(),
             source,
@@ -804,7 +885,6 @@ impl RunLog {
             pruned: Some(pruned),
         });
         self.write_record(file, path, 0, true, "", seam, at, &tail)
-            .map(|_| ())
     }
 
     /// [`write_line`], and once more after freeing the reserve when the disk is full: the room
@@ -828,6 +908,65 @@ impl RunLog {
             }
             _ => written,
         }
+    }
+
+    /// Checks the live segment (`len` bytes, last line hashing to `last`) against the recorded
+    /// head `h`: the number of whole (newline-ended) lines before the next append when the log
+    /// still holds the line the head ends at, else what was found. The head may lag (an append
+    /// whose line is written but whose head is not yet, or was lost): the lines after it are
+    /// counted, in this segment or, when it was recorded before a rotation, from this one's start.
+    fn check_head_at(
+        &self,
+        file: &File,
+        (len, ino): (u64, u64),
+        last: &str,
+        h: &head::Head,
+    ) -> Result<u64, Extent> {
+        let found = || Extent {
+            lines: scan::count_lines(file).unwrap_or(0),
+            bytes: len,
+            hash: last.to_owned(),
+        };
+        let (from, holds) = if h.ino != 0 && h.ino != ino {
+            (0, self.holds_before_seam(file, h))
+        } else if h.bytes == len && h.hash == last {
+            return Ok(h.lines);
+        } else {
+            (
+                h.bytes,
+                h.bytes < len && line_ends_at(file, h.bytes, &h.hash),
+            )
+        };
+        if !holds {
+            return Err(found());
+        }
+        scan::newlines_in(file, from, len)
+            .map(|after| if from == 0 { after } else { h.lines + after })
+            .map_err(|_| found())
+    }
+
+    /// Whether the head `h`, recorded before a rotation, still holds: the segment it names (found
+    /// by walking back the seams from `live`, which starts with one) still ends a line where the
+    /// head says, with the hash it recorded.
+    fn holds_before_seam(&self, live: &File, h: &head::Head) -> bool {
+        let mut seam = seam_of(live);
+        // No further back than there are segments: a forged loop of seams ends here.
+        for _ in 0..self.rotated_by_name().len() {
+            let Some(s) = seam.take().filter(|s| is_segment_name(&s.previous)) else {
+                return false;
+            };
+            let Ok(previous) = open_segment(&self.dir.join(&s.previous)) else {
+                return false;
+            };
+            let Ok(meta) = previous.metadata() else {
+                return false;
+            };
+            if std::os::unix::fs::MetadataExt::ino(&meta) == h.ino {
+                return h.bytes <= meta.len() && line_ends_at(&previous, h.bytes, &h.hash);
+            }
+            seam = seam_of(&previous);
+        }
+        false
     }
 
     /// Deletes the oldest rotated segments beyond the retention limit; their names.
@@ -936,6 +1075,25 @@ fn segment_stamp(path: &Path) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
+/// Whether `name` is one [`segment_name`] writes: a seam's `previous` names a file beside the log,
+/// never a path elsewhere.
+fn is_segment_name(name: &str) -> bool {
+    name.strip_prefix("runs-")
+        .and_then(|n| n.strip_suffix(".jsonl"))
+        .is_some_and(|stamp| {
+            !stamp.is_empty()
+                && stamp
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'.')
+        })
+}
+
+/// Whether a whole line of `file` ends at `at` (its newline is the byte before) with the chain
+/// hash `hash`.
+fn line_ends_at(file: &File, at: u64, hash: &str) -> bool {
+    matches!(last_line_hash(file, at), Ok((h, true)) if h == hash)
+}
+
 /// The segment a segment's first line says it was rotated from, if that line is a seam.
 fn seam_previous(path: &Path) -> Option<std::ffi::OsString> {
     seam_of(&open_segment(path).ok()?).map(|r| r.previous.into())
@@ -984,7 +1142,9 @@ fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)> {
     let sealed = lines.ends_with_newline;
     match lines.next_item()? {
         Some(RevLine::Line(line)) => Ok((hex_sha256(&line), sealed)),
-        Some(RevLine::TooLong { start, end }) => Ok((hex(&hash_range(file, start, end)?), sealed)),
+        Some(RevLine::TooLong { start, end }) => {
+            Ok((hex(&scan::range_hash(file, start, end)?), sealed))
+        }
         None => Ok((GENESIS.to_owned(), true)),
     }
 }
@@ -1002,69 +1162,6 @@ fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
             path: path.to_path_buf(),
             source,
         })
-}
-
-/// Checks the live segment (`len` bytes, last line hashing to `last`) against the recorded head:
-/// the number of whole (newline-ended) lines before the next append when the log still holds what
-/// the head says (the head may lag: an append whose line is written but whose head is not yet),
-/// else what was found.
-fn check_head_at(
-    file: &File,
-    (len, ino): (u64, u64),
-    last: &str,
-    h: &head::Head,
-) -> Result<u64, Extent> {
-    let found = |lines| Extent {
-        lines,
-        bytes: len,
-        hash: last.to_owned(),
-    };
-    if h.ino != 0 && h.ino != ino {
-        // Recorded before a rotation: the live segment must start at the end the head knew.
-        let first = seam_of(file);
-        return match first {
-            Some(seam) if seam.tail == h.hash => {
-                newlines_in(file, 0, len).map_err(|_| found(count_lines(file).unwrap_or(0)))
-            }
-            _ => Err(found(count_lines(file).unwrap_or(0))),
-        };
-    }
-    if h.bytes == len && h.hash == last {
-        return Ok(h.lines);
-    }
-    if h.bytes < len && h.bytes.saturating_add(LAG_MAX) >= len {
-        // The head lags: the line it ends at is still there, and the lines after it are counted.
-        let ends_there = last_line_hash(file, h.bytes).ok().map(|(hash, _)| hash);
-        let after = newlines_in(file, h.bytes, len).ok();
-        if ends_there.as_deref() == Some(h.hash.as_str())
-            && let Some(after) = after
-        {
-            return Ok(h.lines + after);
-        }
-    }
-    Err(found(count_lines(file).unwrap_or(0)))
-}
-
-/// How far a head may lag behind the log and still be checked by reading the gap (beyond it, a
-/// gap is read as a cut).
-const LAG_MAX: u64 = 16 * 1024 * 1024;
-
-/// Newlines between `from` and `to`: the whole lines there.
-fn newlines_in(file: &File, from: u64, to: u64) -> io::Result<u64> {
-    let mut buf = vec![0u8; 64 * 1024];
-    let (mut at, mut lines) = (from, 0u64);
-    while at < to {
-        let want = usize::try_from(to - at)
-            .unwrap_or(usize::MAX)
-            .min(buf.len());
-        let n = file.read_at(&mut buf[..want], at)?;
-        if n == 0 {
-            break;
-        }
-        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-        at += n as u64;
-    }
-    Ok(lines)
 }
 
 /// Writes one line (and fsyncs it when `sync`); returns the file's new end and the line's sha256.
@@ -1104,21 +1201,6 @@ fn write_line(
     }
     let line = &bytes[usize::from(!sealed)..bytes.len() - 1];
     Ok((len + bytes.len() as u64, sha2::Sha256::digest(line).into()))
-}
-
-/// Lines in a file from its start (newline-terminated ones, plus a torn last one).
-fn count_lines(file: &File) -> io::Result<u64> {
-    let mut buf = vec![0u8; 256 * 1024];
-    let (mut at, mut lines, mut last) = (0u64, 0u64, b'\n');
-    loop {
-        let n = file.read_at(&mut buf, at)?;
-        if n == 0 {
-            return Ok(lines + u64::from(last != b'\n'));
-        }
-        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
-        last = buf[n - 1];
-        at += n as u64;
-    }
 }
 
 fn hex(hash: &[u8; 32]) -> String {
@@ -1161,6 +1243,8 @@ pub struct RevLines {
     block: u64,
     /// Whether the file's last byte is a newline.
     pub ends_with_newline: bool,
+    /// The file's holes, looked up once a line too long to hold is being passed over.
+    holes: Option<scan::Holes>,
 }
 
 const BLOCK: u64 = 64 * 1024;
@@ -1183,6 +1267,7 @@ impl RevLines {
             skipping: None,
             block: FIRST_BLOCK,
             ends_with_newline,
+            holes: None,
         })
     }
 
@@ -1214,6 +1299,12 @@ impl RevLines {
             }
             if self.skipping.is_some() {
                 self.buf.clear();
+                // Passing over a line too long to hold: its holes (zeros, no newline) unread.
+                let (file, pos) = (&self.file, self.pos);
+                let holes = self.holes.get_or_insert_with(|| scan::Holes::of(file, pos));
+                if let Some((start, _)) = pos.checked_sub(1).and_then(|p| holes.around(p)) {
+                    self.pos = start;
+                }
             }
             if self.pos == 0 {
                 if let Some(end) = self.skipping.take() {
@@ -1235,20 +1326,6 @@ impl RevLines {
             self.unscanned = n as usize;
         }
     }
-}
-
-/// The sha256 of `file`'s bytes from `start` to `end`, read in blocks.
-fn hash_range(file: &File, start: u64, end: u64) -> io::Result<[u8; 32]> {
-    let mut h = sha2::Sha256::new();
-    let mut chunk = vec![0u8; BLOCK as usize];
-    let mut at = start;
-    while at < end {
-        let n = (end - at).min(BLOCK) as usize;
-        file.read_exact_at(&mut chunk[..n], at)?;
-        h.update(&chunk[..n]);
-        at += n as u64;
-    }
-    Ok(h.finalize().into())
 }
 
 /// Records newest first across all segments; unreadable lines are counted and skipped.
@@ -1331,26 +1408,16 @@ pub struct Verification {
     pub head: Option<String>,
 }
 
-/// Checks the whole chain, oldest segment first. O(log size), as a verification must be.
-///
-/// Long because it is one walk that carries the previous hash, the segment seams and what
-/// retention pruned from line to line; each finding is a line of it.
+/// Checks the whole chain, oldest segment first, reading each line once and holding at most
+/// [`LINE_MAX`] of one. O(log size), as a verification must be.
 pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
     let mut segments = log.segments();
     segments.reverse();
-    let mut v = Verification::default();
-    let mut prev_hash: Option<String> = None;
-    // What retention recorded deleting, and whether the seam the chain starts at says it can.
-    let mut pruned: std::collections::BTreeSet<String> = Default::default();
-    let mut start_recorded = false;
+    let mut walk = Walk::default();
     let n_segments = segments.len();
     for (si, path) in segments.iter().enumerate() {
-        let read = open_segment(path).and_then(|mut f| {
-            let mut b = Vec::new();
-            io::Read::read_to_end(&mut f, &mut b).map(|_| b)
-        });
-        let bytes = match read {
-            Ok(b) => b,
+        let file = match open_segment(path) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(source) => {
                 return Err(LogError::Read {
@@ -1359,110 +1426,168 @@ pub fn verify(log: &RunLog) -> Result<Verification, LogError> {
                 });
             }
         };
-        let seg_name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        v.segments.push(seg_name.clone());
-        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-        if si + 1 == n_segments && !bytes.is_empty() && !bytes.ends_with(b"\n") {
-            v.torn_tail = true;
-        }
         let live = si + 1 == n_segments;
-        if body.is_empty() {
-            if live {
-                check_head(log, 0, "", &mut v);
-            }
-            continue;
-        }
-        let mut seg_lines = 0u64;
-        let mut last_hash = String::new();
-        for (i, line) in body.split(|&b| b == b'\n').enumerate() {
-            v.lines += 1;
-            seg_lines += 1;
-            let place = format!("{seg_name} line {}", i + 1);
-            if line.len() > LINE_MAX {
-                // Chained like any line, never parsed.
-                v.unreadable
-                    .push(format!("{place} (longer than {} MiB)", LINE_MAX >> 20));
-                last_hash = hex_sha256(line);
-                prev_hash = Some(last_hash.clone());
-                continue;
-            }
-            let parsed = serde_json::from_slice::<Record>(line);
-            // Retention deleted the segments before this one: the chain starts at its seam.
-            if prev_hash.is_none()
-                && i == 0
-                && let Ok(Record {
-                    event: Event::Rotated(rot),
-                    prev,
-                    ..
-                }) = &parsed
-                && !log.dir.join(&rot.previous).exists()
-            {
-                v.starts_after = Some(rot.previous.clone());
-                start_recorded = rot.pruned.is_some();
-                prev_hash = Some(prev.clone());
-            }
-            let expected = prev_hash.clone().unwrap_or_else(|| GENESIS.to_owned());
-            match parsed {
-                Ok(r) => {
-                    if r.prev != expected {
-                        v.breaks.push(format!(
-                            "{place}: prev {} does not match the hash of the line before ({})",
-                            short(&r.prev),
-                            short(&expected)
-                        ));
-                    }
-                    if let Event::Break(b) = &r.event {
-                        v.breaks.push(format!(
-                            "{place}: the log was cut before this line was appended: the chain head recorded {} line(s) ({} bytes) ending in {}, the log held {} line(s) ({} bytes) ending in {}",
-                            b.expected.lines,
-                            b.expected.bytes,
-                            short(&b.expected.hash),
-                            b.found.lines,
-                            b.found.bytes,
-                            short(&b.found.hash)
-                        ));
-                    }
-                    if let Event::Rotated(rot) = &r.event {
-                        pruned.extend(rot.pruned.iter().flatten().cloned());
-                        if i != 0 {
-                            v.breaks
-                                .push(format!("{place}: a rotated line inside a segment"));
-                        }
-                        if rot.tail != expected {
-                            v.breaks.push(format!(
-                                "{place}: rotated from {} whose tail does not match",
-                                rot.previous
-                            ));
-                        }
-                    }
-                }
-                Err(_) => v.unreadable.push(place),
-            }
-            last_hash = hex_sha256(line);
-            prev_hash = Some(last_hash.clone());
-        }
+        let (lines, last) =
+            walk.segment(log, path, &file, live)
+                .map_err(|source| LogError::Read {
+                    path: path.clone(),
+                    source,
+                })?;
         if live {
-            check_head(log, seg_lines, &last_hash, &mut v);
+            check_head(log, lines, &last, &mut walk.v);
         }
     }
+    let mut v = walk.v;
     if !v.segments.iter().any(|s| s == LOG_FILE) {
         check_head(log, 0, "", &mut v);
     }
     // A seam whose segment retention did not record deleting: history removed by hand. (Seams
     // written before retention recorded its deletions are taken at their word.)
     if let Some(gone) = &v.starts_after
-        && start_recorded
-        && !pruned.contains(gone)
+        && walk.start_recorded
+        && !walk.pruned.contains(gone)
     {
         v.breaks.push(format!(
             "the chain starts at the seam of {gone}, which no rotation records deleting: rotated segments were removed by hand"
         ));
     }
     Ok(v)
+}
+
+/// What [`verify`] carries from line to line and segment to segment.
+#[derive(Default)]
+struct Walk {
+    v: Verification,
+    /// What the next line's `prev` must be: `None` before the first line.
+    expected: Option<Expected>,
+    /// What retention recorded deleting, and whether the seam the chain starts at says it can.
+    pruned: std::collections::BTreeSet<String>,
+    start_recorded: bool,
+}
+
+/// The chain hash the next line must name, and for a line too long to hash whole, where it is:
+/// such a line was chained by all its bytes before it was chained by its ends, and either is
+/// accepted.
+struct Expected {
+    hash: String,
+    oversize: Option<(PathBuf, u64, u64)>,
+}
+
+impl Expected {
+    fn matches(&self, prev: &str) -> bool {
+        prev == self.hash
+            || self.oversize.as_ref().is_some_and(|(path, start, end)| {
+                open_segment(path)
+                    .and_then(|f| scan::full_hash(&f, *start, *end))
+                    .is_ok_and(|h| hex(&h) == prev)
+            })
+    }
+}
+
+impl Walk {
+    /// Checks one segment's lines; its line count and the hash of its last line.
+    fn segment(
+        &mut self,
+        log: &RunLog,
+        path: &Path,
+        file: &File,
+        live: bool,
+    ) -> io::Result<(u64, String)> {
+        let seg_name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        self.v.segments.push(seg_name.clone());
+        let len = file.metadata()?.len();
+        let mut lines = scan::Forward::new(file, len, LINE_MAX);
+        let (mut count, mut last_hash) = (0u64, String::new());
+        while let Some(line) = lines.next_line()? {
+            count += 1;
+            self.v.lines += 1;
+            if live && !line.ended {
+                self.v.torn_tail = true;
+            }
+            let place = format!("{seg_name} line {count}");
+            let hash = match &line.bytes {
+                Some(bytes) => {
+                    self.line(log, &place, count == 1, bytes);
+                    hex_sha256(bytes)
+                }
+                None => {
+                    // Chained like any line, never parsed.
+                    self.v
+                        .unreadable
+                        .push(format!("{place} (longer than {} MiB)", LINE_MAX >> 20));
+                    hex(&scan::range_hash(file, line.start, line.end)?)
+                }
+            };
+            let oversize = (line.end - line.start > scan::HASHED_MAX)
+                .then(|| (path.to_path_buf(), line.start, line.end));
+            last_hash = hash.clone();
+            self.expected = Some(Expected { hash, oversize });
+        }
+        Ok((count, last_hash))
+    }
+
+    /// Checks one line that could be read: its `prev`, and what a seam or a break says.
+    fn line(&mut self, log: &RunLog, place: &str, first: bool, bytes: &[u8]) {
+        let Ok(r) = serde_json::from_slice::<Record>(bytes) else {
+            self.v.unreadable.push(place.to_owned());
+            return;
+        };
+        // Retention deleted the segments before this one: the chain starts at its seam.
+        if self.expected.is_none()
+            && first
+            && let Event::Rotated(rot) = &r.event
+            && !log.dir.join(&rot.previous).exists()
+        {
+            self.v.starts_after = Some(rot.previous.clone());
+            self.start_recorded = rot.pruned.is_some();
+            self.expected = Some(Expected {
+                hash: r.prev.clone(),
+                oversize: None,
+            });
+        }
+        let expected = self.expected.take().unwrap_or(Expected {
+            hash: GENESIS.to_owned(),
+            oversize: None,
+        });
+        let chained = expected.matches(&r.prev);
+        if !chained {
+            self.v.breaks.push(format!(
+                "{place}: prev {} does not match the hash of the line before ({})",
+                short(&r.prev),
+                short(&expected.hash)
+            ));
+        }
+        match &r.event {
+            Event::Break(b) => self.v.breaks.push(format!(
+                "{place}: the log was cut before this line was appended: the chain head recorded {} line(s) ({} bytes) ending in {}, the log held {} line(s) ({} bytes) ending in {}",
+                b.expected.lines,
+                b.expected.bytes,
+                short(&b.expected.hash),
+                b.found.lines,
+                b.found.bytes,
+                short(&b.found.hash)
+            )),
+            Event::Rotated(rot) => {
+                self.pruned.extend(rot.pruned.iter().flatten().cloned());
+                if !first {
+                    self.v
+                        .breaks
+                        .push(format!("{place}: a rotated line inside a segment"));
+                }
+                if !(rot.tail == expected.hash || (chained && rot.tail == r.prev)) {
+                    self.v.breaks.push(format!(
+                        "{place}: rotated from {} whose tail does not match",
+                        rot.previous
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Compares the live segment (`lines`, last line's hash) with the recorded head of the chain.
@@ -1482,13 +1607,13 @@ fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
         .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
         .unwrap_or(0);
     if h.ino != 0 && live_ino != 0 && h.ino != live_ino && lines > 0 {
-        // Recorded before the last rotation: the live segment must start where it ended.
-        let starts = open_segment(&log.path()).ok().as_ref().and_then(seam_of);
-        if starts.is_some_and(|s| s.tail == h.hash) {
+        // Recorded before the last rotation: the segment it names must still end where it says.
+        let holds = open_segment(&log.path()).is_ok_and(|live| log.holds_before_seam(&live, &h));
+        if holds {
             v.head = Some("lags the log (recorded before the last rotation)".into());
         } else {
             v.breaks.push(format!(
-                "{LOG_FILE} does not start where the chain head (state/head) says the log ended ({}): the log was replaced",
+                "{LOG_FILE} does not go on from where the chain head (state/head) says the log ended ({}): the log was cut before its last rotation, or replaced",
                 short(&h.hash)
             ));
             v.head = Some("disagrees with the log".into());
@@ -1529,21 +1654,22 @@ fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
     }
 }
 
-/// The hash of line `n` (1-based) of the file at `path`.
+/// The chain hash of line `n` (1-based) of the file at `path`.
 fn nth_line_hash(path: &Path, n: u64) -> Option<String> {
     let file = open_segment(path).ok()?;
-    let mut reader = io::BufReader::new(file);
-    let mut line = Vec::new();
+    let len = file.metadata().ok()?.len();
+    let mut lines = scan::Forward::new(&file, len, LINE_MAX);
+    let mut line = None;
     for _ in 0..n {
-        line.clear();
-        if io::BufRead::read_until(&mut reader, b'\n', &mut line).ok()? == 0 {
-            return None;
-        }
+        line = Some(lines.next_line().ok()??);
     }
-    if line.last() == Some(&b'\n') {
-        line.pop();
+    let line = line?;
+    match &line.bytes {
+        Some(bytes) => Some(hex_sha256(bytes)),
+        None => scan::range_hash(&file, line.start, line.end)
+            .ok()
+            .map(|h| hex(&h)),
     }
-    Some(hex_sha256(&line))
 }
 
 /// The first 12 characters of a hash for messages; a value from a tampered log need not be hex, so
@@ -1555,6 +1681,7 @@ fn short(h: &str) -> &str {
 pub mod head;
 pub mod index;
 pub mod reserve;
+pub mod scan;
 
 /// [`Record::parse`]'s one pass.
 mod fast {

@@ -690,3 +690,160 @@ fn a_head_is_never_written_over_something_planted_there() {
     );
     assert!(head::read_checked(&log.dir).is_err());
 }
+
+/// One firing as the runner writes it: `started` unsynced (its keeper syncs the data only, never
+/// the head), then `finished` unsynced, then the sync that records the head.
+fn firing(log: &RunLog, run: &str, at: DateTime<Utc>) {
+    log.append_unsynced("a", started(run), at).unwrap();
+    log.sync_data_only().unwrap();
+    log.append_unsynced("a", skipped(SkipReason::Paused), at)
+        .unwrap();
+    log.sync().unwrap();
+}
+
+/// Regression: a firing whose own `started` was the line that crossed the rotation size left the
+/// head behind that line (its keeper syncs data only), and the rotating append of its `finished`
+/// compared that lagging head with the new segment and wrote a `break`: `log verify` failed for
+/// good after one ordinary run.
+#[test]
+fn a_firing_whose_started_crosses_the_rotation_size_leaves_the_chain_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path()).with_rotation(2000);
+    let at = fixed_time();
+    while std::fs::metadata(log.path()).map_or(0, |m| m.len()) < 1800 {
+        log.append("b", skipped(SkipReason::SlotDone), at).unwrap();
+    }
+    firing(&log, "r1", at);
+    assert_eq!(log.segments().len(), 2, "one rotation");
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    // The next firing, a fresh handle as the next process has, neither.
+    firing(&RunLog::new(d.path()).with_rotation(2000), "r2", at);
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    assert_eq!(v.head.as_deref(), Some("matches the log"), "{v:?}");
+}
+
+/// Regression: a rotation while another run was under way (its `started` written, its head not
+/// yet) wrote a `break`, for the same reason.
+#[test]
+fn a_rotation_while_another_run_is_under_way_leaves_the_chain_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let at = fixed_time();
+    let long = RunLog::new(d.path()).with_rotation(1500);
+    let other = RunLog::new(d.path()).with_rotation(1500);
+    long.append("long", skipped(SkipReason::SlotDone), at)
+        .unwrap();
+    long.append_unsynced("long", started("long-1"), at).unwrap();
+    long.sync_data_only().unwrap();
+    for i in 0..8 {
+        firing(&other, &format!("o{i}"), at);
+    }
+    assert!(long.segments().len() >= 2, "rotated meanwhile");
+    long.append_unsynced("long", skipped(SkipReason::Paused), at)
+        .unwrap();
+    long.sync().unwrap();
+    let v = verify(&long).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+}
+
+/// Many rotations with runs overlapping each of them, from several handles in the interleavings a
+/// data root sees (a started written before another run's whole firing, a rotation falling between
+/// a firing's two lines, a head write lost): the chain stays whole, at every step.
+#[test]
+fn many_rotations_with_overlapping_runs_leave_the_chain_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let at = fixed_time();
+    let handles: Vec<RunLog> = (0..3)
+        .map(|_| RunLog::new(d.path()).with_rotation(700).with_retention(4))
+        .collect();
+    // A fixed pattern, so every run sees the same interleavings.
+    for step in 0..150u32 {
+        let h = &handles[(step % 3) as usize];
+        let other = &handles[((step + 1) % 3) as usize];
+        match step % 5 {
+            0 => {
+                h.append_unsynced("a", started(&format!("s{step}")), at)
+                    .unwrap();
+                h.sync_data_only().unwrap();
+                firing(other, &format!("o{step}"), at);
+                h.append_unsynced("a", skipped(SkipReason::Paused), at)
+                    .unwrap();
+                h.sync().unwrap();
+            }
+            1 => firing(h, &format!("f{step}"), at),
+            2 => {
+                // A head write lost (a crash between the line and its head, or a full disk).
+                let before = std::fs::read(head::path(&h.dir)).ok();
+                firing(h, &format!("l{step}"), at);
+                if let Some(b) = before {
+                    std::fs::write(head::path(&h.dir), b).unwrap();
+                }
+            }
+            3 => h
+                .append("a", skipped(SkipReason::AlreadyRunning), at)
+                .unwrap(),
+            _ => {
+                h.append_unsynced("a", started(&format!("u{step}")), at)
+                    .unwrap();
+                other
+                    .append_unsynced("b", started(&format!("v{step}")), at)
+                    .unwrap();
+                h.sync().unwrap();
+                other.sync().unwrap();
+            }
+        }
+        let v = verify(&handles[0]).unwrap();
+        assert!(v.breaks.is_empty(), "step {step}: {v:?}");
+    }
+    assert!(handles[0].segments().len() >= 4, "it rotated");
+    assert!(
+        !lines(&handles[0].path())
+            .iter()
+            .any(|l| l.contains("\"event\":\"break\"")),
+        "no break was written"
+    );
+}
+
+/// A head that lags across a seam is accepted as one that lags within a segment, not blindly:
+/// when the lines it knew are gone from the segment before the seam, the next append writes the
+/// cut into the chain and `verify` reports it.
+#[test]
+fn a_cut_across_a_seam_is_still_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let at = fixed_time();
+    let log = RunLog::new(d.path()).with_rotation(1200);
+    for i in 0..4 {
+        log.append("a", started(&format!("r{i}")), at).unwrap();
+    }
+    // The head as it was before the rotation, kept as a lost head write would leave it.
+    let before = std::fs::read(head::path(&log.dir)).unwrap();
+    while log.segments().len() < 2 {
+        log.append("a", started("x"), at).unwrap();
+    }
+    std::fs::write(head::path(&log.dir), &before).unwrap();
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "a lagging head is fine: {v:?}");
+    assert!(v.head.as_deref().unwrap_or("").starts_with("lags"), "{v:?}");
+    // Now the lines that head knew are cut from the segment before the seam.
+    let rotated = log.segments()[1].clone();
+    let l = lines(&rotated);
+    std::fs::write(&rotated, l[..1].join("\n") + "\n").unwrap();
+    let v = verify(&log).unwrap();
+    assert!(!v.breaks.is_empty(), "{v:?}");
+    RunLog::new(d.path())
+        .with_rotation(1200)
+        .append("a", started("next"), at)
+        .unwrap();
+    assert!(
+        lines(&log.path())
+            .iter()
+            .any(|l| l.contains("\"event\":\"break\"")),
+        "the cut is written into the chain"
+    );
+    let v = verify(&log).unwrap();
+    assert!(
+        v.breaks.iter().any(|b| b.contains("was cut before")),
+        "{v:?}"
+    );
+}

@@ -175,7 +175,9 @@ static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 /// Runs one firing of `name`.
 pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
     fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
-    let log = RunLog::new(&s.data_root).with_stdout_mirror(s.events_stdout);
+    let log = RunLog::new(&s.data_root)
+        .with_stdout_mirror(s.events_stdout)
+        .with_test_rotation(s.test_rotate_bytes);
 
     // 1. The definition.
     let def = match definition_or_record(s, &log, name, trigger)? {

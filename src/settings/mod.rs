@@ -26,6 +26,9 @@ pub const ENV_KEY_DIR: &str = "AUTOMATIONS_KEY_DIR";
 /// In a pod: the sha256 of the definition its manifest was rendered from. A scheduled firing with
 /// no install record runs only that version (the manifest is its install).
 pub const ENV_PINNED_SHA256: &str = "AUTOMATIONS_PINNED_SHA256";
+/// For tests only: the size past which the run log rotates, instead of 64 MiB, so a test can make
+/// many rotations with real runs.
+pub const ENV_TEST_ROTATE_BYTES: &str = "AUTOMATIONS_TEST_ROTATE_BYTES";
 /// The namespace when neither flag nor environment names one.
 pub const DEFAULT_NAMESPACE: &str = "automations";
 /// The folder of definitions inside the repository root.
@@ -204,6 +207,8 @@ pub struct Settings {
     /// The definition version a scheduled firing without an install record may run
     /// (`AUTOMATIONS_PINNED_SHA256`, in a pod).
     pub pinned_sha256: Option<String>,
+    /// The run log's rotation size when a test sets one ([`ENV_TEST_ROTATE_BYTES`]).
+    pub test_rotate_bytes: Option<u64>,
 }
 
 impl Settings {
@@ -257,6 +262,9 @@ impl Settings {
             key_dir,
             events_stdout,
             pinned_sha256,
+            test_rotate_bytes: os
+                .var(ENV_TEST_ROTATE_BYTES)
+                .and_then(|v| v.to_str()?.parse().ok()),
         })
     }
 

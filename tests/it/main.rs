@@ -16,6 +16,7 @@ mod keys;
 mod kubernetes;
 mod prereqs;
 mod repo;
+mod runlog;
 mod runner;
 mod systemd;
 mod units;
