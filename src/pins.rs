@@ -1,11 +1,16 @@
-//! What you installed is what runs (issue 22): an install approves one version of a definition —
+//! What you installed is what runs: an install approves one version of a definition —
 //! its sha256 — and, when its `argv[0]` names a file inside the repository (`scripts/backup.sh`),
 //! that file's sha256 too. The install record keeps both in the private data root, where an edit
 //! to the repository (or a `git pull`) cannot reach them. A scheduled firing compares the files as
 //! they are now with those pins before anything that could run code, and is skipped when they
 //! differ; a manual run goes ahead (a person is there) and says so.
 //!
-//! This module only hashes and compares; the runner records the skip, health and `check` say it.
+//! A firing never runs the repository's file itself: it runs a private copy whose bytes are the
+//! ones it hashed ([`copy_approved`]), so a script swapped after it was checked (during a jitter
+//! wait, a retry's wait, or the instant after the check) never runs unapproved.
+//!
+//! This module only hashes, copies and compares; the runner records the skip, health and `check`
+//! say it.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -72,33 +77,96 @@ pub fn script_path(def: &Definition, root: &Path) -> Option<PathBuf> {
 }
 
 /// The pin of `def`'s script as it is now: `None` when its `argv[0]` names no file of the
-/// repository (or that file is not there).
+/// repository (or that file is not there). Opened without blocking: a FIFO (or a link to one)
+/// there is refused, naming what it is, never waited on.
 pub fn script_pin(def: &Definition, root: &Path) -> std::io::Result<Option<ScriptPin>> {
     let Some(path) = script_path(def, root) else {
         return Ok(None);
     };
-    let mut file = match std::fs::File::open(&path) {
+    let file = match crate::fsutil::open_regular_following(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    if !file.metadata()?.is_file() {
+    let sha256 = copy_hashing(file, &mut std::io::sink())?;
+    Ok(Some(ScriptPin {
+        path: relative(&path, root),
+        sha256,
+    }))
+}
+
+/// A script as a firing runs it: a private copy (its owner's permissions only, in the run's scratch folder) whose bytes
+/// are the ones hashed into its pin, so what was compared with the approval is what runs, whatever
+/// happens to the repository's file after it was read.
+#[derive(Debug)]
+pub struct ApprovedCopy {
+    /// The copy's pin: the repository path it was copied from, and the sha256 of the copy.
+    pub pin: ScriptPin,
+    /// The copy, to execute in place of the repository's file.
+    pub path: PathBuf,
+}
+
+/// Copies the script `def`'s `argv[0]` names into the folder `into` (private, and only the
+/// firing's while it holds its lock), hashing the bytes as they are copied: `None` when `argv[0]`
+/// names no file of the repository or that file is not there. The copy keeps the file's name, so
+/// `basename "$0"` still says it.
+pub fn copy_approved(
+    def: &Definition,
+    root: &Path,
+    into: &Path,
+) -> std::io::Result<Option<ApprovedCopy>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(path) = script_path(def, root) else {
         return Ok(None);
-    }
+    };
+    let from = match crate::fsutil::open_regular_following(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    // The file's own permissions for its owner, and none for anyone else: a script that is not
+    // executable still fails to start, as it would in place.
+    let mode = std::os::unix::fs::PermissionsExt::mode(&from.metadata()?.permissions()) & 0o700;
+    let dest = into.join(path.file_name().unwrap_or(std::ffi::OsStr::new("script")));
+    let _ = std::fs::remove_file(&dest);
+    let mut to = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode | 0o200)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&dest)?;
+    let sha256 = copy_hashing(from, &mut to)?;
+    // Closed before anything is spawned: a file open for writing cannot be executed (ETXTBSY).
+    drop(to);
+    Ok(Some(ApprovedCopy {
+        pin: ScriptPin {
+            path: relative(&path, root),
+            sha256,
+        },
+        path: dest,
+    }))
+}
+
+/// Copies `from` into `to` and returns the sha256 (hex) of what was copied.
+fn copy_hashing(mut from: std::fs::File, to: &mut impl std::io::Write) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
-    let mut buf = [0u8; 16 * 1024];
+    let mut buf = vec![0u8; 64 * 1024];
     loop {
-        let n = file.read(&mut buf)?;
+        let n = from.read(&mut buf)?;
         if n == 0 {
             break;
         }
         hasher.update(&buf[..n]);
+        to.write_all(&buf[..n])?;
     }
-    let rel = path.strip_prefix(root).unwrap_or(&path);
-    Ok(Some(ScriptPin {
-        path: rel.to_string_lossy().into_owned(),
-        sha256: format!("{:x}", hasher.finalize()),
-    }))
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+fn relative(path: &Path, root: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Whether `def` (and its script) as it is now is what `record` approved. A script that cannot be
@@ -108,6 +176,16 @@ pub fn script_pin(def: &Definition, root: &Path) -> std::io::Result<Option<Scrip
 /// it is trusted for an automation whose `argv[0]` is no script of the repository, and is no
 /// approval of a script it never hashed.
 pub fn check(record: Option<&Record>, def: &Definition, root: &Path) -> Option<Mismatch> {
+    check_script(record, def, root, script_pin(def, root))
+}
+
+/// [`check`] with the script's pin as the caller read it (a firing: the pin of the copy it runs).
+pub fn check_script(
+    record: Option<&Record>,
+    def: &Definition,
+    root: &Path,
+    now: std::io::Result<Option<ScriptPin>>,
+) -> Option<Mismatch> {
     let Some(record) = record else {
         return Some(Mismatch::NotInstalled);
     };
@@ -117,12 +195,11 @@ pub fn check(record: Option<&Record>, def: &Definition, root: &Path) -> Option<M
     if !record.pinned {
         return script_path(def, root).map(|_| Mismatch::NotInstalled);
     }
-    let now = match script_pin(def, root) {
+    let now = match now {
         Ok(p) => p,
         Err(_) => {
             let path = script_path(def, root).unwrap_or_default();
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            return Some(Mismatch::ScriptChanged(rel.display().to_string()));
+            return Some(Mismatch::ScriptChanged(relative(&path, root)));
         }
     };
     if now != record.script {

@@ -7,40 +7,37 @@
 //! leave a `started` without trying to write its `finished`.
 
 pub mod after;
+pub mod approval;
 pub mod env;
+pub mod execute;
 pub mod keeper;
-
 pub mod result;
+pub mod scratch;
 pub mod supervise;
 pub mod tail;
 pub mod tree;
 
 use std::ffi::OsString;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use chrono::Utc;
 
 use crate::anytype::gate;
 use crate::clock;
-use crate::definition::{self, Checks, Definition, LoadError, PLACEHOLDER_ROOT, PLACEHOLDER_SELF};
+use crate::definition::{self, Checks, Definition, LoadError};
 use crate::fsutil;
-use crate::history;
 use crate::keys;
 use crate::locks::{self, Acquired};
 use crate::names::Name;
-use crate::runlog::{
-    Dropped, ErrorInfo, Event, Finished, Outcome, RunLog, SkipReason, Skipped, Started, Trigger,
-};
-use crate::schedule::{self, Schedule};
+use crate::runlog::{Event, Finished, Outcome, RunLog, SkipReason, Skipped, Started, Trigger};
 use crate::settings::Settings;
 use crate::state::State;
 
 use crate::redact::Redactor;
+use approval::{Prepared, Script};
+use execute::{execute, failed_before_start};
 use keeper::Keeper;
-use supervise::{Ending, Interrupt, Signals, Supervised};
+use supervise::Signals;
 
 /// What one firing came to.
 #[derive(Debug)]
@@ -186,21 +183,33 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     };
 
     // 2–4. Kill switch, pause, pins, slot: checked before the lock (a paused automation never
-    //      contends for it) and again once it is held, so a `stop-all` or a second firing that
-    //      lands in between is not missed. A scheduled firing runs only what was installed; a
-    //      person's run goes ahead and is told.
+    //      contends for it, nor waits its jitter) and again once it is held, after any wait, so a
+    //      `stop-all`, a pause or an edit that lands in between is not missed. A scheduled firing
+    //      runs only what was installed; a person's run goes ahead and is told.
     let state = State::new(&s.data_root);
-    let installed = approved(s, &state, &def, name, trigger)?;
-    if let Some((reason, detail)) = why_not(&log, &state, &def, name, trigger, &installed)? {
+    let early = approval::approved(s, &state, &def, trigger, Script::OnDisk, true)?;
+    if let Some((reason, detail)) = approval::why_not(&log, &state, &def, trigger, &early)? {
         return Ok(told(s, name, skip(&log, name, trigger, reason, detail)?));
     }
+    // From here a stop request (SIGTERM, Ctrl-C) is recorded instead of killing the runner: as a
+    // skip while the firing waits, as a stopped run once it has started.
+    let mut signals = Signals::install().map_err(|e| {
+        RunError::Io(anyhow::Error::new(e).context("cannot install signal handlers"))
+    })?;
     // The jitter: a scheduled firing waits its slot's delay before it contends for the lock (a
-    // person's run never waits). A pause or a stop-all set meanwhile is seen under the lock.
-    let jitter = (trigger == Trigger::Schedule && def.jitter_seconds > 0).then(|| {
-        let wait = jitter_wait(&def, name, Utc::now());
-        std::thread::sleep(wait);
-        wait
-    });
+    // person's run never waits).
+    let mut jitter = None;
+    if trigger == Trigger::Schedule && def.jitter_seconds > 0 {
+        let wait = approval::jitter_wait(&def, Utc::now());
+        if signals.wait_for_stop(wait) {
+            let sig = signals
+                .stop_requested()
+                .map_or("a signal".into(), |s| s.to_string());
+            let detail = format!(": stopped by {sig} during its jitter wait, before it ran");
+            return skip(&log, name, trigger, SkipReason::Stopped, detail);
+        }
+        jitter = Some(wait);
+    }
     let Some(lock) = take_lock(s, name)? else {
         let busy = skip(
             &log,
@@ -211,7 +220,17 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         )?;
         return Ok(told(s, name, busy));
     };
-    if let Some((reason, detail)) = why_not(&log, &state, &def, name, trigger, &installed)? {
+    // Under the lock: the script as it will run, copied and hashed, and every check again.
+    let prepared = Prepared::new(s, &def);
+    let installed = approval::approved(
+        s,
+        &state,
+        &def,
+        trigger,
+        Script::Copied(&prepared.copy),
+        false,
+    )?;
+    if let Some((reason, detail)) = approval::why_not(&log, &state, &def, trigger, &installed)? {
         return Ok(told(s, name, skip(&log, name, trigger, reason, detail)?));
     }
     let run_id = new_run_id(Utc::now());
@@ -226,7 +245,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         first_run: &run_id,
         pings: pings.as_ref(),
     };
-    let finished = fire(&firing, &log)?;
+    let finished = fire(&firing, &log, prepared, signals)?;
     // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
     // before anything slow, so a firing never waits on this one's pings, look or messages.
     drop(lock);
@@ -307,16 +326,18 @@ fn told(s: &Settings, name: &Name, report: Report) -> Report {
 }
 
 /// Steps 5–11 under the lock: `started`, the keeper, the gate, the command, and its `finished`
-/// written (not yet synced: see [`conclude`]).
-fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
-    use anyhow::Context as _;
+/// written (not yet synced: see [`conclude`]); then, for a firing that retries, each later
+/// attempt, once the kill switch, the pause and the approval allow it again.
+fn fire(
+    firing: &Firing,
+    log: &RunLog,
+    prepared: Prepared,
+    mut signals: Signals,
+) -> Result<Finished, RunError> {
     let Firing { s, def, run_id, .. } = *firing;
     let name = &def.name;
     // Room to record the run even if the command fills the disk; none at all: do not start.
     crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
-    // From here a stop request (SIGTERM, Ctrl-C) ends the run as `stopped` instead of killing the
-    // runner between `started` and `finished`.
-    let mut signals = Signals::install().context("cannot install signal handlers")?;
     // 5. started, written here and made durable by the keeper while this process goes on (the
     //    first attempt's; see `attempt`).
     let retry = &def.retry;
@@ -339,13 +360,10 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             return record(firing, log, started_at, retrying, unforked);
         }
     };
-    // With the lock held, nothing of an earlier run of this name is alive: whatever is left in its
-    // scratch belongs to runs that were interrupted, and is cleared now.
-    let scratch = Scratch::prepare(&s.data_root, name);
 
     // Retries (a scheduled firing's): each attempt its own run under this one lock and keeper,
     // after a wait that doubles; a stop request ends them.
-    let (mut number, mut next_id, mut scratch) = (1, None::<String>, scratch);
+    let (mut number, mut next_id, mut prepared) = (1, None::<String>, prepared);
     let mut first_started = Some(started_at);
     loop {
         let id = next_id.take();
@@ -363,7 +381,7 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             keeper: &mut keeper,
             numbered: retrying,
         };
-        let finished = attempt(&this, log, scratch, &mut signals, begun)?;
+        let finished = attempt(&this, log, prepared, &mut signals, begun)?;
         if !retrying
             || number > retry.retries
             || !tried_again(retry, &finished)
@@ -372,8 +390,21 @@ fn fire(firing: &Firing, log: &RunLog) -> Result<Finished, RunError> {
             return Ok(finished);
         }
         number += 1;
+        // Another attempt runs only what may run now: a pause, a stop-all or a changed script
+        // since the last one ends the firing here, recorded.
+        prepared = Prepared::new(s, def);
+        let state = State::new(&s.data_root);
+        let script = Script::Copied(&prepared.copy);
+        let installed = approval::approved(s, &state, def, firing.trigger, script, false)?;
+        if let Some((reason, _)) = approval::held_back(&state, name, firing.trigger, &installed)? {
+            let skipped = Event::Skipped(Skipped {
+                trigger: firing.trigger,
+                reason,
+            });
+            append(log, name, skipped)?;
+            return Ok(finished);
+        }
         next_id = Some(new_run_id(Utc::now()));
-        scratch = Scratch::prepare(&s.data_root, name);
     }
 }
 
@@ -446,7 +477,7 @@ fn started(firing: &Firing, pid: u32, numbered: bool) -> Event {
 fn attempt(
     firing: &Firing,
     log: &RunLog,
-    scratch: std::io::Result<Scratch>,
+    prepared: Prepared,
     signals: &mut Signals,
     begun: Begun,
 ) -> Result<Finished, RunError> {
@@ -477,7 +508,7 @@ fn attempt(
     };
     let finished = match on_disk.map(|()| key_gate(s, def)) {
         Err(unsynced) => failed_before_start(run_id, "log_sync", &unsynced, clock::now()),
-        Ok(Ok(passed)) => execute(firing, log, scratch, passed, signals, keeper),
+        Ok(Ok(passed)) => execute(firing, log, prepared, passed, signals, keeper),
         Ok(Err(refusal)) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
     };
     // An attempt that ended before its spawn has not heard the keeper yet: a sync that failed
@@ -564,131 +595,6 @@ fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, Os
     }
 }
 
-/// What a firing knows of the install: when it was installed, and why the files as they are now are
-/// not what it approved, if they are not (see `pins`).
-struct Approval {
-    installed_at: Option<chrono::DateTime<Utc>>,
-    mismatch: Option<crate::pins::Mismatch>,
-}
-
-/// Reads the install record once and checks the pins: for a scheduled firing always (its skip
-/// comes from [`why_not`]); for a person's run only to warn, on stderr, that the unit will
-/// not run this version. A record that cannot be read is no approval.
-fn approved(
-    s: &Settings,
-    state: &State,
-    def: &Definition,
-    name: &Name,
-    trigger: Trigger,
-) -> Result<Approval, RunError> {
-    let scheduled = trigger == Trigger::Schedule;
-    let record = match state.install_record(name) {
-        Ok(r) => r,
-        Err(e) if scheduled => {
-            errln!("automations: {name}: {}", crate::chain_text(&e));
-            None
-        }
-        Err(_) => None,
-    };
-    let mismatch = match (&record, &s.pinned_sha256) {
-        (None, _) if !scheduled => None,
-        // In a pod the manifest is the install: it names the one definition version it runs (the
-        // image, by digest, holds the scripts).
-        (None, Some(pinned)) if *pinned == def.sha256 => None,
-        (None, Some(_)) => Some(crate::pins::Mismatch::DefinitionChanged),
-        (r, _) => crate::pins::check(r.as_ref(), def, &s.root),
-    };
-    if !scheduled
-        && let Some(
-            m
-            @ (crate::pins::Mismatch::DefinitionChanged | crate::pins::Mismatch::ScriptChanged(_)),
-        ) = &mismatch
-    {
-        errln!(
-            "automations: {name}: running the current files, but {}: its installed unit skips scheduled firings until you approve this version (make automations-install NAME={name})",
-            m.words(name.as_str())
-        );
-    }
-    Ok(Approval {
-        installed_at: record.map(|r| r.installed_at),
-        mismatch,
-    })
-}
-
-/// Steps 2 and 3: the kill switch, the pause, the pins of a scheduled firing, the login run, the
-/// daily slot. `Some` is why this firing must not run, with the words that follow the reason.
-fn why_not(
-    log: &RunLog,
-    state: &State,
-    def: &Definition,
-    name: &Name,
-    trigger: Trigger,
-    installed: &Approval,
-) -> Result<Option<(SkipReason, String)>, RunError> {
-    if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
-        return Ok(Some((SkipReason::Stopped, format!(": {}", stop.reason))));
-    }
-    if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
-        return Ok(Some((SkipReason::Paused, format!(": {}", p.reason))));
-    }
-    if trigger != Trigger::Schedule {
-        return Ok(None);
-    }
-
-    // What runs unattended is what was installed: nothing of a changed definition or script.
-    if let Some(m) = &installed.mismatch {
-        let reason = match m {
-            crate::pins::Mismatch::NotInstalled => SkipReason::NotInstalled,
-            crate::pins::Mismatch::DefinitionChanged => SkipReason::DefinitionChanged,
-            crate::pins::Mismatch::ScriptChanged(_) => SkipReason::ScriptChanged,
-        };
-        let words = m.words(name.as_str());
-        let detail = format!(": {words}; approve it with make automations-install NAME={name}");
-        return Ok(Some((reason, detail)));
-    }
-
-    // 3. At login: the first scheduled firing since the session began (the user's manager
-    //    started) runs whatever slot it comes at; one that only runs at login skips the others.
-    if let Some(schedule) = &def.schedule
-        && schedule.at_login()
-    {
-        let since = clock::session_start();
-        if !history::scheduled_since(log, name.as_str(), since) {
-            return Ok(None);
-        }
-        if matches!(schedule, Schedule::AtLogin) {
-            let detail = format!(
-                ": it ran at this login already (the session began {})",
-                crate::runlog::stamp(since)
-            );
-            return Ok(Some((SkipReason::SlotDone, detail)));
-        }
-    }
-
-    // 4. One run per daily slot.
-    if let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
-        && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())
-        && (schedule::slot_done(slot_at, None, installed.installed_at)
-            || history::scheduled_since(log, name.as_str(), slot_at))
-    {
-        return Ok(Some((SkipReason::SlotDone, String::new())));
-    }
-    Ok(None)
-}
-
-/// This firing's jitter delay: the one of its slot (the latest at `now`; an interval of awake time
-/// has none), whole also when the firing comes late (a catch-up on wake waits as long, which is
-/// when many automations fire at once).
-fn jitter_wait(def: &Definition, name: &Name, now: chrono::DateTime<Utc>) -> std::time::Duration {
-    let slot = def
-        .schedule
-        .as_ref()
-        .and_then(|s| schedule::latest_slot(s, &now.with_timezone(&chrono::Local)));
-    schedule::jitter_delay(name.as_str(), slot, def.jitter_seconds)
-        .to_std()
-        .unwrap_or_default()
-}
-
 fn append(log: &RunLog, name: &Name, event: Event) -> Result<(), RunError> {
     append_at(log, name, event, Utc::now())
 }
@@ -752,172 +658,6 @@ fn record_unstartable(
     })
 }
 
-fn failed_before_start(run: &str, class: &str, detail: &str, clock: clock::Clock) -> Finished {
-    Finished {
-        run: run.to_owned(),
-        outcome: Outcome::Failed,
-        exit_code: None,
-        signal: None,
-        duration_ms: 0,
-        error: Some(ErrorInfo {
-            class: class.to_owned(),
-            detail: detail.to_owned(),
-        }),
-        stdout_tail: String::new(),
-        stderr_tail: String::new(),
-        dropped: Dropped::default(),
-        facts: Default::default(),
-        headline: None,
-        http: None,
-        leftover_processes: 0,
-        clock,
-        trigger: None,
-        started_at: None,
-        attempt: None,
-        first_run: None,
-    }
-}
-
-/// The scratch space of one automation's runs, `<data root>/scratch/<name>/`: `tmp/`, the
-/// private TMPDIR each run gets in turn (runs of one automation never overlap: its lock), and beside
-/// it the run's result file and HTTP log (outside TMPDIR, so a command cleaning its temp folder
-/// cannot lose them). A run leaves it empty; what an interrupted run left, the next one clears.
-///
-/// The folders stay between runs: making and removing a folder per run cost a firing more than
-/// one of its two fsyncs (docs/performance.md), and an empty folder is checked with one listing.
-struct Scratch {
-    dir: PathBuf,
-}
-
-impl Scratch {
-    /// Clears what interrupted runs of `name` left behind and returns its scratch. Only called
-    /// with `name`'s lock held, when no run of it can be using it. A link where a folder belongs
-    /// is refused or removed as a link, never followed: the run's files (and their cleanup) would
-    /// go somewhere else.
-    fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
-        let parent = data_root.join("scratch");
-        folder(&parent, false)?;
-        let dir = parent.join(name.as_str());
-        // Holding only `tmp/`, a folder has three links (on APFS, where files count too, as well):
-        // then only the two files can be left, and they are removed below. Anything else (an
-        // older layout, a stray folder) is cleared.
-        if folder(&dir, true)?.is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) != 3) {
-            clear(&dir);
-        }
-        let tmp = dir.join("tmp");
-        if folder(&tmp, true)?.is_some() {
-            clear(&tmp);
-        }
-        let sc = Self { dir };
-        sc.remove_files();
-        Ok(sc)
-    }
-
-    fn tmp(&self) -> PathBuf {
-        self.dir.join("tmp")
-    }
-
-    fn result(&self) -> PathBuf {
-        self.dir.join("result.json")
-    }
-
-    fn http_log(&self) -> PathBuf {
-        self.dir.join("http.jsonl")
-    }
-
-    fn remove_files(&self) {
-        let _ = std::fs::remove_file(self.result());
-        let _ = std::fs::remove_file(self.http_log());
-    }
-}
-
-/// `p` as a real folder: its metadata when it was there; `None` when it was missing (and made,
-/// 0700, when `make`). A link or anything else where it belongs is refused, never followed.
-fn folder(p: &Path, make: bool) -> std::io::Result<Option<std::fs::Metadata>> {
-    match std::fs::symlink_metadata(p) {
-        Ok(m) if m.is_dir() => Ok(Some(m)),
-        Ok(_) => Err(not_a_folder(p)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if make {
-                fsutil::private_dir(p)?;
-            }
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// Removes every entry of the folder `dir`, if it is one (a link is not followed). Everything goes
-/// through open folder handles, never through paths below `dir`: a link put in a folder's place
-/// while it is cleared cannot redirect the removal elsewhere. Folders nested deeper than 64 are
-/// left (a bound on open handles).
-fn clear(dir: &Path) {
-    use nix::fcntl::OFlag;
-    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    if let Ok(mut d) = nix::dir::Dir::open(dir, flags, nix::sys::stat::Mode::empty()) {
-        clear_at(&mut d, flags, 0);
-    }
-}
-
-fn clear_at(d: &mut nix::dir::Dir, flags: nix::fcntl::OFlag, depth: u32) {
-    use nix::dir::Type;
-    use nix::unistd::{UnlinkatFlags, unlinkat};
-    let entries: Vec<(std::ffi::CString, Option<Type>)> = d
-        .iter()
-        .flatten()
-        .filter(|e| ![&b"."[..], b".."].contains(&e.file_name().to_bytes()))
-        .map(|e| (e.file_name().to_owned(), e.file_type()))
-        .collect();
-    for (name, kind) in entries {
-        let is_dir = match kind {
-            Some(t) => t == Type::Directory,
-            None => {
-                use nix::sys::stat::SFlag;
-                nix::sys::stat::fstatat(
-                    &*d,
-                    name.as_c_str(),
-                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-                )
-                .is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits())
-            }
-        };
-        if is_dir && depth < 64 {
-            if let Ok(mut sub) =
-                nix::dir::Dir::openat(&*d, name.as_c_str(), flags, nix::sys::stat::Mode::empty())
-            {
-                clear_at(&mut sub, flags, depth + 1);
-            }
-            let _ = unlinkat(&*d, name.as_c_str(), UnlinkatFlags::RemoveDir);
-        } else {
-            let _ = unlinkat(&*d, name.as_c_str(), UnlinkatFlags::NoRemoveDir);
-        }
-    }
-}
-
-fn not_a_folder(p: &Path) -> std::io::Error {
-    std::io::Error::other(format!(
-        "{} is not a folder (a link?); remove it",
-        p.display()
-    ))
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        self.remove_files();
-        // Usually empty: one listing; removals only when the command left files. The command may
-        // have put a link where `tmp` was: that is removed as a link, never followed (the next
-        // run makes the folder again).
-        let tmp = self.tmp();
-        match std::fs::symlink_metadata(&tmp) {
-            Ok(m) if m.is_dir() => clear(&tmp),
-            Ok(_) => {
-                let _ = std::fs::remove_file(&tmp);
-            }
-            Err(_) => {}
-        }
-    }
-}
-
 /// What one firing is: where, which definition, which run, started by what.
 #[derive(Clone, Copy)]
 struct Firing<'a> {
@@ -935,345 +675,4 @@ struct Firing<'a> {
     /// Its Healthchecks pings, when its automation has a check: the start ping is sent once the
     /// first command is spawned, so the command never shares the CPU with it before it starts.
     pings: Option<&'a crate::healthchecks::ping::Pings>,
-}
-
-/// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
-/// outcome in the returned `finished`.
-///
-/// Long because it is the firing's steps in SPEC order, each a few lines that turn a failure into
-/// an outcome; split up, the order would have to be read across functions.
-fn execute(
-    firing: &Firing,
-    log: &RunLog,
-    scratch: std::io::Result<Scratch>,
-    (mut redactor, extra_env): (Redactor, Vec<(String, OsString)>),
-    signals: &mut Signals,
-    keeper: &mut Keeper,
-) -> Finished {
-    let Firing {
-        s,
-        def,
-        run_id,
-        trigger,
-        ..
-    } = *firing;
-    let fail =
-        |class: &str, detail: String| failed_before_start(run_id, class, &detail, clock::now());
-    if let Some(sig) = signals.stop_requested() {
-        let mut f = fail(
-            "stopped",
-            format!("stopped by {sig} before the command started"),
-        );
-        f.outcome = Outcome::Stopped;
-        return f;
-    }
-    let scratch = match scratch {
-        Ok(sc) => sc,
-        Err(e) => {
-            return fail(
-                "scratch",
-                format!("cannot create the run's scratch folder: {e}"),
-            );
-        }
-    };
-    let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
-    let env_file = s.data_root.join("env").join(format!("{}.env", def.name));
-    // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
-    let vars = env::RunVars {
-        run_id: firing.first_run,
-        trigger: trigger.as_str(),
-        result_file: &scratch.result(),
-        http_log: &scratch.http_log(),
-        tmpdir: &scratch.tmp(),
-        bin: &bin,
-        home: &s.home,
-    };
-    let mut command_env = match env::build(def, &vars, &env_file, &|k| std::env::var_os(k)) {
-        Ok(e) => e,
-        Err(e) => return fail("env_file", e.to_string()),
-    };
-    command_env.vars.extend(extra_env);
-    for secret in &command_env.secrets {
-        redactor.add(secret);
-    }
-
-    let argv = resolve_argv(&def.command, s, &bin);
-    // The command runs in the root. The runner moves there itself instead of asking std to: every
-    // path it still uses is absolute, and a Command without a working directory is spawned with
-    // posix_spawn (a static glibc cannot look up posix_spawn_file_actions_addchdir_np), which
-    // costs a fraction of a full fork of the runner.
-    if let Err(e) = std::env::set_current_dir(&s.root) {
-        return fail(
-            "spawn_failed",
-            format!("cannot enter the repository root {}: {e}", s.root.display()),
-        );
-    }
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .env_clear()
-        .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
-    let subreaper = supervise::subreaper_wanted() && keeper::become_subreaper();
-    // 5, done: `started` is on disk before the command can start. The keeper has been syncing it
-    // since the split, while this process made all of the above.
-    if let Err(unsynced) = started_on_disk(keeper, log) {
-        return fail("log_sync", unsynced);
-    }
-    let sup = supervise::supervise(
-        &mut cmd,
-        Duration::from_secs(u64::from(def.timeout_seconds)),
-        &redactor,
-        signals,
-        supervise::TreeSpec {
-            subreaper,
-            marker: run_marker(firing.first_run).into_bytes(),
-            table: tree::system(),
-        },
-        &mut |group| {
-            keeper.spawned(group);
-            if let Some(p) = firing.pings {
-                p.start();
-            }
-        },
-    );
-    // The whole tree is gone: the keeper has nothing left to guard (until another attempt runs;
-    // it is told `done` when the firing's keeper handle is dropped).
-    keeper.idle();
-
-    // 11. Facts from the result file, and the HTTP log of the run's outside calls (SPEC §11),
-    //     read strictly: a line the command could have forged is counted as invalid.
-    let facts = result::read(&scratch.result());
-    let mut finished = finish(run_id, def, &argv[0], sup, facts, &redactor);
-    finished.http =
-        crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b))
-            .map(Box::new);
-    finished
-}
-
-/// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root. A command
-/// that is `{self}` itself runs this binary in this installation: the runner's `--root`,
-/// `--data-root` and `--namespace` follow its arguments (global flags clap takes anywhere), so
-/// `{self} notify look` looks at the same data root a unit's firing uses.
-fn resolve_argv(command: &[String], s: &Settings, bin: &Path) -> Vec<OsString> {
-    let root = &s.root;
-    let root_s = root.to_string_lossy();
-    let bin_s = bin.to_string_lossy();
-    let mut argv: Vec<OsString> = command
-        .iter()
-        .enumerate()
-        .map(|(i, arg)| {
-            let a = arg
-                .replace(PLACEHOLDER_ROOT, &root_s)
-                .replace(PLACEHOLDER_SELF, &bin_s);
-            if i == 0 && a.contains('/') && !a.starts_with('/') {
-                root.join(a).into_os_string()
-            } else {
-                a.into()
-            }
-        })
-        .collect();
-    if command.first().is_some_and(|c| c == PLACEHOLDER_SELF) {
-        argv.extend(s.global_args());
-    }
-    argv
-}
-
-/// Turns what supervision saw into the `finished` event.
-///
-/// Long because it is one mapping: each way a run can end (exit, signal, deadline, stop, spawn
-/// failure) to its outcome, class and redacted tails, field by field.
-fn finish(
-    run_id: &str,
-    def: &Definition,
-    program: &OsString,
-    sup: Supervised,
-    facts: Result<result::Facts, result::ResultError>,
-    redactor: &Redactor,
-) -> Finished {
-    let (exit_code, signal) = match &sup.ending {
-        Ending::Exited(c) => (Some(*c), None),
-        Ending::Signaled(s) => (None, Some(*s as i32)),
-        Ending::NotStarted(_) => (None, None),
-    };
-    let timeout = def.timeout_seconds;
-    let (mut outcome, mut error) = match (&sup.interrupt, &sup.ending) {
-        (_, Ending::NotStarted(e)) => (
-            Outcome::Failed,
-            Some((
-                "spawn_failed",
-                format!("cannot start {}: {e}", program.to_string_lossy()),
-            )),
-        ),
-        (Some(Interrupt::Stop(sig)), _) => (
-            Outcome::Stopped,
-            Some(("stopped", format!("stopped by {sig}"))),
-        ),
-        (Some(Interrupt::Timeout), _) => (
-            Outcome::Timeout,
-            Some(("timeout", format!("timed out after {timeout} s"))),
-        ),
-        (None, Ending::Exited(0)) => (Outcome::Ok, None),
-        (None, Ending::Exited(c)) => (
-            Outcome::Failed,
-            Some(("exit_status", format!("exited with {c}"))),
-        ),
-        (None, Ending::Signaled(s)) => {
-            (Outcome::Failed, Some(("signal", format!("killed by {s}"))))
-        }
-    };
-    if sup.unkillable > 0 && error.is_none() {
-        outcome = Outcome::Failed;
-        error = Some((
-            "unkillable",
-            format!("{} process(es) survived SIGKILL", sup.unkillable),
-        ));
-    }
-    let facts = facts.and_then(|f| {
-        if f.facts
-            .keys()
-            .any(|name| redactor.contains_secret(name.as_bytes()))
-        {
-            Err(result::ResultError("a fact name contains a secret".into()))
-        } else {
-            Ok(f)
-        }
-    });
-    let (facts, headline) = match facts {
-        Ok(f) => {
-            let headline = f
-                .headline
-                .or_else(|| def.headline.as_ref().map(|h| h.to_string()))
-                .filter(|h| f.facts.contains_key(h));
-            (f.facts, headline)
-        }
-        Err(e) => {
-            if outcome == Outcome::Ok {
-                outcome = Outcome::Failed;
-                error = Some(("result_invalid", e.0));
-            }
-            (Default::default(), None)
-        }
-    };
-    Finished {
-        run: run_id.to_owned(),
-        outcome,
-        exit_code,
-        signal,
-        duration_ms: sup.duration.as_millis() as u64,
-        error: error.map(|(class, detail)| ErrorInfo {
-            class: class.to_owned(),
-            detail: redactor.scrub(&detail),
-        }),
-        stdout_tail: sup.stdout.0,
-        stderr_tail: sup.stderr.0,
-        dropped: Dropped {
-            stdout: sup.stdout.1,
-            stderr: sup.stderr.1,
-        },
-        facts,
-        headline,
-        http: None,
-        leftover_processes: sup.leftover_processes,
-        clock: clock::now(),
-        trigger: None,
-        started_at: None,
-        attempt: None,
-        first_run: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What an interrupted run left (its result file, its HTTP log, files in TMPDIR, an older
-    /// layout's per-run folder) is gone before the next run starts, and a run leaves its scratch
-    /// empty.
-    #[test]
-    fn scratch_is_cleared_before_and_after_each_run() {
-        let d = tempfile::tempdir().unwrap();
-        let n = Name::new("x").unwrap();
-        let a = Scratch::prepare(d.path(), &n).unwrap();
-        std::fs::write(a.result(), "{\"stale\": 1}").unwrap();
-        std::fs::write(a.http_log(), "x").unwrap();
-        std::fs::write(a.tmp().join("f"), "x").unwrap();
-        std::fs::create_dir(a.tmp().join("sub")).unwrap();
-        std::fs::create_dir(a.dir.join("20261129T204512.123Z-aaaaaa")).unwrap();
-        std::mem::forget(a); // interrupted: no cleanup
-        let b = Scratch::prepare(d.path(), &n).unwrap();
-        let names = |p: &Path| -> Vec<String> {
-            let mut v: Vec<String> = std::fs::read_dir(p)
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect();
-            v.sort();
-            v
-        };
-        assert_eq!(names(&b.dir), ["tmp"]);
-        assert!(names(&b.tmp()).is_empty());
-        std::fs::write(b.result(), "{}").unwrap();
-        std::fs::write(b.tmp().join("g"), "x").unwrap();
-        let dir = b.dir.clone();
-        drop(b);
-        assert_eq!(names(&dir), ["tmp"]);
-        assert!(names(&dir.join("tmp")).is_empty());
-        // A link where `tmp` belongs is never followed: removed as a link (or refused), and
-        // what it points at is untouched.
-        let elsewhere = d.path().join("elsewhere");
-        std::fs::create_dir(&elsewhere).unwrap();
-        std::fs::write(elsewhere.join("keep"), "x").unwrap();
-        std::fs::remove_dir(dir.join("tmp")).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
-        let c = Scratch::prepare(d.path(), &n).unwrap();
-        assert!(std::fs::symlink_metadata(c.tmp()).unwrap().is_dir());
-        drop(c);
-        assert!(elsewhere.join("keep").exists());
-        // A command that put a link where `tmp` was: the run's cleanup removes the link only.
-        let e = Scratch::prepare(d.path(), &n).unwrap();
-        std::fs::remove_dir(e.tmp()).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, e.tmp()).unwrap();
-        drop(e);
-        assert!(elsewhere.join("keep").exists());
-        assert!(std::fs::symlink_metadata(dir.join("tmp")).is_err());
-        // Beside another folder (three links), the link is refused.
-        std::fs::create_dir(dir.join("tmp")).unwrap();
-        std::fs::create_dir(dir.join("other")).unwrap();
-        std::fs::remove_dir(dir.join("tmp")).unwrap();
-        std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
-        assert!(Scratch::prepare(d.path(), &n).is_err());
-        assert!(elsewhere.join("keep").exists());
-        // Regression: `scratch` itself a link (to a folder holding an `x`) was found out only after
-        // `x` had been emptied. Now refused before anything in it is touched.
-        let root = d.path().join("root2");
-        std::fs::create_dir(&root).unwrap();
-        let victim = d.path().join("victim");
-        std::fs::create_dir_all(victim.join("x")).unwrap();
-        std::fs::write(victim.join("x/keep"), "x").unwrap();
-        std::os::unix::fs::symlink(&victim, root.join("scratch")).unwrap();
-        assert!(Scratch::prepare(&root, &n).is_err());
-        assert!(victim.join("x/keep").exists());
-    }
-
-    /// Nested folders and links inside TMPDIR are cleared through handles; a link's target
-    /// survives.
-    #[test]
-    fn clearing_removes_nested_folders_and_never_follows_links() {
-        let d = tempfile::tempdir().unwrap();
-        let target = d.path().join("target");
-        std::fs::create_dir(&target).unwrap();
-        std::fs::write(target.join("keep"), "x").unwrap();
-        let dir = d.path().join("dir");
-        std::fs::create_dir_all(dir.join("a/b/c")).unwrap();
-        std::fs::write(dir.join("a/b/c/f"), "x").unwrap();
-        std::fs::write(dir.join("a/g"), "x").unwrap();
-        std::os::unix::fs::symlink(&target, dir.join("a/b/link")).unwrap();
-        std::os::unix::fs::symlink(&target, dir.join("top-link")).unwrap();
-        clear(&dir);
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-        assert!(target.join("keep").exists());
-        // A link given as the folder to clear: nothing happens.
-        let link = d.path().join("link");
-        std::os::unix::fs::symlink(&target, &link).unwrap();
-        clear(&link);
-        assert!(target.join("keep").exists());
-    }
 }

@@ -56,10 +56,15 @@ extern "C" fn on_signal(sig: nix::libc::c_int) {
     Errno::set_raw(saved);
 }
 
+/// The self-pipe the handler writes to: made once and never closed. Once installed, the handler
+/// stays installed for the life of the process, and may write at any moment: a pipe closed when
+/// its `Signals` was dropped would leave the handler writing into whatever file next got that
+/// descriptor's number (a chain head written whole then held a stray byte).
+static PIPE: std::sync::OnceLock<(OwnedFd, OwnedFd)> = std::sync::OnceLock::new();
+
 /// The runner's signal handling: SIGCHLD and stop requests arrive as bytes on a pipe.
 pub struct Signals {
-    read: OwnedFd,
-    _write: OwnedFd,
+    read: std::os::fd::BorrowedFd<'static>,
     stop: Option<Signal>,
 }
 
@@ -67,7 +72,12 @@ impl Signals {
     /// Installs the handlers. From here on SIGTERM/SIGINT/SIGHUP no longer kill the runner; they
     /// become a request to stop the command and record the run as `stopped`.
     pub fn install() -> io::Result<Self> {
-        let (read, write) = nonblocking_pipe()?;
+        if PIPE.get().is_none() {
+            let made = nonblocking_pipe()?;
+            // Another thread may have made one meanwhile: then this one is closed, never used.
+            let _ = PIPE.set(made);
+        }
+        let (read, write) = PIPE.get().expect("set above");
         SIGNAL_PIPE.store(write.as_raw_fd(), Ordering::Relaxed);
         let action = SigAction::new(
             SigHandler::Handler(on_signal),
@@ -83,18 +93,22 @@ impl Signals {
             // SAFETY: the handler only calls async-signal-safe functions.
             unsafe { signal::sigaction(sig, &action) }?;
         }
-        Ok(Self {
-            read,
-            _write: write,
+        let mut signals = Self {
+            read: read.as_fd(),
             stop: None,
-        })
+        };
+        // What an earlier user of the pipe left (this process's earlier firing, in tests) is not
+        // this one's.
+        signals.drain();
+        signals.stop = None;
+        Ok(signals)
     }
 
     /// Reads pending signals; returns whether a SIGCHLD arrived. Stop requests are remembered.
     fn drain(&mut self) -> bool {
         let mut chld = false;
         let mut buf = [0u8; 64];
-        while let Ok(n) = nix::unistd::read(&self.read, &mut buf) {
+        while let Ok(n) = nix::unistd::read(self.read, &mut buf) {
             if n == 0 {
                 break;
             }
@@ -517,5 +531,36 @@ impl Tree<'_> {
             io.wait(signals, (kill_end - now).min(Duration::from_millis(20)));
         }
         0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: dropping `Signals` closed its pipe while the handler stayed installed, so a
+    /// signal after the run (a SIGCHLD, a stop) wrote a byte into whatever file had reused the
+    /// descriptor: a chain head written whole then held 193 bytes and `log verify` failed. The
+    /// handler's descriptor now stays the pipe for the life of the process.
+    #[test]
+    fn the_handler_writes_to_its_pipe_after_signals_are_dropped() {
+        {
+            let _first = Signals::install().unwrap();
+        }
+        // Files opened now may take the lowest free descriptors; none of them is the handler's.
+        let files: Vec<std::fs::File> = (0..8).map(|_| tempfile::tempfile().unwrap()).collect();
+        let fd = SIGNAL_PIPE.load(Ordering::Relaxed);
+        // SAFETY: only fstat'd, while `files` keeps every descriptor opened here open.
+        let st = nix::sys::stat::fstat(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).unwrap();
+        assert_eq!(
+            st.st_mode & nix::libc::S_IFMT,
+            nix::libc::S_IFIFO,
+            "the handler's descriptor is no longer its pipe"
+        );
+        // And a later install starts clean of what an earlier one left.
+        on_signal(Signal::SIGTERM as i32);
+        let mut again = Signals::install().unwrap();
+        assert_eq!(again.stop_requested(), None);
+        drop(files);
     }
 }

@@ -124,12 +124,14 @@ fn the_next_run_clears_the_scratch_an_interrupted_run_left() {
     );
     // Nor did the interrupted run's result become the next run's facts.
     assert_eq!(sb.last_finished()["facts"], serde_json::json!({}));
-    let names: Vec<_> = std::fs::read_dir(&scratch)
+    let mut names: Vec<_> = std::fs::read_dir(&scratch)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    assert_eq!(names, ["tmp"]);
+    names.sort();
+    assert_eq!(names, ["approved", "tmp"]);
     assert_eq!(std::fs::read_dir(scratch.join("tmp")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(scratch.join("approved")).unwrap().count(), 0);
 }
 
 /// Regression: `validate`, `list`, `units` and `check` blocked forever on a definition that is a

@@ -4,6 +4,7 @@ mod fixtures;
 mod harness;
 mod schema;
 
+mod approval;
 mod calendar;
 mod dashboard;
 mod definitions;

@@ -1,0 +1,257 @@
+//! A run's scratch folder: its private TMPDIR, the copy of its script it runs, its result file
+//! and HTTP log, under `<data root>/scratch/<name>/`. Made and cleared only under the automation's
+//! lock; nothing in it is ever reached through a link.
+
+use std::path::{Path, PathBuf};
+
+use crate::fsutil;
+use crate::names::Name;
+
+/// The scratch space of one automation's runs, `<data root>/scratch/<name>/`: `tmp/`, the
+/// private TMPDIR each run gets in turn (runs of one automation never overlap: its lock);
+/// `approved/`, where the run's copy of its script is made and run (see `pins::copy_approved`);
+/// and beside them the run's result file and HTTP log (outside TMPDIR, so a command cleaning its
+/// temp folder cannot lose them). A run leaves both folders empty; what an interrupted run left,
+/// the next one clears.
+///
+/// The folders stay between runs: making and removing a folder per run cost a firing more than
+/// one of its two fsyncs, and an empty folder is checked with one listing.
+pub struct Scratch {
+    pub(super) dir: PathBuf,
+}
+
+impl Scratch {
+    /// Clears what interrupted runs of `name` left behind and returns its scratch. Only called
+    /// with `name`'s lock held, when no run of it can be using it. A link where a folder belongs
+    /// is refused or removed as a link, never followed: the run's files (and their cleanup) would
+    /// go somewhere else.
+    pub fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
+        let parent = data_root.join("scratch");
+        folder(&parent, false)?;
+        let dir = parent.join(name.as_str());
+        // Holding only `tmp/` and `approved/`, a folder has four links (on APFS, where files count
+        // too, as well): then only the two files can be left, and they are removed below.
+        // Anything else (an older layout, a stray folder) is cleared.
+        if folder(&dir, true)?.is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) != 4) {
+            clear(&dir);
+        }
+        for sub in ["tmp", "approved"] {
+            let sub = dir.join(sub);
+            if folder(&sub, true)?.is_some() {
+                clear(&sub);
+            }
+        }
+        let sc = Self { dir };
+        sc.remove_files();
+        Ok(sc)
+    }
+
+    pub fn tmp(&self) -> PathBuf {
+        self.dir.join("tmp")
+    }
+
+    /// Where the run's copy of its script is made (see `pins::copy_approved`).
+    pub fn approved(&self) -> PathBuf {
+        self.dir.join("approved")
+    }
+
+    pub fn result(&self) -> PathBuf {
+        self.dir.join("result.json")
+    }
+
+    pub fn http_log(&self) -> PathBuf {
+        self.dir.join("http.jsonl")
+    }
+
+    fn remove_files(&self) {
+        let _ = std::fs::remove_file(self.result());
+        let _ = std::fs::remove_file(self.http_log());
+    }
+}
+
+/// `p` as a real folder: its metadata when it was there; `None` when it was missing (and made,
+/// 0700, when `make`). A link or anything else where it belongs is refused, never followed.
+fn folder(p: &Path, make: bool) -> std::io::Result<Option<std::fs::Metadata>> {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_dir() => Ok(Some(m)),
+        Ok(_) => Err(not_a_folder(p)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if make {
+                fsutil::private_dir(p)?;
+            }
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Removes every entry of the folder `dir`, if it is one (a link is not followed). Everything goes
+/// through open folder handles, never through paths below `dir`: a link put in a folder's place
+/// while it is cleared cannot redirect the removal elsewhere. Folders nested deeper than 64 are
+/// left (a bound on open handles).
+fn clear(dir: &Path) {
+    use nix::fcntl::OFlag;
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    if let Ok(mut d) = nix::dir::Dir::open(dir, flags, nix::sys::stat::Mode::empty()) {
+        clear_at(&mut d, flags, 0);
+    }
+}
+
+fn clear_at(d: &mut nix::dir::Dir, flags: nix::fcntl::OFlag, depth: u32) {
+    use nix::dir::Type;
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    let entries: Vec<(std::ffi::CString, Option<Type>)> = d
+        .iter()
+        .flatten()
+        .filter(|e| ![&b"."[..], b".."].contains(&e.file_name().to_bytes()))
+        .map(|e| (e.file_name().to_owned(), e.file_type()))
+        .collect();
+    for (name, kind) in entries {
+        let is_dir = match kind {
+            Some(t) => t == Type::Directory,
+            None => {
+                use nix::sys::stat::SFlag;
+                nix::sys::stat::fstatat(
+                    &*d,
+                    name.as_c_str(),
+                    nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+                )
+                .is_ok_and(|st| st.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits())
+            }
+        };
+        if is_dir && depth < 64 {
+            if let Ok(mut sub) =
+                nix::dir::Dir::openat(&*d, name.as_c_str(), flags, nix::sys::stat::Mode::empty())
+            {
+                clear_at(&mut sub, flags, depth + 1);
+            }
+            let _ = unlinkat(&*d, name.as_c_str(), UnlinkatFlags::RemoveDir);
+        } else {
+            let _ = unlinkat(&*d, name.as_c_str(), UnlinkatFlags::NoRemoveDir);
+        }
+    }
+}
+
+fn not_a_folder(p: &Path) -> std::io::Error {
+    std::io::Error::other(format!(
+        "{} is not a folder (a link?); remove it",
+        p.display()
+    ))
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        self.remove_files();
+        // Usually empty: one listing; removals only when the command left files. The command may
+        // have put a link where `tmp` was: that is removed as a link, never followed (the next
+        // run makes the folder again).
+        clear(&self.approved());
+        let tmp = self.tmp();
+        match std::fs::symlink_metadata(&tmp) {
+            Ok(m) if m.is_dir() => clear(&tmp),
+            Ok(_) => {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What an interrupted run left (its result file, its HTTP log, files in TMPDIR, an older
+    /// layout's per-run folder) is gone before the next run starts, and a run leaves its scratch
+    /// empty.
+    #[test]
+    fn scratch_is_cleared_before_and_after_each_run() {
+        let d = tempfile::tempdir().unwrap();
+        let n = Name::new("x").unwrap();
+        let a = Scratch::prepare(d.path(), &n).unwrap();
+        std::fs::write(a.result(), "{\"stale\": 1}").unwrap();
+        std::fs::write(a.http_log(), "x").unwrap();
+        std::fs::write(a.tmp().join("f"), "x").unwrap();
+        std::fs::create_dir(a.tmp().join("sub")).unwrap();
+        std::fs::create_dir(a.dir.join("20261129T204512.123Z-aaaaaa")).unwrap();
+        std::mem::forget(a); // interrupted: no cleanup
+        let b = Scratch::prepare(d.path(), &n).unwrap();
+        let names = |p: &Path| -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(p)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(names(&b.dir), ["approved", "tmp"]);
+        assert!(names(&b.tmp()).is_empty());
+        std::fs::write(b.result(), "{}").unwrap();
+        std::fs::write(b.tmp().join("g"), "x").unwrap();
+        let dir = b.dir.clone();
+        drop(b);
+        assert_eq!(names(&dir), ["approved", "tmp"]);
+        assert!(names(&dir.join("tmp")).is_empty());
+        // A link where `tmp` belongs is never followed: removed as a link (or refused), and
+        // what it points at is untouched.
+        let elsewhere = d.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::write(elsewhere.join("keep"), "x").unwrap();
+        std::fs::remove_dir(dir.join("tmp")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
+        let c = Scratch::prepare(d.path(), &n).unwrap();
+        assert!(std::fs::symlink_metadata(c.tmp()).unwrap().is_dir());
+        drop(c);
+        assert!(elsewhere.join("keep").exists());
+        // A command that put a link where `tmp` was: the run's cleanup removes the link only.
+        let e = Scratch::prepare(d.path(), &n).unwrap();
+        std::fs::remove_dir(e.tmp()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, e.tmp()).unwrap();
+        drop(e);
+        assert!(elsewhere.join("keep").exists());
+        assert!(std::fs::symlink_metadata(dir.join("tmp")).is_err());
+        // Beside another folder (four links), the link is refused.
+        std::fs::create_dir(dir.join("tmp")).unwrap();
+        std::fs::remove_dir(dir.join("approved")).unwrap();
+        std::fs::create_dir(dir.join("other")).unwrap();
+        std::fs::create_dir(dir.join("other2")).unwrap();
+        std::fs::remove_dir(dir.join("tmp")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, dir.join("tmp")).unwrap();
+        assert!(Scratch::prepare(d.path(), &n).is_err());
+        assert!(elsewhere.join("keep").exists());
+        // Regression: `scratch` itself a link (to a folder holding an `x`) was found out only after
+        // `x` had been emptied. Now refused before anything in it is touched.
+        let root = d.path().join("root2");
+        std::fs::create_dir(&root).unwrap();
+        let victim = d.path().join("victim");
+        std::fs::create_dir_all(victim.join("x")).unwrap();
+        std::fs::write(victim.join("x/keep"), "x").unwrap();
+        std::os::unix::fs::symlink(&victim, root.join("scratch")).unwrap();
+        assert!(Scratch::prepare(&root, &n).is_err());
+        assert!(victim.join("x/keep").exists());
+    }
+
+    /// Nested folders and links inside TMPDIR are cleared through handles; a link's target
+    /// survives.
+    #[test]
+    fn clearing_removes_nested_folders_and_never_follows_links() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), "x").unwrap();
+        let dir = d.path().join("dir");
+        std::fs::create_dir_all(dir.join("a/b/c")).unwrap();
+        std::fs::write(dir.join("a/b/c/f"), "x").unwrap();
+        std::fs::write(dir.join("a/g"), "x").unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("a/b/link")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join("top-link")).unwrap();
+        clear(&dir);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        assert!(target.join("keep").exists());
+        // A link given as the folder to clear: nothing happens.
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        clear(&link);
+        assert!(target.join("keep").exists());
+    }
+}
