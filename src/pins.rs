@@ -30,6 +30,9 @@ pub enum Mismatch {
     DefinitionChanged,
     /// The script `argv[0]` names (repository-relative path) differs, appeared or is gone.
     ScriptChanged(String),
+    /// The script cannot be read as a file (a FIFO, a folder, a link to one, no permission): not
+    /// the approved one as far as anyone can tell. Its path, and what was found.
+    ScriptUnreadable { path: String, why: String },
 }
 
 impl Mismatch {
@@ -38,7 +41,7 @@ impl Mismatch {
         match self {
             Mismatch::NotInstalled => "not_installed",
             Mismatch::DefinitionChanged => "definition_changed",
-            Mismatch::ScriptChanged(_) => "script_changed",
+            Mismatch::ScriptChanged(_) | Mismatch::ScriptUnreadable { .. } => "script_changed",
         }
     }
 
@@ -52,6 +55,7 @@ impl Mismatch {
                 format!("automations/{name}.toml changed since it was installed")
             }
             Mismatch::ScriptChanged(path) => format!("{path} changed since it was installed"),
+            Mismatch::ScriptUnreadable { path, why } => format!("{path} cannot be read: {why}"),
         }
     }
 }
@@ -197,9 +201,12 @@ pub fn check_script(
     }
     let now = match now {
         Ok(p) => p,
-        Err(_) => {
+        Err(e) => {
             let path = script_path(def, root).unwrap_or_default();
-            return Some(Mismatch::ScriptChanged(relative(&path, root)));
+            return Some(Mismatch::ScriptUnreadable {
+                path: relative(&path, root),
+                why: e.to_string(),
+            });
         }
     };
     if now != record.script {

@@ -35,7 +35,7 @@ pub struct Approval {
 /// of its script made there, if its `argv[0]` is a script of the repository. Made under the lock.
 pub struct Prepared {
     pub scratch: std::io::Result<Scratch>,
-    /// `Ok(None)`: no script to copy. `Err`: why the script could not be copied.
+    /// `Ok(None)`: no script to copy. `Err`: why the script could not be read (or copied).
     pub copy: Result<Option<ApprovedCopy>, String>,
 }
 
@@ -44,11 +44,7 @@ impl Prepared {
     pub fn new(s: &Settings, def: &Definition) -> Self {
         let scratch = Scratch::prepare(&s.data_root, &def.name);
         let copy = match &scratch {
-            Ok(sc) => pins::copy_approved(def, &s.root, &sc.approved()).map_err(|e| {
-                let script = pins::script_path(def, &s.root).unwrap_or_default();
-                let rel = script.strip_prefix(&s.root).unwrap_or(&script);
-                format!("cannot copy {} to run it: {e}", rel.display())
-            }),
+            Ok(sc) => pins::copy_approved(def, &s.root, &sc.approved()).map_err(|e| e.to_string()),
             // The scratch's own failure is the run's (see `execute`).
             Err(_) => Ok(None),
         };
@@ -105,7 +101,11 @@ pub fn approved(
     };
     if warn
         && !scheduled
-        && let Some(m @ (Mismatch::DefinitionChanged | Mismatch::ScriptChanged(_))) = &mismatch
+        && let Some(
+            m @ (Mismatch::DefinitionChanged
+            | Mismatch::ScriptChanged(_)
+            | Mismatch::ScriptUnreadable { .. }),
+        ) = &mismatch
     {
         errln!(
             "automations: {name}: running the current files, but {}: its installed unit skips scheduled firings until you approve this version (make automations-install NAME={name})",
@@ -140,7 +140,9 @@ pub fn held_back(
         let reason = match m {
             Mismatch::NotInstalled => SkipReason::NotInstalled,
             Mismatch::DefinitionChanged => SkipReason::DefinitionChanged,
-            Mismatch::ScriptChanged(_) => SkipReason::ScriptChanged,
+            Mismatch::ScriptChanged(_) | Mismatch::ScriptUnreadable { .. } => {
+                SkipReason::ScriptChanged
+            }
         };
         let words = m.words(name.as_str());
         let detail = format!(": {words}; approve it with make automations-install NAME={name}");

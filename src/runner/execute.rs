@@ -60,7 +60,11 @@ pub(super) fn execute(
     // The script runs from the copy its pin was taken of, never from the repository.
     let copy = match copy {
         Ok(c) => c,
-        Err(why) => return fail("spawn_failed", why),
+        Err(why) => {
+            let script = crate::pins::script_path(def, &s.root).unwrap_or_default();
+            let rel = script.strip_prefix(&s.root).unwrap_or(&script).display();
+            return fail("spawn_failed", format!("cannot read {rel} to run it: {why}"));
+        }
     };
     let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
     let env_file = s.data_root.join("env").join(format!("{}.env", def.name));

@@ -266,3 +266,56 @@ fn a_stop_during_the_jitter_wait_is_recorded() {
     assert_eq!(skipped[0]["reason"], "stopped");
     assert!(sb.events("started").is_empty());
 }
+
+/// Regression: a FIFO at an installed automation's script path made `list`, `health`, `check`,
+/// `install --dry-run` and `run` (manual and scheduled) hang in `open()`, the scheduled firing before
+/// its lock with nothing recorded, and the dashboard's answer threads stayed blocked even after
+/// the FIFO was removed. Now each answers at once and says what it found; the same for a link
+/// to a FIFO.
+#[test]
+fn a_fifo_at_a_pinned_script_path_blocks_nothing_and_is_named() {
+    for linked in [false, true] {
+        let mut sb = Sandbox::new();
+        sb.use_stable_bin();
+        let fake = sb.path("fake");
+        crate::systemd::fake_systemctl(&fake);
+        sb.env("PATH", &format!("{}:/usr/bin:/bin", fake.display()));
+        let marker = sb.path("marker");
+        let script = sb.script("job.sh", &approved_script(&marker, 0));
+        sb.definition(
+            "job",
+            "name = \"job\"\ncommand = [\"scripts/job.sh\"]\n[schedule]\nevery_minutes = 5\n",
+        );
+        let r = run_on_pty(sb.cmd(["install", "job"]), "Type y to confirm", "y");
+        assert_eq!(r.code, Some(0), "{}", r.output);
+        std::fs::remove_file(&script).unwrap();
+        if linked {
+            let fifo = sb.path("fifo");
+            mkfifo(&fifo);
+            std::os::unix::fs::symlink(&fifo, &script).unwrap();
+        } else {
+            mkfifo(&script);
+        }
+        let dash = crate::dashboard::Dashboard::start(&sb);
+        for (args, says) in [
+            (&["list"][..], false),
+            (&["health"], true),
+            (&["check"], true),
+            (&["install", "job", "--dry-run"], true),
+            (&["run", "job"], true),
+            (&["run", "job", "--trigger", "schedule"], true),
+        ] {
+            let o = run_within(sb.cmd(args), 20, &format!("{args:?} with a FIFO script"));
+            let text = format!("{}{}", stdout(&o), stderr(&o));
+            assert!(!says || text.contains("FIFO"), "{args:?}: {text}");
+        }
+        let (status, body) = crate::dashboard::page_of(&dash, "/api/automations");
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("FIFO"), "{body}");
+        assert!(marker_text(&marker).is_empty(), "nothing ran");
+        let skipped = sb.events("skipped");
+        assert_eq!(skipped.last().unwrap()["reason"], "script_changed");
+        let f = sb.last_finished();
+        assert_eq!(f["error"]["class"], "spawn_failed", "{f}");
+    }
+}

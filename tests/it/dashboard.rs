@@ -11,7 +11,7 @@ use fantoccini::{Client, Locator};
 use crate::harness::*;
 
 /// A running `automations dashboard`, stopped on drop.
-struct Dashboard {
+pub(crate) struct Dashboard {
     child: Child,
     url: String,
     port: u16,
@@ -21,7 +21,7 @@ struct Dashboard {
 }
 
 impl Dashboard {
-    fn start(sb: &Sandbox) -> Self {
+    pub(crate) fn start(sb: &Sandbox) -> Self {
         Self::start_with(sb, &["dashboard", "--no-open"])
     }
 
@@ -679,7 +679,7 @@ fn what_the_dashboard_refuses() {
 }
 
 /// The page's body (with the cookie) and its status.
-fn page_of(dash: &Dashboard, path: &str) -> (u16, String) {
+pub(crate) fn page_of(dash: &Dashboard, path: &str) -> (u16, String) {
     let resp = reqwest::blocking::Client::new()
         .get(format!("http://127.0.0.1:{}{path}", dash.port))
         .header("Cookie", format!("automations_dashboard={}", dash.cookie))
