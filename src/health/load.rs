@@ -89,12 +89,6 @@ impl Sources {
                 .with_context(|| format!("cannot read {}", dir.display()))?,
         };
         let snapshot = Index::new(&RunLog::new(&s.data_root)).refresh()?;
-        // Every automation's lines, far apart in a shared log: mapped, not read one by one.
-        let snapshot = if only.is_none() {
-            snapshot.mapped()
-        } else {
-            snapshot
-        };
         Ok(Self {
             loaded,
             snapshot,

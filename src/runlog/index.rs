@@ -139,10 +139,6 @@ pub struct Snapshot {
     last_ok: BTreeMap<String, Entry>,
     /// Segments opened so far, shared by every reader of this snapshot (threads included).
     files: std::sync::Mutex<HashMap<u32, std::sync::Arc<File>>>,
-    /// Each segment's length when this snapshot was taken.
-    lens: HashMap<u32, u64>,
-    /// With [`Snapshot::mapped`], segments mapped into memory so far (None: could not be).
-    maps: Option<std::sync::Mutex<HashMap<u32, Option<std::sync::Arc<map::Mapped>>>>>,
     /// Unreadable lines met in the whole log.
     pub unreadable: u64,
 }
@@ -239,12 +235,6 @@ impl Index {
             counts: cursor.counts,
             last_ok: cursor.last_ok,
             files: Default::default(),
-            lens: ids
-                .iter()
-                .zip(&segments)
-                .map(|(id, s)| (*id, s.len))
-                .collect(),
-            maps: None,
             unreadable: cursor.unreadable,
         })
     }
@@ -464,34 +454,6 @@ impl Snapshot {
         names
     }
 
-    /// This snapshot, reading lines from segments mapped into memory rather than with one read
-    /// each: for a reader of every automation (`health`, the dashboard), whose ~20 lines per
-    /// automation lie far apart in a shared log. 1,000 automations made 22,000 reads; mapped, they
-    /// are page faults on the log's newest pages. Only the length each segment had when the
-    /// snapshot was taken is mapped; the log is only ever appended to (an append that fails cuts
-    /// back to where it began, past that length), so what is mapped does not change. A log cut
-    /// short by hand while such a reader runs (milliseconds) would end it with SIGBUS; readers of
-    /// one automation, the runner's among them, never map.
-    #[must_use]
-    pub fn mapped(mut self) -> Self {
-        self.maps = Some(Default::default());
-        self
-    }
-
-    /// Segment `seg` mapped, when this snapshot maps and it could be.
-    fn mapping(&self, seg: u32) -> Option<std::sync::Arc<map::Mapped>> {
-        let mut maps = self.maps.as_ref()?.lock().ok()?;
-        if let Some(m) = maps.get(&seg) {
-            return m.clone();
-        }
-        let m = self
-            .segment(seg)
-            .and_then(|f| map::Mapped::new(&f, *self.lens.get(&seg)?))
-            .map(std::sync::Arc::new);
-        maps.insert(seg, m.clone());
-        m
-    }
-
     /// Segment `seg`, opened once for every reader of this snapshot.
     fn segment(&self, seg: u32) -> Option<std::sync::Arc<File>> {
         let mut files = self.files.lock().ok()?;
@@ -555,7 +517,6 @@ impl Snapshot {
             seen: std::collections::HashSet::new(),
             dedupe: self.memory.contains_key(name),
             cache: None,
-            mapping: None,
             damaged: false,
             skips: true,
             ends_first: false,
@@ -635,9 +596,6 @@ pub struct Records<'a> {
     /// The last block read (segment, its start offset, bytes): the lines of one automation lie
     /// close together, newest first, so most are found in the block read for the one before.
     cache: Option<(u32, u64, Vec<u8>)>,
-    /// The mapped segment read last (asking the snapshot takes its lock, which the threads of a
-    /// reader of every automation would otherwise take once a line).
-    mapping: Option<(u32, std::sync::Arc<map::Mapped>)>,
     /// An entry pointed at a line that is not the one it indexed.
     damaged: bool,
     /// Whether `skipped` lines are read (else passed over unread).
@@ -710,17 +668,6 @@ impl Records<'_> {
     /// this automation's. A line of a segment that is gone is no damage; any other miss is.
     fn read(&mut self, (seg, hash, tagged): Entry) -> Option<Record> {
         let offset = offset_of(tagged);
-        if self.mapping.as_ref().is_none_or(|(s, _)| *s != seg) {
-            self.mapping = self.snapshot.mapping(seg).map(|m| (seg, m));
-        }
-        if let Some((_, m)) = &self.mapping {
-            // A line cut short by the mapped length is read below, like any other.
-            if let Some(line) = map::line_at(m.bytes(), offset) {
-                let record = Self::parse_line(Some(line), hash, &self.name);
-                self.damaged |= record.is_none();
-                return record;
-            }
-        }
         let file = self.snapshot.segment(seg)?;
         let file = file.as_ref();
         if cached_range(&self.cache, seg, offset).is_none() {
@@ -756,72 +703,6 @@ impl Records<'_> {
         line.filter(|l| line_hash(l) == hash)
             .and_then(|l| Record::parse(l).ok())
             .filter(|r| r.v == VERSION && r.name == name)
-    }
-}
-
-/// Log segments mapped into memory (see [`Snapshot::mapped`]).
-mod map {
-    use std::fs::File;
-    use std::num::NonZeroUsize;
-    use std::ptr::NonNull;
-
-    use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
-
-    /// The first `len` bytes of a segment, mapped read-only and private.
-    pub struct Mapped {
-        ptr: NonNull<std::ffi::c_void>,
-        len: usize,
-    }
-
-    // SAFETY: the mapping is read-only and owned by this value until it is dropped; reading it
-    // from several threads is reading shared immutable bytes.
-    unsafe impl Send for Mapped {}
-    unsafe impl Sync for Mapped {}
-
-    impl Mapped {
-        /// Maps the first `len` bytes of `file`; None for an empty file or a failed map (the
-        /// reader then reads lines one by one).
-        pub fn new(file: &File, len: u64) -> Option<Self> {
-            let len = usize::try_from(len).ok()?;
-            // SAFETY: a private read-only mapping of a file this process only reads; its length
-            // is what the file had when the snapshot was taken, which the log never cuts below
-            // (appends only; a failed append cuts back to its own start, past it).
-            let ptr = unsafe {
-                mmap(
-                    None,
-                    NonZeroUsize::new(len)?,
-                    ProtFlags::PROT_READ,
-                    MapFlags::MAP_PRIVATE,
-                    file,
-                    0,
-                )
-            }
-            .ok()?;
-            Some(Self { ptr, len })
-        }
-
-        pub fn bytes(&self) -> &[u8] {
-            // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives.
-            unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<u8>(), self.len) }
-        }
-    }
-
-    impl Drop for Mapped {
-        fn drop(&mut self) {
-            // SAFETY: unmaps exactly what `new` mapped; no borrow of `bytes` outlives `self`.
-            let _ = unsafe { munmap(self.ptr, self.len) };
-        }
-    }
-
-    /// The whole line starting at `offset` in `bytes` (which must be a line's start: the byte
-    /// before it a newline), without its newline; None when it does not end inside `bytes`.
-    pub fn line_at(bytes: &[u8], offset: u64) -> Option<&[u8]> {
-        let at = usize::try_from(offset).ok()?;
-        if at > 0 && bytes.get(at - 1) != Some(&b'\n') {
-            return None;
-        }
-        let rest = bytes.get(at..)?;
-        memchr::memchr(b'\n', rest).map(|end| &rest[..end])
     }
 }
 
@@ -883,6 +764,10 @@ fn read_line_at(file: &File, offset: u64) -> Option<Vec<u8>> {
             return Some(line);
         }
         line.extend_from_slice(&chunk[..n]);
+        if line.len() > LINE_MAX {
+            // No record is that long: an entry pointing there is damaged.
+            return None;
+        }
         at += n as u64;
     }
 }
@@ -1033,7 +918,7 @@ mod tests {
     }
 
     #[test]
-    fn a_mapped_snapshot_reads_what_reading_line_by_line_does() {
+    fn a_snapshot_reads_only_what_it_indexed_and_passes_over_an_edited_line() {
         let d = tempfile::tempdir().unwrap();
         let log = RunLog::new(d.path()).with_rotation(1200);
         for _ in 0..10 {
@@ -1042,22 +927,20 @@ mod tests {
         }
         assert!(log.segments().len() > 2, "{:?}", log.segments());
         let index = Index::new(&log);
-        let plain = index.refresh().unwrap();
-        let mapped = index.refresh().unwrap().mapped();
+        let snapshot = index.refresh().unwrap();
         for n in ["a", "b"] {
-            assert_eq!(reasons(&plain, n), reasons(&mapped, n));
-            assert_eq!(reasons(&mapped, n).len(), 10);
+            assert_eq!(reasons(&snapshot, n).len(), 10);
         }
-        // Appended after the snapshot was taken: past what it mapped, and not among its entries.
+        // Appended after the snapshot was taken: not among its entries.
         skip(&log, "a", SkipReason::SlotDone);
-        assert_eq!(reasons(&mapped, "a").len(), 10);
+        assert_eq!(reasons(&snapshot, "a").len(), 10);
         assert_eq!(
-            reasons(&index.refresh().unwrap().mapped(), "a")[0],
+            reasons(&index.refresh().unwrap(), "a")[0],
             SkipReason::SlotDone
         );
         // A line edited in place (same length; the segment's second, so neither the line that
         // names the segment nor the one the cursor checks): its entry no longer hashes as the
-        // line, so it is passed over and the index rebuilt, as when reading line by line.
+        // line, so it is passed over and the index rebuilt.
         let newest = d.path().join("runs.jsonl");
         let text = std::fs::read_to_string(&newest).unwrap();
         let second = text.find('\n').unwrap() + 1;
@@ -1065,25 +948,15 @@ mod tests {
         assert!(at < second + text[second..].find('\n').unwrap());
         let edited = format!("{}\"at\":\"1{}", &text[..at], &text[at + 7..]);
         std::fs::write(&newest, edited).unwrap();
-        let s = index.refresh().unwrap().mapped();
+        let s = index.refresh().unwrap();
         let seen = s.records("a").count() + s.records("b").count();
         assert_eq!(seen, 20, "the edited line was read as it was indexed");
-        let s = index.refresh().unwrap().mapped();
+        let s = index.refresh().unwrap();
         assert_eq!(
             s.records("a").count() + s.records("b").count(),
             21,
             "rebuilt"
         );
-    }
-
-    #[test]
-    fn a_line_in_a_mapping_starts_after_a_newline_and_ends_at_one() {
-        let bytes = b"{\"a\":1}\n{\"b\":2}\n{\"c\"";
-        assert_eq!(map::line_at(bytes, 0), Some(&b"{\"a\":1}"[..]));
-        assert_eq!(map::line_at(bytes, 8), Some(&b"{\"b\":2}"[..]));
-        assert_eq!(map::line_at(bytes, 3), None, "not a line's start");
-        assert_eq!(map::line_at(bytes, 16), None, "cut by the mapped length");
-        assert_eq!(map::line_at(bytes, 99), None);
     }
 
     #[test]

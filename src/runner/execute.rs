@@ -63,7 +63,10 @@ pub(super) fn execute(
         Err(why) => {
             let script = crate::pins::script_path(def, &s.root).unwrap_or_default();
             let rel = script.strip_prefix(&s.root).unwrap_or(&script).display();
-            return fail("spawn_failed", format!("cannot read {rel} to run it: {why}"));
+            return fail(
+                "spawn_failed",
+                format!("cannot read {rel} to run it: {why}"),
+            );
         }
     };
     let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));

@@ -183,3 +183,60 @@ fn a_huge_sparse_tail_is_sealed_without_reading_it_and_breaks_nothing() {
         .sum();
     assert!(used < 64 << 20, "{used} bytes on disk");
 }
+
+/// Regression: readers mapped the log's segments into memory, and a segment rewritten in place
+/// while they read it (a backup copied over `runs.jsonl`, a failing disk) killed them with SIGBUS:
+/// 14 of 33 `health` runs died, and the dashboard itself in its first second. Readers now read,
+/// never map: a rewritten log is at worst a finding.
+#[test]
+fn a_log_rewritten_under_its_readers_kills_none_of_them() {
+    let sb = Sandbox::new();
+    for i in 0..12 {
+        sb.shell_definition(&format!("j{i}"), "echo out", "");
+    }
+    // A log of some size, so that copying it over takes a while (as a real backup's does), with
+    // every automation's runs at its end.
+    sb.shell_definition("t", "exit 0", "");
+    assert_code(&sb.run(["run", "t"]), 0);
+    fill_log_to(&sb, 24 << 20);
+    for round in 0..4 {
+        for i in 0..12 {
+            assert_code(&sb.run(["run", &format!("j{i}")]), 0);
+        }
+        if round == 1 {
+            std::fs::copy(sb.data.join("runs.jsonl"), sb.path("backup")).unwrap();
+        }
+    }
+    let full = std::fs::read(sb.data.join("runs.jsonl")).unwrap();
+    let backup = std::fs::read(sb.path("backup")).unwrap();
+    let dash = crate::dashboard::Dashboard::start(&sb);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let copier = {
+        let stop = stop.clone();
+        let log = sb.data.join("runs.jsonl");
+        std::thread::spawn(move || {
+            let mut copies = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // In place, as `cp backup runs.jsonl` does: truncated, then written.
+                std::fs::write(&log, if copies % 2 == 0 { &backup } else { &full }).unwrap();
+                copies += 1;
+            }
+            copies
+        })
+    };
+    for _ in 0..40 {
+        let o = sb.run(["health"]);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(o.status.signal(), None, "health died: {o:?}");
+        assert!(o.status.code().is_some_and(|c| c <= 3), "{o:?}");
+        let (status, _) = crate::dashboard::page_of(&dash, "/api/automations");
+        assert!(status == 200 || status == 500, "{status}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        copier.join().unwrap() > 40,
+        "the log was rewritten all along"
+    );
+    let (status, _) = crate::dashboard::page_of(&dash, "/api/automations");
+    assert_eq!(status, 200, "the dashboard still answers");
+}
