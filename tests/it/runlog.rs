@@ -218,7 +218,15 @@ fn a_log_rewritten_under_its_readers_kills_none_of_them() {
             let mut copies = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 // In place, as `cp backup runs.jsonl` does: truncated, then written.
-                std::fs::write(&log, if copies % 2 == 0 { &backup } else { &full }).unwrap();
+                std::fs::write(
+                    &log,
+                    if copies.is_multiple_of(2) {
+                        &backup
+                    } else {
+                        &full
+                    },
+                )
+                .unwrap();
                 copies += 1;
             }
             copies
