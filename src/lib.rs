@@ -57,6 +57,7 @@ pub mod schedule;
 pub mod service;
 pub mod settings;
 pub mod state;
+pub mod text;
 pub mod units;
 pub mod views;
 

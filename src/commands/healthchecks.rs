@@ -7,7 +7,7 @@ use super::data_root;
 use crate::cli::{HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand};
 use crate::definition::{self, Checks, Definition};
 use crate::fsutil::Use;
-use crate::healthchecks::api::{Api, Remote};
+use crate::healthchecks::api::Api;
 use crate::healthchecks::sync::{self, Step};
 use crate::healthchecks::{self as hc, HcSettings, KeyKind, Watch};
 use crate::keys::{self, Secret};
@@ -32,36 +32,59 @@ fn settings_needed(s: &Settings) -> Result<HcSettings, Fail> {
     }
 }
 
-/// The API client, or why there is none (no key readable).
-fn api(s: &Settings, cfg: &HcSettings) -> Result<Api, String> {
-    match hc::machine_key(s, KeyKind::Api)? {
-        Some(k) => Api::new(&cfg.api_url, k).map_err(|e| e.to_string()),
-        None => Err(format!(
-            "no Healthchecks API key ({} or `automations healthchecks key store api`)",
-            hc::ENV_API_KEY
-        )),
-    }
+use hc::{client as api, remote_checks};
+
+/// What is installed on this machine (or only `only`, which must be): the scheduled definitions,
+/// and the installed automations whose definitions cannot be read now, whose checks stay theirs.
+struct Installed {
+    defs: Vec<Definition>,
+    unreadable: Vec<sync::Unreadable>,
+    /// The definitions that exist but are invalid (`--prune` refuses while there are any).
+    invalid: Vec<String>,
 }
 
-/// The API client and every check of the key's project.
-fn remote_checks(s: &Settings, cfg: &HcSettings) -> Result<(Api, Vec<Remote>), String> {
-    let api = api(s, cfg)?;
-    let remote = api.list(None).map_err(|e| e.to_string())?;
-    Ok((api, remote))
-}
-
-/// The scheduled definitions installed on this machine (or only `only`, which must be).
-fn installed_definitions(s: &Settings, only: Option<&Name>) -> Result<Vec<Definition>, Fail> {
+fn installed(s: &Settings, cfg: &HcSettings, only: Option<&Name>) -> Result<Installed, Fail> {
     let loaded = definition::load_all(&s.definitions_dir(), &Checks::of(s))?;
     let records = State::new(&s.data_root).install_records()?;
+    let wanted = |n: &Name| only.is_none_or(|o| o == n);
     let defs: Vec<Definition> = loaded
         .definitions
         .into_iter()
         .filter(|d| d.schedule.is_some() && records.contains_key(&d.name))
-        .filter(|d| only.is_none_or(|n| &d.name == n))
+        .filter(|d| wanted(&d.name))
         .collect();
+    let mut unreadable = Vec::new();
+    let mut invalid = Vec::new();
+    for name in records.keys().filter(|n| wanted(n)) {
+        if defs.iter().any(|d| &d.name == name) {
+            continue;
+        }
+        let file = format!("automations/{name}.toml");
+        let problems: Vec<String> = loaded
+            .problems
+            .iter()
+            .filter(|p| p.file == file)
+            .map(ToString::to_string)
+            .collect();
+        let why = if !problems.is_empty() {
+            invalid.push(file.clone());
+            problems.join("; ")
+        } else if s.definitions_dir().join(format!("{name}.toml")).exists() {
+            // Valid, but no longer scheduled: `check` calls it orphaned; its check is not pruned
+            // before it is uninstalled.
+            format!("{file} has no schedule any more")
+        } else {
+            format!("{file} is gone")
+        };
+        unreadable.push(sync::Unreadable {
+            name: name.clone(),
+            watch: hc::watch(cfg, &s.namespace, name),
+            why,
+        });
+    }
     if let Some(n) = only
         && defs.is_empty()
+        && unreadable.is_empty()
     {
         return Err(Fail::new(
             Exit::BadInput,
@@ -70,7 +93,11 @@ fn installed_definitions(s: &Settings, only: Option<&Name>) -> Result<Vec<Defini
             ),
         ));
     }
-    Ok(defs)
+    Ok(Installed {
+        defs,
+        unreadable,
+        invalid,
+    })
 }
 
 /// What each check should be.
@@ -116,10 +143,27 @@ pub fn sync(s: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> Cm
     }
     data_root(s, Use::Read)?;
     let cfg = settings_needed(s)?;
-    let defs = installed_definitions(s, only)?;
+    let inst = installed(s, &cfg, only)?;
+    if prune && !inst.invalid.is_empty() {
+        // Which checks are orphans depends on what those definitions say: never guessed.
+        return Err(Fail::new(
+            Exit::BadInput,
+            anyhow!(
+                "--prune refused, nothing changed: {} invalid (automations validate says why); fix it and sync again",
+                inst.invalid.join(", ")
+            ),
+        ));
+    }
     let api = api(s, &cfg).map_err(|e| Fail::new(Exit::Failure, anyhow!(e)))?;
-    let plan = sync::plan(&api, &s.namespace, &wanted(s, &cfg, &defs), only.is_none())
-        .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
+    let wanted = wanted(s, &cfg, &inst.defs);
+    let plan = sync::plan(
+        &api,
+        &s.namespace,
+        &wanted,
+        &inst.unreadable,
+        only.is_none(),
+    )
+    .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
     outln!("healthchecks sync ({}):", cfg.api_url);
     for line in &plan {
         outln!("  {}", line.words());
@@ -168,7 +212,7 @@ struct StatusLine {
 pub fn status(s: &Settings, json: bool) -> CmdResult {
     data_root(s, Use::Read)?;
     let cfg = settings_needed(s)?;
-    let defs = installed_definitions(s, None)?;
+    let defs = installed(s, &cfg, None)?.defs;
     let (_, remote) = remote_checks(s, &cfg)
         .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
     let src = crate::health::load::Sources::read(s, None)?;
@@ -176,7 +220,7 @@ pub fn status(s: &Settings, json: bool) -> CmdResult {
     let mut lines = Vec::new();
     for d in &defs {
         let watch = hc::watch(&cfg, &s.namespace, &d.name);
-        let found = sync::find(&remote, &watch);
+        let found = sync::find(&remote, &s.namespace, &d.name, &watch).ours();
         let pings = crate::state::read_pings(&s.data_root, d.name.as_str())
             .ok()
             .flatten();
@@ -236,55 +280,11 @@ pub fn status(s: &Settings, json: bool) -> CmdResult {
 }
 
 /// Pauses (or resumes) the remote check of `only`, or of every automation of the namespace, when
-/// `healthchecks.toml` exists; says what was done, or why not. Never fails the command: the local
-/// pause is what the runner obeys.
+/// `healthchecks.toml` exists, and says what was done, or why not. Never fails the command: the
+/// local pause is what the runner obeys.
 pub fn follow_pause(s: &Settings, only: Option<&Name>, pause: bool) {
-    let Ok(Some(cfg)) = hc::settings::load(&s.data_root) else {
-        return;
-    };
-    let verb = if pause { "paused" } else { "resumed" };
-    let (api, remote) = match remote_checks(s, &cfg) {
-        Ok(r) => r,
-        Err(e) => {
-            outln!("healthchecks: the remote check(s) were not {verb}: {e}");
-            return;
-        }
-    };
-    let targets: Vec<(String, &Remote)> = match only {
-        Some(n) => sync::find(&remote, &hc::watch(&cfg, &s.namespace, n))
-            .map(|r| (n.to_string(), r))
-            .into_iter()
-            .collect(),
-        None => {
-            // resume-all leaves the checks of automations paused one by one paused.
-            let paused: Vec<&Remote> = if pause {
-                Vec::new()
-            } else {
-                State::new(&s.data_root)
-                    .paused_names()
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|n| sync::find(&remote, &hc::watch(&cfg, &s.namespace, n)))
-                    .collect()
-            };
-            remote
-                .iter()
-                .filter(|r| r.has_tag(&hc::tag(&s.namespace)))
-                .filter(|r| !paused.iter().any(|p| std::ptr::eq(*p, *r)))
-                .map(|r| (r.slug.clone(), r))
-                .collect()
-        }
-    };
-    if targets.is_empty() {
-        outln!("healthchecks: no remote check to be {verb}");
-    }
-    for (who, r) in targets {
-        let Some(id) = &r.uuid else { continue };
-        let done = if pause { api.pause(id) } else { api.resume(id) };
-        match done {
-            Ok(()) => outln!("healthchecks: {who}: remote check {verb}"),
-            Err(e) => outln!("healthchecks: {who}: remote check not {verb}: {e}"),
-        }
+    for line in hc::follow::follow(s, only, pause) {
+        outln!("{line}");
     }
 }
 
@@ -297,10 +297,16 @@ pub fn drift(s: &Settings) -> Option<Result<Vec<String>, String>> {
         Err(e) => return Some(Err(e.to_string())),
     };
     let look = || -> Result<Vec<String>, String> {
-        let defs = installed_definitions(s, None).map_err(|e| format!("{:#}", e.error))?;
+        let inst = installed(s, &cfg, None).map_err(|e| format!("{:#}", e.error))?;
         let api = api(s, &cfg)?;
-        let plan = sync::plan(&api, &s.namespace, &wanted(s, &cfg, &defs), true)
-            .map_err(|e| e.to_string())?;
+        let plan = sync::plan(
+            &api,
+            &s.namespace,
+            &wanted(s, &cfg, &inst.defs),
+            &inst.unreadable,
+            true,
+        )
+        .map_err(|e| e.to_string())?;
         Ok(plan
             .iter()
             .filter(|l| l.is_drift())
@@ -329,9 +335,15 @@ pub fn uninstall_hint(s: &Settings, name: &Name) {
         return;
     }
     match remote_checks(s, &cfg) {
-        Ok((_, remote)) if sync::find(&remote, &watch).is_some() => outln!(
-            "healthchecks: its remote check is left on the server (and will go down); delete it with `automations healthchecks sync --prune`"
-        ),
+        Ok((_, remote))
+            if sync::find(&remote, &s.namespace, name, &watch)
+                .ours()
+                .is_some() =>
+        {
+            outln!(
+                "healthchecks: its remote check is left on the server (and will go down); delete it with `automations healthchecks sync --prune`"
+            )
+        }
         Ok(_) => outln!("healthchecks: it has no remote check"),
         Err(e) => {
             outln!("healthchecks: a remote check may be left on the server (not looked: {e})")
@@ -419,7 +431,14 @@ fn validate(s: &Settings, cfg: &HcSettings, kind: KeyKind, key: &Secret) -> Resu
             )
             .expect("a slug with a key has a URL");
             let deadline = std::time::Instant::now() + hc::ping::BOUND;
-            match hc::ping::send(&url, b"automations: checking the ping key", deadline) {
+            let secrets = [key.expose()];
+            let sent = hc::ping::send(
+                &url,
+                b"automations: checking the ping key",
+                deadline,
+                &secrets,
+            );
+            match sent {
                 Ok(_) => Ok(format!("Healthchecks took a log ping to {slug} with it")),
                 Err(e) if e.starts_with("refused: 404") => Err(format!(
                     "Healthchecks does not know {slug} under this ping key (404): is it the ping key of the project the API key belongs to?"

@@ -579,34 +579,7 @@ fn print_http(out: &mut dyn Write, h: &crate::http::log::Summary) -> std::io::Re
     Ok(())
 }
 
-/// Output as text a terminal shows but never obeys: control characters other than newline and tab
-/// (ESC, BEL, CSI, OSC, …) become `\u{1b}`-style escapes.
-pub(crate) fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    escape_where(text, |c| c.is_control() && c != '\n' && c != '\t')
-}
-
-/// One field from the log on one line of text (a run id, a name, an error class, a headline): every
-/// control character escaped, newlines and tabs too, so a forged line can neither drive the
-/// terminal nor print a line of its own.
-pub(crate) fn field(text: &str) -> std::borrow::Cow<'_, str> {
-    escape_where(text, char::is_control)
-}
-
-fn escape_where(text: &str, escaped: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(&escaped) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    text.chars()
-        .map(|c| {
-            if escaped(c) {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect::<String>()
-        .into()
-}
+pub(crate) use crate::text::{escape_controls, field};
 
 /// A switch refused for bad input (no such automation, a bad reason) is exit 2.
 fn control_fail(e: control::ControlError) -> Fail {

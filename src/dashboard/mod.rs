@@ -305,10 +305,14 @@ fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
     if let Some(name) = named("/api/run/") {
         return run_now(ctx, &name);
     }
+    // Pause, resume and the kill switch follow on the remote checks, as from the command line.
+    let follow =
+        |only: Option<&Name>, pause: bool| crate::healthchecks::follow::follow(s, only, pause);
     if let Some(name) = named("/api/pause/") {
         return control_reply(
-            control::pause(s, &name, crate::runlog::By::Hand, &reason_of(body))
-                .map(|p| serde_json::json!({"paused": p})),
+            control::pause(s, &name, crate::runlog::By::Hand, &reason_of(body)).map(
+                |p| serde_json::json!({"paused": p, "healthchecks": follow(Some(&name), true)}),
+            ),
         );
     }
     if let Some(name) = named("/api/ack/") {
@@ -323,16 +327,20 @@ fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
         );
     }
     if let Some(name) = named("/api/resume/") {
-        return control_reply(
-            control::resume(s, &name).map(|was| serde_json::json!({"resumed": was})),
-        );
+        return control_reply(control::resume(s, &name).map(
+            |was| serde_json::json!({"resumed": was, "healthchecks": follow(Some(&name), false)}),
+        ));
     }
     match path {
-        "/api/stop-all" => {
-            control_reply(control::stop_all(s, &reason_of(body)).map(|r| serde_json::json!(r)))
-        }
+        "/api/stop-all" => control_reply(control::stop_all(s, &reason_of(body)).map(|r| {
+            let mut doc = serde_json::json!(r);
+            doc["healthchecks"] = follow(None, true).into();
+            doc
+        })),
         "/api/resume-all" => {
-            control_reply(control::resume_all(s).map(|was| serde_json::json!({"resumed": was})))
+            control_reply(control::resume_all(s).map(
+                |was| serde_json::json!({"resumed": was, "healthchecks": follow(None, false)}),
+            ))
         }
         _ => text(404, "not found\n"),
     }

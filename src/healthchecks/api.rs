@@ -19,9 +19,9 @@ const ANSWER_MAX: u64 = 8 * 1024 * 1024;
 /// A check as the API lists it (the fields this tool reads). Its UUID is a secret.
 #[derive(Clone, Debug, Deserialize)]
 pub struct Remote {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "server_text")]
     pub name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "server_text")]
     pub slug: String,
     #[serde(default)]
     pub tags: String,
@@ -35,12 +35,24 @@ pub struct Remote {
     pub schedule: Option<String>,
     #[serde(default)]
     pub tz: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "server_text")]
     pub status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "server_optional_text")]
     pub last_ping: Option<String>,
     #[serde(default, deserialize_with = "check_id")]
     pub uuid: Option<CheckId>,
+}
+
+/// A field people are shown, as [`super::shown`] makes it (a server's escapes never reach a
+/// terminal, nor a UUID a screen).
+fn server_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.map_or_else(String::new, |t| super::shown(&t, &[], 200)))
+}
+
+fn server_optional_text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.map(|t| super::shown(&t, &[], 200)))
 }
 
 fn check_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<CheckId>, D::Error> {
@@ -130,10 +142,11 @@ impl Api {
         let (bytes, _) = crate::http::answer_capped(&mut r, ANSWER_MAX)
             .map_err(|e| ApiError::NoAnswer(format!("the answer broke off: {}", e.kind())))?;
         let json = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let key = self.key.expose();
         match status {
             200..=299 => Ok((status, json)),
-            401 => Err(ApiError::KeyRefused(said(status, &json, &bytes))),
-            _ => Err(ApiError::Refused(said(status, &json, &bytes))),
+            401 => Err(ApiError::KeyRefused(said(status, &json, &bytes, key))),
+            _ => Err(ApiError::Refused(said(status, &json, &bytes, key))),
         }
     }
 
@@ -219,25 +232,14 @@ fn one(json: Value) -> Result<Remote, ApiError> {
 }
 
 /// "400 json validation error: …": the status and the server's `error` (or its first words),
-/// with any UUID in it blanked.
-fn said(status: u16, json: &Value, bytes: &[u8]) -> String {
+/// as [`super::shown`] lets it be shown: the API key and any UUID blanked, controls escaped.
+fn said(status: u16, json: &Value, bytes: &[u8], key: &str) -> String {
     let text = json
         .get("error")
         .and_then(Value::as_str)
         .map(str::to_owned)
-        .unwrap_or_else(|| String::from_utf8_lossy(bytes).chars().take(120).collect());
-    let text: String = text
-        .split_whitespace()
-        .map(|w| {
-            if CheckId::parse(w.trim_matches(|c: char| !c.is_ascii_hexdigit() && c != '-'))
-                .is_some()
-            {
-                "[uuid]"
-            } else {
-                w
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
-    format!("{status} {text}").trim().to_owned()
+        .unwrap_or_else(|| String::from_utf8_lossy(bytes).into_owned());
+    format!("{status} {}", super::shown(&text, &[key], 120))
+        .trim()
+        .to_owned()
 }

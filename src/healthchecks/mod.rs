@@ -12,6 +12,7 @@
 //! argument, the run log, a state file, a message or an error.
 
 pub mod api;
+pub mod follow;
 pub mod ping;
 pub mod settings;
 pub mod sync;
@@ -95,10 +96,60 @@ pub fn machine_key(s: &Settings, kind: KeyKind) -> Result<Option<Secret>, String
     key(kind, &s.namespace, &|| keys::for_settings(s))
 }
 
-/// The check slug of `name`: `<namespace>-<name>` (both are already lowercase letters, digits and
-/// `-`, which is what a slug may hold).
+/// The Management API client, or why there is none (no API key readable).
+pub fn client(s: &Settings, cfg: &HcSettings) -> Result<api::Api, String> {
+    match machine_key(s, KeyKind::Api)? {
+        Some(k) => api::Api::new(&cfg.api_url, k).map_err(|e| e.to_string()),
+        None => Err(format!(
+            "no Healthchecks API key ({ENV_API_KEY} or `automations healthchecks key store api`)"
+        )),
+    }
+}
+
+/// The API client and every check of the key's project.
+pub fn remote_checks(
+    s: &Settings,
+    cfg: &HcSettings,
+) -> Result<(api::Api, Vec<api::Remote>), String> {
+    let api = client(s, cfg)?;
+    let remote = api.list(None).map_err(|e| e.to_string())?;
+    Ok((api, remote))
+}
+
+/// The check slug of `name`: `<namespace>_<name>`. A slug may hold lowercase letters, digits, `-`
+/// and `_`; neither a namespace nor a name holds a `_`, so no two (namespace, name) pairs share a
+/// slug (`a` + `b-c` and `a-b` + `c` once both became `a-b-c`).
 pub fn slug(namespace: &Namespace, name: &Name) -> String {
+    format!("{namespace}_{name}")
+}
+
+/// The slug checks had before [`slug`] (`<namespace>-<name>`): such a check carrying this
+/// namespace's tag is this automation's, and `sync` gives it the new slug.
+pub fn legacy_slug(namespace: &Namespace, name: &Name) -> String {
     format!("{namespace}-{name}")
+}
+
+/// The namespaces whose tag a check carries (`automations-<namespace>`).
+pub fn owners(tags: &str) -> Vec<&str> {
+    tags.split_whitespace()
+        .filter_map(|t| t.strip_prefix("automations-"))
+        .collect()
+}
+
+/// Text a Healthchecks server sent (an answer to a ping, an API error, a check's name, slug or
+/// status), as it may be kept or shown: each of `secrets` it echoes (a key, a check UUID, the
+/// ping URL's path) and every UUID blanked, control characters made visible as text, at most
+/// `max` characters.
+pub fn shown(text: &str, secrets: &[&str], max: usize) -> String {
+    let mut t = text.trim().to_owned();
+    // Longest first, so a path is blanked whole before the key inside it.
+    let mut secrets: Vec<&str> = secrets.iter().copied().filter(|s| s.len() >= 8).collect();
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for s in secrets {
+        t = t.replace(s, "[redacted]");
+    }
+    let t = crate::text::blank_uuids(&t);
+    crate::text::field(&t).chars().take(max).collect()
 }
 
 /// The tag every check of `namespace` carries, by which `sync --prune` and `check` find them.

@@ -109,8 +109,18 @@ pub fn url(
 }
 
 /// Sends one ping (a POST with `body`) before `deadline`; the server's answer, or why not —
-/// never the URL. A 5xx, a 429 or no answer is tried again, up to [`TRIES`] tries.
-pub fn send(url: &str, body: &[u8], deadline: Instant) -> Result<String, String> {
+/// never the URL, nor any of `secrets` (the key or UUID in it) when the server echoes them. A
+/// 5xx, a 429 or no answer is tried again, up to [`TRIES`] tries.
+pub fn send(url: &str, body: &[u8], deadline: Instant, secrets: &[&str]) -> Result<String, String> {
+    // The URL's path (and query) is a secret too: a server or proxy that echoes it ("Cannot POST
+    // /ping/<key>/…") must not put it in a state file or on a screen.
+    let path = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+        .unwrap_or("");
+    let bare = path.split('?').next().unwrap_or("");
+    let mut secrets = secrets.to_vec();
+    secrets.extend([url, path, bare]);
     // One client for every try (building one loads the root certificates); each try has its
     // own timeout within what is left.
     let client = reqwest::blocking::Client::builder()
@@ -138,12 +148,8 @@ pub fn send(url: &str, body: &[u8], deadline: Instant) -> Result<String, String>
             Ok(mut r) => {
                 let status = r.status().as_u16();
                 let (said, _) = crate::http::answer_capped(&mut r, 200).unwrap_or_default();
-                let said: String = String::from_utf8_lossy(&said)
-                    .chars()
-                    .filter(|c| !c.is_control())
-                    .take(60)
-                    .collect();
-                let answer = format!("{status} {}", said.trim()).trim().to_owned();
+                let said = super::shown(&String::from_utf8_lossy(&said), &secrets, 60);
+                let answer = format!("{status} {said}").trim().to_owned();
                 if status == 200 || status == 201 {
                     return Ok(answer);
                 }
@@ -274,7 +280,11 @@ impl Context {
     ) -> Result<String, String> {
         let url = url(&self.cfg, &self.watch, key, ping, rid).ok_or("no ping key")?;
         let body = cut(body, self.cfg.body_limit);
-        send(&url, body.as_bytes(), deadline)
+        let mut secrets: Vec<&str> = key.iter().map(|k| k.expose()).collect();
+        if let Watch::Uuid(id) = &self.watch {
+            secrets.push(id.expose());
+        }
+        send(&url, body.as_bytes(), deadline, &secrets)
     }
 }
 

@@ -12,8 +12,6 @@
 //! applies it, `check` only reports it. A check is identified to people by its automation and
 //! slug, never by its UUID.
 
-use std::collections::BTreeMap;
-
 use super::api::{Api, ApiError, Remote, Spec};
 use super::settings::{CheckId, SECONDS_MAX, SECONDS_MIN};
 use super::{HcSettings, Watch};
@@ -225,20 +223,27 @@ fn differences(spec: &Spec, remote: &Remote) -> Vec<String> {
     d
 }
 
-/// The plan: for each wanted check, what to do; with `prune`-able orphans of `namespace` last.
+/// An automation installed here whose definition cannot be read now (invalid, or gone): its check
+/// is still its own, never an orphan, and is left as it is.
+#[derive(Clone, Debug)]
+pub struct Unreadable {
+    pub name: Name,
+    pub watch: Watch,
+    /// Why its definition cannot be read (`automations/x.toml: command: …`).
+    pub why: String,
+}
+
+/// The plan: for each wanted check, what to do; then the checks of installed automations whose
+/// definitions cannot be read (left as they are); with `prune`-able orphans of `namespace` last.
 /// `all` says whether `wanted` covers every automation (only then are orphans looked for).
 pub fn plan(
     api: &Api,
     namespace: &Namespace,
     wanted: &[Wanted],
+    unreadable: &[Unreadable],
     all: bool,
 ) -> Result<Vec<Line>, ApiError> {
     let remote = api.list(None)?;
-    let by_slug: BTreeMap<&str, &Remote> = remote
-        .iter()
-        .filter(|r| !r.slug.is_empty())
-        .map(|r| (r.slug.as_str(), r))
-        .collect();
     let mut claimed: Vec<&CheckId> = Vec::new();
     let mut lines = Vec::new();
     for w in wanted {
@@ -253,15 +258,17 @@ pub fn plan(
                 continue;
             }
         };
-        let found: Option<&Remote> = match &w.watch {
-            Watch::Uuid(id) => remote.iter().find(|r| r.uuid.as_ref() == Some(id)),
-            Watch::Slug(slug) => by_slug.get(slug.as_str()).copied(),
-            Watch::Off => continue,
-        };
-        let step = match (found, &w.watch) {
-            (None, Watch::Uuid(_)) => Step::Missing,
-            (None, _) => Step::Create(spec),
-            (Some(r), _) => {
+        if w.watch == Watch::Off {
+            continue;
+        }
+        let step = match find(&remote, namespace, &w.name, &w.watch) {
+            Found::NotThere if matches!(w.watch, Watch::Uuid(_)) => Step::Missing,
+            Found::NotThere => Step::Create(spec),
+            Found::Foreign(r, owner) => Step::Cannot(format!(
+                "the check with the slug {} belongs to namespace {owner} (its tag automations-{owner} says so); it is not taken over",
+                r.slug
+            )),
+            Found::Ours(r) => {
                 if let Some(id) = &r.uuid {
                     claimed.push(id);
                 }
@@ -276,6 +283,20 @@ pub fn plan(
             }
         };
         lines.push(Line { who, step });
+    }
+    for u in unreadable {
+        if let Found::Ours(r) = find(&remote, namespace, &u.name, &u.watch)
+            && let Some(id) = &r.uuid
+        {
+            claimed.push(id);
+        }
+        lines.push(Line {
+            who: u.name.to_string(),
+            step: Step::Cannot(format!(
+                "its definition cannot be read ({}); its check is left as it is",
+                u.why
+            )),
+        });
     }
     if all {
         let tag = super::tag(namespace);
@@ -320,73 +341,57 @@ pub fn apply(api: &Api, line: &Line, prune: bool) -> Result<&'static str, ApiErr
     }
 }
 
-/// The check of `name` on the server (by its UUID or slug), for pause, resume and status.
-pub fn find<'a>(remote: &'a [Remote], watch: &Watch) -> Option<&'a Remote> {
-    match watch {
-        Watch::Uuid(id) => remote.iter().find(|r| r.uuid.as_ref() == Some(id)),
-        Watch::Slug(slug) => remote.iter().find(|r| &r.slug == slug),
-        Watch::Off => None,
+/// What the server has for an automation's check.
+#[derive(Debug)]
+pub enum Found<'a> {
+    /// Its check.
+    Ours(&'a Remote),
+    /// A check with its slug that another namespace's tag claims, and that namespace.
+    Foreign(&'a Remote, String),
+    NotThere,
+}
+
+impl<'a> Found<'a> {
+    /// The check, when it is this automation's.
+    pub fn ours(self) -> Option<&'a Remote> {
+        match self {
+            Found::Ours(r) => Some(r),
+            _ => None,
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::definition::{Checks, parse};
-
-    fn scheduled(name: &str, schedule: &str) -> Definition {
-        let text = format!(
-            "name = \"{name}\"\ncommand = [\"scripts/x.sh\"]\ntimeout_seconds = 60\n[schedule]\n{schedule}\n"
-        );
-        let checks = Checks {
-            home: "/nonexistent-home".into(),
-            data_root: "/nonexistent-data".into(),
-        };
-        parse(&format!("{name}.toml"), text.as_bytes(), &checks).unwrap()
-    }
-
-    #[test]
-    fn specs_follow_the_timer() {
-        let ns = Namespace::new("ns").unwrap();
-        let cfg = HcSettings::default();
-        let daily = scheduled(
-            "backup",
-            "daily_at = [\"08:00\", \"18:00\"]\nweekdays = [\"mon\", \"fri\"]",
-        );
-        let w = Watch::Slug("ns-backup".into());
-        let s = spec(&cfg, &ns, &daily, &w, Some("Europe/Berlin"), "box").unwrap();
-        assert_eq!(
-            s.schedule.as_deref(),
-            Some("Mon,Fri *-*-* 08:00:00\nMon,Fri *-*-* 18:00:00")
-        );
-        assert_eq!(s.tz.as_deref(), Some("Europe/Berlin"));
-        assert_eq!(s.timeout, None);
-        assert_eq!(s.grace, crate::units::stop_timeout(&daily) + GRACE_MARGIN);
-        assert_eq!(s.slug.as_deref(), Some("ns-backup"));
-        assert_eq!(s.tags, "automations-ns");
-        // No zone known and none set: refused, saying how to fix it.
-        let e = spec(&cfg, &ns, &daily, &w, None, "box").unwrap_err();
-        assert!(e.contains("tz ="), "{e}");
-        // An awake-time interval is a simple period; a grid is a calendar.
-        let awake = scheduled("poll", "every_minutes = 7");
-        let s = spec(&cfg, &ns, &awake, &w, None, "box").unwrap();
-        assert_eq!((s.timeout, s.schedule), (Some(420), None));
-        let grid = scheduled("tick", "every_minutes = 15");
-        let s = spec(&cfg, &ns, &grid, &w, Some("UTC"), "box").unwrap();
-        assert_eq!(s.schedule.as_deref(), Some("*-*-* *:00/15:00"));
-        // At login only: nothing to watch.
-        let login = scheduled("hello", "at_login = true");
-        assert!(spec(&cfg, &ns, &login, &w, Some("UTC"), "box").is_err());
-        // grace_seconds wins.
-        let cfg = HcSettings {
-            grace_seconds: Some(4000),
-            ..HcSettings::default()
-        };
-        assert_eq!(
-            spec(&cfg, &ns, &grid, &w, Some("UTC"), "box")
-                .unwrap()
-                .grace,
-            4000
-        );
+/// The check of `name` (in `namespace`) on the server: by its UUID when one is configured; else by
+/// its slug, unless another namespace's tag claims that check; else, from before slugs held a
+/// `_`, by its old slug when the check carries this namespace's tag (`sync` then moves it to the
+/// new slug). Used by sync, pause, resume and status alike.
+pub fn find<'a>(
+    remote: &'a [Remote],
+    namespace: &Namespace,
+    name: &Name,
+    watch: &Watch,
+) -> Found<'a> {
+    match watch {
+        Watch::Uuid(id) => remote
+            .iter()
+            .find(|r| r.uuid.as_ref() == Some(id))
+            .map_or(Found::NotThere, Found::Ours),
+        Watch::Off => Found::NotThere,
+        Watch::Slug(slug) => {
+            if let Some(r) = remote.iter().find(|r| &r.slug == slug) {
+                let owners = super::owners(&r.tags);
+                return match owners.iter().find(|o| **o != namespace.as_str()) {
+                    Some(other) if !owners.contains(&namespace.as_str()) => {
+                        Found::Foreign(r, (*other).to_owned())
+                    }
+                    _ => Found::Ours(r),
+                };
+            }
+            let legacy = super::legacy_slug(namespace, name);
+            remote
+                .iter()
+                .find(|r| r.slug == legacy && r.has_tag(&super::tag(namespace)))
+                .map_or(Found::NotThere, Found::Ours)
+        }
     }
 }

@@ -14,10 +14,10 @@ use crate::harness::*;
 pub(crate) struct Dashboard {
     child: Child,
     url: String,
-    port: u16,
+    pub(crate) port: u16,
     token: String,
     /// The session cookie's value (not the token).
-    cookie: String,
+    pub(crate) cookie: String,
 }
 
 impl Dashboard {
@@ -112,7 +112,7 @@ impl Drop for Dashboard {
 /// chromedriver on a free port, stopped on drop.
 struct Driver {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Driver {

@@ -60,6 +60,9 @@ struct Hc {
     checks: Vec<Check>,
     pings: Vec<Pinged>,
     next: u32,
+    /// Refuse every ping and API change with `Cannot <METHOD> <path>`, as a server or proxy
+    /// that echoes the request's path does.
+    echo: bool,
 }
 
 impl Hc {
@@ -312,6 +315,9 @@ impl FakeHc {
         let http = FakeHttp::start(move |r| {
             let (path, query) = r.path.split_once('?').unwrap_or((r.path.as_str(), ""));
             let mut hc = st.lock().unwrap();
+            if hc.echo && (path.starts_with("/ping/") || r.method != "GET") {
+                return status(404, &format!("Cannot {} {}", r.method, r.path));
+            }
             if let Some(rest) = path.strip_prefix("/ping/") {
                 let parts: Vec<&str> = rest.split('/').collect();
                 ping(&mut hc, &parts, query, r)
@@ -391,7 +397,7 @@ fn a_firing_pings_start_and_its_exit_status_paired_by_rid_with_the_redacted_summ
         .state
         .lock()
         .unwrap()
-        .add("automations-job", "automations-automations");
+        .add("automations_job", "automations-automations");
     let sb = watched(&hc, "body_limit = 300\n");
     sb.shell_definition("job", "echo made 3 things; echo oops >&2; exit 3", "");
     let failed = sb.run(["run", "job"]);
@@ -418,7 +424,7 @@ fn a_firing_pings_start_and_its_exit_status_paired_by_rid_with_the_redacted_summ
         "{body}"
     );
     assert!(pings.iter().all(|p| p.body.len() <= 300));
-    assert_eq!(hc.check("automations-job").status, "up");
+    assert_eq!(hc.check("automations_job").status, "up");
     // What came of it is kept, and no key or UUID is anywhere.
     let st: serde_json::Value = serde_json::from_slice(
         &std::fs::read(sb.data.join("state/healthchecks/job.json")).unwrap(),
@@ -540,7 +546,7 @@ fn a_hanging_server_delays_neither_the_command_nor_the_firing_past_the_bound() {
 #[test]
 fn a_firing_skipped_because_the_last_still_runs_pings_log() {
     let hc = FakeHc::start();
-    hc.state.lock().unwrap().add("automations-job", "");
+    hc.state.lock().unwrap().add("automations_job", "");
     let sb = watched(&hc, "");
     let gate = sb.path("gate");
     sb.shell_definition(
@@ -584,7 +590,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
         .state
         .lock()
         .unwrap()
-        .add("automations-gone", "automations-automations");
+        .add("automations_gone", "automations-automations");
     let foreign = hc.state.lock().unwrap().add("someone-elses", "other");
     let sb = watched(&hc, "");
     installed(
@@ -608,7 +614,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
         "backup: create (schedule \"Mon,Fri *-*-* 08:00:00 | Mon,Fri *-*-* 18:30:00\" in Europe/Berlin, grace 930 s)",
         "poll: create (every 420 s (awake-time interval), grace 390 s)",
         "hello: no check: it runs only at login",
-        "automations-gone: orphaned",
+        "automations_gone: orphaned",
         "dry run: nothing changed",
     ] {
         assert!(out.contains(want), "{want:?} in {out}");
@@ -623,7 +629,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     // is left without --prune. `hello` cannot have one, which is said (and no failure).
     let o = sb.run(["healthchecks", "sync"]);
     assert_code(&o, 0);
-    let backup = hc.check("automations-backup");
+    let backup = hc.check("automations_backup");
     assert_eq!(
         backup.schedule.as_deref(),
         Some("Mon,Fri *-*-* 08:00:00\nMon,Fri *-*-* 18:30:00")
@@ -636,10 +642,10 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     assert_eq!(backup.tz.as_deref(), Some("Europe/Berlin"));
     assert_eq!((backup.grace, backup.channels.as_str()), (930, "*"));
     assert!(backup.tags.contains("automations-automations") && backup.desc.contains("The backup"));
-    let poll = hc.check("automations-poll");
+    let poll = hc.check("automations_poll");
     assert_eq!((poll.timeout, poll.schedule.clone()), (Some(420), None));
     assert!(
-        stdout(&o).contains("automations-gone: left (--prune deletes it)"),
+        stdout(&o).contains("automations_gone: left (--prune deletes it)"),
         "{}",
         stdout(&o)
     );
@@ -653,7 +659,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     assert_eq!(
         hc.checks()
             .iter()
-            .filter(|c| c.slug == "automations-backup")
+            .filter(|c| c.slug == "automations_backup")
             .count(),
         1
     );
@@ -670,14 +676,14 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     let o = sb.run(["healthchecks", "sync", "backup"]);
     assert!(stdout(&o).contains("backup: updated"), "{}", stdout(&o));
     assert_eq!(
-        hc.check("automations-backup").schedule.as_deref(),
+        hc.check("automations_backup").schedule.as_deref(),
         Some("*-*-* 09:00:00")
     );
 
     // --prune deletes the orphan of this namespace, never a check of another.
     let o = sb.run(["healthchecks", "sync", "--prune"]);
     assert!(
-        stdout(&o).contains("automations-gone: deleted"),
+        stdout(&o).contains("automations_gone: deleted"),
         "{}",
         stdout(&o)
     );
@@ -686,7 +692,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     assert_nothing_holds(
         &sb,
         &[&dry, &o, &c],
-        &[&orphan, &foreign, &hc.check("automations-backup").uuid],
+        &[&orphan, &foreign, &hc.check("automations_backup").uuid],
     );
 }
 
@@ -731,23 +737,23 @@ fn pause_resume_and_the_kill_switch_follow_on_the_remote_checks() {
         "{}",
         stdout(&o)
     );
-    assert_eq!(hc.check("automations-a").status, "paused");
-    assert_eq!(hc.check("automations-b").status, "new");
+    assert_eq!(hc.check("automations_a").status, "paused");
+    assert_eq!(hc.check("automations_b").status, "new");
     let o = sb.run(["stop-all", "--reason", "incident"]);
     assert_code(&o, 0);
     assert!(hc.checks().iter().all(|c| c.status == "paused"));
     // resume-all leaves `a`, paused on its own, paused.
     let o = sb.run(["resume-all"]);
     assert_code(&o, 0);
-    assert_eq!(hc.check("automations-a").status, "paused");
-    assert_eq!(hc.check("automations-b").status, "new");
+    assert_eq!(hc.check("automations_a").status, "paused");
+    assert_eq!(hc.check("automations_b").status, "new");
     let o = sb.run(["resume", "a"]);
     assert!(
         stdout(&o).contains("healthchecks: a: remote check resumed"),
         "{}",
         stdout(&o)
     );
-    assert_eq!(hc.check("automations-a").status, "new");
+    assert_eq!(hc.check("automations_a").status, "new");
     // Status: each remote status beside the local verdict.
     let o = sb.run(["healthchecks", "status", "--json"]);
     assert_code(&o, 0);
@@ -777,7 +783,7 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
     hc.state
         .lock()
         .unwrap()
-        .add("automations-job", "automations-automations");
+        .add("automations_job", "automations-automations");
     let mut sb = Sandbox::new();
     let Some(keyring) = Keyring::start(&mut sb, "healthchecks_keys_in_the_real_keyring") else {
         return;
@@ -826,7 +832,7 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
     let r = store("ping", "pk_wrongwrongwrongwron");
     assert_eq!(r.code, Some(1), "{}", r.output);
     assert!(
-        r.output.contains("not stored") && r.output.contains("does not know automations-job"),
+        r.output.contains("not stored") && r.output.contains("does not know automations_job"),
         "{}",
         r.output
     );
@@ -894,7 +900,7 @@ fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
     // Synced, then uninstalled: the check is left on the server, and said so.
     assert_eq!(crate::systemd::install(&sb, "heartbeat").code, Some(0));
     assert_code(&sb.run(["healthchecks", "sync", "heartbeat"]), 0);
-    hc.check("automations-heartbeat");
+    hc.check("automations_heartbeat");
     let r = crate::systemd::uninstall(&sb, "heartbeat");
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert!(
@@ -902,7 +908,7 @@ fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
         "{}",
         r.output
     );
-    hc.check("automations-heartbeat");
+    hc.check("automations_heartbeat");
     // Without the API key it cannot look, and says so.
     assert_eq!(crate::systemd::install(&sb, "heartbeat").code, Some(0));
     sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", "");
@@ -915,4 +921,256 @@ fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
         r.output
     );
     assert!(!r.output.contains(API_KEY));
+}
+
+/// Regression: a ping answer kept 60 characters of what the server said with only control bytes
+/// removed: a server or proxy echoing the path (`Cannot POST /ping/<key>/…`) put the ping key, or
+/// a check's UUID, into stderr, the ping state, `health`, `healthchecks status` and the dashboard;
+/// an API error the same for check UUIDs. Every answer kept or shown is now cut of them.
+#[test]
+fn a_server_that_echoes_the_path_never_puts_a_key_or_uuid_anywhere() {
+    let hc = FakeHc::start();
+    let uuid = hc
+        .state
+        .lock()
+        .unwrap()
+        .add("byid", "automations-automations");
+    hc.state
+        .lock()
+        .unwrap()
+        .add("automations_byslug", "automations-automations");
+    let sb = watched(&hc, &format!("[checks]\nbyid = \"{uuid}\"\n"));
+    installed(&sb, "byid", "every_minutes = 7", 60);
+    installed(&sb, "byslug", "every_minutes = 7", 60);
+    hc.state.lock().unwrap().echo = true;
+    let mut outputs = Vec::new();
+    for name in ["byid", "byslug"] {
+        let o = sb.run(["run", name]);
+        assert_code(&o, 0);
+        assert!(
+            stderr(&o).contains("refused: 404 Cannot POST [redacted]"),
+            "{}",
+            stderr(&o)
+        );
+        outputs.push(o);
+    }
+    for args in [
+        &["pause", "byid", "--reason", "x"][..],
+        &["resume", "byid"],
+        &["healthchecks", "sync"],
+        &["healthchecks", "status"],
+        &["healthchecks", "status", "--json"],
+        &["health"],
+        &["health", "--json"],
+    ] {
+        outputs.push(sb.run(args));
+    }
+    let said: String = outputs.iter().map(|o| stdout(o) + &stderr(o)).collect();
+    assert!(
+        said.contains("[uuid]") || said.contains("[redacted]"),
+        "{said}"
+    );
+    let dash = crate::dashboard::Dashboard::start(&sb);
+    let (_, page) = crate::dashboard::page_of(&dash, "/");
+    let (_, api) = crate::dashboard::page_of(&dash, "/api/automations");
+    for text in [&said, &page, &api] {
+        for secret in [PING_KEY, API_KEY, uuid.as_str()] {
+            assert!(!text.contains(secret), "{secret} shown: {text}");
+        }
+    }
+    let refs: Vec<&std::process::Output> = outputs.iter().collect();
+    assert_nothing_holds(&sb, &refs, &[&uuid]);
+}
+
+/// Regression: `healthchecks sync --prune` deleted the remote check of an installed automation
+/// whose definition was invalid for a moment (exit 0, no word of it); its unit kept firing into a
+/// deleted check and the check's history was lost. An installed automation's check is now claimed
+/// whatever its definition's state, and `--prune` refuses while a definition is invalid.
+#[test]
+fn prune_never_deletes_the_check_of_an_installed_automation_with_a_broken_definition() {
+    let hc = FakeHc::start();
+    let sb = watched(&hc, "");
+    installed(&sb, "a", "every_minutes = 7", 60);
+    installed(&sb, "b", "every_minutes = 7", 60);
+    assert_code(&sb.run(["healthchecks", "sync"]), 0);
+    assert_eq!(hc.checks().len(), 2);
+    // b's definition broken, as an edit in progress leaves it.
+    sb.definition("b", "name = \"b\"\ncommand = \"not a list\"\n");
+    let o = sb.run(["healthchecks", "sync", "--prune"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("--prune refused") && stderr(&o).contains("automations/b.toml"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(hc.checks().len(), 2, "nothing deleted");
+    // Without --prune the rest is synced and b's check is said to be left as it is.
+    let o = sb.run(["healthchecks", "sync"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o)
+            .contains("b: no check: its definition cannot be read (automations/b.toml: command:"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(hc.checks().len(), 2);
+    // A definition gone while it is installed: its check is still its own, not an orphan.
+    std::fs::remove_file(sb.root.join("automations/b.toml")).unwrap();
+    let o = sb.run(["healthchecks", "sync", "--prune"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("automations/b.toml is gone"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(hc.checks().len(), 2, "{}", stdout(&o));
+    // Once uninstalled (its record gone) it is an orphan, and pruned.
+    std::fs::remove_file(sb.data.join("state/installed/b.json")).unwrap();
+    let o = sb.run(["healthchecks", "sync", "--prune"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("automations_b: deleted"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(hc.checks().len(), 1);
+}
+
+/// Regression: what a Healthchecks server says (a check's status, its last ping, an orphan's
+/// name or slug, an API error) reached the terminal raw from `healthchecks status`, `sync` and the
+/// remote-check line of `pause`: its escapes drove the terminal. They are now shown as text.
+#[test]
+fn terminal_escapes_from_a_healthchecks_server_are_shown_not_obeyed() {
+    let hc = FakeHc::start();
+    let sb = watched(&hc, "");
+    installed(&sb, "a", "every_minutes = 7", 60);
+    assert_code(&sb.run(["healthchecks", "sync"]), 0);
+    {
+        let mut st = hc.state.lock().unwrap();
+        st.checks[0].status = "\u{1b}]0;owned\u{7}\u{1b}[31mdown".into();
+        let orphan = st.add("\u{1b}[2Jgone", "automations-automations");
+        let last = st.checks.len() - 1;
+        st.checks[last].name = "\u{1b}[2Jorphan".into();
+        assert!(!orphan.is_empty());
+    }
+    let mut said = String::new();
+    for args in [
+        &["healthchecks", "status"][..],
+        &["healthchecks", "sync", "--dry-run"],
+        &["check"],
+    ] {
+        let o = sb.run(args);
+        said += &(stdout(&o) + &stderr(&o));
+    }
+    hc.state.lock().unwrap().echo = true;
+    let o = sb.run(["pause", "a", "--reason", "x"]);
+    said += &(stdout(&o) + &stderr(&o));
+    assert!(
+        !said.contains('\u{1b}') && !said.contains('\u{7}'),
+        "{said:?}"
+    );
+    assert!(said.contains("\\u{1b}[31mdown"), "{said}");
+    assert!(said.contains("\\u{1b}[2Jgone"), "{said}");
+}
+
+/// Regression: the dashboard's pause, resume, stop-all and resume-all made no Healthchecks calls,
+/// while the command line pauses and resumes the remote checks. Now the dashboard does what the
+/// command does, and says so.
+#[test]
+fn the_dashboards_pause_and_kill_switch_follow_on_the_remote_checks() {
+    let hc = FakeHc::start();
+    let sb = watched(&hc, "");
+    installed(&sb, "a", "every_minutes = 7", 60);
+    installed(&sb, "b", "every_minutes = 7", 60);
+    assert_code(&sb.run(["healthchecks", "sync"]), 0);
+    let dash = crate::dashboard::Dashboard::start(&sb);
+    let post = |path: &str| -> serde_json::Value {
+        let r = reqwest::blocking::Client::new()
+            .post(format!("http://127.0.0.1:{}{path}", dash.port))
+            .header("Cookie", format!("automations_dashboard={}", dash.cookie))
+            .header("Origin", format!("http://127.0.0.1:{}", dash.port))
+            .header("Content-Type", "application/json")
+            .body("{\"reason\":\"maintenance\"}")
+            .send()
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 200);
+        serde_json::from_str(&r.text().unwrap()).unwrap()
+    };
+    let doc = post("/api/pause/a");
+    assert_eq!(
+        doc["healthchecks"][0], "healthchecks: a: remote check paused",
+        "{doc}"
+    );
+    assert_eq!(hc.check("automations_a").status, "paused");
+    assert_eq!(hc.check("automations_b").status, "new");
+    post("/api/stop-all");
+    assert!(hc.checks().iter().all(|c| c.status == "paused"));
+    post("/api/resume-all");
+    assert_eq!(
+        hc.check("automations_a").status,
+        "paused",
+        "paused on its own"
+    );
+    assert_eq!(hc.check("automations_b").status, "new");
+    let doc = post("/api/resume/a");
+    assert_eq!(
+        doc["healthchecks"][0], "healthchecks: a: remote check resumed",
+        "{doc}"
+    );
+    assert_eq!(hc.check("automations_a").status, "new");
+}
+
+/// Regression: check slugs collided across namespaces: namespace `a` with `b-c` and namespace
+/// `a-b` with `c` both became `a-b-c`, so one sync took over the other's check and a prune could
+/// delete it. Slugs are now `<namespace>_<name>` (neither holds a `_`); a check another
+/// namespace's tag claims is never taken over; and a check of the old form is carried over to
+/// the new slug only by its own namespace.
+#[test]
+fn check_slugs_never_collide_across_namespaces() {
+    let hc = FakeHc::start();
+    let a = watched(&hc, "");
+    installed(&a, "b-c", "every_minutes = 7", 60);
+    let mut ab = watched(&hc, "");
+    ab.env("AUTOMATIONS_NAMESPACE", "a-b");
+    installed(&ab, "c", "every_minutes = 7", 60);
+    let mut a = a;
+    a.env("AUTOMATIONS_NAMESPACE", "a");
+    // Checks of the old form, each tagged by its namespace: each is carried over by its own.
+    let old_a = hc.state.lock().unwrap().add("a-b-c", "automations-a");
+    let old_ab = hc.state.lock().unwrap().add("a-b-c", "automations-a-b");
+    // The install records name the default namespace's labels; the namespace is what decides.
+    let o = a.run(["healthchecks", "sync"]);
+    assert_code(&o, 0);
+    let o2 = ab.run(["healthchecks", "sync"]);
+    assert_code(&o2, 0);
+    let checks = hc.checks();
+    let of = |uuid: &str| checks.iter().find(|c| c.uuid == uuid).unwrap().slug.clone();
+    assert_eq!(of(&old_a), "a_b-c", "{}", stdout(&o));
+    assert_eq!(of(&old_ab), "a-b_c", "{}", stdout(&o2));
+    assert_eq!(checks.len(), 2, "nothing created, nothing taken over");
+    // Each namespace's firing pings its own check.
+    assert_code(&a.run(["run", "b-c"]), 0);
+    assert_code(&ab.run(["run", "c"]), 0);
+    let pinged: Vec<String> = hc.pings().into_iter().map(|p| p.uuid).collect();
+    assert!(
+        pinged.contains(&old_a) && pinged.contains(&old_ab),
+        "{pinged:?}"
+    );
+    // A check with this slug that another namespace's tag claims is refused, and named.
+    let mut z = watched(&hc, "");
+    z.env("AUTOMATIONS_NAMESPACE", "a");
+    installed(&z, "b-c", "every_minutes = 7", 60);
+    {
+        let mut st = hc.state.lock().unwrap();
+        let i = st.checks.iter().position(|c| c.uuid == old_a).unwrap();
+        st.checks[i].tags = "automations-zzz".into();
+    }
+    let o = z.run(["healthchecks", "sync"]);
+    assert!(
+        stdout(&o)
+            .contains("b-c: no check: the check with the slug a_b-c belongs to namespace zzz"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(hc.checks().len(), 2, "not taken over, not duplicated");
 }

@@ -282,6 +282,12 @@ async function post(path, body) {
   return doc;
 }
 
+// What an action did to the remote Healthchecks checks, when it did anything: "; healthchecks: …".
+function remote(doc) {
+  const lines = (doc && doc.healthchecks) || [];
+  return lines.length ? "; " + lines.join("; ") : "";
+}
+
 async function act(action, form, button) {
   if (action === "open-run") return openRun(button);
   const name = form && form.dataset.name;
@@ -291,23 +297,23 @@ async function act(action, form, button) {
       await post("/api/run/" + encodeURIComponent(name));
       sayAt(form, "started");
     } else if (action === "pause") {
-      await post("/api/pause/" + encodeURIComponent(name), { reason: reason.value });
+      const r = await post("/api/pause/" + encodeURIComponent(name), { reason: reason.value });
       reason.value = "";
-      sayAt(form, "paused");
+      sayAt(form, "paused" + remote(r));
     } else if (action === "resume") {
-      await post("/api/resume/" + encodeURIComponent(name));
-      sayAt(form, "resumed");
+      const r = await post("/api/resume/" + encodeURIComponent(name));
+      sayAt(form, "resumed" + remote(r));
     } else if (action === "ack") {
       await post("/api/ack/" + encodeURIComponent(name), { reason: reason ? reason.value : "" });
       if (reason) reason.value = "";
       sayAt(form, "acknowledged");
     } else if (action === "resume-all") {
-      await post("/api/resume-all");
-      say("kill switch off");
+      const r = await post("/api/resume-all");
+      say("kill switch off" + remote(r));
     } else if (action === "stop-all") {
       const r = await post("/api/stop-all", { reason: reason.value });
       reason.value = "";
-      say("kill switch on; stopped " + r.stopped + " running run(s)");
+      say("kill switch on; stopped " + r.stopped + " running run(s)" + remote(r));
     }
     fast = 15;
     refresh();
