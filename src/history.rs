@@ -305,15 +305,74 @@ pub enum Found {
 /// How many candidates an ambiguous prefix lists.
 const CANDIDATES: usize = 10;
 
-/// One run by its id, or by a prefix only it has: an exact id always wins. Reads the whole log
-/// (a prefix can match anywhere).
-pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Result<Found, LogError> {
-    let mut records = log.backwards();
+/// How much earlier than its id says a run's lines may be (a clock stepped back since).
+const CLOCK_SLACK: chrono::Duration = chrono::Duration::hours(1);
+
+/// The earliest time the run `id` (or a run whose id starts with `id`) can have started: run ids
+/// begin with their start time (`20261203T075523.420Z-…`), so a prefix as far as the date bounds
+/// it. `None` for a shorter prefix.
+fn earliest(id: &str) -> Option<DateTime<Utc>> {
+    let stamp = id.get(..15).filter(|_| id.len() >= 15);
+    let parsed = match stamp {
+        Some(t) => chrono::NaiveDateTime::parse_from_str(t, "%Y%m%dT%H%M%S").ok(),
+        None => chrono::NaiveDate::parse_from_str(id.get(..8)?, "%Y%m%d")
+            .ok()
+            .and_then(|d| d.and_hms_opt(0, 0, 0)),
+    };
+    parsed.map(|t| t.and_utc())
+}
+
+/// One run by its id, or by a prefix only it has: an exact id always wins. Reads back from the
+/// end only as far as the id's own time (ids start with it), less an hour for a clock stepped
+/// back, and on only when nothing was found there (lines out of order by more than that); through
+/// the index when the automation is known (`name`), reading only its lines. A prefix shorter than
+/// a date reads the whole log.
+pub fn find(
+    log: &RunLog,
+    data_root: &Path,
+    id: &str,
+    name: Option<&str>,
+) -> Result<Found, LogError> {
+    let since = earliest(id).map(|t| t - CLOCK_SLACK);
+    let older = |r: &Record| since.is_some_and(|s| r.time().is_some_and(|t| t < s));
+    for bounded in [true, false] {
+        let mut stopped = false;
+        let mut within = |r: &Record| {
+            stopped |= bounded && older(r);
+            !stopped
+        };
+        let found = match name {
+            Some(name) => {
+                let snapshot = Index::new(log).refresh()?;
+                pick(
+                    snapshot.records(name).take_while(&mut within),
+                    data_root,
+                    id,
+                )
+            }
+            None => {
+                let mut records = log.backwards();
+                let found = pick(records.by_ref().take_while(&mut within), data_root, id);
+                if let Some(e) = records.error.take() {
+                    return Err(e);
+                }
+                found
+            }
+        };
+        if !matches!(found, Found::Nothing) || !stopped {
+            return Ok(found);
+        }
+    }
+    Ok(Found::Nothing)
+}
+
+/// The run `id` names among `records` (newest first).
+fn pick(records: impl Iterator<Item = Record>, data_root: &Path, id: &str) -> Found {
     let mut ids: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut kept: Vec<Record> = Vec::new();
     let mut exact: Vec<Record> = Vec::new();
-    for r in records.by_ref() {
+    for r in records {
         let run = match &r.event {
             Event::Started(s) => &s.run,
             Event::Finished(f) => &f.run,
@@ -334,15 +393,12 @@ pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Result<Found, LogError>
             kept.push(r);
         }
     }
-    if let Some(e) = records.error.take() {
-        return Err(e);
-    }
     let one = |recs: Vec<Record>| {
         Runs::new(recs.into_iter(), data_root)
             .next()
             .map_or(Found::Nothing, |v| Found::One(Box::new(v)))
     };
-    Ok(if !exact.is_empty() {
+    if !exact.is_empty() {
         one(exact)
     } else if ids.len() == 1 {
         one(kept)
@@ -353,7 +409,7 @@ pub fn find(log: &RunLog, data_root: &Path, id: &str) -> Result<Found, LogError>
             all: ids.len(),
             some: ids.into_iter().take(CANDIDATES).collect(),
         }
-    })
+    }
 }
 
 /// Whether `name` has a scheduled `started` at or after `since` (a person's run consumes no

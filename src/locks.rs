@@ -2,7 +2,9 @@
 //!
 //! The lock is an exclusive `flock` (std `File::try_lock`) on a file that is never unlinked (so two
 //! runners can never hold locks on two different inodes of one name); the holder writes its pid
-//! into it. Readers that only want to know whether a run is alive must not take the lock — a probe
+//! into it, and the id of the run whose tree is alive while it holds it, cleared when that tree is
+//! gone. A lock found free with a run id still in it belongs to a firing whose runner and keeper
+//! were both killed: its tree may still be running, and the next firing ends it first. Readers that only want to know whether a run is alive must not take the lock — a probe
 //! at the wrong instant would make a real firing skip as `already_running` — so on Linux they look
 //! the lock up in `/proc/locks` instead. This module must never unlink a lock file.
 
@@ -18,6 +20,32 @@ use crate::names::Name;
 #[derive(Debug)]
 pub struct RunLock {
     file: File,
+    /// The run id the lock file named when it was taken: a firing that never ended cleanly.
+    interrupted: Option<String>,
+}
+
+/// Where the run id sits in the lock file (after the pid's fixed width and a space), and its room.
+const RUN_AT: u64 = 11;
+const RUN_WIDTH: usize = 40;
+
+impl RunLock {
+    /// The run whose firing held this lock last and never said its tree was gone (its runner and
+    /// keeper were both killed): what it left may still run.
+    pub fn interrupted(&self) -> Option<&str> {
+        self.interrupted.as_deref()
+    }
+
+    /// Names `run` as the run whose tree is alive under this lock.
+    pub fn mark(&self, run: &str) -> io::Result<()> {
+        let line = format!("{:<w$}\n", run, w = RUN_WIDTH - 1);
+        self.file.write_all_at(line.as_bytes(), RUN_AT)
+    }
+
+    /// Says the run's tree is gone.
+    pub fn clear(&self) -> io::Result<()> {
+        let line = format!("{:<w$}\n", "", w = RUN_WIDTH - 1);
+        self.file.write_all_at(line.as_bytes(), RUN_AT)
+    }
 }
 
 impl Drop for RunLock {
@@ -50,9 +78,21 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
         Err(std::fs::TryLockError::WouldBlock) => return Ok(Acquired::Busy),
         Err(std::fs::TryLockError::Error(e)) => return Err(e),
     }
+    // The run the last holder left named, if it did not clear it.
+    let mut room = [0u8; RUN_WIDTH];
+    let n = file.read_at(&mut room, RUN_AT).unwrap_or(0);
+    let interrupted = std::str::from_utf8(&room[..n])
+        .ok()
+        .map(str::trim)
+        .filter(|r| {
+            !r.is_empty()
+                && r.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        })
+        .map(str::to_owned);
     // Fixed width, written in place: no truncation (a journalled metadata change) on the hot path.
     file.write_all_at(format!("{:<10}\n", std::process::id()).as_bytes(), 0)?;
-    Ok(Acquired::Held(RunLock { file }))
+    Ok(Acquired::Held(RunLock { file, interrupted }))
 }
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
@@ -99,7 +139,7 @@ fn owner(mut file: File) -> Option<u32> {
         Err(_) => {
             let mut text = String::new();
             std::io::Read::read_to_string(&mut file, &mut text).ok()?;
-            text.trim().parse().ok()
+            text.lines().next()?.trim().parse().ok()
         }
     }
 }
@@ -120,9 +160,23 @@ mod tests {
         drop(held);
         assert_eq!(holder(d.path(), &n), None);
         assert!(path(d.path(), &n).exists(), "lock files are never unlinked");
-        assert!(matches!(
-            try_acquire(d.path(), &n).unwrap(),
-            Acquired::Held(_)
-        ));
+        let Acquired::Held(again) = try_acquire(d.path(), &n).unwrap() else {
+            panic!("free");
+        };
+        assert_eq!(again.interrupted(), None);
+        // A run named and never cleared (its firing killed) is seen by the next holder, once.
+        again.mark("20261203T080000.000Z-abcdef").unwrap();
+        drop(again);
+        let Acquired::Held(next) = try_acquire(d.path(), &n).unwrap() else {
+            panic!("free");
+        };
+        assert_eq!(next.interrupted(), Some("20261203T080000.000Z-abcdef"));
+        next.clear().unwrap();
+        drop(next);
+        let Acquired::Held(last) = try_acquire(d.path(), &n).unwrap() else {
+            panic!("free");
+        };
+        assert_eq!(last.interrupted(), None);
+        assert_eq!(holder(d.path(), &n), Some(std::process::id()));
     }
 }

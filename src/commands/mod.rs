@@ -438,7 +438,7 @@ fn show(s: &Settings, id: &str, failed: bool, json: bool) -> CmdResult {
     let found = if failed {
         history::Found::Nothing
     } else {
-        history::find(&log, &s.data_root, id)?
+        history::find(&log, &s.data_root, id, None)?
     };
     let view = match found {
         history::Found::One(v) => *v,

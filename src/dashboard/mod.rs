@@ -271,10 +271,18 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
     }
 }
 
-/// `/api/runs/<id>`: the `show --json` document.
-fn run_api(ctx: &Ctx, id: &str) -> Reply {
+/// `/api/runs/<id>` or `/api/runs/<name>/<id>`: the `show --json` document. With the name, only
+/// that automation's lines are read (through its index); either way only back to the run's time.
+fn run_api(ctx: &Ctx, rest: &str) -> Reply {
     let log = RunLog::new(&ctx.s.data_root);
-    match history::find(&log, &ctx.s.data_root, id) {
+    let (name, id) = match rest.split_once('/') {
+        Some((n, id)) => match Name::new(n) {
+            Ok(n) => (Some(n), id),
+            Err(_) => return json(404, &serde_json::json!({"error": "no such run"})),
+        },
+        None => (None, rest),
+    };
+    match history::find(&log, &ctx.s.data_root, id, name.as_ref().map(Name::as_str)) {
         Ok(history::Found::One(v)) => json(200, &crate::views::show_json(&v)),
         Ok(_) => json(404, &serde_json::json!({"error": "no such run"})),
         Err(e) => json(500, &serde_json::json!({"error": crate::chain_text(&e)})),

@@ -8,7 +8,7 @@
 //!
 //! | event | extra fields |
 //! |---|---|
-//! | `started` | `run`, `trigger`, `pid`, `definition` (sha256 of the file, `null` when missing), `clock`; `jitter_ms` when it waited; `attempt` (and from the second, `first_run`) when its firing retries |
+//! | `started` | `run`, `trigger`, `pid`, `definition` (sha256 of the file, `null` when missing), `clock`; `jitter_ms` when it waited; `attempt` (and from the second, `first_run`) when its firing retries; `ended` (`{run, processes}`) when it first ended what a killed firing left running |
 //! | `finished` | `run`, `outcome` (`ok`/`failed`/`timeout`/`stopped`), `exit_code`, `signal`, `duration_ms`, `error` (`null` or `{class, detail}`), `stdout_tail`, `stderr_tail`, `dropped` (`{stdout, stderr}` bytes), `facts`, `headline`, `http`, `leftover_processes`, `clock` |
 //! | `skipped` | `trigger`, `reason` (`paused`/`stopped`/`already_running`/`slot_done`) |
 //! | `paused` / `resumed` | `by` (`hand`/`auto`), `reason` (pause only) |
@@ -182,6 +182,17 @@ pub struct Started {
     /// The first attempt's run id, on the second attempt and after.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_run: Option<String>,
+    /// When the firing before it was killed with its keeper (its tree left running): that run,
+    /// and how many of its processes this firing ended before it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<EndedRun>,
+}
+
+/// Processes of an earlier, killed firing ended by this one before it started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EndedRun {
+    pub run: String,
+    pub processes: u32,
 }
 
 impl Started {

@@ -18,6 +18,7 @@ fn started(run: &str) -> Event {
         jitter_ms: None,
         attempt: None,
         first_run: None,
+        ended: None,
     })
 }
 

@@ -14,6 +14,7 @@ pub mod keeper;
 pub mod result;
 pub mod scratch;
 pub mod supervise;
+pub mod survivors;
 pub mod tail;
 pub mod tree;
 
@@ -220,6 +221,15 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         )?;
         return Ok(told(s, name, busy));
     };
+    // A firing before this one killed with its keeper may have left its tree running: it is ended
+    // before anything of this one starts (or, when it cannot be, this one does not start).
+    let ended = match lock.interrupted() {
+        Some(prev) => match end_survivors(&log, name, trigger, prev)? {
+            ControlFlow::Continue(ended) => ended,
+            ControlFlow::Break(report) => return Ok(told(s, name, report)),
+        },
+        None => None,
+    };
     // Under the lock: the script as it will run, copied and hashed, and every check again.
     let prepared = Prepared::new(s, &def);
     let installed = approval::approved(
@@ -234,6 +244,8 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         return Ok(told(s, name, skip(&log, name, trigger, reason, detail)?));
     }
     let run_id = new_run_id(Utc::now());
+    // The run whose tree is alive under this lock, until it is gone (see `locks`).
+    let _ = lock.mark(&run_id);
     let pings = crate::healthchecks::ping::Pings::prepare(s, name, &run_id);
     let firing = Firing {
         s,
@@ -244,8 +256,12 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         attempt: 1,
         first_run: &run_id,
         pings: pings.as_ref(),
+        ended: ended.as_ref(),
     };
-    let finished = fire(&firing, &log, prepared, signals)?;
+    let finished = fire(&firing, &log, prepared, signals);
+    // Whatever became of it, its tree is gone now.
+    let _ = lock.clear();
+    let finished = finished?;
     // The run is over and recorded (durable by `conclude`, or by the next append): the lock goes
     // before anything slow, so a firing never waits on this one's pings, look or messages.
     drop(lock);
@@ -314,6 +330,43 @@ fn take_lock(s: &Settings, name: &Name) -> Result<Option<locks::RunLock>, RunErr
         Acquired::Held(l) => Ok(Some(l)),
         Acquired::Busy => Ok(None),
     }
+}
+
+/// Ends what the killed firing `prev` left running. `Continue` with what was ended (said on
+/// stderr, recorded in this firing's `started`); `Break` with the recorded skip when some of it
+/// outlived SIGKILL: no second run starts beside it.
+fn end_survivors(
+    log: &RunLog,
+    name: &Name,
+    trigger: Trigger,
+    prev: &str,
+) -> Result<ControlFlow<Report, Option<crate::runlog::EndedRun>>, RunError> {
+    let marker = run_marker(prev);
+    let done = survivors::end(
+        tree::system(),
+        marker.as_bytes(),
+        supervise::GRACE,
+        supervise::KILL_WAIT,
+    );
+    if done.left > 0 {
+        let detail = format!(
+            ": {} process(es) of the killed run {prev} outlived SIGKILL; it does not start beside them",
+            done.left
+        );
+        return skip(log, name, trigger, SkipReason::AlreadyRunning, detail)
+            .map(ControlFlow::Break);
+    }
+    if done.ended == 0 {
+        return Ok(ControlFlow::Continue(None));
+    }
+    errln!(
+        "automations: {name}: ended {} process(es) the killed run {prev} left running",
+        done.ended
+    );
+    Ok(ControlFlow::Continue(Some(crate::runlog::EndedRun {
+        run: prev.to_owned(),
+        processes: done.ended,
+    })))
 }
 
 /// A skipped firing, told to Healthchecks when its check wants to hear of it (see
@@ -469,6 +522,7 @@ fn started(firing: &Firing, pid: u32, numbered: bool) -> Event {
         jitter_ms: firing.jitter.map(|j| j.as_millis() as u64),
         attempt: numbered.then_some(firing.attempt),
         first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
+        ended: firing.ended.filter(|_| firing.attempt == 1).cloned(),
     })
 }
 
@@ -644,6 +698,7 @@ fn record_unstartable(
             jitter_ms: None,
             attempt: None,
             first_run: None,
+            ended: None,
         }),
         started_at,
     )?;
@@ -675,4 +730,6 @@ struct Firing<'a> {
     /// Its Healthchecks pings, when its automation has a check: the start ping is sent once the
     /// first command is spawned, so the command never shares the CPU with it before it starts.
     pings: Option<&'a crate::healthchecks::ping::Pings>,
+    /// What a killed firing before it left running and this one ended, for its `started`.
+    ended: Option<&'a crate::runlog::EndedRun>,
 }

@@ -34,7 +34,7 @@ use crate::redact::{Redactor, Stream};
 /// Time between SIGTERM and SIGKILL (the stop contract `stop-all` waits on).
 pub use crate::control::STOP_GRACE as GRACE;
 /// How long SIGKILLed processes may take to disappear before the runner gives up on them.
-const KILL_WAIT: Duration = Duration::from_secs(5);
+pub const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long output still buffered in the pipes is read once the tree is gone.
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 /// Bytes per read(2) of an output pipe (the pipe's own buffer is 64 KiB; a smaller buffer touches

@@ -1027,7 +1027,7 @@ fn fifty() -> Sandbox {
     // Watched from outside: every run pings Healthchecks, which does not know `offsite`, so its
     // runs succeed and its pings fail (health says so after three).
     let hc = crate::fixtures::FakeHttp::start(|r| {
-        if r.path.contains("/automations-offsite") {
+        if r.path.contains("/automations_offsite") {
             crate::fixtures::Reply::Status(404, b"not found".to_vec())
         } else {
             crate::fixtures::Reply::Status(200, b"OK".to_vec())

@@ -1339,3 +1339,70 @@ fn the_command_starts_only_once_its_start_is_on_disk() {
     assert!(gap_ms >= 499, "the command began {gap_ms} ms after started");
     assert_eq!(sb.last_finished()["outcome"], "ok");
 }
+
+/// Regression: killing a firing's keeper and runner together (`kill -9` of both, as an OOM killer
+/// or `killall -9` does) left the whole command tree running, and the next run started beside it.
+/// The lock file names the run whose tree is alive under it until that tree is gone; the next
+/// firing finds it, ends what is left, says so and records it in its `started`.
+#[test]
+fn a_firing_whose_keeper_and_runner_were_killed_together_is_ended_by_the_next() {
+    let sb = Sandbox::new();
+    let pids = sb.path("pids");
+    let p = pids.display();
+    sb.definition(
+        "t",
+        &format!(
+            "name = \"t\"\ncommand = [\"sh\", \"-c\", \"sleep 300 & echo $! >> {p}; setsid sleep 300 & echo $! >> {p}; wait\"]\n"
+        ),
+    );
+    let mut firing = sb
+        .cmd(["run", "t"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the command's pids", || read_pids(&pids).len() >= 2);
+    let first = read_pids(&pids);
+    let runner = runner_of(&firing);
+    // The keeper first, so it cannot end the tree when its runner dies.
+    for pid in [firing.id() as i32, runner] {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+    let _ = firing.wait();
+    wait_for("the runner's end", || !alive(runner));
+    assert_eq!(
+        survivors(&first, Duration::from_millis(300)),
+        first,
+        "both were killed: nothing ended the tree"
+    );
+    std::fs::remove_file(&pids).unwrap();
+    sb.shell_definition("t", "echo second", "");
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 0);
+    assert_eq!(survivors(&first, Duration::from_secs(1)), Vec::<i32>::new());
+    let started = sb.events("started");
+    assert_eq!(started.len(), 2);
+    assert_eq!(
+        started[1]["ended"]["run"], started[0]["run"],
+        "{}",
+        started[1]
+    );
+    // The two sleeps, and their shell when its parent-death signal had not yet ended it.
+    let n = started[1]["ended"]["processes"].as_u64().unwrap();
+    assert!((2..=3).contains(&n), "{}", started[1]);
+    assert!(
+        stderr(&o).contains(&format!("ended {n} process(es) the killed run")),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(sb.last_finished()["outcome"], "ok");
+    // A clean end leaves nothing for the next one to end.
+    let o = sb.run(["run", "t"]);
+    assert!(!stderr(&o).contains("ended"), "{}", stderr(&o));
+    assert!(sb.events("started")[2].get("ended").is_none());
+    sb.assert_log_verifies();
+}

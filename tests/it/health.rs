@@ -73,6 +73,7 @@ impl Fixture {
                     jitter_ms: None,
                     attempt: None,
                     first_run: None,
+                    ended: None,
                 }),
                 at,
             )

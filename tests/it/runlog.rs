@@ -248,3 +248,46 @@ fn a_log_rewritten_under_its_readers_kills_none_of_them() {
     let (status, _) = crate::dashboard::page_of(&dash, "/api/automations");
     assert_eq!(status, 200, "the dashboard still answers");
 }
+
+/// Regression: `show RUN` and the dashboard's run button read the whole log (1.3 s a click on
+/// 100 MB). Run ids start with their start time, so the search now stops where the log is older
+/// than the run (less an hour's slack), and the dashboard reads only its automation's lines. Shown
+/// without a clock: the log's history before that point sits in a segment that cannot be read at
+/// all (a FIFO), which a reader going that far would fail on.
+#[test]
+fn show_and_the_run_button_read_back_only_as_far_as_the_run() {
+    let sb = Sandbox::new();
+    sb.shell_definition("t", "echo found", "");
+    // A line of last January first, then today's runs.
+    let script = r#"
+import json, sys
+line = {"v": 1, "event": "ack", "by": "hand", "reason": None, "name": "t",
+        "at": "2026-01-01T00:00:00.000Z", "prev": "genesis"}
+open(sys.argv[1], "w").write(json.dumps(line, separators=(",", ":")) + "\n")
+"#;
+    std::fs::create_dir_all(&sb.data).unwrap();
+    let o = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(sb.data.join("runs.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_code(&sb.run(["run", "t"]), 0);
+    let id = sb.last_finished()["run"].as_str().unwrap().to_owned();
+    assert_code(&sb.run(["run", "t"]), 0);
+    let dash = crate::dashboard::Dashboard::start(&sb);
+    let (status, body) = crate::dashboard::page_of(&dash, &format!("/api/runs/t/{id}"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("found"), "{body}");
+    drop(dash);
+    // History before last January: a segment no reader can read.
+    mkfifo(&sb.data.join("runs-20251231T000000.000Z.jsonl"));
+    for show in [&id[..], &id[..22]] {
+        let o = run_within(sb.cmd(["show", show]), 20, "show");
+        assert_code(&o, 0);
+        assert!(stdout(&o).contains("found"), "{}", stdout(&o));
+    }
+    // An id that is not there is looked for everywhere: then the unreadable segment is said.
+    let o = run_within(sb.cmd(["show", "20261203T000000.000Z-000000"]), 20, "show");
+    assert!(stderr(&o).contains("FIFO"), "{o:?}");
+}

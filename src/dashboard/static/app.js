@@ -189,7 +189,9 @@ async function openRun(button) {
   const row = button.closest("article");
   const box = field(row, "run-detail");
   try {
-    const r = await fetch("/api/runs/" + encodeURIComponent(button.dataset.run), { credentials: "same-origin" });
+    // With the automation's name, the server reads only its lines (through its index).
+    const r = await fetch("/api/runs/" + encodeURIComponent(row.dataset.name) + "/" + encodeURIComponent(button.dataset.run),
+      { credentials: "same-origin" });
     const doc = await r.json();
     if (!r.ok) throw new Error(doc.error || r.status);
     const run = doc.run;
