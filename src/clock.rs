@@ -1,4 +1,4 @@
-//! The clocks every `started` / `finished` event carries (SPEC §6).
+//! The clocks every `started` / `finished` event carries (docs/running.md).
 //!
 //! `awake_ms` stops while the machine sleeps (Linux `CLOCK_MONOTONIC`, macOS `CLOCK_UPTIME_RAW`);
 //! `total_ms` keeps counting (`CLOCK_BOOTTIME` / `CLOCK_MONOTONIC_RAW`). Within one boot id, the

@@ -1,4 +1,4 @@
-//! The switches (SPEC §10): pause and resume one automation, the kill switch for all. One function
+//! The switches (docs/health.md): pause and resume one automation, the kill switch for all. One function
 //! each, used by the command line and the dashboard alike, so both are checked and recorded the
 //! same way: the state file that takes effect at once, and an event in the run log.
 //!
@@ -16,7 +16,7 @@ use crate::settings::Settings;
 use crate::state::{Pause, State, Stop};
 
 /// Time a run's process tree gets between SIGTERM and SIGKILL when it is stopped or times out
-/// (SPEC §5.8); `stop-all` waits that long, and a little more, for runs to record their end.
+/// (docs/running.md); `stop-all` waits that long, and a little more, for runs to record their end.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Why a switch could not be turned.

@@ -1,5 +1,5 @@
 //! Small filesystem helpers for the private data root: the root's own check, 0700 folders, 0600
-//! files, safe opens, atomic writes (SPEC §3).
+//! files, safe opens, atomic writes (docs/definitions.md).
 //!
 //! Everything in the data root goes through here so the rules are decided in one place: the data
 //! root is a directory the user owns that group and others cannot write (else it is refused, exit

@@ -1,4 +1,4 @@
-//! Runs as people think of them, assembled from the run log read backwards (SPEC §6).
+//! Runs as people think of them, assembled from the run log read backwards (docs/running.md).
 //!
 //! A `started` with its `finished` is a finished run; a `started` without one is **running** while
 //! its lock is held by the pid that started it, else **interrupted**; a `skipped` is shown as such.

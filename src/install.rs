@@ -1,4 +1,4 @@
-//! Install, uninstall and the machine half of `check` (SPEC §7), sharing one [`Plan`].
+//! Install, uninstall and the machine half of `check` (docs/units.md), sharing one [`Plan`].
 //!
 //! A plan compares what a label should be on this machine (rendered files, loaded, recorded) with
 //! what it is. `install --dry-run` prints it, `install` applies it, `check` reports any plan that

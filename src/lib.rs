@@ -29,7 +29,6 @@ macro_rules! errln {
     }};
 }
 
-pub mod allocator;
 pub mod anytype;
 pub mod cli;
 pub mod clock;
@@ -141,11 +140,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     // anything the fast path is unsure of, goes through clap.
     let parsed = match cli::fast_run(&args) {
         Some(cli) => Ok(cli),
-        None => {
-            // Not a firing: the rest may read thousands of files on every core.
-            allocator::for_heavy_work();
-            cli::Cli::try_parse_from(args)
-        }
+        None => cli::Cli::try_parse_from(args),
     };
     let cli = match parsed {
         Ok(cli) => cli,

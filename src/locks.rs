@@ -1,4 +1,4 @@
-//! Per-automation run locks: `<data root>/locks/<name>.lock` (SPEC §5.4).
+//! Per-automation run locks: `<data root>/locks/<name>.lock` (docs/running.md).
 //!
 //! The lock is an exclusive `flock` (std `File::try_lock`) on a file that is never unlinked (so two
 //! runners can never hold locks on two different inodes of one name); the holder writes its pid

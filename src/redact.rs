@@ -1,5 +1,5 @@
 //! The redactor: every secret the runner knows is replaced by `[redacted]` in a stream of bytes,
-//! before anything is cut or stored (SPEC §5.10).
+//! before anything is cut or stored (docs/running.md).
 //!
 //! It works on raw bytes as they arrive, holding back `longest secret − 1` bytes so a secret split
 //! across two writes is still seen whole. Overlapping and adjacent occurrences are merged into one

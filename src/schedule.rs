@@ -1,8 +1,8 @@
-//! Schedules (SPEC §4, §7 "Schedules and sleep"): the types a definition's `[schedule]` becomes,
+//! Schedules (docs/definitions.md, docs/units.md "Schedules and sleep"): the types a definition's `[schedule]` becomes,
 //! and every question about when one fires, answered once for everyone — which `every_minutes`
 //! become a wall-clock grid, what that grid is for launchd and systemd, where a local time lands on
 //! a DST day, which slots fell between two instants ([`slots_between`]), the latest slot before
-//! now (the runner's slot guard, SPEC §5.3) and the next firing (`install`, `list`, the dashboard).
+//! now (the runner's slot guard, docs/running.md) and the next firing (`install`, `list`, the dashboard).
 //!
 //! Pure functions: the caller passes "now" in the zone it means (`chrono::Local` in the program,
 //! a real zone in tests). Nothing here reads a clock, a file or the environment.

@@ -1,5 +1,5 @@
 //! What `<data root>/state/` holds about this machine: per-automation pause and the kill switch
-//! (SPEC §10), and the install records (SPEC §7: `state/installed/<name>.json`).
+//! (docs/health.md), and the install records (docs/units.md: `state/installed/<name>.json`).
 //!
 //! Each is one small JSON file written atomically, so the runner answers "paused?" or "installed
 //! when?" with one small read and never scans the log for it. The log also records `paused` /

@@ -1,4 +1,4 @@
-//! The key gate: before every run of an automation that declares `[anytype]` (SPEC §8).
+//! The key gate: before every run of an automation that declares `[anytype]` (docs/keys.md).
 //!
 //! Fetch the automation's key from the keychain; check the declaration against the agent policy in
 //! the private `spaces.json`; ask AnyType what the key really grants; pass only on an exact match.
@@ -94,7 +94,7 @@ impl Drop for Pass {
 pub enum Policy<'a> {
     /// The private data root: the file must be ours and 0600.
     DataRoot(&'a Path),
-    /// A mounted Secret's folder, beside the key (in a pod: SPEC §15), read like the key.
+    /// A mounted Secret's folder, beside the key (in a pod: docs/kubernetes.md), read like the key.
     Secret(&'a Path),
 }
 

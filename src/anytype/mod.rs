@@ -1,4 +1,4 @@
-//! AnyType (SPEC §8): what a key really grants — `GET <base>/v2/auth/whoami` and the comparison with
+//! AnyType (docs/keys.md): what a key really grants — `GET <base>/v2/auth/whoami` and the comparison with
 //! what a definition declares, here — and the key gate built on it ([`gate`]). This module is the
 //! one place the response shape lives.
 //!

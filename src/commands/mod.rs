@@ -125,7 +125,7 @@ pub fn settings(global: &Global) -> Result<Settings, Fail> {
     Ok(Settings::resolve(&flags, &os)?)
 }
 
-/// Checks the data root for `usage` (SPEC §3): not ours, writable by others, not a directory or
+/// Checks the data root for `usage` (docs/definitions.md): not ours, writable by others, not a directory or
 /// not writable when it must be is exit 3 with the fix. Returns whether it exists.
 pub(crate) fn data_root(s: &Settings, usage: crate::fsutil::Use) -> Result<bool, Fail> {
     crate::fsutil::check_data_root(&s.data_root, usage).map_err(|e| Fail::new(Exit::Environment, e))

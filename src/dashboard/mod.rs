@@ -1,4 +1,4 @@
-//! The dashboard: `automations dashboard [--port N] [--no-open]` (SPEC §14). A local web page over
+//! The dashboard: `automations dashboard [--port N] [--no-open]` (docs/dashboard.md). A local web page over
 //! the same data the command line reads, running only while you run it (no daemon).
 //!
 //! # What it protects against

@@ -1,5 +1,5 @@
 //! The dashboard's HTTP/1.1 transport: hyper on a tokio runtime of one thread, with every limit a
-//! server facing other local users needs (issue 17). The page's logic is a plain function from a
+//! server facing other local users needs . The page's logic is a plain function from a
 //! request with its whole body to a response, run on a small pool of threads.
 //!
 //! - At most [`MAX_CONNECTIONS`] connections (fewer when the file limit is low). Past that, the one

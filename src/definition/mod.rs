@@ -1,4 +1,4 @@
-//! Definitions: `automations/<name>.toml` parsed strictly into a typed model (SPEC §4).
+//! Definitions: `automations/<name>.toml` parsed strictly into a typed model (docs/definitions.md).
 //!
 //! The raw TOML is walked key by key instead of derived with serde, so that one pass reports
 //! **every** problem at once, each located as `automations/<file>: <key>: <what is wrong>`.
@@ -47,7 +47,7 @@ impl fmt::Display for Problem {
     }
 }
 
-/// The AnyType access an automation declares (SPEC §8).
+/// The AnyType access an automation declares (docs/keys.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AnyTypeAccess {
     /// The permission word AnyType reports (`read`, `readwrite`, …).

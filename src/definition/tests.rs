@@ -1,4 +1,4 @@
-//! Table tests, one row per rule of SPEC §4, and a bounded mutation fuzz test.
+//! Table tests, one row per rule of docs/definitions.md, and a bounded mutation fuzz test.
 
 use super::*;
 
@@ -470,7 +470,7 @@ fn command_rules() {
         "command",
         "home directory",
     );
-    // Each says what to do instead (issue 18).
+    // Each says what to do instead .
     refused(
         parse_raw("name = \"x\"\ncommand = [\"cat\", \"~/notes\"]"),
         "command",

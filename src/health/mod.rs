@@ -1,4 +1,4 @@
-//! Health: is each automation doing its job? (SPEC §9)
+//! Health: is each automation doing its job? (docs/health.md)
 //!
 //! [`verdicts`] is pure — no file, no clock, no environment: it takes what is known of each
 //! automation ([`Subject`]: its definition, install time, pause, runs newest first), the

@@ -1,4 +1,4 @@
-//! The health rules as a table (SPEC §9): each rule is one small function that reads what is known
+//! The health rules as a table (docs/health.md): each rule is one small function that reads what is known
 //! of one automation ([`Input`]), fills the figures it used and returns what it found. A new rule
 //! is one more function and one more line in [`table`]; `verdict` runs them in that order, which
 //! is the order reasons are listed (and notifications read them).

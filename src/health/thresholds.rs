@@ -1,4 +1,4 @@
-//! Health thresholds: the defaults of SPEC §9 and `<data root>/health.toml`, parsed strictly.
+//! Health thresholds: the defaults of docs/health.md and `<data root>/health.toml`, parsed strictly.
 //!
 //! ```toml
 //! [defaults]                  # every automation

@@ -1,4 +1,4 @@
-//! The HTTP log of a run (SPEC §11): one line per call of `automations http`, written by the client
+//! The HTTP log of a run (docs/http.md): one line per call of `automations http`, written by the client
 //! into `$AUTOMATION_HTTP_LOG`, read strictly by the runner into `finished.http`.
 //!
 //! # A line

@@ -1,4 +1,4 @@
-//! Outside calls: `automations http get|head|post URL` (SPEC §11), the small HTTP client every
+//! Outside calls: `automations http get|head|post URL` (docs/http.md), the small HTTP client every
 //! automation uses, so each call has a deadline, is safe across redirects and is recorded.
 //!
 //! One call is one request and the redirects it leads to, followed here by hand: at most
@@ -9,14 +9,15 @@
 //! that would resend a body elsewhere is not followed. There are no retries.
 //!
 //! The whole call has one deadline (`--max-time`, default 20 s, at most 120 s) and the body one cap
-//! (`--max-bytes`, default 5 MB), streamed, never buffered whole. Names are resolved by hickory
-//! (`/etc/resolv.conf`, `/etc/hosts`), never NSS, so the static binary resolves like any other;
-//! `.invalid` names fail at once (RFC 6761).
+//! (`--max-bytes`, default 5 MB), streamed, never buffered whole. Names are resolved the way every
+//! program of this machine resolves them (the C library's `getaddrinfo`: `/etc/hosts`, DNS, what
+//! `nsswitch.conf` says), through [`resolve::System`], whose failures are told apart as `none/dns`.
 //!
 //! Each call appends one line to `$AUTOMATION_HTTP_LOG` when it is set (see [`log`]). Nothing here
 //! ever prints or records a query, a header value or a body; errors name the host.
 
 pub mod log;
+pub mod resolve;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -417,6 +418,7 @@ fn send(hop: &Hop, deadline: Instant) -> Result<reqwest::blocking::Response, End
     }
     let client = reqwest::blocking::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(std::sync::Arc::new(resolve::System))
         .timeout(remaining)
         .connect_timeout(remaining)
         .user_agent(concat!("automations/", env!("CARGO_PKG_VERSION")))
@@ -537,7 +539,7 @@ pub fn classify(e: &reqwest::Error) -> Class {
     let mut refused = false;
     let mut timed_out = e.is_timeout();
     for c in causes(e) {
-        if c.is::<hickory_resolver::ResolveError>() {
+        if c.is::<resolve::LookupFailed>() {
             return Class::Dns;
         }
         if c.is::<rustls::Error>() {

@@ -1,4 +1,4 @@
-//! Keys as files of a mounted Kubernetes Secret (SPEC §15): `<dir>/<label>`, read only.
+//! Keys as files of a mounted Kubernetes Secret (docs/kubernetes.md): `<dir>/<label>`, read only.
 //!
 //! The kubelet writes a Secret volume as `<dir>/<key> -> ..data/<key>`, `<dir>/..data ->
 //! ..<timestamp>`, and the files inside `<dir>/..<timestamp>/`, swapping `..data` to update them

@@ -1,4 +1,4 @@
-//! Keys: one secret per automation in the OS keychain, under the automation's label (SPEC §8).
+//! Keys: one secret per automation in the OS keychain, under the automation's label (docs/keys.md).
 //!
 //! A [`KeyStore`] trait with two real backends: the Linux Secret Service over D-Bus
 //! ([`secret_service`]) and the macOS Keychain through Apple's `/usr/bin/security` CLI
@@ -8,6 +8,7 @@
 //! a command line.
 
 pub mod files;
+#[cfg(target_os = "linux")]
 pub mod secret_service;
 pub mod security;
 
@@ -101,8 +102,36 @@ pub fn for_settings(s: &crate::settings::Settings) -> Box<dyn KeyStore> {
 /// systemd.
 pub fn for_manager(manager: Manager) -> Box<dyn KeyStore> {
     match manager {
+        #[cfg(target_os = "linux")]
         Manager::Systemd => Box::new(secret_service::SecretServiceStore::new()),
+        // A macOS build never runs beside systemd; a record naming it (copied from a Linux
+        // machine) reaches no keychain.
+        #[cfg(not(target_os = "linux"))]
+        Manager::Systemd => Box::new(Unreachable),
         Manager::Launchd => Box::new(security::SecurityCli::new(security::SECURITY)),
+    }
+}
+
+/// The Secret Service, asked for on a machine that has none (a macOS build).
+#[cfg(not(target_os = "linux"))]
+struct Unreachable;
+
+#[cfg(not(target_os = "linux"))]
+impl KeyStore for Unreachable {
+    fn get(&self, _: &Label) -> Result<Option<Secret>, KeyError> {
+        Err(KeyError::Unavailable(
+            "the Secret Service is Linux's".into(),
+        ))
+    }
+    fn set(&self, _: &Label, _: &Secret) -> Result<(), KeyError> {
+        Err(KeyError::Unavailable(
+            "the Secret Service is Linux's".into(),
+        ))
+    }
+    fn delete(&self, _: &Label) -> Result<bool, KeyError> {
+        Err(KeyError::Unavailable(
+            "the Secret Service is Linux's".into(),
+        ))
     }
 }
 

@@ -1,4 +1,4 @@
-//! The macOS keychain through Apple's signed `/usr/bin/security` CLI (SPEC §8).
+//! The macOS keychain through Apple's signed `/usr/bin/security` CLI (docs/keys.md).
 //!
 //! An item written by a stable, Apple-signed client stays readable without a prompt across rebuilds
 //! of our unsigned binary (Keychain ACLs pin the writer's code hash). Storing deletes the old item

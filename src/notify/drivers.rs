@@ -1,5 +1,5 @@
 //! The notification drivers behind one trait: Pushover and ntfy, over reqwest + rustls with a
-//! 10 s deadline (SPEC §12). Credentials come from the environment (a manual override), else the
+//! 10 s deadline (docs/health.md). Credentials come from the environment (a manual override), else the
 //! keychain — a scheduled run's environment is PATH only, so the keychain is what makes it able to
 //! notify at all. A credential never appears in an error, a log or an argument.
 

@@ -1,4 +1,4 @@
-//! Notifications: people hear when an automation goes wrong (SPEC §12).
+//! Notifications: people hear when an automation goes wrong (docs/health.md).
 //!
 //! A **look** computes the verdicts (`health::load::verdicts`, the same answer `health` gives), compares
 //! each with the last verdict kept in `state/verdicts/<name>.json`, and queues a message only on a

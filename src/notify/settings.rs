@@ -1,4 +1,4 @@
-//! `<data root>/notify.toml`, parsed strictly (SPEC §12). Private (0600), like every settings file.
+//! `<data root>/notify.toml`, parsed strictly (docs/health.md). Private (0600), like every settings file.
 //!
 //! ```toml
 //! recovery = false              # optional: send "recovered", only for a degradation that was notified

@@ -1,4 +1,4 @@
-//! The head of the chain, kept in `<data root>/state/head` (SPEC §6), so `log verify` notices a log
+//! The head of the chain, kept in `<data root>/state/head` (docs/running.md), so `log verify` notices a log
 //! whose tail was cut or that was emptied — which a hash chain alone cannot show, since what is
 //! left of it still chains.
 //!

@@ -1,4 +1,4 @@
-//! A per-automation index of the run log, so readers cost what they report (SPEC §6), also for an
+//! A per-automation index of the run log, so readers cost what they report (docs/running.md), also for an
 //! automation that never ran or ran less than asked for.
 //!
 //! `<data root>/state/index/` holds one `<name>.idx` per automation — a 16-byte header (`AIDX`,

@@ -1,4 +1,4 @@
-//! The run log: `<data root>/runs.jsonl`, an append-only, hash-chained JSONL file (SPEC §6).
+//! The run log: `<data root>/runs.jsonl`, an append-only, hash-chained JSONL file (docs/running.md).
 //!
 //! # Format (version 1)
 //!
@@ -430,7 +430,7 @@ pub struct RunLog {
     known: std::cell::RefCell<Option<head::Head>>,
     /// What an append left to make durable (see [`RunLog::append_unsynced`]).
     pending: std::cell::RefCell<Option<Pending>>,
-    /// Whether each appended event is also written to stdout (in a pod: SPEC §15).
+    /// Whether each appended event is also written to stdout (in a pod: docs/kubernetes.md).
     mirror: bool,
 }
 

@@ -1,4 +1,4 @@
-//! Room kept for the log on a full disk (SPEC §6; issue "disk full at `finished`").
+//! Room kept for the log on a full disk (docs/running.md; "disk full at `finished`").
 //!
 //! `<data root>/state/reserve` is a file of [`BYTES`] allocated once. An append that finds the disk
 //! full frees it and tries again, so the `finished` of a command that filled the disk is still

@@ -240,7 +240,7 @@ fn handles_interleaving_appends_keep_the_chain() {
 fn retention_deletes_the_oldest_segments_and_verify_accepts_the_seam() {
     let d = tempfile::tempdir().unwrap();
     let log = RunLog::new(d.path()).with_rotation(500).with_retention(2);
-    // A fixed clock: every rotation falls in the same millisecond (issue 24: with the real clock this
+    // A fixed clock: every rotation falls in the same millisecond (with the real clock this
     // passed or failed by luck).
     let at = fixed_time();
     for i in 0..40 {
@@ -356,7 +356,7 @@ fn a_rotation_cut_off_after_the_rename_is_completed_by_the_next_append() {
     assert_eq!(v.head.as_deref(), Some("matches the log"));
 }
 
-/// Issue 24: rotations within one millisecond, with retention deleting the oldest, once named the
+/// rotations within one millisecond, with retention deleting the oldest, once named the
 /// next segment after a deleted one, so the newest sorted as the oldest and verify saw breaks.
 #[test]
 fn rotated_names_never_go_backwards_when_retention_deleted_the_oldest() {
@@ -402,7 +402,7 @@ fn rotated_names_never_go_backwards_when_retention_deleted_the_oldest() {
     assert_eq!(numbers.first(), Some(&59));
 }
 
-/// Segments named out of order by an older version (the bug of issue 24) are still read in the
+/// Segments named out of order by an older version  are still read in the
 /// order their `rotated` seams give, and verify follows the chain, not the names.
 #[test]
 fn readers_follow_the_chain_when_names_disagree() {
@@ -451,7 +451,7 @@ fn readers_follow_the_chain_when_names_disagree() {
     assert_eq!(numbers, (0..12).rev().collect::<Vec<u32>>());
 }
 
-/// Issue 17: `head -n -4 runs.jsonl > x; mv x runs.jsonl`, then one append, and `verify` said
+/// `head -n -4 runs.jsonl > x; mv x runs.jsonl`, then one append, and `verify` said
 /// "chain ok": the append rewrote the head. Now the append finds the log short of its head and
 /// writes a `break` into the chain first, so the cut stays visible for good — also when the log is
 /// cut in place.
@@ -499,7 +499,7 @@ fn a_cut_tail_is_written_into_the_chain_by_the_next_append() {
     }
 }
 
-/// Issue 17: a FIFO, folder, link, garbage or an empty `state/head` made `verify` say "chain ok"
+/// a FIFO, folder, link, garbage or an empty `state/head` made `verify` say "chain ok"
 /// without a word of the head. Now it is a finding, and the log's appends go on.
 #[test]
 fn an_unreadable_head_is_a_finding() {
@@ -534,7 +534,7 @@ fn an_unreadable_head_is_a_finding() {
     }
 }
 
-/// Issue 17: after deleting the 4 oldest of 8 rotated segments by hand, `verify` said "chain ok"
+/// after deleting the 4 oldest of 8 rotated segments by hand, `verify` said "chain ok"
 /// from "a seam which retention deleted". Retention now records what it deletes in the seam it
 /// writes; a seam nobody recorded deleting is a finding.
 #[test]
@@ -653,7 +653,7 @@ fn the_fast_parse_agrees_with_the_derived_one() {
     }
 }
 
-/// Regression (issue 16, the firing's `started` synced by its keeper): an unsynced first append
+/// Regression (the firing's `started` synced by its keeper): an unsynced first append
 /// created the head file and left it empty, which `verify` reads as a broken chain.
 #[test]
 fn an_unsynced_first_append_leaves_no_empty_head_and_its_sync_records_one() {

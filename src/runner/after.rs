@@ -1,4 +1,4 @@
-//! After `finished` (SPEC §5 step 12): auto-pause (§10) and the notification look (§12).
+//! After `finished` (docs/running.md): auto-pause (docs/health.md) and the notification look (docs/health.md).
 //!
 //! Neither ever changes the run's recorded outcome or its exit status: a failure prints one line
 //! on stderr (which the journal or launchd's log keeps) and is otherwise ignored. Both stay off a

@@ -1,4 +1,4 @@
-//! The command's environment: built from nothing (SPEC §5.7).
+//! The command's environment: built from nothing (docs/running.md).
 //!
 //! The command sees the basics (`PATH` fixed, `HOME`, `USER`, `LOGNAME`, `LANG`, `TZ` if set,
 //! `TMPDIR` private to the run), the `AUTOMATION_*` variables, and exactly the names its definition

@@ -21,7 +21,7 @@ use crate::settings::Settings;
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
 /// outcome in the returned `finished`.
 ///
-/// Long because it is the firing's steps in SPEC order, each a few lines that turn a failure into
+/// Long because it is the firing's steps in the order docs/running.md gives, each a few lines that turn a failure into
 /// an outcome; split up, the order would have to be read across functions.
 pub(super) fn execute(
     firing: &Firing,
@@ -135,7 +135,7 @@ pub(super) fn execute(
     // it is told `done` when the firing's keeper handle is dropped).
     keeper.idle();
 
-    // 11. Facts from the result file, and the HTTP log of the run's outside calls (SPEC §11),
+    // 11. Facts from the result file, and the HTTP log of the run's outside calls (docs/http.md),
     //     read strictly: a line the command could have forged is counted as invalid.
     let facts = result::read(&scratch.result());
     let mut finished = finish(run_id, def, &argv[0], sup, facts, &redactor);

@@ -1,5 +1,5 @@
 //! The keeper: the command's tree dies with the runner, even when the runner is SIGKILLed, and no
-//! second run starts beside a survivor (SPEC §5.8).
+//! second run starts beside a survivor (docs/running.md).
 //!
 //! Right after taking the run lock, while still single-threaded, the firing splits in two with one
 //! fork: the **parent becomes the keeper** and the child goes on as the runner. The keeper is the
@@ -21,7 +21,7 @@
 //! The keeper never writes the run log: it outlives a runner that may have died of a full disk,
 //! and `started` without `finished` already reads as interrupted. Its one service to the log comes
 //! first, right after the fork: the runner appended `started` just before it, and the keeper makes
-//! that line durable (`first`, the `fdatasync` SPEC §5 asks for) while the runner prepares the
+//! that line durable (`first`, the `fdatasync` of step 5 in docs/running.md) while the runner prepares the
 //! command on the other core; the runner waits for the answer before anything of the command
 //! runs ([`Keeper::first_answer`]). The keeper sets its own signal handlers before that sync; in
 //! the moment between the fork and them, the runner's (installed before the split) turn a stop

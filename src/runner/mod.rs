@@ -1,4 +1,4 @@
-//! The runner: what every firing executes, `automations run NAME` (SPEC §5).
+//! The runner: what every firing executes, `automations run NAME` (docs/running.md).
 //!
 //! [`run`] is the whole sequence of one firing, in order: definition, kill switch and pause, the
 //! `daily_at` slot guard, the lock, `started`, the key gate, the command (see [`supervise`]),
@@ -270,7 +270,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
         p.end(&finished);
     }
 
-    // 12. After the run: auto-pause (SPEC §10) and notifications (SPEC §12); their failures print
+    // 12. After the run: auto-pause (docs/health.md) and notifications (docs/health.md); their failures print
     //     to stderr and never change the outcome recorded above.
     let after = after::after_run(s, &def, &finished);
     if let Ok(mut f) = FIRING.lock() {
@@ -626,7 +626,7 @@ fn record(
     Ok(finished)
 }
 
-/// Step 6, the key gate (SPEC §8): only a declaring automation ever touches the keychain. What
+/// Step 6, the key gate (docs/keys.md): only a declaring automation ever touches the keychain. What
 /// the redactor must know and the command must see when it passes; the refusal when not.
 fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, OsString)>), String> {
     let mut redactor = Redactor::default();

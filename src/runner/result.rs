@@ -1,4 +1,4 @@
-//! The result file a command writes to report facts (SPEC §5.11), and `automations result`.
+//! The result file a command writes to report facts (docs/running.md), and `automations result`.
 //!
 //! Format: `{"facts": {"name": count, …}, "headline": "name"}`; at most 64 KiB, at most 32 facts,
 //! names `^[a-z][a-z0-9_]{0,39}$`, values integers 0..=2^53, the headline one of the facts.

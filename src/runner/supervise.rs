@@ -1,5 +1,5 @@
 //! Spawning the command and owning its whole process tree until every process is gone
-//! (SPEC §5.7–§5.10). This is where the timeout is enforced.
+//! (docs/running.md). This is where the timeout is enforced.
 //!
 //! One thread, one `poll` loop over the two output pipes and a self-pipe fed by the signal handler
 //! (SIGCHLD wakes it, SIGTERM/SIGINT/SIGHUP ask it to stop). The command runs in its own process

@@ -1,4 +1,4 @@
-//! The last 8 KiB of a stream, with the count of bytes dropped before it (SPEC §5.10).
+//! The last 8 KiB of a stream, with the count of bytes dropped before it (docs/running.md).
 //!
 //! Memory stays bounded (at most twice the tail) whatever the command prints. The cut is moved
 //! forward to a UTF-8 boundary; bytes that are not UTF-8 become U+FFFD, so they stay visible instead

@@ -1,4 +1,4 @@
-//! Finding every process of a run's command, wherever it went (SPEC §5.8).
+//! Finding every process of a run's command, wherever it went (docs/running.md).
 //!
 //! On Linux the runner is a child subreaper, so whatever escapes its process group is re-parented
 //! to it. macOS has no subreaper, and a process that left with `setsid` and then lost its parent

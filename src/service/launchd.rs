@@ -1,4 +1,4 @@
-//! launchd through `/bin/launchctl`, always in the `gui/<uid>` domain (SPEC §7).
+//! launchd through `/bin/launchctl`, always in the `gui/<uid>` domain (docs/units.md).
 //!
 //! Whether a job is loaded comes from `launchctl print gui/<uid>/<label>` (exit 113: not loaded),
 //! never from the legacy `list`, which answers for the caller's own domain and is wrong over SSH.

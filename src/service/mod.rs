@@ -1,4 +1,4 @@
-//! Service managers: what loads, unloads and lists units on this machine (SPEC §7).
+//! Service managers: what loads, unloads and lists units on this machine (docs/units.md).
 //!
 //! One trait, two backends: systemd (`systemctl --user`) and launchd (`launchctl`, domain
 //! `gui/<uid>`). Every call goes through [`exec::Program`], so a failure is a typed error with the

@@ -1,4 +1,4 @@
-//! Settings and machine paths, resolved once (SPEC §3).
+//! Settings and machine paths, resolved once (docs/definitions.md).
 //!
 //! Precedence is always command-line flag > environment variable > default, and it is decided in
 //! exactly one function, [`Settings::resolve`]. Facts about the machine (HOME, uid, the target OS,
@@ -18,7 +18,7 @@ pub const ENV_ROOT: &str = "AUTOMATIONS_ROOT";
 pub const ENV_NAMESPACE: &str = "AUTOMATIONS_NAMESPACE";
 /// Environment variable naming the private data root.
 pub const ENV_DATA_ROOT: &str = "AUTOMATIONS_DATA_ROOT";
-/// In a pod (SPEC §15): `stdout` also writes every run-log event to stdout as one JSON line, so the
+/// In a pod (docs/kubernetes.md): `stdout` also writes every run-log event to stdout as one JSON line, so the
 /// cluster's log collection keeps the record when the data root's volume goes with the pod.
 pub const ENV_EVENTS: &str = "AUTOMATIONS_EVENTS";
 /// In a pod: the folder of a mounted Secret the keys are read from (the file key backend).
@@ -284,7 +284,7 @@ impl Settings {
     }
 }
 
-/// The three settings a pod's manifest gives the runner (SPEC §15), each refused when it is not
+/// The three settings a pod's manifest gives the runner (docs/kubernetes.md), each refused when it is not
 /// what it must be: a run in a pod must not quietly fall back to a keychain or lose its events.
 fn pod_settings(os: &OsFacts) -> Result<(Option<PathBuf>, bool, Option<String>), SettingsError> {
     let key_dir = os.var(ENV_KEY_DIR).map(PathBuf::from);

@@ -1,4 +1,4 @@
-//! Rendering: `(definition, machine paths) -> unit files`, for launchd and systemd (SPEC §7).
+//! Rendering: `(definition, machine paths) -> unit files`, for launchd and systemd (docs/units.md).
 //!
 //! Pure functions of their inputs: no files, no clock, no environment. The same rendering with the
 //! placeholders `@BIN@`, `@ROOT@`, `@DATA_ROOT@` is what `units/` in the repository holds, so CI can

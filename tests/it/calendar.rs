@@ -1,4 +1,4 @@
-//! Issue 19: every calendar kind fires where an oracle written from the definition says, in
+//! every calendar kind fires where an oracle written from the definition says, in
 //! several zones (one 45 minutes off the hour, one 30): systemd by `systemd-analyze calendar` on
 //! the timer's own `OnCalendar=` lines, launchd by evaluating the plist's `StartCalendarInterval`
 //! entries minute by minute, and the program's own slots (`schedule::slots_between`, which the

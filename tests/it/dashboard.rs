@@ -600,7 +600,7 @@ fn what_the_dashboard_refuses() {
     );
     assert!(sb.data.join("state/stop-all.json").exists());
     assert_eq!(sb.events("stop_all").len(), 1);
-    // Acknowledge (issue 18): an `ack` event with the reason given; never without the origin.
+    // Acknowledge : an `ack` event with the reason given; never without the origin.
     assert_eq!(
         http(&dash, "POST", "/api/ack/report", None, None, true),
         403
@@ -636,7 +636,7 @@ fn what_the_dashboard_refuses() {
         .find(|a| a["name"] == "backup")
         .unwrap();
     assert_eq!(backup["list"]["schedule_words"], "every hour");
-    // Scheduled but never installed: not green (issue 18).
+    // Scheduled but never installed: not green .
     assert_eq!(backup["health"]["verdict"], "unknown");
     assert_eq!(backup["list"]["installed"], "no");
     let run = backup["runs"][0]["run"].as_str().unwrap().to_owned();
@@ -713,7 +713,7 @@ fn empty_and_unreadable_are_shown_as_such() {
         "{body}"
     );
     assert!(body.contains("data-name=\"fresh\""), "{body}");
-    // A pause file that cannot be read (issue 18: the whole page was a 500): that one card says
+    // A pause file that cannot be read (the whole page was a 500): that one card says
     // unknown and names the file, never active; every other card still shows.
     std::fs::remove_file(sb.data.join("state/stop-all.json")).unwrap();
     sb.definition("other", "name = \"other\"\ncommand = [\"true\"]\n");
@@ -816,7 +816,7 @@ fn proc_status(pid: u32, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in {status}"))
 }
 
-/// Issue 17: about 510 idle connections made the dashboard exit silently (status 0) under a
+/// about 510 idle connections made the dashboard exit silently (status 0) under a
 /// 1,024-file limit, about 4,900 made it panic under a high one (a thread per connection), one
 /// 1 GB header line grew it to 818 MB, and a duplicate Host was answered. Now it holds a bounded
 /// number of connections, closing the one idle the longest for a new one, and limits heads and
@@ -1001,7 +1001,7 @@ fn the_token_stays_off_command_lines_and_out_of_the_cookie() {
     assert_ne!(again.cookie, old);
 }
 
-/// Fifty automations in every state (issue 23).
+/// Fifty automations in every state .
 fn fifty() -> Sandbox {
     let mut sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
@@ -1162,7 +1162,7 @@ async fn contrast(c: &Client, what: &str) {
     assert_eq!(v[1], serde_json::json!([]), "{what}: contrast under 4.5:1");
 }
 
-/// Issue 23: at 1280×800 the page showed about four automations per screen, no summary, a hairline
+/// at 1280×800 the page showed about four automations per screen, no summary, a hairline
 /// strip, only the latest run's output, Pause and Resume whatever the state, and refusals far from
 /// the button. Now: a summary that filters, at least 20 compact rows above the fold, any run's
 /// output a click away, actions that fit the state, a name filter, and readable contrast in light

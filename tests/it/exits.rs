@@ -1,4 +1,4 @@
-//! The exit codes table of docs/commands.md, one case per example given there (issue 17: a FIFO
+//! The exit codes table of docs/commands.md, one case per example given there (a FIFO
 //! `notify.toml` exited 1 and a FIFO `health.toml` 2 where 3 was documented, `result --headline
 //! zz` and too many facts exited 1 where other bad facts exit 2, a port in use exited 1, `runs -n
 //! 0` printed "No runs yet", a data root that is a regular file was "a special file").

@@ -892,7 +892,7 @@ fn zoo(sb: &Sandbox, timeout: u32, exit: bool) -> (std::process::Child, Vec<i32>
     (firing, read_pids(&pids))
 }
 
-/// Issue 17: a daemon that double-forked, called setsid, cleared its environment and ignored
+/// a daemon that double-forked, called setsid, cleared its environment and ignored
 /// SIGTERM outlived a SIGKILLed runner, and the lock was already free. Now the keeper is the
 /// runner's parent and a subreaper: every orphan comes back to it, and it ends only when none is
 /// left. No waiting after that: the firing has ended, so the tree is gone.
@@ -985,7 +985,7 @@ fn a_killed_keeper_leaves_the_run_to_finish() {
     assert_eq!(f["stdout_tail"], "finished\n");
 }
 
-/// Issue 17: 64 random bytes in `state/index/<name>.idx` made `health` say healthy with 0 runs,
+/// 64 random bytes in `state/index/<name>.idx` made `health` say healthy with 0 runs,
 /// `runs` "no runs yet" and `list` "never"; an index grown to 2 GB listed an ok run as interrupted.
 /// The index is checked against its header, the cursor's count and the lines it points at, and
 /// rebuilt from the log when it does not match — said on stderr, never silently trusted.
@@ -1062,7 +1062,7 @@ fn a_damaged_index_is_rebuilt_not_believed() {
     }
 }
 
-/// Issue 17: with `state/`, `locks/` or `state/index/` replaced by a link to an outside folder,
+/// with `state/`, `locks/` or `state/index/` replaced by a link to an outside folder,
 /// every command exited 0 and wrote there. Now a link to a folder in the data root (or in
 /// `state/`) is refused before anything is read or written: exit 3, naming the link.
 #[test]
@@ -1105,7 +1105,7 @@ fn a_folder_of_the_data_root_that_is_a_link_is_refused() {
     }
 }
 
-/// Issue 17: a relative HOME (without XDG_STATE_HOME) gave a relative data root: `doctor` said ok,
+/// a relative HOME (without XDG_STATE_HOME) gave a relative data root: `doctor` said ok,
 /// then a run could not record its result. Refused up front, exit 3, naming the variable.
 #[test]
 fn a_relative_home_is_refused_up_front() {
@@ -1128,7 +1128,7 @@ fn a_relative_home_is_refused_up_front() {
     assert!(sb.log_lines().is_empty());
 }
 
-/// Issue 17: a descriptor the runner's starter left open (`exec 7>/tmp/f; automations run x`)
+/// a descriptor the runner's starter left open (`exec 7>/tmp/f; automations run x`)
 /// reached the command, which could write to it. The command gets exactly stdin, stdout and
 /// stderr.
 #[test]
@@ -1168,7 +1168,7 @@ fn descriptors_the_runner_inherits_never_reach_the_command() {
     assert_eq!(std::fs::read_to_string(sb.path("seven")).unwrap(), "");
 }
 
-/// Issue 17: a forged log line with ESC/OSC bytes in its run id or error class was printed raw by
+/// a forged log line with ESC/OSC bytes in its run id or error class was printed raw by
 /// `runs` and `show`, so the terminal obeyed it. Every field from the log is printed escaped, and
 /// a newline in one cannot make a line of its own.
 #[test]
@@ -1228,7 +1228,7 @@ fn terminal_escapes_in_log_fields_are_shown_not_obeyed() {
     sb.assert_log_verifies();
 }
 
-/// Issue 17: a long unterminated line made readers quadratic (a 50 MB one: 22 s for `runs`), and
+/// a long unterminated line made readers quadratic (a 50 MB one: 22 s for `runs`), and
 /// every reader held it whole. A line is read once, at most 1 MiB of it is held, and a longer one
 /// is reported as unreadable (still chained), never parsed: `runs`, `runs NAME`, `show`, the run
 /// that seals it and `log verify` each keep their memory whatever its length.
@@ -1280,7 +1280,7 @@ fn a_huge_unterminated_line_costs_readers_no_memory_and_is_reported() {
     );
 }
 
-/// Issue 16 (the keeper syncs `started` while the runner prepares the command): a start that
+/// Regression (the keeper syncs `started` while the runner prepares the command): a start that
 /// cannot be made durable never lets its command run; the run is recorded as failed, class
 /// `log_sync`, naming the log and the error. (The disk error is a test switch: no test can make a
 /// real disk fail an `fdatasync`.)

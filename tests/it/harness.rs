@@ -265,7 +265,7 @@ impl Sandbox {
     /// An install record of `name` made at `at`, as `install` writes it (with placeholder paths and
     /// hashes): for tests of what a record changes, without a service manager.
     /// The record approves the definition as it is now, and the script its `argv[0]` names in
-    /// the root, so scheduled firings run it (issue 22).
+    /// the root, so scheduled firings run it .
     pub fn install_record(&self, name: &str, at: chrono::DateTime<chrono::Utc>) {
         use sha2::Digest as _;
         let sha = |bytes: &[u8]| format!("{:x}", sha2::Sha256::digest(bytes));

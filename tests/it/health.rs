@@ -286,7 +286,7 @@ fn staleness_counts_awake_time_not_the_time_asleep() {
     assert!(stdout(&o).contains("(wall clock)"), "{}", stdout(&o));
 }
 
-/// Issue 19: the stale limit of a `daily_at` job follows its slots: a weekday job is not stale over
+/// the stale limit of a `daily_at` job follows its slots: a weekday job is not stale over
 /// a weekend, a monthly one not between two firsts (before, both were stale after 30 h), and one
 /// twice a day is stale sooner.
 #[test]
@@ -861,7 +861,7 @@ fn an_unreadable_verdict_file_is_named_and_the_others_still_looked_at() {
 
 /// Two looks never interleave (the runner's after a run and the hourly health-check can meet):
 /// `notify look` waits for the one holding `state/verdicts/.lock`, and the runner's look waits a
-/// second at most, then leaves its work to the next look (issue 17: it waited without bound while
+/// second at most, then leaves its work to the next look (it waited without bound while
 /// its firing went on).
 #[test]
 fn one_look_at_a_time_and_a_run_never_waits_long_for_another() {
@@ -904,7 +904,7 @@ fn one_look_at_a_time_and_a_run_never_waits_long_for_another() {
     assert_eq!(messages(&server).len(), 2);
 }
 
-/// Issue 17: with a notification server that never answers, each pending message cost the look
+/// with a notification server that never answers, each pending message cost the look
 /// its own 10 s, one after another, while the runner held its run lock: 12 degraded automations
 /// made a `/bin/true` run take 127 s and the next firing skip as already running. Now every
 /// delivery of one look shares one deadline, and the run lock is free before the look begins.
@@ -967,7 +967,7 @@ fn a_hanging_notification_server_costs_a_look_one_deadline_and_never_skips_a_fir
     assert_eq!(job01, 5);
 }
 
-/// Issue 17: an ntfy server answering 1 GiB pushed the runner's peak RSS to 2.1 GB. Only the first
+/// an ntfy server answering 1 GiB pushed the runner's peak RSS to 2.1 GB. Only the first
 /// 4 KiB of an answer is read.
 #[test]
 fn a_huge_answer_from_a_notification_service_is_not_read() {
@@ -1246,7 +1246,7 @@ fn the_last_success_is_known_after_a_long_failing_streak() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 18: every signal true, and saying what to do next.
+// every signal true, and saying what to do next.
 
 /// A scheduled automation never installed, and one that never ran, were called healthy (green).
 #[test]

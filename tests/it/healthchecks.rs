@@ -1,4 +1,4 @@
-//! Healthchecks (issue 20): pings from every firing and checks synced from the definitions,
+//! Healthchecks : pings from every firing and checks synced from the definitions,
 //! against a fake server that speaks the documented API as healthchecks' own views do (ping by
 //! UUID and by ping key + slug, `rid` must be a UUID, bodies cut at PING_BODY_LIMIT, API keys of
 //! 32 characters in X-Api-Key, `unique`, 409 on resuming a check that is not paused).

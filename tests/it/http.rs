@@ -515,7 +515,7 @@ fn output_to_a_device_writes_to_it_and_never_replaces_it() {
     assert!(leftovers.is_empty());
 }
 
-/// Issue 17: a token that lives in the URL (its path, query or user info) had no way off the
+/// a token that lives in the URL (its path, query or user info) had no way off the
 /// command line, where every local user can read it. `--url-env` and `--url-file` take the URL
 /// from a variable or a file; it reaches no argv, stderr, `--json` (the origin only) or record.
 #[test]

@@ -408,7 +408,7 @@ fn the_whoami_exchange_against_a_fake_anytype() {
         (Answer::Reply(401, "{}".into()), "rejected the key (401)"),
         (Answer::Reply(500, "{}".into()), "answered 500"),
         (Answer::Hangup, "no answer from AnyType"),
-        // Issue 17: the answer was read whole, whatever its size. A valid whoami padded to
+        // the answer was read whole, whatever its size. A valid whoami padded to
         // 1 MiB is refused after 64 KiB.
         (
             Answer::Reply(

@@ -11,9 +11,7 @@ use crate::harness::*;
 /// `apt-get` records its arguments in `apt.log` (and "installs" by appending to `installed`, unless
 /// `apt-fails` exists), `id -u` prints the uid in `uid`; `python3 -m venv DIR` makes a venv whose
 /// `pip install` records its arguments in `pip.log` and puts a `kubernetes-validate` in it (unless
-/// `pip-fails` exists). The script's venv is `venv/` here, ready as `make test` leaves it. `rustc`
-/// says its host is x86_64 glibc Linux and its sysroot `sysroot/`, which has the musl target;
-/// `rustup` records its arguments in `rustup.log` and adds a target (unless `rustup-fails` exists).
+/// `pip-fails` exists). The script's venv is `venv/` here, ready as `make test` leaves it.
 struct Fakes {
     dir: tempfile::TempDir,
 }
@@ -57,21 +55,6 @@ chmod +x "$3/bin/kubernetes-validate"
 PIP
 chmod +x "$3/bin/pip""#,
         );
-        script(
-            "rustc",
-            r#"case $* in
--vV) echo "host: x86_64-unknown-linux-gnu";;
-"--print sysroot") echo "$D/sysroot";;
-*) exit 2;;
-esac"#,
-        );
-        script(
-            "rustup",
-            r#"echo "$*" >> "$D/rustup.log"
-[ -e "$D/rustup-fails" ] && exit 1
-[ "$1 $2" = "target add" ] && mkdir -p "$D/sysroot/lib/rustlib/$3/lib""#,
-        );
-        std::fs::create_dir_all(d.join(MUSL_LIB)).unwrap();
         let venv = d.join("venv");
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         write_executable(&venv.join("bin/kubernetes-validate"), "#!/bin/sh\n");
@@ -102,9 +85,6 @@ esac"#,
         c.output().unwrap()
     }
 }
-
-/// Where the fake sysroot keeps the musl target's library.
-const MUSL_LIB: &str = "sysroot/lib/rustlib/x86_64-unknown-linux-musl/lib";
 
 fn script() -> PathBuf {
     repo_root().join("scripts/test-prereqs.sh")
@@ -263,51 +243,4 @@ fn a_missing_validator_is_installed_into_its_venv_and_a_failed_install_stops() {
         "{}",
         stderr(&o)
     );
-}
-
-#[test]
-fn a_missing_musl_target_is_added_with_rustup_and_a_failed_add_stops() {
-    let packages = all_packages();
-    assert!(packages.contains(&"musl-tools".to_owned()), "{packages:?}");
-    let f = Fakes::new(&all_but(&packages, &[]), 1000);
-    let lib = f.path().join(MUSL_LIB);
-    let rustup_log = || std::fs::read_to_string(f.path().join("rustup.log")).unwrap_or_default();
-    // Present: rustup is not asked.
-    let o = f.run(&[]);
-    assert_code(&o, 0);
-    assert!(rustup_log().is_empty(), "{}", rustup_log());
-
-    std::fs::remove_dir_all(&lib).unwrap();
-    // Asked to skip (not under CI): said, nothing added.
-    let o = f.run(&[("AUTOMATIONS_TEST_SKIP_REAL", "1")]);
-    assert_code(&o, 0);
-    assert!(
-        stderr(&o).contains("x86_64-unknown-linux-musl target is missing"),
-        "{}",
-        stderr(&o)
-    );
-    assert!(!lib.exists() && rustup_log().is_empty());
-
-    // A failed add stops before the tests; CI wins over the opt-out.
-    std::fs::write(f.path().join("rustup-fails"), "").unwrap();
-    let o = f.run(&[("AUTOMATIONS_TEST_SKIP_REAL", "1"), ("CI", "true")]);
-    assert_code(&o, 3);
-    assert!(
-        stderr(&o).contains("rustup could not add x86_64-unknown-linux-musl"),
-        "{}",
-        stderr(&o)
-    );
-    std::fs::remove_file(f.path().join("rustup-fails")).unwrap();
-    let o = f.run(&[]);
-    assert_code(&o, 0);
-    assert!(
-        stderr(&o).contains("installing Rust's x86_64-unknown-linux-musl target"),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(
-        rustup_log().lines().last(),
-        Some("target add x86_64-unknown-linux-musl")
-    );
-    assert!(lib.is_dir());
 }

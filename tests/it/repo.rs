@@ -246,7 +246,7 @@ fn the_makefile_works_from_a_path_with_spaces() {
     );
 }
 
-/// Issue 18: every make target echoed the long `RUSTFLAGS=… cargo build` line before its output.
+/// every make target echoed the long `RUSTFLAGS=… cargo build` line before its output.
 #[test]
 fn make_targets_do_not_echo_the_build_line() {
     if which("make").is_none() {
@@ -269,104 +269,6 @@ fn make_targets_do_not_echo_the_build_line() {
     assert!(stdout(&o).contains("heartbeat"), "{}", stdout(&o));
 }
 
-/// Issue 16: `make release` links musl where this machine can build for it (Rust's musl target,
-/// musl-gcc, an lld) and otherwise glibc, saying once what the musl build lacks; `LIBC=gnu`
-/// chooses glibc without a word. `make -n` prints the build it would run.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[test]
-fn release_links_musl_where_it_can_and_says_what_is_missing_where_not() {
-    let sb = Sandbox::new();
-    // A PATH with only what the Makefile's own checks run: rustc and sed, and musl-gcc (with
-    // Debian's lld, where this machine has it) or not.
-    let path_with = |musl_gcc: bool| {
-        let dir = sb.path(if musl_gcc { "with" } else { "without" });
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut tools = vec![("rustc", true), ("sed", true)];
-        if musl_gcc {
-            tools.extend([("musl-gcc", true), ("ld.lld", false)]);
-        }
-        for (tool, needed) in tools {
-            match which(tool) {
-                Some(real) => std::os::unix::fs::symlink(real, dir.join(tool)).unwrap(),
-                None if needed => return None,
-                None => {}
-            }
-        }
-        Some(dir)
-    };
-    let make = |path: &Path, args: &[&str]| {
-        let o = Command::new(which("make").expect("make"))
-            .arg("-s")
-            .args(args)
-            .current_dir(repo_root())
-            .env("PATH", path)
-            // Not what a `make test LIBC=…` around this test says.
-            .env_remove("MAKEFLAGS")
-            .env_remove("MAKELEVEL")
-            .env_remove("LIBC")
-            .output()
-            .unwrap();
-        assert_code(&o, 0);
-        o
-    };
-    let rustc = Command::new(which("rustc").expect("rustc"))
-        .arg("-vV")
-        .output()
-        .unwrap();
-    let host = stdout(&rustc)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
-        .expect("rustc -vV names its host");
-    let musl = host.replace("-linux-gnu", "-linux-musl");
-    let without = path_with(false).expect("rustc and sed are on this machine's PATH");
-    let o = make(&without, &["-n", "release"]);
-    let plan = stdout(&o);
-    assert!(
-        plan.contains(&format!("--target {host}"))
-            && plan.contains("building against glibc")
-            && plan.contains("apt-get install musl-tools"),
-        "{plan}"
-    );
-    assert_eq!(
-        stdout(&make(&without, &["print-bin"])).trim(),
-        format!("target/{host}/release/automations")
-    );
-    let plan = stdout(&make(&without, &["-n", "release", "LIBC=gnu"]));
-    assert!(
-        plan.contains(&format!("--target {host}")) && !plan.contains("glibc"),
-        "{plan}"
-    );
-
-    let Some(with) = path_with(true) else {
-        return skip(
-            "release_links_musl_where_it_can_and_says_what_is_missing_where_not",
-            "musl-gcc (apt-get install musl-tools)",
-        );
-    };
-    let missing = stdout(&make(&with, &["print-musl-missing"]));
-    if !missing.trim().is_empty() {
-        // The Rust target (or an lld) is what this machine lacks; test-prereqs.sh adds the target.
-        return skip(
-            "release_links_musl_where_it_can_and_says_what_is_missing_where_not",
-            &format!("the musl build's prerequisites: {missing}"),
-        );
-    }
-    let plan = stdout(&make(&with, &["-n", "release"]));
-    assert!(
-        plan.contains(&format!("--target {musl}"))
-            && plan.contains(&format!("CC_{}=musl-gcc", musl.replace('-', "_")))
-            && plan.contains("scripts/firing-musl.order")
-            && !plan.contains("glibc"),
-        "{plan}"
-    );
-    assert_eq!(
-        stdout(&make(&with, &["print-bin"])).trim(),
-        format!("target/{musl}/release/automations")
-    );
-}
-
-/// Issue 18: `scripts/systemd-sandbox.sh` pointed at a file outside the repository. Nothing the
-/// repository ships may send a reader outside it.
 #[test]
 fn nothing_shipped_points_outside_the_repository() {
     let mut stack = vec![repo_root().join("scripts"), repo_root().join("src")];
@@ -394,4 +296,49 @@ fn nothing_shipped_points_outside_the_repository() {
 
 fn which(program: &str) -> Option<PathBuf> {
     crate::units::which(program)
+}
+
+/// The binary's ELF header: its type (2 executable, 3 position-independent) and whether it names
+/// a program interpreter (the dynamic loader: it links the C library dynamically).
+fn elf_facts(bin: &std::path::Path) -> (u16, bool) {
+    let bytes = std::fs::read(bin).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF", "{} is no ELF file", bin.display());
+    assert_eq!(bytes[4], 2, "64-bit");
+    assert_eq!(bytes[5], 1, "little-endian");
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54) as usize, u16_at(56));
+    let interp = (0..phnum as usize).any(|i| {
+        let p = phoff + i * phentsize;
+        u32::from_le_bytes(bytes[p..p + 4].try_into().unwrap()) == 3 // PT_INTERP
+    });
+    (u16_at(16), interp)
+}
+
+/// The binary handles keychain secrets: its own code gets ASLR like any other program's (an
+/// earlier release build was linked non-PIE to save a firing microseconds).
+#[test]
+fn the_binary_is_position_independent() {
+    let (kind, _) = elf_facts(&bin());
+    assert_eq!(kind, 3, "ET_DYN (PIE) expected, found ELF type {kind}");
+}
+
+/// The image recipe's final base has what the release binary needs to start: the C library it
+/// links dynamically (distroless' `cc` image, of the Debian release the build stage uses), or
+/// nothing (`static`) when it links statically.
+#[test]
+fn the_image_gives_the_binary_the_c_library_it_links() {
+    let (_, dynamic) = elf_facts(&bin());
+    let recipe = std::fs::read_to_string(repo_root().join("Containerfile")).unwrap();
+    let froms: Vec<&str> = recipe.lines().filter(|l| l.starts_with("FROM ")).collect();
+    let (build, last) = (froms[0], froms[froms.len() - 1]);
+    if dynamic {
+        assert!(last.contains("distroless/cc-debian12"), "{last}");
+        assert!(
+            build.contains("bookworm"),
+            "built on Debian 12, as the base: {build}"
+        );
+    } else {
+        assert!(last.contains("distroless/static"), "{last}");
+    }
 }

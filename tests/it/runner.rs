@@ -641,7 +641,7 @@ fn daily_slot_runs_once_on_schedule_but_manual_runs_always_run() {
     assert_eq!(sb.events("started").len(), 2);
 }
 
-/// Issue 19: a list of times keeps one run per slot, and a person's run never consumes a slot:
+/// a list of times keeps one run per slot, and a person's run never consumes a slot:
 /// the firing that follows it still runs (before, a manual run after the slot made the scheduled
 /// one skip as slot_done, and the slot never ran on schedule).
 #[test]
@@ -670,7 +670,7 @@ fn a_list_of_times_runs_each_slot_once_and_a_manual_run_consumes_none() {
     sb.assert_log_verifies();
 }
 
-/// Issue 19: `jitter_seconds` delays a scheduled firing by its slot's own delay (a hash of the name
+/// `jitter_seconds` delays a scheduled firing by its slot's own delay (a hash of the name
 /// and the slot, so it can be computed ahead), records it in `started`, and `list` shows the next
 /// firing with it; a person's run never waits.
 #[test]
@@ -733,7 +733,7 @@ fn a_scheduled_firing_waits_its_slots_jitter_and_a_person_never_waits() {
     );
 }
 
-/// Issue 19: `at_login` runs once per session of the user's service manager: the first scheduled
+/// `at_login` runs once per session of the user's service manager: the first scheduled
 /// firing since the manager (`$MANAGERPID`, as systemd sets it) started runs, whatever slot it
 /// comes at; an at-login-only automation skips any other firing until the next session.
 #[test]
@@ -833,7 +833,7 @@ fn flaky(sb: &Sandbox, name: &str, retries: u32, succeed_at: u32) -> std::path::
     tries
 }
 
-/// Issue 19: a command failing twice then succeeding, with `retries = 2`, is one ok firing of
+/// a command failing twice then succeeding, with `retries = 2`, is one ok firing of
 /// three attempts, each its own started/finished with `attempt` and the first run's id, all under
 /// the one lock (a firing that comes during a wait is skipped as already_running). A person's run
 /// is tried once.
@@ -897,7 +897,7 @@ fn a_failing_command_is_tried_again_under_the_same_lock() {
     sb.assert_log_verifies();
 }
 
-/// Issue 19: the keeper guards every attempt, not only the first: a runner SIGKILLed during the
+/// the keeper guards every attempt, not only the first: a runner SIGKILLed during the
 /// second attempt takes that attempt's command along, with the subreaper and (as on macOS)
 /// without it.
 #[test]
@@ -951,7 +951,7 @@ fn a_killed_runner_takes_a_later_attempts_command_along() {
     }
 }
 
-/// Issue 19: a firing whose attempts all fail is one failure: an outbound automation is paused
+/// a firing whose attempts all fail is one failure: an outbound automation is paused
 /// after its third failed firing (auto_pause_after = 3), not after three failed attempts, and the
 /// one message about it goes out then (a fake ntfy server counts them).
 #[test]

@@ -379,7 +379,7 @@ fn install_run_drift_and_uninstall_for_real() {
     );
 }
 
-/// A real timer fires the runner: a one-minute grid, and (issue 19) a list of times, the first
+/// A real timer fires the runner: a one-minute grid, and  a list of times, the first
 /// at least half a minute ahead; after it fires, systemd's next elapse is the list's other time.
 #[test]
 fn a_real_timer_fires_the_runner() {
@@ -449,7 +449,7 @@ fn a_real_timer_fires_the_runner() {
     sb.assert_log_verifies();
 }
 
-/// Issue 19: `at_login` on a real user manager. The timer's `OnStartupSec=0` is already past when
+/// `at_login` on a real user manager. The timer's `OnStartupSec=0` is already past when
 /// install starts it, so it runs at once (as launchd's RunAtLoad does at install); then each time
 /// the manager starts anew (a login) it runs once more.
 #[test]
@@ -500,7 +500,7 @@ fn an_at_login_automation_runs_at_install_and_when_the_manager_starts() {
     sb.assert_log_verifies();
 }
 
-/// Issue 24 (CI refused a submission): private managers started side by side shared one
+/// Regression (CI refused a submission): private managers started side by side shared one
 /// app.slice, so the first to stop killed the other's running services - a firing "stopped by
 /// SIGTERM", a `systemctl start` that failed. Each manager now has a cgroup of its own: stopping
 /// one leaves the other's service (of the same name) running, and its cgroup is removed.
@@ -612,7 +612,7 @@ fn a_failing_enable_rolls_back_files_and_record() {
     );
 }
 
-/// Issue 18: `install` of a daily job printed `run it now: systemctl --user start …`, a scheduled
+/// `install` of a daily job printed `run it now: systemctl --user start …`, a scheduled
 /// firing that the slot guard skips once today's slot has run (`skipped (slot_done)`: nothing
 /// ran); and a few quick starts of the unit hit systemd's start limit (`Job … failed`), recording
 /// nothing. Now the printed command runs the job every time, from anywhere, and starts of the
@@ -680,7 +680,7 @@ fn run_it_now_runs_a_daily_job_and_quick_starts_are_all_recorded() {
     sb.assert_log_verifies();
 }
 
-/// Issue 18: `list` showed NEXT from the edited definition (the timer fires on the old schedule),
+/// `list` showed NEXT from the edited definition (the timer fires on the old schedule),
 /// a NEXT for paused and never-installed automations, and no installed column; `check` printed
 /// whole diffs of units/ first, the one line about this machine last, and no fix; the dry-run
 /// diff called a file that does not exist yet "(present)"; `uninstall` did not say what it left.
@@ -827,7 +827,7 @@ fn fire(sb: &Sandbox, name: &str) -> Output {
     sb.run(["run", name, "--trigger", "schedule"])
 }
 
-/// Issue 22: install approved a definition, but the unit ran whatever the definition said at
+/// install approved a definition, but the unit ran whatever the definition said at
 /// firing time: an edit (or a `git pull`) ran unapproved. Now a scheduled firing checks the
 /// definition's and its script's pins from the install record and skips what was not approved;
 /// a person's run goes ahead and is told; reinstalling (typed y) approves the new version.
@@ -957,7 +957,7 @@ fn a_scheduled_firing_runs_only_the_approved_definition_and_script() {
     sb.assert_log_verifies();
 }
 
-/// Issue 22 on a real user manager: install, edit the definition, start the unit; the firing is
+/// On a real user manager: install, edit the definition, start the unit; the firing is
 /// skipped as definition_changed and nothing runs.
 #[test]
 fn a_real_unit_skips_an_edited_definition() {

@@ -1,4 +1,4 @@
-//! Schedules as cron lines, for the Kubernetes CronJob controller (SPEC §15).
+//! Schedules as cron lines, for the Kubernetes CronJob controller (docs/kubernetes.md).
 //!
 //! Only what cron can say exactly is translated: wall-clock grids and calendar times. An interval
 //! that counts awake time, and a run at login, have no cron form; they are refused with the reason,

@@ -1,5 +1,5 @@
 //! The Kubernetes target: one `batch/v1` CronJob per scheduled definition, and one kustomization
-//! (SPEC §15). Typed with `k8s-openapi` (built for the oldest minor it supports, [`OLDEST_MINOR`]),
+//! (docs/kubernetes.md). Typed with `k8s-openapi` (built for the oldest minor it supports, [`OLDEST_MINOR`]),
 //! written as YAML with sorted keys after one header comment naming the sha256 of what it was
 //! rendered from (the definition, and the settings of `kubernetes.toml` that shape it), so the same
 //! inputs always give the same bytes.
