@@ -82,7 +82,7 @@ pub enum Command {
         /// The automation (automations/<NAME>.toml).
         name: Name,
         /// What started this run.
-        #[arg(long, value_enum, default_value = "manual")]
+        #[arg(long, default_value = "manual", value_parser = trigger_parser())]
         trigger: Trigger,
     },
 
@@ -591,10 +591,7 @@ pub fn fast_run(args: &[std::ffi::OsString]) -> Option<Cli> {
             "--root" => once(&mut root, PathBuf::from(value))?,
             "--data-root" => once(&mut data_root, PathBuf::from(value))?,
             "--namespace" => once(&mut namespace, value.to_owned())?,
-            "--trigger" if run => once(
-                &mut trigger,
-                <Trigger as clap::ValueEnum>::from_str(value, false).ok()?,
-            )?,
+            "--trigger" if run => once(&mut trigger, Trigger::from_word(value)?)?,
             _ => return None,
         }
     }
@@ -609,6 +606,20 @@ pub fn fast_run(args: &[std::ffi::OsString]) -> Option<Cli> {
             trigger: trigger.unwrap_or(Trigger::Manual),
         },
     })
+}
+
+/// `--trigger`'s words, each the log's own word for a trigger (the log's types know nothing of
+/// the command line).
+fn trigger_parser() -> impl clap::builder::TypedValueParser<Value = Trigger> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Trigger::ALL.map(|t| {
+        clap::builder::PossibleValue::new(t.as_str()).help(match t {
+            Trigger::Manual => "A person, from the command line",
+            Trigger::Schedule => "launchd or systemd",
+            Trigger::Dashboard => "The dashboard",
+        })
+    }))
+    .map(|word: String| Trigger::from_word(&word).expect("one of the possible values"))
 }
 
 #[cfg(test)]

@@ -142,7 +142,7 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
         reason: why.clone(),
         at: runlog::stamp(now),
     }) {
-        out.switch_error = Some(crate::chain_text(&e));
+        out.switch_error = Some(crate::exit::chain_text(&e));
     }
     // Every held run lock names a runner, which on SIGTERM ends its command's tree and records
     // the run as stopped.
@@ -189,7 +189,7 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
             now,
         )
     {
-        out.log_error = Some(crate::chain_text(&e));
+        out.log_error = Some(crate::exit::chain_text(&e));
     }
     Ok(out)
 }

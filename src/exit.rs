@@ -41,3 +41,14 @@ impl From<Exit> for ExitCode {
         ExitCode::from(exit as u8)
     }
 }
+
+/// Any error's message and every cause, on one line.
+pub fn chain_text(error: &dyn std::error::Error) -> String {
+    let mut parts = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        parts.push(c.to_string());
+        cause = c.source();
+    }
+    parts.join(": ")
+}

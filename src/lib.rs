@@ -2,7 +2,8 @@
 //!
 //! This file owns dispatch and the one place where errors are printed: every command returns an
 //! [`Exit`] or a [`Fail`], and [`run`] turns them into a message on stderr and an exit code.
-//! Commands never print their own errors and never call `std::process::exit`.
+//! Commands never print their own errors and never call `std::process::exit`. The layers and what
+//! each owns: docs/ARCHITECTURE.md.
 
 /// `println!` that never panics: when stdout is gone (`automations runs | head -1`), output
 /// just stops. Every command prints through this, `out!` and `errln!`.
@@ -44,6 +45,7 @@ pub mod history;
 pub mod http;
 pub mod install;
 pub mod keys;
+pub mod layout;
 pub mod locks;
 pub mod names;
 pub mod notify;
@@ -67,70 +69,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-pub use exit::Exit;
-
-/// An error on its way to the user, with the exit code it ends in.
-#[derive(Debug)]
-pub struct Fail {
-    /// The exit code.
-    pub exit: Exit,
-    /// What went wrong, with its cause chain.
-    pub error: anyhow::Error,
-}
-
-impl Fail {
-    /// A failure with an explicit exit code.
-    pub fn new(exit: Exit, error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            exit,
-            error: error.into(),
-        }
-    }
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Fail {
-    fn from(error: E) -> Self {
-        let error = error.into();
-        Self {
-            exit: exit_for(&error),
-            error,
-        }
-    }
-}
-
-/// Exit 3 when anything in the chain says the environment is unusable: settings, the data root,
-/// a file in it that is not a regular file (or is a link), a run log that cannot be opened; exit 2
-/// for a settings file whose contents are wrong; else 1.
-fn exit_for(error: &anyhow::Error) -> Exit {
-    let settings_file = error
-        .chain()
-        .find_map(|c| c.downcast_ref::<settings::file::Refused>());
-    match settings_file.map(|r| r.kind) {
-        Some(settings::file::Problem::Unusable) => return Exit::Environment,
-        Some(settings::file::Problem::Invalid) => return Exit::BadInput,
-        None => {}
-    }
-    let environment = error.chain().any(|cause| {
-        cause.is::<settings::SettingsError>()
-            || cause.is::<fsutil::DataRootError>()
-            || cause.is::<runlog::reserve::DiskFull>()
-            || matches!(
-                cause.downcast_ref::<runlog::LogError>(),
-                Some(runlog::LogError::Open { .. })
-            )
-            || cause
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|e| fsutil::FileError::of(e).is_some())
-    });
-    if environment {
-        Exit::Environment
-    } else {
-        Exit::Failure
-    }
-}
-
-/// The result of a command.
-pub type CmdResult = Result<Exit, Fail>;
+pub use commands::fail::{CmdResult, Fail};
+pub use exit::{Exit, chain_text};
 
 /// Parses `args`, runs the command, prints any error once, and returns the exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
@@ -156,43 +96,13 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let exit = match commands::dispatch(cli) {
         Ok(exit) => exit,
         // The reader went away (`automations runs | head -1`): nothing is wrong.
-        Err(Fail { error, .. }) if broken_pipe(&error) => Exit::Success,
+        Err(Fail { error, .. }) if commands::fail::broken_pipe(&error) => Exit::Success,
         Err(Fail { exit, error }) => {
-            errln!("automations: error: {}", chain(&error));
+            errln!("automations: error: {}", commands::fail::chain(&error));
             exit
         }
     };
     // A firing's keeper (its parent) ends with this code now: all is said and recorded.
     runner::conclude(exit as u8);
     exit.into()
-}
-
-fn broken_pipe(error: &anyhow::Error) -> bool {
-    error.chain().any(|c| {
-        let kind = c
-            .downcast_ref::<std::io::Error>()
-            .map(std::io::Error::kind)
-            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind());
-        kind == Some(std::io::ErrorKind::BrokenPipe)
-    })
-}
-
-/// `error: cause: cause`, the whole chain on one line.
-fn chain(error: &anyhow::Error) -> String {
-    error
-        .chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
-}
-
-/// The same for any error: its message and every cause, on one line.
-pub(crate) fn chain_text(error: &dyn std::error::Error) -> String {
-    let mut parts = vec![error.to_string()];
-    let mut cause = error.source();
-    while let Some(c) = cause {
-        parts.push(c.to_string());
-        cause = c.source();
-    }
-    parts.join(": ")
 }

@@ -4,6 +4,7 @@
 //! never printed (see `lib.rs`).
 
 mod doctor;
+pub mod fail;
 mod health;
 mod healthchecks;
 mod http;
@@ -191,7 +192,7 @@ fn list(s: &Settings, json: bool) -> CmdResult {
             // file; the others are listed as usual.
             let (paused, state_problem) = match state.paused(&d.name) {
                 Ok(p) => (p, None),
-                Err(e) => (None, Some(crate::chain_text(&e))),
+                Err(e) => (None, Some(crate::exit::chain_text(&e))),
             };
             let live = views::Live {
                 paused,

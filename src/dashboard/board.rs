@@ -134,7 +134,7 @@ impl Board {
         let mut problems: Vec<String> = problem.into_iter().collect();
         let state = State::new(&s.data_root);
         let stopped = state.stopped().unwrap_or_else(|e| {
-            problems.push(crate::chain_text(&e));
+            problems.push(crate::exit::chain_text(&e));
             None
         });
         if let Err(e) = crate::notify::settings::load(&s.data_root) {

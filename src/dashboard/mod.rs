@@ -285,7 +285,10 @@ fn run_api(ctx: &Ctx, rest: &str) -> Reply {
     match history::find(&log, &ctx.s.data_root, id, name.as_ref().map(Name::as_str)) {
         Ok(history::Found::One(v)) => json(200, &crate::views::show_json(&v)),
         Ok(_) => json(404, &serde_json::json!({"error": "no such run"})),
-        Err(e) => json(500, &serde_json::json!({"error": crate::chain_text(&e)})),
+        Err(e) => json(
+            500,
+            &serde_json::json!({"error": crate::exit::chain_text(&e)}),
+        ),
     }
 }
 
@@ -303,7 +306,10 @@ fn control_reply(r: Result<serde_json::Value, control::ControlError>) -> Reply {
         Err(
             e @ (control::ControlError::Reason | control::ControlError::NoSuchAutomation { .. }),
         ) => json(400, &serde_json::json!({"error": e.to_string()})),
-        Err(e) => json(500, &serde_json::json!({"error": crate::chain_text(&e)})),
+        Err(e) => json(
+            500,
+            &serde_json::json!({"error": crate::exit::chain_text(&e)}),
+        ),
     }
 }
 

@@ -176,7 +176,7 @@ fn judge<R: Send>(
         if pinged.contains(n) {
             match crate::state::read_pings(&s.data_root, n.as_str()) {
                 Ok(p) => subject.pings = p,
-                Err(e) => subject.unreadable.push(crate::chain_text(&e)),
+                Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
             }
         }
         let verdict = super::verdict(&subject, th, &now);
@@ -204,7 +204,7 @@ fn known(
         let installs = state
             .install_record(n)
             .transpose()
-            .map(|r| (n.clone(), r.map_err(|e| crate::chain_text(&e))))
+            .map(|r| (n.clone(), r.map_err(|e| crate::exit::chain_text(&e))))
             .into_iter()
             .collect();
         return Ok((BTreeSet::from([n.to_string()]), installs));
@@ -212,7 +212,7 @@ fn known(
     let installs: Installs = state
         .install_records_each()?
         .into_iter()
-        .map(|(n, r)| (n, r.map_err(|e| crate::chain_text(&e))))
+        .map(|(n, r)| (n, r.map_err(|e| crate::exit::chain_text(&e))))
         .collect();
     let mut names: BTreeSet<String> = loaded
         .definitions
@@ -251,7 +251,7 @@ fn subject(
     let paused = match pauses {
         Some(p) if !p.contains(name) => None,
         _ => State::new(&s.data_root).paused(name).unwrap_or_else(|e| {
-            unreadable.push(crate::chain_text(&e));
+            unreadable.push(crate::exit::chain_text(&e));
             None
         }),
     };

@@ -1,5 +1,13 @@
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+
+use chrono::{DateTime, Utc};
+
 use super::*;
 use crate::clock;
+use crate::definition::hex_sha256;
 
 fn skipped(reason: SkipReason) -> Event {
     Event::Skipped(Skipped {

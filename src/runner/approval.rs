@@ -77,7 +77,7 @@ pub fn approved(
     let record = match state.install_record(name) {
         Ok(r) => r,
         Err(e) if scheduled && warn => {
-            errln!("automations: {name}: {}", crate::chain_text(&e));
+            errln!("automations: {name}: {}", crate::exit::chain_text(&e));
             None
         }
         Err(_) => None,

@@ -1,0 +1,206 @@
+//! The data root's layout: every path under `<data root>/` is a method of [`Layout`], and no other
+//! module joins the data root's segments (docs/ARCHITECTURE.md, "The data root"). Pure: it only
+//! names places; what may be there, and how it is opened, is each owner's.
+//!
+//! ```text
+//! <data root>/
+//!   runs.jsonl, runs-<stamp>.jsonl   the run log and its rotated segments     runlog
+//!   runs.lock                        every append's lock                      runlog
+//!   state/head, state/reserve        the chain's head; room kept for a full disk  runlog
+//!   state/index/                     the per-automation index                 runlog::index
+//!   state/paused/<name>.json, state/stop-all.json, state/installed/<name>.json  state
+//!   state/healthchecks/<name>.json   what came of the pings                   state
+//!   state/verdicts/                  the last verdicts notified               notify
+//!   locks/<name>.lock                one run at a time                        locks
+//!   scratch/<name>/                  a run's TMPDIR, script copy, result file, HTTP log  runner
+//!   env/<name>.env                   private variables for scheduled runs     runner
+//!   health.toml, notify.toml, healthchecks.toml, spaces.json   private settings
+//!   dashboard.token, dashboard-open.html  the dashboard's token and its opening page
+//!   launchd/<name>.log               a LaunchAgent's stdout and stderr        units
+//! ```
+
+use std::path::{Path, PathBuf};
+
+/// The places of one data root.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    pub fn new(data_root: impl Into<PathBuf>) -> Self {
+        Self {
+            root: data_root.into(),
+        }
+    }
+
+    /// The data root itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The live segment of the run log.
+    pub fn log(&self) -> PathBuf {
+        self.root.join("runs.jsonl")
+    }
+
+    /// A segment of the run log by its file name (`runs-<stamp>.jsonl`), beside the live one.
+    pub fn segment(&self, file_name: &str) -> PathBuf {
+        self.root.join(file_name)
+    }
+
+    /// The lock every append to the run log takes.
+    pub fn log_lock(&self) -> PathBuf {
+        self.root.join("runs.lock")
+    }
+
+    /// `state/`: what the commands keep between runs.
+    pub fn state(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
+    /// The head of the run log's chain.
+    pub fn head(&self) -> PathBuf {
+        self.state().join("head")
+    }
+
+    /// The room kept for the run log on a full disk.
+    pub fn reserve(&self) -> PathBuf {
+        self.state().join("reserve")
+    }
+
+    /// The per-automation index of the run log.
+    pub fn index(&self) -> PathBuf {
+        self.state().join("index")
+    }
+
+    /// How far the index has read.
+    pub fn index_cursor(&self) -> PathBuf {
+        self.index().join("cursor")
+    }
+
+    /// The lock of the index's writers.
+    pub fn index_lock(&self) -> PathBuf {
+        self.index().join("lock")
+    }
+
+    /// `name`'s index file.
+    pub fn index_file(&self, name: &str) -> PathBuf {
+        self.index().join(format!("{name}.idx"))
+    }
+
+    /// The pauses, one file each.
+    pub fn paused_dir(&self) -> PathBuf {
+        self.state().join("paused")
+    }
+
+    /// `name`'s pause.
+    pub fn paused(&self, name: &str) -> PathBuf {
+        self.paused_dir().join(format!("{name}.json"))
+    }
+
+    /// The kill switch.
+    pub fn stop_all(&self) -> PathBuf {
+        self.state().join("stop-all.json")
+    }
+
+    /// The install records, one file each.
+    pub fn installed_dir(&self) -> PathBuf {
+        self.state().join("installed")
+    }
+
+    /// `name`'s install record.
+    pub fn installed(&self, name: &str) -> PathBuf {
+        self.installed_dir().join(format!("{name}.json"))
+    }
+
+    /// What came of each automation's Healthchecks pings.
+    pub fn pings_dir(&self) -> PathBuf {
+        self.state().join("healthchecks")
+    }
+
+    /// What came of `name`'s last pings.
+    pub fn pings(&self, name: &str) -> PathBuf {
+        self.pings_dir().join(format!("{name}.json"))
+    }
+
+    /// The last verdicts notified.
+    pub fn verdicts(&self) -> PathBuf {
+        self.state().join("verdicts")
+    }
+
+    /// The lock of one look at the verdicts at a time.
+    pub fn verdicts_lock(&self) -> PathBuf {
+        self.verdicts().join(".lock")
+    }
+
+    /// The run locks.
+    pub fn locks(&self) -> PathBuf {
+        self.root.join("locks")
+    }
+
+    /// `name`'s run lock.
+    pub fn lock(&self, name: &str) -> PathBuf {
+        self.locks().join(format!("{name}.lock"))
+    }
+
+    /// Every automation's scratch folder.
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.root.join("scratch")
+    }
+
+    /// `name`'s scratch folder.
+    pub fn scratch(&self, name: &str) -> PathBuf {
+        self.scratch_dir().join(name)
+    }
+
+    /// A folder of `name`'s scratch: `tmp` (the run's TMPDIR) or `approved` (its script's copy).
+    pub fn scratch_sub(&self, name: &str, sub: ScratchSub) -> PathBuf {
+        self.scratch(name).join(sub.as_str())
+    }
+
+    /// The result file of `name`'s run.
+    pub fn result_file(&self, name: &str) -> PathBuf {
+        self.scratch(name).join("result.json")
+    }
+
+    /// The HTTP log of `name`'s run.
+    pub fn http_log(&self, name: &str) -> PathBuf {
+        self.scratch(name).join("http.jsonl")
+    }
+
+    /// `name`'s private variables.
+    pub fn env_file(&self, name: &str) -> PathBuf {
+        self.root.join("env").join(format!("{name}.env"))
+    }
+
+    /// A private settings file by its name (`health.toml`, `notify.toml`, …).
+    pub fn settings_file(&self, file_name: &str) -> PathBuf {
+        self.root.join(file_name)
+    }
+
+    /// Where LaunchAgents write their output, one file per automation.
+    pub fn launchd_logs(&self) -> PathBuf {
+        self.root.join("launchd")
+    }
+}
+
+/// The folders of a run's scratch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScratchSub {
+    /// The run's TMPDIR.
+    Tmp,
+    /// The copy of its script it runs.
+    Approved,
+}
+
+impl ScratchSub {
+    pub const ALL: [ScratchSub; 2] = [ScratchSub::Tmp, ScratchSub::Approved];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScratchSub::Tmp => "tmp",
+            ScratchSub::Approved => "approved",
+        }
+    }
+}
