@@ -147,7 +147,7 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
     // Every held run lock names a runner, which on SIGTERM ends its command's tree and records
     // the run as stopped.
     let mut running: Vec<(Name, u32)> = Vec::new();
-    if let Ok(locked) = fsutil::list_named(&s.data_root.join("locks"), "", &[".lock"]) {
+    if let Ok(locked) = fsutil::list_named(&s.layout().locks(), "", &[".lock"]) {
         for (stem, _) in locked {
             let Ok(name) = Name::new(&stem) else {
                 continue;

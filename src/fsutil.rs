@@ -257,7 +257,7 @@ pub fn check_data_root(path: &Path, usage: Use) -> Result<bool, DataRootError> {
             }
         })?;
     }
-    for dir in [path.to_path_buf(), path.join("state")] {
+    for dir in [path.to_path_buf(), crate::layout::Layout::new(path).state()] {
         linked_folders(&dir)?;
     }
     Ok(true)

@@ -467,12 +467,8 @@ pub fn apply_install(
     let changed = plan.files_change();
     if s.manager == Manager::Launchd {
         // launchd does not create the folder of StandardOutPath.
-        fsutil::private_dir(&s.data_root.join(units::launchd::LOG_DIR)).with_context(|| {
-            format!(
-                "cannot create {}",
-                s.data_root.join(units::launchd::LOG_DIR).display()
-            )
-        })?;
+        let logs = s.layout().launchd_logs();
+        fsutil::private_dir(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     }
     std::fs::create_dir_all(&s.agents_dir)
         .with_context(|| format!("cannot create the agents folder {}", s.agents_dir.display()))?;

@@ -21,6 +21,9 @@
 
 use std::path::{Path, PathBuf};
 
+/// The live segment's file name.
+pub const LOG_FILE: &str = "runs.jsonl";
+
 /// The places of one data root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -41,7 +44,7 @@ impl Layout {
 
     /// The live segment of the run log.
     pub fn log(&self) -> PathBuf {
-        self.root.join("runs.jsonl")
+        self.root.join(LOG_FILE)
     }
 
     /// A segment of the run log by its file name (`runs-<stamp>.jsonl`), beside the live one.
@@ -129,6 +132,11 @@ impl Layout {
         self.state().join("verdicts")
     }
 
+    /// The last verdict notified of `name`.
+    pub fn verdict(&self, name: &str) -> PathBuf {
+        self.verdicts().join(format!("{name}.json"))
+    }
+
     /// The lock of one look at the verdicts at a time.
     pub fn verdicts_lock(&self) -> PathBuf {
         self.verdicts().join(".lock")
@@ -182,6 +190,11 @@ impl Layout {
     /// Where LaunchAgents write their output, one file per automation.
     pub fn launchd_logs(&self) -> PathBuf {
         self.root.join("launchd")
+    }
+
+    /// `name`'s LaunchAgent's stdout and stderr.
+    pub fn launchd_log(&self, name: &str) -> PathBuf {
+        self.launchd_logs().join(format!("{name}.log"))
     }
 }
 

@@ -67,7 +67,7 @@ pub enum Acquired {
 
 /// The lock file of `name`.
 pub fn path(data_root: &Path, name: &Name) -> PathBuf {
-    data_root.join("locks").join(format!("{name}.lock"))
+    crate::layout::Layout::new(data_root).lock(name.as_str())
 }
 
 /// Tries to take the lock of `name` without waiting; writes this process's pid into it.

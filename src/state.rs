@@ -105,23 +105,23 @@ pub enum StateError {
 /// The switches of one data root.
 #[derive(Clone, Debug)]
 pub struct State {
-    dir: PathBuf,
+    layout: crate::layout::Layout,
 }
 
 impl State {
     /// The state folder of `data_root`.
     pub fn new(data_root: &Path) -> Self {
         Self {
-            dir: data_root.join("state"),
+            layout: crate::layout::Layout::new(data_root),
         }
     }
 
     fn pause_path(&self, name: &Name) -> PathBuf {
-        self.dir.join("paused").join(format!("{name}.json"))
+        self.layout.paused(name.as_str())
     }
 
     fn stop_path(&self) -> PathBuf {
-        self.dir.join("stop-all.json")
+        self.layout.stop_all()
     }
 
     /// The pause of `name`, if paused.
@@ -131,7 +131,7 @@ impl State {
 
     /// The automations with a pause file, from one listing.
     pub fn paused_names(&self) -> Result<std::collections::BTreeSet<Name>, StateError> {
-        names_in(&self.dir.join("paused"))
+        names_in(&self.layout.paused_dir())
     }
 
     /// Pauses `name` (replacing an earlier pause).
@@ -156,7 +156,7 @@ impl State {
     }
 
     fn record_path(&self, name: &Name) -> PathBuf {
-        self.dir.join("installed").join(format!("{name}.json"))
+        self.layout.installed(name.as_str())
     }
 
     /// The install record of `name`, if it is installed on this machine.
@@ -179,7 +179,7 @@ impl State {
     pub fn install_records_each(
         &self,
     ) -> Result<BTreeMap<Name, Result<Record, StateError>>, StateError> {
-        let dir = self.dir.join("installed");
+        let dir = self.layout.installed_dir();
         let mut out = BTreeMap::new();
         for (stem, _) in fsutil::list_named(&dir, "", &[".json"]).map_err(|e| io_err(&dir, e))? {
             let Ok(name) = Name::new(&stem) else { continue };
@@ -233,12 +233,12 @@ pub struct Pings {
 
 /// The folder of the ping records.
 pub fn pings_dir(data_root: &Path) -> PathBuf {
-    data_root.join("state").join("healthchecks")
+    crate::layout::Layout::new(data_root).pings_dir()
 }
 
 /// The ping record of `name`.
 pub fn pings_path(data_root: &Path, name: &str) -> PathBuf {
-    pings_dir(data_root).join(format!("{name}.json"))
+    crate::layout::Layout::new(data_root).pings(name)
 }
 
 /// The automations with a ping record.

@@ -110,8 +110,11 @@ impl<'a> Policy<'a> {
 
 /// Reads `spaces.json`: missing, exposed, or invalid is a refusal naming the file.
 pub fn read_spaces(at: Policy) -> Result<Spaces, Refusal> {
-    let (Policy::DataRoot(dir) | Policy::Secret(dir)) = at;
-    let path: PathBuf = dir.join(SPACES_FILE);
+    // In the data root, or beside the keys of a mounted Secret: the same name either way.
+    let path: PathBuf = match at {
+        Policy::DataRoot(root) => crate::layout::Layout::new(root).settings_file(SPACES_FILE),
+        Policy::Secret(dir) => dir.join(SPACES_FILE),
+    };
     let refuse = |why: String| Refusal(vec![format!("{}: {why}", path.display())]);
     let read = match at {
         Policy::DataRoot(_) => {

@@ -409,7 +409,7 @@ fn left_behind(s: &Settings, name: &Name, record: Option<&crate::state::Record>)
             def.display()
         ));
     }
-    let env = s.data_root.join("env").join(format!("{name}.env"));
+    let env = s.layout().env_file(name.as_str());
     if env.exists() {
         out.push(format!(
             "  its private environment {}: rm {}",

@@ -58,7 +58,7 @@ fn random_hex() -> anyhow::Result<String> {
 
 /// The dashboard's token: read, or made (32 random bytes, hex) and kept 0600.
 pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
-    let path = data_root.join(TOKEN_FILE);
+    let path = crate::layout::Layout::new(data_root).settings_file(TOKEN_FILE);
     if let Some(bytes) = fsutil::read_private(&path, 1024)
         .with_context(|| format!("cannot read {}", path.display()))?
     {
@@ -109,7 +109,7 @@ fn open_browser(data_root: &std::path::Path, url: &str) {
     } else {
         "xdg-open"
     };
-    let page = data_root.join(OPEN_FILE);
+    let page = crate::layout::Layout::new(data_root).settings_file(OPEN_FILE);
     let html = format!(
         "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>automations</title><a href=\"{url}\">automations dashboard</a>\n"
     );

@@ -29,7 +29,7 @@ pub const ENV_API_KEY: &str = "AUTOMATIONS_HEALTHCHECKS_API_KEY";
 
 /// Whether `healthchecks.toml` exists: one `stat`, so a firing without it pays nothing more.
 pub fn enabled(s: &Settings) -> bool {
-    std::fs::symlink_metadata(s.data_root.join(settings::FILE)).is_ok()
+    std::fs::symlink_metadata(s.layout().settings_file(settings::FILE)).is_ok()
 }
 
 /// Which of the two keys.

@@ -46,7 +46,7 @@ pub struct Message {
 /// Whether a look can deliver anything: delivery is not turned off and `notify.toml` exists.
 /// One `stat` when it does not, so a run without notifications pays nothing for them.
 pub fn enabled(s: &Settings) -> bool {
-    !off() && std::fs::symlink_metadata(s.data_root.join(settings::FILE)).is_ok()
+    !off() && std::fs::symlink_metadata(s.layout().settings_file(settings::FILE)).is_ok()
 }
 
 fn off() -> bool {
@@ -163,10 +163,7 @@ struct Pending {
 }
 
 fn state_path(s: &Settings, name: &str) -> PathBuf {
-    s.data_root
-        .join("state")
-        .join("verdicts")
-        .join(format!("{name}.json"))
+    s.layout().verdict(name)
 }
 
 /// What a look did, for `notify look` and tests.
@@ -245,7 +242,7 @@ pub fn look_at(
         return Ok(LookReport::default());
     };
     let verdicts = health::load::verdicts(s, src, only)?;
-    let lock_path = s.data_root.join("state").join("verdicts").join(".lock");
+    let lock_path = crate::layout::Layout::new(&s.data_root).verdicts_lock();
     let Some(lock) = lock_within(&lock_path, wait)? else {
         return Ok(LookReport {
             busy: true,

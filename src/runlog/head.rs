@@ -37,7 +37,7 @@ pub struct Head {
 
 /// The head file of the log in `dir`.
 pub fn path(dir: &Path) -> PathBuf {
-    dir.join("state").join("head")
+    crate::layout::Layout::new(dir).head()
 }
 
 /// The head, if one was recorded and can be read.

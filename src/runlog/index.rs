@@ -40,8 +40,6 @@ const HEADER: u64 = 16;
 const MAGIC: &[u8; 4] = b"AIDX";
 /// The index format (files and cursor); another one is rebuilt.
 const FORMAT: u32 = 2;
-const CURSOR: &str = "cursor";
-const LOCK: &str = "lock";
 
 /// One entry: segment id, the first 4 bytes of the line's sha256, and the offset, whose top byte
 /// says what kind of line it is (see [`kind_of`]), so a reader can pass over what it does not need
@@ -123,12 +121,14 @@ struct Head<'a> {
 /// The index of one data root's log.
 pub struct Index {
     dir: PathBuf,
+    layout: crate::layout::Layout,
     log: RunLog,
 }
 
 /// The index brought up to date: where each automation's lines are.
 pub struct Snapshot {
     dir: PathBuf,
+    layout: crate::layout::Layout,
     /// Segment id -> path, for the segments that exist.
     paths: HashMap<u32, PathBuf>,
     /// Entries found in memory only (a read-only data root), by name.
@@ -147,7 +147,8 @@ impl Index {
     /// The index of `log` (in `<data root>/state/index`).
     pub fn new(log: &RunLog) -> Self {
         Self {
-            dir: log.dir.join("state").join("index"),
+            dir: log.layout.index(),
+            layout: log.layout.clone(),
             log: log.clone(),
         }
     }
@@ -224,6 +225,7 @@ impl Index {
         let persisted = persist && (unchanged || self.write(&found, &mut cursor).is_ok());
         Ok(Snapshot {
             dir: self.dir.clone(),
+            layout: self.layout.clone(),
             paths: ids
                 .iter()
                 .zip(&segments)
@@ -278,13 +280,13 @@ impl Index {
     }
 
     fn lock(&self) -> Option<File> {
-        let f = fsutil::open_private(&self.dir.join(LOCK)).ok()?;
+        let f = fsutil::open_private(&self.layout.index_lock()).ok()?;
         f.lock().ok()?;
         Some(f)
     }
 
     fn read_cursor(&self) -> Option<Cursor> {
-        let bytes = fsutil::read_capped(&self.dir.join(CURSOR), fsutil::SMALL_FILE).ok()??;
+        let bytes = fsutil::read_capped(&self.layout.index_cursor(), fsutil::SMALL_FILE).ok()??;
         serde_json::from_slice::<Cursor>(&bytes)
             .ok()
             .filter(|c| c.v == FORMAT)
@@ -299,7 +301,7 @@ impl Index {
                 }
             }
         }
-        let _ = std::fs::remove_file(self.dir.join(CURSOR));
+        let _ = std::fs::remove_file(self.layout.index_cursor());
     }
 
     /// Appends the new entries, each file first cut back to what the cursor counted (dropping
@@ -310,7 +312,7 @@ impl Index {
         for (name, entries) in found {
             let known = cursor.counts.get(name).copied().unwrap_or(0);
             let f = fsutil::open_regular(
-                &self.dir.join(format!("{name}.idx")),
+                &self.layout.index_file(name),
                 OpenOptions::new()
                     .read(true)
                     .write(true)
@@ -330,7 +332,7 @@ impl Index {
         }
         let mut json = serde_json::to_vec(cursor).map_err(io::Error::other)?;
         json.push(b'\n');
-        fsutil::replace_unsynced(&self.dir.join(CURSOR), &json)
+        fsutil::replace_unsynced(&self.layout.index_cursor(), &json)
     }
 }
 
@@ -484,7 +486,7 @@ impl Snapshot {
     /// cannot be the index the cursor counted (a wrong header, fewer entries) is rebuilt from the
     /// log first, saying so.
     pub fn records(&self, name: &str) -> Records<'_> {
-        let path = self.dir.join(format!("{name}.idx"));
+        let path = self.layout.index_file(name);
         let count = self.counts.get(name).copied().unwrap_or(0);
         let mut file = open_index(&path);
         let ok = match &file {
@@ -527,7 +529,7 @@ impl Snapshot {
     /// Writes `name`'s index file anew from every segment of the log (under the index lock) and
     /// records its count; the new file, open.
     fn rebuild(&self, name: &str) -> io::Result<Option<File>> {
-        let lock = fsutil::open_private(&self.dir.join(LOCK))?;
+        let lock = fsutil::open_private(&self.layout.index_lock())?;
         lock.lock()?;
         let mut ids: Vec<(&u32, &PathBuf)> = self.paths.iter().collect();
         ids.sort();
@@ -554,11 +556,11 @@ impl Snapshot {
         }
         let mut bytes = header().to_vec();
         bytes.extend_from_slice(&encode(&entries));
-        let path = self.dir.join(format!("{name}.idx"));
+        let path = self.layout.index_file(name);
         fsutil::replace_unsynced(&path, &bytes)?;
         // The cursor counts the rebuilt file (what a refresh reads after this is appended anew
         // and repeats dropped by readers).
-        let cursor_path = self.dir.join(CURSOR);
+        let cursor_path = self.layout.index_cursor();
         if let Some(bytes) = fsutil::read_capped(&cursor_path, fsutil::SMALL_FILE)?
             && let Ok(mut c) = serde_json::from_slice::<Cursor>(&bytes)
         {
@@ -804,7 +806,7 @@ impl Iterator for Records<'_> {
 
 /// The path of the index folder of a data root (for tests and `doctor`).
 pub fn dir(data_root: &Path) -> PathBuf {
-    data_root.join("state").join("index")
+    crate::layout::Layout::new(data_root).index()
 }
 
 #[cfg(test)]

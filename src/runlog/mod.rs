@@ -64,9 +64,7 @@ use write::Pending;
 /// The schema version written in every line.
 pub const VERSION: u32 = 1;
 /// The live segment.
-pub const LOG_FILE: &str = "runs.jsonl";
-/// The lock every append takes.
-pub const LOCK_FILE: &str = "runs.lock";
+pub const LOG_FILE: &str = crate::layout::LOG_FILE;
 /// The size past which the live segment is rotated.
 pub const ROTATE_BYTES: u64 = 64 * 1024 * 1024;
 /// `prev` of the first line ever written.
@@ -107,6 +105,7 @@ pub enum LogError {
 #[derive(Clone, Debug)]
 pub struct RunLog {
     dir: PathBuf,
+    layout: crate::layout::Layout,
     rotate_bytes: u64,
     keep: usize,
     /// Where the log stood after this handle's last append (inode, lines, size, last hash): when
@@ -123,6 +122,7 @@ impl RunLog {
     pub fn new(data_root: &Path) -> Self {
         Self {
             dir: data_root.to_path_buf(),
+            layout: crate::layout::Layout::new(data_root),
             rotate_bytes: ROTATE_BYTES,
             keep: KEEP_SEGMENTS,
             known: std::cell::RefCell::new(None),
@@ -161,7 +161,7 @@ impl RunLog {
 
     /// The live segment's path.
     pub fn path(&self) -> PathBuf {
-        self.dir.join(LOG_FILE)
+        self.layout.log()
     }
 
     /// Every segment, newest first: the live one, then the rotated ones in the order their

@@ -31,7 +31,7 @@ pub struct DiskFull {
 }
 
 fn path(dir: &Path) -> PathBuf {
-    dir.join("state").join("reserve")
+    crate::layout::Layout::new(dir).reserve()
 }
 
 /// Room a firing needs besides the reserve: its `started` line and the state written with it.

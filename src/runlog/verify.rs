@@ -162,7 +162,7 @@ impl Walk {
         if self.expected.is_none()
             && first
             && let Event::Rotated(rot) = &r.event
-            && !log.dir.join(&rot.previous).exists()
+            && !log.layout.segment(&rot.previous).exists()
         {
             self.v.starts_after = Some(rot.previous.clone());
             self.start_recorded = rot.pruned.is_some();

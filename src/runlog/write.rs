@@ -12,8 +12,8 @@ use sha2::Digest;
 
 use super::event::*;
 use super::{
-    GENESIS, LOCK_FILE, LogError, RevLine, RevLines, RunLog, VERSION, fsutil, head, hex,
-    open_segment, reserve, scan, seam_of,
+    GENESIS, LogError, RevLine, RevLines, RunLog, VERSION, fsutil, head, hex, open_segment,
+    reserve, scan, seam_of,
 };
 use crate::definition::hex_sha256;
 
@@ -121,7 +121,7 @@ impl RunLog {
 
     /// The append lock (a separate, never-unlinked file, so rotation can rename the log under it).
     fn lock(&self) -> Result<File, LogError> {
-        let lock_path = self.dir.join(LOCK_FILE);
+        let lock_path = self.layout.log_lock();
         let lock = fsutil::open_private(&lock_path).map_err(|source| LogError::Open {
             path: lock_path.clone(),
             source,
@@ -376,15 +376,16 @@ impl RunLog {
             _ => at,
         };
         let mut name = segment_name(t);
-        while self.dir.join(&name).exists() {
+        while self.layout.segment(&name).exists() {
             t += chrono::Duration::milliseconds(1);
             name = segment_name(t);
         }
-        std::fs::rename(path, self.dir.join(&name)).map_err(err)?;
+        std::fs::rename(path, self.layout.segment(&name)).map_err(err)?;
         // Retention first, so the seam can say what it deleted.
         let pruned = self.prune();
         let mut file = open_log(path)?;
-        let (end, hash) = self.write_seam(&mut file, path, &self.dir.join(&name), at, pruned)?;
+        let (end, hash) =
+            self.write_seam(&mut file, path, &self.layout.segment(&name), at, pruned)?;
         let (_, ino) = stat(&file, path)?;
         let seam = head::Head {
             v: VERSION,
@@ -504,7 +505,7 @@ impl RunLog {
             let Some(s) = seam.take().filter(|s| is_segment_name(&s.previous)) else {
                 return false;
             };
-            let Ok(previous) = open_segment(&self.dir.join(&s.previous)) else {
+            let Ok(previous) = open_segment(&self.layout.segment(&s.previous)) else {
                 return false;
             };
             let Ok(meta) = previous.metadata() else {

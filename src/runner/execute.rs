@@ -70,7 +70,7 @@ pub(super) fn execute(
         }
     };
     let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
-    let env_file = s.data_root.join("env").join(format!("{}.env", def.name));
+    let env_file = s.layout().env_file(def.name.as_str());
     // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
     let vars = env::RunVars {
         run_id: firing.first_run,

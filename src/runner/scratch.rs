@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::fsutil;
+use crate::layout::{Layout, ScratchSub};
 use crate::names::Name;
 
 /// The scratch space of one automation's runs, `<data root>/scratch/<name>/`: `tmp/`, the
@@ -17,7 +18,8 @@ use crate::names::Name;
 /// The folders stay between runs: making and removing a folder per run cost a firing more than
 /// one of its two fsyncs, and an empty folder is checked with one listing.
 pub struct Scratch {
-    pub(super) dir: PathBuf,
+    layout: Layout,
+    name: Name,
 }
 
 impl Scratch {
@@ -26,41 +28,45 @@ impl Scratch {
     /// is refused or removed as a link, never followed: the run's files (and their cleanup) would
     /// go somewhere else.
     pub fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
-        let parent = data_root.join("scratch");
-        folder(&parent, false)?;
-        let dir = parent.join(name.as_str());
+        let layout = Layout::new(data_root);
+        folder(&layout.scratch_dir(), false)?;
+        let dir = layout.scratch(name.as_str());
         // Holding only `tmp/` and `approved/`, a folder has four links (on APFS, where files count
         // too, as well): then only the two files can be left, and they are removed below.
         // Anything else (an older layout, a stray folder) is cleared.
         if folder(&dir, true)?.is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) != 4) {
             clear(&dir);
         }
-        for sub in ["tmp", "approved"] {
-            let sub = dir.join(sub);
+        for sub in ScratchSub::ALL {
+            let sub = layout.scratch_sub(name.as_str(), sub);
             if folder(&sub, true)?.is_some() {
                 clear(&sub);
             }
         }
-        let sc = Self { dir };
+        let sc = Self {
+            layout,
+            name: name.clone(),
+        };
         sc.remove_files();
         Ok(sc)
     }
 
     pub fn tmp(&self) -> PathBuf {
-        self.dir.join("tmp")
+        self.layout.scratch_sub(self.name.as_str(), ScratchSub::Tmp)
     }
 
     /// Where the run's copy of its script is made (see `pins::copy_approved`).
     pub fn approved(&self) -> PathBuf {
-        self.dir.join("approved")
+        self.layout
+            .scratch_sub(self.name.as_str(), ScratchSub::Approved)
     }
 
     pub fn result(&self) -> PathBuf {
-        self.dir.join("result.json")
+        self.layout.result_file(self.name.as_str())
     }
 
     pub fn http_log(&self) -> PathBuf {
-        self.dir.join("http.jsonl")
+        self.layout.http_log(self.name.as_str())
     }
 
     fn remove_files(&self) {
@@ -173,7 +179,12 @@ mod tests {
         std::fs::write(a.http_log(), "x").unwrap();
         std::fs::write(a.tmp().join("f"), "x").unwrap();
         std::fs::create_dir(a.tmp().join("sub")).unwrap();
-        std::fs::create_dir(a.dir.join("20261129T204512.123Z-aaaaaa")).unwrap();
+        std::fs::create_dir(
+            d.path()
+                .join("scratch/x")
+                .join("20261129T204512.123Z-aaaaaa"),
+        )
+        .unwrap();
         std::mem::forget(a); // interrupted: no cleanup
         let b = Scratch::prepare(d.path(), &n).unwrap();
         let names = |p: &Path| -> Vec<String> {
@@ -184,11 +195,11 @@ mod tests {
             v.sort();
             v
         };
-        assert_eq!(names(&b.dir), ["approved", "tmp"]);
+        assert_eq!(names(&d.path().join("scratch/x")), ["approved", "tmp"]);
         assert!(names(&b.tmp()).is_empty());
         std::fs::write(b.result(), "{}").unwrap();
         std::fs::write(b.tmp().join("g"), "x").unwrap();
-        let dir = b.dir.clone();
+        let dir = d.path().join("scratch/x").clone();
         drop(b);
         assert_eq!(names(&dir), ["approved", "tmp"]);
         assert!(names(&dir.join("tmp")).is_empty());

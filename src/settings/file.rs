@@ -38,7 +38,7 @@ pub fn load<T>(
     file: &str,
     parse: impl FnOnce(&toml::Table) -> Result<T, Vec<String>>,
 ) -> Result<Option<T>, Refused> {
-    let path = data_root.join(file);
+    let path = crate::layout::Layout::new(data_root).settings_file(file);
     let refused = |kind, problems| Refused {
         path: path.display().to_string(),
         kind,

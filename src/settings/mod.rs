@@ -278,6 +278,11 @@ impl Settings {
         agents_dir(&self.home, &self.config_home, manager)
     }
 
+    /// The places of the data root.
+    pub fn layout(&self) -> crate::layout::Layout {
+        crate::layout::Layout::new(&self.data_root)
+    }
+
     /// The label of `name` in this namespace.
     pub fn label(&self, name: &Name) -> Label {
         Label::new(&self.namespace, name)

@@ -17,9 +17,6 @@ use crate::names::{Label, Namespace};
 use crate::schedule::{Schedule, Weekday};
 use crate::settings::FIXED_PATH_MACOS as FIXED_PATH;
 
-/// The folder under the data root where launchd writes a job's own stdout/stderr.
-pub const LOG_DIR: &str = "launchd";
-
 /// The LaunchAgent of `def`.
 ///
 /// Long because it is one plist, key by key, each with the reason it is set; the schedule's keys
@@ -104,7 +101,11 @@ pub fn plist(
         // launchd runs it when the agent loads: at login, and at install.
         d.insert("RunAtLoad".into(), Value::Boolean(true));
     }
-    let log = format!("{}/{LOG_DIR}/{}.log", paths.data_root, def.name);
+    // The machine's data root, or its placeholder in units/: a path either way.
+    let log = crate::layout::Layout::new(&paths.data_root)
+        .launchd_log(def.name.as_str())
+        .display()
+        .to_string();
     d.insert("StandardOutPath".into(), log.clone().into());
     d.insert("StandardErrorPath".into(), log.into());
     d.insert("ProcessType".into(), "Background".into());
