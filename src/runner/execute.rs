@@ -9,9 +9,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::approval::{self, Prepared};
+use super::fire::{Firing, started_on_disk};
 use super::keeper::{self, Keeper};
 use super::supervise::{self, Ending, Interrupt, Signals, Supervised};
-use super::{Firing, env, result, run_marker, started_on_disk, tree};
+use super::{env, result, run_marker, tree};
 use crate::clock;
 use crate::definition::{Definition, PLACEHOLDER_ROOT, PLACEHOLDER_SELF};
 use crate::redact::Redactor;

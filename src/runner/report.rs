@@ -1,0 +1,109 @@
+//! What one firing came to, as the runner reports it to the command line: a skip or a recorded
+//! run, its one-line summary and exit status; and why a firing could not even be recorded.
+
+use crate::definition::LoadError;
+use crate::names::Name;
+use crate::runlog::{Finished, Outcome, SkipReason};
+
+/// What one firing came to.
+#[derive(Debug)]
+pub enum Report {
+    /// It did not run, and why.
+    Skipped { reason: SkipReason, detail: String },
+    /// It ran (or failed before its command started) and was recorded.
+    Finished {
+        run: String,
+        finished: Box<Finished>,
+        /// The reason, when this run paused its automation automatically.
+        auto_paused: Option<String>,
+    },
+}
+
+impl Report {
+    /// Exit status of `run`: 0 ok or skipped, 1 anything else.
+    pub fn is_fine(&self) -> bool {
+        match self {
+            Report::Skipped { .. } => true,
+            Report::Finished { finished, .. } => finished.outcome == Outcome::Ok,
+        }
+    }
+
+    /// A skip someone must hear of even from a scheduled firing (the journal or launchd's log keeps
+    /// stderr): what runs unattended is not what was approved.
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            Report::Skipped {
+                reason: SkipReason::DefinitionChanged
+                    | SkipReason::ScriptChanged
+                    | SkipReason::NotInstalled,
+                ..
+            }
+        )
+    }
+
+    /// The one-line summary: `heartbeat: ok in 0.42 s · beats=1`.
+    pub fn summary(&self, name: &Name) -> String {
+        match self {
+            Report::Skipped { reason, detail } => {
+                format!("{name}: skipped ({}{detail})", reason.as_str())
+            }
+            Report::Finished {
+                run,
+                finished: f,
+                auto_paused,
+            } => {
+                let mut line = format!(
+                    "{name}: {} in {:.2} s",
+                    f.outcome.as_str(),
+                    f.duration_ms as f64 / 1000.0
+                );
+                if let Some(h) = &f.headline
+                    && let Some(v) = f.facts.get(h)
+                {
+                    line.push_str(&format!(" · {h}={v}"));
+                }
+                if let Some(e) = &f.error {
+                    line.push_str(&format!(" · {}: {}", e.class, e.detail));
+                }
+                if f.leftover_processes > 0 {
+                    line.push_str(&format!(
+                        " · {} leftover process(es) killed",
+                        f.leftover_processes
+                    ));
+                }
+                if f.outcome != Outcome::Ok {
+                    line.push_str(&format!(" (automations show {run})"));
+                }
+                if let Some(reason) = auto_paused {
+                    line.push_str(&format!("; {reason}"));
+                }
+                line
+            }
+        }
+    }
+}
+
+/// Why a firing could not even be recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A manual run of a missing or invalid definition: bad input, nothing recorded.
+    #[error(transparent)]
+    Definition(LoadError),
+    /// The data root or the log cannot be used.
+    #[error(transparent)]
+    Io(#[from] anyhow::Error),
+    /// The command ran, but `finished` could not be written. Said on stderr, which the journal or
+    /// launchd's log keeps, since the run log cannot.
+    #[error(
+        "the command ran (outcome {}, exit {}) but its result could not be recorded",
+        outcome.as_str(),
+        exit_code.map_or_else(|| "none".to_owned(), |c| c.to_string())
+    )]
+    Unrecorded {
+        outcome: Outcome,
+        exit_code: Option<i32>,
+        #[source]
+        source: crate::runlog::LogError,
+    },
+}
