@@ -1,0 +1,28 @@
+//! `dashboard`: serves the local page until interrupted.
+
+use super::data_root;
+use crate::fsutil::Use;
+use crate::settings::Settings;
+use crate::{CmdResult, Exit, Fail};
+
+/// `dashboard`: serves until interrupted.
+pub(super) fn dashboard(s: &Settings, port: u16, no_open: bool) -> CmdResult {
+    data_root(s, Use::Write)?;
+    crate::dashboard::serve(s, port, !no_open).map_err(|e| {
+        // A port in use or not ours to take is this machine's state, not a failure.
+        let taken = e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::AddrInUse | std::io::ErrorKind::PermissionDenied
+                )
+            })
+        });
+        if taken {
+            Fail::new(Exit::Environment, e)
+        } else {
+            Fail::from(e)
+        }
+    })?;
+    Ok(Exit::Success)
+}

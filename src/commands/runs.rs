@@ -1,0 +1,336 @@
+//! `run`, `result`, `runs`, `show` and `log verify`: one firing now, a command reporting its facts,
+//! and the record of runs.
+
+use std::io::Write;
+
+use super::{data_root, escape_controls, field};
+use crate::fsutil::Use;
+use crate::history::{self, Status};
+use crate::names::Name;
+use crate::runlog::{self, By, RunLog, Trigger};
+use crate::runner::{self, RunError, result};
+use crate::settings::Settings;
+use crate::state::State;
+use crate::views;
+use crate::{CmdResult, Exit, Fail};
+
+pub(super) fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
+    let report = match runner::run(s, name, trigger) {
+        Ok(r) => r,
+        Err(RunError::Definition(e)) => return Err(Fail::new(Exit::BadInput, e)),
+        Err(RunError::Io(e)) => return Err(Fail::from(e)),
+        Err(e @ RunError::Unrecorded { .. }) => {
+            return Err(Fail::new(
+                Exit::Failure,
+                anyhow::Error::from(e).context(format!("{name}")),
+            ));
+        }
+    };
+    let fine = report.is_fine();
+    if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
+        outln!("{}", report.summary(name));
+    } else if !fine || report.is_refusal() {
+        errln!("{}", report.summary(name));
+    }
+    Ok(if fine { Exit::Success } else { Exit::Failure })
+}
+
+pub(super) fn result_cmd(pairs: &[String], headline: Option<&str>) -> CmdResult {
+    let path = std::env::var_os("AUTOMATION_RESULT").filter(|p| !p.is_empty()).ok_or_else(|| {
+        Fail::new(
+            Exit::BadInput,
+            anyhow::anyhow!("AUTOMATION_RESULT is not set: `automations result` reports facts from inside a command started by `automations run`"),
+        )
+    })?;
+    let path = std::path::Path::new(&path);
+    // What the command says, and the file it wrote before: bad input (2) when refused. Only a
+    // file that cannot be written is a failure (1).
+    let bad = |e| Fail::new(Exit::BadInput, e);
+    let facts = result::parse_args(pairs, headline).map_err(bad)?;
+    let merged = result::merge(result::read(path).map_err(bad)?, facts).map_err(bad)?;
+    result::write(path, &merged).map_err(|e| Fail::new(Exit::Failure, e))?;
+    Ok(Exit::Success)
+}
+
+pub(super) fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
+    let log = RunLog::new(&s.data_root);
+    let recent = history::recent(&log, &s.data_root, name.map(Name::as_str), limit)?;
+    let paused = match name {
+        Some(n) => State::new(&s.data_root).paused(n)?,
+        None => None,
+    };
+    let out = &mut std::io::stdout().lock();
+    if json {
+        let doc = serde_json::json!({
+            "version": 1,
+            "paused": paused,
+            "runs": recent.runs.iter().map(views::run_json).collect::<Vec<_>>(),
+            "unreadable_lines": recent.unreadable,
+        });
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        return Ok(Exit::Success);
+    }
+    if let (Some(n), Some(p)) = (name, &paused) {
+        writeln!(
+            out,
+            "{n}: paused {} since {}: {}",
+            if p.by == By::Auto {
+                "automatically"
+            } else {
+                "by hand"
+            },
+            views::short_time(&p.at),
+            p.reason
+        )?;
+    }
+    if recent.runs.is_empty() {
+        writeln!(out, "no runs yet")?;
+    } else {
+        print_runs(out, &recent.runs)?;
+    }
+    if recent.unreadable > 0 {
+        writeln!(
+            out,
+            "({} unreadable line(s) passed over; automations log verify)",
+            recent.unreadable
+        )?;
+    }
+    Ok(Exit::Success)
+}
+
+/// Which attempt of which firing a run is, when its firing retries: (number, first run id).
+fn attempt_of(v: &history::RunView) -> Option<(u32, &str)> {
+    match (&v.finished, &v.started) {
+        (Some(f), _) if f.attempt.is_some() => f.attempt.map(|n| (n, f.firing())),
+        (_, Some(s)) => s.attempt.map(|n| (n, s.firing())),
+        _ => None,
+    }
+}
+
+/// `runs`'s table.
+fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result<()> {
+    let nw = runs.iter().map(|r| r.name.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        out,
+        "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  HEADLINE",
+        "RUN", "NAME", "TRIGGER", "STARTED", "STATUS", "DURATION"
+    )?;
+    for r in runs {
+        let status = match (
+            &r.reason,
+            r.finished.as_ref().and_then(|f| f.error.as_ref()),
+        ) {
+            (Some(reason), _) => format!("skipped ({})", reason.as_str()),
+            (None, Some(e)) if r.status != Status::Ok => {
+                format!("{} ({})", r.status.as_str(), field(&e.class))
+            }
+            _ => r.status.as_str().to_owned(),
+        };
+        let status = match attempt_of(r) {
+            Some((n, _)) => format!("{status}, attempt {n}"),
+            None => status,
+        };
+        writeln!(
+            out,
+            "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  {}",
+            field(r.run.as_deref().unwrap_or("-")),
+            field(&r.name),
+            r.trigger.as_str(),
+            field(&views::short_time(&r.at)),
+            status,
+            r.duration_ms()
+                .map_or_else(String::new, |ms| format!("{:.2} s", ms as f64 / 1000.0)),
+            r.headline()
+                .map_or_else(String::new, |(h, v)| format!("{}={v}", field(h))),
+        )?;
+    }
+    Ok(())
+}
+
+pub(super) fn show(s: &Settings, id: &str, failed: bool, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
+    let log = RunLog::new(&s.data_root);
+    let found = if failed {
+        history::Found::Nothing
+    } else {
+        history::find(&log, &s.data_root, id, None)?
+    };
+    let view = match found {
+        history::Found::One(v) => *v,
+        history::Found::Nothing => latest_of(s, &log, id, failed)?,
+        history::Found::Ambiguous { some, all } => {
+            let more = if all > some.len() {
+                format!(" and {} more", all - some.len())
+            } else {
+                String::new()
+            };
+            return Err(Fail::new(
+                Exit::BadInput,
+                anyhow::anyhow!(
+                    "{id:?} is the start of {all} run ids; give more of it: {}{more}",
+                    some.join(", ")
+                ),
+            ));
+        }
+    };
+    let out = &mut std::io::stdout().lock();
+    if json {
+        let doc = views::show_json(&view);
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+        return Ok(Exit::Success);
+    }
+    print_run(out, &view)?;
+    Ok(Exit::Success)
+}
+
+/// `show NAME [--failed]`: the latest run of an automation, when `id` is no run id.
+fn latest_of(s: &Settings, log: &RunLog, id: &str, failed: bool) -> Result<history::RunView, Fail> {
+    let bad = |msg: String| Fail::new(Exit::BadInput, anyhow::anyhow!(msg));
+    let Ok(name) = Name::new(id) else {
+        return Err(bad(if failed {
+            format!("{id:?} is not an automation name (--failed takes a name)")
+        } else {
+            format!("no run {id:?} in {}", log.path().display())
+        }));
+    };
+    if let Some(v) = history::latest(log, &s.data_root, name.as_str(), failed)? {
+        return Ok(v);
+    }
+    let known = s.definitions_dir().join(format!("{name}.toml")).is_file();
+    Err(bad(match (known, failed) {
+        (true, true) => format!("{name} has no failed run"),
+        (true, false) => format!("{name} has no runs yet (automations run {name})"),
+        (false, _) => format!(
+            "no run or automation {id:?} (no run id starts with it, and there is no automations/{name}.toml)"
+        ),
+    }))
+}
+
+/// `show`'s text: the run's fields, its outside calls, then its output tails.
+fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "run       {}",
+        field(view.run.as_deref().unwrap_or("-"))
+    )?;
+    writeln!(out, "name      {}", field(&view.name))?;
+    writeln!(out, "trigger   {}", view.trigger.as_str())?;
+    if let Some((attempt, firing)) = attempt_of(view) {
+        writeln!(out, "attempt   {attempt} (of the firing {})", field(firing))?;
+    }
+    writeln!(out, "started   {}", field(&view.at))?;
+    writeln!(out, "status    {}", view.status.as_str())?;
+    let Some(f) = &view.finished else {
+        return Ok(());
+    };
+    writeln!(out, "duration  {:.3} s", f.duration_ms as f64 / 1000.0)?;
+    if let Some(c) = f.exit_code {
+        writeln!(out, "exit      {c}")?;
+    }
+    if let Some(sig) = f.signal {
+        writeln!(out, "signal    {sig}")?;
+    }
+    if let Some(e) = &f.error {
+        writeln!(out, "error     {}: {}", field(&e.class), field(&e.detail))?;
+    }
+    if !f.facts.is_empty() {
+        let facts: Vec<String> = f
+            .facts
+            .iter()
+            .map(|(k, v)| format!("{}={v}", field(k)))
+            .collect();
+        writeln!(out, "facts     {}", facts.join(" "))?;
+    }
+    if let Some(h) = &f.headline {
+        writeln!(out, "headline  {}", field(h))?;
+    }
+    if let Some(h) = &f.http {
+        print_http(out, h)?;
+    }
+    writeln!(out, "leftover  {} process(es)", f.leftover_processes)?;
+    for (label, tail, dropped) in [
+        ("stdout", &f.stdout_tail, f.dropped.stdout),
+        ("stderr", &f.stderr_tail, f.dropped.stderr),
+    ] {
+        let note = if dropped > 0 {
+            format!(" ({dropped} earlier bytes dropped)")
+        } else {
+            String::new()
+        };
+        writeln!(out, "--- {label}{note}")?;
+        // On a terminal a command's escape sequences would be obeyed: show them instead.
+        let shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            escape_controls(tail)
+        } else {
+            std::borrow::Cow::Borrowed(tail.as_str())
+        };
+        write!(out, "{shown}")?;
+        if !shown.is_empty() && !shown.ends_with('\n') {
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+/// A run's outside calls: counts per class, then each call listed.
+fn print_http(out: &mut dyn Write, h: &crate::http::log::Summary) -> std::io::Result<()> {
+    let total: u64 = h.counts.values().sum();
+    let counts: Vec<String> = h.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    writeln!(out, "http      {total} call(s): {}", counts.join(", "))?;
+    for c in &h.requests {
+        writeln!(
+            out,
+            "          {} {} {} ms {}",
+            field(&c.host),
+            c.status.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+            c.ms,
+            c.class.as_str()
+        )?;
+    }
+    if h.more > 0 {
+        writeln!(out, "          ({} more, counted above)", h.more)?;
+    }
+    Ok(())
+}
+
+pub(super) fn log_verify(s: &Settings, json: bool) -> CmdResult {
+    data_root(s, Use::Read)?;
+    let log = RunLog::new(&s.data_root);
+    let v = runlog::verify(&log)?;
+    let broken = !v.breaks.is_empty();
+    if json {
+        let out = &mut std::io::stdout().lock();
+        serde_json::to_writer_pretty(
+            &mut *out,
+            &serde_json::json!({"version": 1, "ok": !broken, "verification": v}),
+        )?;
+        writeln!(out)?;
+    } else {
+        for b in &v.breaks {
+            outln!("broken chain: {b}");
+        }
+        for u in &v.unreadable {
+            outln!("unreadable line (torn write or invalid JSON, still chained): {u}");
+        }
+        if v.torn_tail {
+            outln!("the last line is torn (an interrupted write); the next append seals it");
+        }
+        if let Some(seg) = &v.starts_after {
+            outln!("the chain starts at the seam of {seg}, which retention deleted");
+        }
+        if let Some(h) = &v.head {
+            outln!("chain head (state/head): {h}");
+        }
+        outln!(
+            "{}: {} line(s) in {} segment(s) of {}",
+            if broken { "chain BROKEN" } else { "chain ok" },
+            v.lines,
+            v.segments.len(),
+            log.path().display()
+        );
+    }
+    Ok(if broken { Exit::Failure } else { Exit::Success })
+}

@@ -1,0 +1,98 @@
+//! `pause`, `resume`, `ack`, `stop-all` and `resume-all`: the switches, and what follows on the
+//! remote Healthchecks checks.
+
+use super::{data_root, healthchecks};
+use crate::control;
+use crate::fsutil::Use;
+use crate::names::Name;
+use crate::runlog::By;
+use crate::settings::Settings;
+use crate::{CmdResult, Exit, Fail};
+
+/// A switch refused for bad input (no such automation, a bad reason) is exit 2.
+fn control_fail(e: control::ControlError) -> Fail {
+    match e {
+        control::ControlError::Other(e) => Fail::from(e),
+        e => Fail::new(Exit::BadInput, e),
+    }
+}
+
+pub(super) fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
+    control::require_definition(s, name).map_err(control_fail)?;
+    data_root(s, Use::Write)?;
+    let p = control::pause(s, name, By::Hand, reason).map_err(control_fail)?;
+    outln!("{name}: paused ({})", p.reason);
+    healthchecks::follow_pause(s, Some(name), true);
+    Ok(Exit::Success)
+}
+
+pub(super) fn resume(s: &Settings, name: &Name) -> CmdResult {
+    control::require_definition(s, name).map_err(control_fail)?;
+    data_root(s, Use::Write)?;
+    if control::resume(s, name).map_err(control_fail)? {
+        outln!("{name}: resumed");
+    } else {
+        outln!("{name}: was not paused");
+    }
+    healthchecks::follow_pause(s, Some(name), false);
+    Ok(Exit::Success)
+}
+
+pub(super) fn ack(s: &Settings, name: &Name, reason: Option<&str>) -> CmdResult {
+    control::require_definition(s, name).map_err(control_fail)?;
+    data_root(s, Use::Write)?;
+    control::ack(s, name, reason).map_err(control_fail)?;
+    outln!(
+        "{name}: acknowledged; health counts its runs from now (a failure next is a new degradation)"
+    );
+    Ok(Exit::Success)
+}
+
+pub(super) fn stop_all(s: &Settings, reason: &str) -> CmdResult {
+    data_root(s, Use::Write)?;
+    let r = control::stop_all(s, reason).map_err(control_fail)?;
+    let mut problems = Vec::new();
+    match &r.switch_error {
+        None => outln!(
+            "kill switch on: every firing is skipped until `automations resume-all`; stopped {} running run(s)",
+            r.stopped
+        ),
+        Some(e) => {
+            outln!("stopped {} running run(s)", r.stopped);
+            problems.push(format!(
+                "the kill switch itself could not be saved ({e}), so new firings will still run: free some space and run stop-all again"
+            ));
+        }
+    }
+    if let Some(e) = &r.log_error {
+        problems.push(format!(
+            "the stop_all event could not be written to the run log ({e})"
+        ));
+    }
+    if !r.still_running.is_empty() {
+        problems.push(format!(
+            "still running after SIGTERM: {}",
+            r.still_running.join(", ")
+        ));
+    }
+    healthchecks::follow_pause(s, None, true);
+    if problems.is_empty() {
+        Ok(Exit::Success)
+    } else {
+        Err(Fail::new(
+            Exit::Failure,
+            anyhow::anyhow!(problems.join("; ")),
+        ))
+    }
+}
+
+pub(super) fn resume_all(s: &Settings) -> CmdResult {
+    data_root(s, Use::Write)?;
+    if control::resume_all(s).map_err(control_fail)? {
+        outln!("kill switch off");
+    } else {
+        outln!("kill switch was not on");
+    }
+    healthchecks::follow_pause(s, None, false);
+    Ok(Exit::Success)
+}
