@@ -42,8 +42,8 @@ fn reason(r: &str) -> Result<String, ControlError> {
 }
 
 /// Refuses a name without a definition.
-pub fn require_definition(s: &Settings, name: &Name) -> Result<(), ControlError> {
-    let path = s.definitions_dir().join(format!("{name}.toml"));
+pub fn require_definition(settings: &Settings, name: &Name) -> Result<(), ControlError> {
+    let path = settings.definitions_dir().join(format!("{name}.toml"));
     if path.is_file() {
         Ok(())
     } else {
@@ -56,8 +56,8 @@ pub fn require_definition(s: &Settings, name: &Name) -> Result<(), ControlError>
 
 /// Pauses `name` (by hand, or automatically by the runner); returns the pause. The state file
 /// takes effect at once; the `paused` event records it.
-pub fn pause(s: &Settings, name: &Name, by: By, why: &str) -> Result<Pause, ControlError> {
-    require_definition(s, name)?;
+pub fn pause(settings: &Settings, name: &Name, by: By, why: &str) -> Result<Pause, ControlError> {
+    require_definition(settings, name)?;
     let why = reason(why)?;
     let now = Utc::now();
     let pause = Pause {
@@ -65,11 +65,11 @@ pub fn pause(s: &Settings, name: &Name, by: By, why: &str) -> Result<Pause, Cont
         reason: why.clone(),
         at: runlog::stamp(now),
     };
-    State::new(&s.data_root)
+    State::new(&settings.data_root)
         .pause(name, &pause)
         .map_err(anyhow::Error::from)?;
-    RunLog::new(&s.data_root)
-        .with_test_rotation(s.test_rotate_bytes)
+    RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
         .append(
             name.as_str(),
             Event::Paused(runlog::Paused { by, reason: why }),
@@ -80,16 +80,16 @@ pub fn pause(s: &Settings, name: &Name, by: By, why: &str) -> Result<Pause, Cont
 }
 
 /// Resumes `name`; returns whether it was paused.
-pub fn resume(s: &Settings, name: &Name) -> Result<bool, ControlError> {
-    require_definition(s, name)?;
-    if !State::new(&s.data_root)
+pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
+    require_definition(settings, name)?;
+    if !State::new(&settings.data_root)
         .resume(name)
         .map_err(anyhow::Error::from)?
     {
         return Ok(false);
     }
-    RunLog::new(&s.data_root)
-        .with_test_rotation(s.test_rotate_bytes)
+    RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
         .append(
             name.as_str(),
             Event::Resumed(runlog::Resumed { by: By::Hand }),
@@ -101,11 +101,11 @@ pub fn resume(s: &Settings, name: &Name) -> Result<bool, ControlError> {
 
 /// Records that a person fixed `name` (an `ack` event, with an optional reason): health's window
 /// rules (success rate, slow runs, outside calls) and its failing streak count runs from here.
-pub fn ack(s: &Settings, name: &Name, why: Option<&str>) -> Result<(), ControlError> {
-    require_definition(s, name)?;
+pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), ControlError> {
+    require_definition(settings, name)?;
     let why = why.map(reason).transpose()?;
-    RunLog::new(&s.data_root)
-        .with_test_rotation(s.test_rotate_bytes)
+    RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
         .append(
             name.as_str(),
             Event::Ack(runlog::Ack {
@@ -134,11 +134,11 @@ pub struct Stopped {
 
 /// The kill switch: saved first so new firings skip, then every running run is sent SIGTERM —
 /// also when the switch could not be saved (a full disk) — and waited for (bounded).
-pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
+pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError> {
     let why = reason(why)?;
     let now = Utc::now();
     let mut out = Stopped::default();
-    if let Err(e) = State::new(&s.data_root).stop_all(&Stop {
+    if let Err(e) = State::new(&settings.data_root).stop_all(&Stop {
         reason: why.clone(),
         at: runlog::stamp(now),
     }) {
@@ -147,12 +147,12 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
     // Every held run lock names a runner, which on SIGTERM ends its command's tree and records
     // the run as stopped.
     let mut running: Vec<(Name, u32)> = Vec::new();
-    if let Ok(locked) = fsutil::list_named(&s.layout().locks(), "", &[".lock"]) {
+    if let Ok(locked) = fsutil::list_named(&settings.layout().locks(), "", &[".lock"]) {
         for (stem, _) in locked {
             let Ok(name) = Name::new(&stem) else {
                 continue;
             };
-            if let Some(pid) = locks::holder(&s.data_root, &name) {
+            if let Some(pid) = locks::holder(&settings.data_root, &name) {
                 // A holder the lock table shows as 0 (outside this pid namespace) or 1 is no
                 // runner to signal: kill(0) would hit this very process group.
                 if pid > 1 && pid != std::process::id() {
@@ -167,7 +167,7 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
     }
     // Wait (bounded) until they have recorded their runs, so the log is final on return.
     let until = Instant::now() + STOP_GRACE + Duration::from_secs(5);
-    let alive = |(n, pid): &(Name, u32)| locks::holder(&s.data_root, n) == Some(*pid);
+    let alive = |(n, pid): &(Name, u32)| locks::holder(&settings.data_root, n) == Some(*pid);
     while running.iter().any(alive) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -178,8 +178,8 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
         .collect();
     out.signalled = running.len();
     out.stopped = running.len() - out.still_running.len();
-    if let Err(e) = RunLog::new(&s.data_root)
-        .with_test_rotation(s.test_rotate_bytes)
+    if let Err(e) = RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
         .append(
             "",
             Event::StopAll(runlog::StopAll {
@@ -195,15 +195,15 @@ pub fn stop_all(s: &Settings, why: &str) -> Result<Stopped, ControlError> {
 }
 
 /// Turns the kill switch off; returns whether it was on.
-pub fn resume_all(s: &Settings) -> Result<bool, ControlError> {
-    if !State::new(&s.data_root)
+pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
+    if !State::new(&settings.data_root)
         .resume_all()
         .map_err(anyhow::Error::from)?
     {
         return Ok(false);
     }
-    RunLog::new(&s.data_root)
-        .with_test_rotation(s.test_rotate_bytes)
+    RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
         .append("", Event::ResumeAll(runlog::ResumeAll {}), Utc::now())
         .map_err(anyhow::Error::from)?;
     Ok(true)

@@ -23,12 +23,18 @@ use crate::state::{Installed, Record, ScriptPin, State};
 use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
 
 /// The unit files of our namespace in the agents folder, by name: file name -> bytes.
-pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>> {
-    let prefix = Label::prefix(&s.namespace);
+pub fn present_units(
+    settings: &Settings,
+) -> anyhow::Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>> {
+    let prefix = Label::prefix(&settings.namespace);
     let mut out: BTreeMap<Name, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
-    let exts = units::Target::of(s.manager).extensions();
-    let found = fsutil::list_named(&s.agents_dir, &prefix, exts)
-        .with_context(|| format!("cannot read the agents folder {}", s.agents_dir.display()))?;
+    let exts = units::Target::of(settings.manager).extensions();
+    let found = fsutil::list_named(&settings.agents_dir, &prefix, exts).with_context(|| {
+        format!(
+            "cannot read the agents folder {}",
+            settings.agents_dir.display()
+        )
+    })?;
     for (stem, path) in found {
         let Ok(name) = Name::new(&stem) else { continue };
         // A FIFO or device with our prefix must never hang `check`.
@@ -45,12 +51,15 @@ pub fn present_units(s: &Settings) -> anyhow::Result<BTreeMap<Name, BTreeMap<Str
 /// What is installed of each automation that has an install record, from the records and the unit
 /// files (no service manager is asked: `check` does that). A record that cannot be read is left
 /// out (`check` and `health` name it).
-pub fn installed(s: &Settings, defs: &[Definition]) -> anyhow::Result<BTreeMap<Name, Installed>> {
-    let records = State::new(&s.data_root).install_records_each()?;
+pub fn installed(
+    settings: &Settings,
+    defs: &[Definition],
+) -> anyhow::Result<BTreeMap<Name, Installed>> {
+    let records = State::new(&settings.data_root).install_records_each()?;
     if records.is_empty() {
         return Ok(BTreeMap::new());
     }
-    let present = present_units(s)?;
+    let present = present_units(settings)?;
     let mut out = BTreeMap::new();
     for (name, record) in records {
         let Ok(record) = record else { continue };
@@ -65,7 +74,7 @@ pub fn installed(s: &Settings, defs: &[Definition]) -> anyhow::Result<BTreeMap<N
         });
         // The definition, the pinned script, or a record without pins: scheduled firings skip it.
         let def_changed =
-            def.is_none_or(|d| crate::pins::check(Some(&record), d, &s.root).is_some());
+            def.is_none_or(|d| crate::pins::check(Some(&record), d, &settings.root).is_some());
         let (schedule, from_record) = match (&record.schedule, def) {
             (Some(sch), _) => (Some(sch.clone()), true),
             (None, Some(d)) if !def_changed => (d.schedule.clone(), false),
@@ -84,7 +93,7 @@ pub fn installed(s: &Settings, defs: &[Definition]) -> anyhow::Result<BTreeMap<N
 }
 
 /// The machine paths units of this checkout point to.
-pub fn machine_paths(s: &Settings, bin: &Path) -> anyhow::Result<MachinePaths> {
+pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachinePaths> {
     let utf8 = |what: &str, p: &Path| {
         p.to_str().map(str::to_owned).ok_or_else(|| {
             anyhow!(
@@ -95,8 +104,8 @@ pub fn machine_paths(s: &Settings, bin: &Path) -> anyhow::Result<MachinePaths> {
     };
     let paths = MachinePaths {
         bin: utf8("binary", bin)?,
-        root: utf8("repository root", &s.root)?,
-        data_root: utf8("data root", &s.data_root)?,
+        root: utf8("repository root", &settings.root)?,
+        data_root: utf8("data root", &settings.data_root)?,
     };
     paths.check().map_err(|e| anyhow!(e))?;
     Ok(paths)
@@ -325,7 +334,7 @@ fn short(hash: &str) -> &str {
 }
 
 fn file_changes(
-    s: &Settings,
+    settings: &Settings,
     desired: &[UnitFile],
     present: &BTreeMap<String, Vec<u8>>,
 ) -> Vec<FileChange> {
@@ -333,7 +342,7 @@ fn file_changes(
         .iter()
         .map(|u| FileChange {
             name: u.name.clone(),
-            path: s.agents_dir.join(&u.name),
+            path: settings.agents_dir.join(&u.name),
             old: present.get(&u.name).cloned(),
             new: Some(u.bytes.clone()),
         })
@@ -342,7 +351,7 @@ fn file_changes(
         if !desired.iter().any(|u| &u.name == name) {
             files.push(FileChange {
                 name: name.clone(),
-                path: s.agents_dir.join(name),
+                path: settings.agents_dir.join(name),
                 old: Some(bytes.clone()),
                 new: None,
             });
@@ -357,13 +366,13 @@ type UnitFiles = BTreeMap<String, Vec<u8>>;
 /// The unit files of `name` present, its record, and whether it is loaded (the manager is asked
 /// only when something of it is there).
 fn what_is_there(
-    s: &Settings,
+    settings: &Settings,
     name: &Name,
     label: &Label,
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<(UnitFiles, Option<Record>, bool)> {
-    let present = present_units(s)?.remove(name).unwrap_or_default();
-    let record = State::new(&s.data_root).install_record(name)?;
+    let present = present_units(settings)?.remove(name).unwrap_or_default();
+    let record = State::new(&settings.data_root).install_record(name)?;
     let loaded = if present.is_empty() && record.is_none() {
         false
     } else {
@@ -375,8 +384,13 @@ fn what_is_there(
 /// The plan to install `def` from `bin` on this machine.
 /// What an install approves besides the unit files: the definition's text (read again, and refused
 /// if it is no longer the version parsed) and the pin of its script.
-fn approved_files(s: &Settings, def: &Definition) -> anyhow::Result<(String, Option<ScriptPin>)> {
-    let path = s.definitions_dir().join(format!("{}.toml", def.name));
+fn approved_files(
+    settings: &Settings,
+    def: &Definition,
+) -> anyhow::Result<(String, Option<ScriptPin>)> {
+    let path = settings
+        .definitions_dir()
+        .join(format!("{}.toml", def.name));
     let bytes = fsutil::read_capped_following(&path, crate::definition::MAX_FILE_BYTES)
         .with_context(|| format!("cannot read {}", path.display()))?;
     if hex_sha256(&bytes) != def.sha256 {
@@ -385,25 +399,30 @@ fn approved_files(s: &Settings, def: &Definition) -> anyhow::Result<(String, Opt
             path.display()
         );
     }
-    let script = crate::pins::script_pin(def, &s.root)
+    let script = crate::pins::script_pin(def, &settings.root)
         .with_context(|| format!("cannot read the script of {}", def.name))?;
     Ok((String::from_utf8_lossy(&bytes).into_owned(), script))
 }
 
 pub fn plan_install(
-    s: &Settings,
+    settings: &Settings,
     def: &Definition,
     bin: &Path,
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<Plan> {
-    let label = s.label(&def.name);
-    let paths = machine_paths(s, bin)?;
-    let desired = units::render(def, &s.namespace, &paths, units::Target::of(s.manager));
-    let (present, record, loaded) = what_is_there(s, &def.name, &label, manager)?;
-    let (definition_text, script) = approved_files(s, def)?;
+    let label = settings.label(&def.name);
+    let paths = machine_paths(settings, bin)?;
+    let desired = units::render(
+        def,
+        &settings.namespace,
+        &paths,
+        units::Target::of(settings.manager),
+    );
+    let (present, record, loaded) = what_is_there(settings, &def.name, &label, manager)?;
+    let (definition_text, script) = approved_files(settings, def)?;
     let new_record = Record {
         label: label.to_string(),
-        target: s.manager,
+        target: settings.manager,
         files: desired
             .iter()
             .map(|u| (u.name.clone(), hex_sha256(&u.bytes)))
@@ -427,7 +446,7 @@ pub fn plan_install(
     });
     Ok(Plan {
         name: def.name.clone(),
-        files: file_changes(s, &desired, &present),
+        files: file_changes(settings, &desired, &present),
         label,
         loaded,
         record,
@@ -438,16 +457,16 @@ pub fn plan_install(
 
 /// The plan to uninstall `name` from this machine.
 pub fn plan_uninstall(
-    s: &Settings,
+    settings: &Settings,
     name: &Name,
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<Plan> {
-    let label = s.label(name);
-    let (present, record, loaded) = what_is_there(s, name, &label, manager)?;
+    let label = settings.label(name);
+    let (present, record, loaded) = what_is_there(settings, name, &label, manager)?;
     let wait = stop_wait_present(&present);
     Ok(Plan {
         name: name.clone(),
-        files: file_changes(s, &[], &present),
+        files: file_changes(settings, &[], &present),
         label,
         loaded,
         record,
@@ -458,34 +477,38 @@ pub fn plan_uninstall(
 
 /// Applies an install plan; on failure restores the previous files and record.
 pub fn apply_install(
-    s: &Settings,
+    settings: &Settings,
     plan: &Plan,
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<()> {
     let new_record = plan.new_record.as_ref().expect("an install plan");
     manager.preflight()?;
     let changed = plan.files_change();
-    if s.manager == Manager::Launchd {
+    if settings.manager == Manager::Launchd {
         // launchd does not create the folder of StandardOutPath.
-        let logs = s.layout().launchd_logs();
+        let logs = settings.layout().launchd_logs();
         fsutil::private_dir(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     }
-    std::fs::create_dir_all(&s.agents_dir)
-        .with_context(|| format!("cannot create the agents folder {}", s.agents_dir.display()))?;
+    std::fs::create_dir_all(&settings.agents_dir).with_context(|| {
+        format!(
+            "cannot create the agents folder {}",
+            settings.agents_dir.display()
+        )
+    })?;
     let result = (|| -> anyhow::Result<()> {
         write_files(plan)?;
         // The record (with its install time) goes first: a daily job that launchd starts at
         // load (RunAtLoad) must already see it, or the slot guard would run the missed slot.
-        State::new(&s.data_root).record_install(&plan.name, new_record)?;
+        State::new(&settings.data_root).record_install(&plan.name, new_record)?;
         if changed || !plan.loaded {
             manager
-                .load(&plan.label, &s.agents_dir, changed, plan.stop_wait)
+                .load(&plan.label, &settings.agents_dir, changed, plan.stop_wait)
                 .with_context(|| format!("cannot load {}", plan.label))?;
         }
         Ok(())
     })();
     if let Err(e) = result {
-        let restored = rollback(s, plan, manager);
+        let restored = rollback(settings, plan, manager);
         return Err(match restored {
             Ok(()) => {
                 e.context("install rolled back: the previous unit files and record are restored")
@@ -511,11 +534,11 @@ fn write_files(plan: &Plan) -> anyhow::Result<()> {
 }
 
 /// Puts back the files and record a plan found, and reloads what was loaded before.
-fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::Result<()> {
+fn rollback(settings: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::Result<()> {
     if !plan.loaded {
         // This install may have loaded a unit that was not loaded before: take it down while its
         // files still exist (an error only means it never got loaded).
-        let _ = manager.unload(&plan.label, &s.agents_dir, plan.stop_wait);
+        let _ = manager.unload(&plan.label, &settings.agents_dir, plan.stop_wait);
     }
     for f in plan.files.iter().filter(|f| f.differs()) {
         match &f.old {
@@ -524,7 +547,7 @@ fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::
         }
         .with_context(|| format!("restoring {} failed", f.path.display()))?;
     }
-    let state = State::new(&s.data_root);
+    let state = State::new(&settings.data_root);
     match &plan.record {
         Some(r) => state.record_install(&plan.name, r),
         None => state.forget_install(&plan.name).map(|_| ()),
@@ -532,7 +555,7 @@ fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::
     .context("restoring the install record failed")?;
     let reload = manager.files_changed().and_then(|()| {
         if plan.loaded {
-            manager.load(&plan.label, &s.agents_dir, true, plan.stop_wait)
+            manager.load(&plan.label, &settings.agents_dir, true, plan.stop_wait)
         } else {
             Ok(())
         }
@@ -542,21 +565,21 @@ fn rollback(s: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::
 
 /// Applies an uninstall plan. A unit that will not unload keeps its files and record.
 pub fn apply_uninstall(
-    s: &Settings,
+    settings: &Settings,
     plan: &Plan,
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<()> {
     manager.preflight()?;
     if plan.loaded || !plan.files.is_empty() {
         manager
-            .unload(&plan.label, &s.agents_dir, plan.stop_wait)
+            .unload(&plan.label, &settings.agents_dir, plan.stop_wait)
             .with_context(|| {
                 format!("cannot unload {}; its files are left in place", plan.label)
             })?;
     }
     write_files(plan)?;
     manager.files_changed()?;
-    State::new(&s.data_root).forget_install(&plan.name)?;
+    State::new(&settings.data_root).forget_install(&plan.name)?;
     Ok(())
 }
 
@@ -618,14 +641,14 @@ impl Finding {
 /// its definition gone or unscheduled, a unit file gone or edited, the definition changed, a path
 /// moved, or the unit not loaded.
 fn record_finding(
-    s: &Settings,
+    settings: &Settings,
     name: &Name,
     record: &Record,
     files: &BTreeMap<String, Vec<u8>>,
     def: Option<&Definition>,
     is_loaded: bool,
 ) -> Option<Finding> {
-    let label = s.label(name).to_string();
+    let label = settings.label(name).to_string();
     let def = match def {
         None => {
             return Some(Finding::Orphaned {
@@ -657,7 +680,7 @@ fn record_finding(
             why: format!("{} was edited by hand", edited.0),
         });
     }
-    if let Some(m) = crate::pins::check(Some(record), def, &s.root) {
+    if let Some(m) = crate::pins::check(Some(record), def, &settings.root) {
         let why = match m {
             crate::pins::Mismatch::NotInstalled => {
                 "installed before pins were kept, so scheduled firings skip it".to_owned()
@@ -670,11 +693,17 @@ fn record_finding(
     if !Path::new(&record.bin).exists() {
         moved.push(format!("the binary {} is gone", record.bin));
     }
-    if Some(record.root.as_str()) != s.root.to_str() {
-        moved.push(format!("the repository root is now {}", s.root.display()));
+    if Some(record.root.as_str()) != settings.root.to_str() {
+        moved.push(format!(
+            "the repository root is now {}",
+            settings.root.display()
+        ));
     }
-    if Some(record.data_root.as_str()) != s.data_root.to_str() {
-        moved.push(format!("the data root is now {}", s.data_root.display()));
+    if Some(record.data_root.as_str()) != settings.data_root.to_str() {
+        moved.push(format!(
+            "the data root is now {}",
+            settings.data_root.display()
+        ));
     }
     if !moved.is_empty() {
         return Some(Finding::Changed {
@@ -691,24 +720,24 @@ fn record_finding(
 /// Every drift between this machine and the definitions. Queries the manager once, and not at all
 /// when nothing of ours is installed or present.
 pub fn check_machine(
-    s: &Settings,
+    settings: &Settings,
     defs: &[Definition],
     manager: &dyn ServiceManager,
 ) -> anyhow::Result<Vec<Finding>> {
-    let records = State::new(&s.data_root).install_records()?;
-    let present = present_units(s)?;
+    let records = State::new(&settings.data_root).install_records()?;
+    let present = present_units(settings)?;
     let mut findings = Vec::new();
     for (name, files) in &present {
         if !records.contains_key(name) {
             for f in files.keys() {
                 findings.push(Finding::Extra {
-                    file: s.agents_dir.join(f).display().to_string(),
+                    file: settings.agents_dir.join(f).display().to_string(),
                     name: name.to_string(),
                 });
             }
         }
     }
-    let labels: Vec<Label> = records.keys().map(|n| s.label(n)).collect();
+    let labels: Vec<Label> = records.keys().map(|n| settings.label(n)).collect();
     let loaded: BTreeSet<Label> = if labels.is_empty() {
         BTreeSet::new()
     } else {
@@ -718,8 +747,10 @@ pub fn check_machine(
     for (name, record) in &records {
         let files = present.get(name).unwrap_or(&none);
         let def = defs.iter().find(|d| &d.name == name);
-        let is_loaded = loaded.contains(&s.label(name));
-        findings.extend(record_finding(s, name, record, files, def, is_loaded));
+        let is_loaded = loaded.contains(&settings.label(name));
+        findings.extend(record_finding(
+            settings, name, record, files, def, is_loaded,
+        ));
     }
     Ok(findings)
 }

@@ -96,7 +96,7 @@ pub struct Live<'r> {
 /// The list entry of `d` as of `now`. Pure: whatever it shows that is not in the definition comes
 /// in `live`.
 pub fn entry<'a>(
-    s: &Settings,
+    settings: &Settings,
     d: &'a Definition,
     live: Live,
     now: &chrono::DateTime<chrono::Local>,
@@ -119,7 +119,7 @@ pub fn entry<'a>(
     };
     ListEntry {
         name: d.name.as_str(),
-        label: s.label(&d.name).to_string(),
+        label: settings.label(&d.name).to_string(),
         schedule: d.schedule.as_ref(),
         schedule_words: d
             .schedule

@@ -100,10 +100,10 @@ pub enum Policy<'a> {
 
 impl<'a> Policy<'a> {
     /// Where these settings keep it: beside the keys when they are files of a Secret.
-    pub fn of(s: &'a crate::settings::Settings) -> Self {
-        match &s.key_dir {
+    pub fn of(settings: &'a crate::settings::Settings) -> Self {
+        match &settings.key_dir {
             Some(dir) => Policy::Secret(dir),
-            None => Policy::DataRoot(&s.data_root),
+            None => Policy::DataRoot(&settings.data_root),
         }
     }
 }

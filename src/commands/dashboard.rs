@@ -6,9 +6,9 @@ use crate::settings::Settings;
 use crate::{CmdResult, Exit, Fail};
 
 /// `dashboard`: serves until interrupted.
-pub(super) fn dashboard(s: &Settings, port: u16, no_open: bool) -> CmdResult {
-    data_root(s, Use::Write)?;
-    crate::dashboard::serve(s, port, !no_open).map_err(|e| {
+pub(super) fn dashboard(settings: &Settings, port: u16, no_open: bool) -> CmdResult {
+    data_root(settings, Use::Write)?;
+    crate::dashboard::serve(settings, port, !no_open).map_err(|e| {
         // A port in use or not ours to take is this machine's state, not a failure.
         let taken = e.chain().any(|c| {
             c.downcast_ref::<std::io::Error>().is_some_and(|io| {

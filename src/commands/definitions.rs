@@ -12,8 +12,8 @@ use crate::state::State;
 use crate::views;
 use crate::{CmdResult, Exit};
 
-pub(super) fn validate(s: &Settings) -> CmdResult {
-    let loaded = load_all(s)?;
+pub(super) fn validate(settings: &Settings) -> CmdResult {
+    let loaded = load_all(settings)?;
     // Warnings (valid, but maybe not what was meant) go to stderr and do not fail.
     for w in loaded
         .definitions
@@ -42,13 +42,17 @@ pub(super) fn validate(s: &Settings) -> CmdResult {
     Ok(Exit::BadInput)
 }
 
-pub(super) fn list(s: &Settings, json: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let loaded = load_all(s)?;
-    let state = State::new(&s.data_root);
+pub(super) fn list(settings: &Settings, json: bool) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let loaded = load_all(settings)?;
+    let state = State::new(&settings.data_root);
     let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();
-    let last = history::last_runs(&RunLog::new(&s.data_root), &s.data_root, &names)?;
-    let installed = crate::install::installed(s, &loaded.definitions)?;
+    let last = history::last_runs(
+        &RunLog::new(&settings.data_root),
+        &settings.data_root,
+        &names,
+    )?;
+    let installed = crate::install::installed(settings, &loaded.definitions)?;
     let now = chrono::Local::now();
     let entries = loaded
         .definitions
@@ -66,7 +70,7 @@ pub(super) fn list(s: &Settings, json: bool) -> CmdResult {
                 last: last.get(d.name.as_str()),
                 installed: installed.get(&d.name),
             };
-            views::entry(s, d, live, &now)
+            views::entry(settings, d, live, &now)
         })
         .collect::<Vec<_>>();
     let stop = state.stopped()?;

@@ -24,7 +24,7 @@ struct Line(Level, &'static str, String);
 
 /// What every check may use.
 struct Ctx<'a> {
-    s: &'a Settings,
+    settings: &'a Settings,
     manager: Box<dyn ServiceManager>,
 }
 
@@ -41,10 +41,10 @@ const CHECKS: &[Check] = &[
     definitions_and_drift,
 ];
 
-pub fn doctor(s: &Settings) -> CmdResult {
+pub fn doctor(settings: &Settings) -> CmdResult {
     let ctx = Ctx {
-        s,
-        manager: service::for_manager(s.manager),
+        settings,
+        manager: service::for_manager(settings.manager),
     };
     let mut failed = false;
     for Line(level, what, detail) in CHECKS.iter().flat_map(|check| check(&ctx)) {
@@ -64,7 +64,7 @@ fn service_manager(c: &Ctx) -> Vec<Line> {
         Ok(()) => Line(
             Level::Ok,
             "service manager",
-            format!("{} answers", c.s.manager.as_str()),
+            format!("{} answers", c.settings.manager.as_str()),
         ),
         Err(e) => Line(
             Level::Fail,
@@ -77,7 +77,7 @@ fn service_manager(c: &Ctx) -> Vec<Line> {
 }
 
 fn lingering(c: &Ctx) -> Vec<Line> {
-    if c.s.manager != Manager::Systemd {
+    if c.settings.manager != Manager::Systemd {
         return Vec::new();
     }
     let user = user_name();
@@ -102,7 +102,7 @@ fn lingering(c: &Ctx) -> Vec<Line> {
 
 /// Look, never create: the nearest existing folder on the way must be writable.
 fn agents_folder(c: &Ctx) -> Vec<Line> {
-    let dir = &c.s.agents_dir;
+    let dir = &c.settings.agents_dir;
     let existing = dir
         .ancestors()
         .find(|p| p.exists())
@@ -128,7 +128,7 @@ fn agents_folder(c: &Ctx) -> Vec<Line> {
 
 /// The binary each installed unit runs: there, and not in a build folder.
 fn binaries(c: &Ctx) -> Vec<Line> {
-    let records = match State::new(&c.s.data_root).install_records() {
+    let records = match State::new(&c.settings.data_root).install_records() {
         Ok(r) => r,
         Err(e) => return vec![Line(Level::Fail, "install records", format!("{e:#}"))],
     };
@@ -164,7 +164,7 @@ fn binaries(c: &Ctx) -> Vec<Line> {
 
 /// The same check every command makes, so doctor never calls usable what they refuse.
 fn data_root(c: &Ctx) -> Vec<Line> {
-    let root = &c.s.data_root;
+    let root = &c.settings.data_root;
     vec![match fsutil::check_data_root(root, Use::Read) {
         Ok(false) => Line(
             Level::Warn,
@@ -201,11 +201,11 @@ fn data_root(c: &Ctx) -> Vec<Line> {
 }
 
 fn privacy_folders(c: &Ctx) -> Vec<Line> {
-    if c.s.manager != Manager::Launchd {
+    if c.settings.manager != Manager::Launchd {
         return Vec::new();
     }
     let mut lines = Vec::new();
-    privacy_warnings(c.s, &mut |w| {
+    privacy_warnings(c.settings, &mut |w| {
         lines.push(Line(Level::Warn, "privacy folders", w))
     });
     if lines.is_empty() {
@@ -220,7 +220,7 @@ fn privacy_folders(c: &Ctx) -> Vec<Line> {
 
 /// The definitions, and when they are valid, the drift `check` reports.
 fn definitions_and_drift(c: &Ctx) -> Vec<Line> {
-    let loaded = match super::load_all(c.s) {
+    let loaded = match super::load_all(c.settings) {
         Ok(l) => l,
         Err(e) => return vec![Line(Level::Fail, "definitions", format!("{:#}", e.error))],
     };
@@ -239,7 +239,7 @@ fn definitions_and_drift(c: &Ctx) -> Vec<Line> {
         "definitions",
         format!("{} valid", loaded.definitions.len()),
     );
-    let drift = match drift(c.s, c.manager.as_ref()) {
+    let drift = match drift(c.settings, c.manager.as_ref()) {
         Ok(d) if d.units.is_empty() && d.machine.is_empty() => {
             Line(Level::Ok, "drift", "none".into())
         }

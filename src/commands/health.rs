@@ -10,17 +10,20 @@ use crate::settings::Settings;
 use crate::{CmdResult, Exit, Fail};
 
 /// The verdicts of `only` (or every automation), with the thresholds refused as bad input.
-pub(crate) fn verdicts(s: &Settings, only: Option<&Name>) -> Result<Vec<health::Verdict>, Fail> {
-    let src = health::load::Sources::read(s, only)?;
-    let verdicts = health::load::verdicts(s, &src, only)?;
+pub(crate) fn verdicts(
+    settings: &Settings,
+    only: Option<&Name>,
+) -> Result<Vec<health::Verdict>, Fail> {
+    let src = health::load::Sources::read(settings, only)?;
+    let verdicts = health::load::verdicts(settings, &src, only)?;
     // A command that ends next: what was read is left to the exit.
     std::mem::forget(src);
     Ok(verdicts)
 }
 
-pub fn health_cmd(s: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let verdicts = verdicts(s, name)?;
+pub fn health_cmd(settings: &Settings, name: Option<&Name>, json: bool) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let verdicts = verdicts(settings, name)?;
     let degraded = verdicts.iter().any(health::Verdict::degraded);
     // One write for the table, not one per line (1,000 automations made 1,001 writes).
     let out = &mut std::io::BufWriter::new(std::io::stdout().lock());

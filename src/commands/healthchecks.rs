@@ -17,15 +17,15 @@ use crate::state::State;
 use crate::{CmdResult, Exit, Fail};
 
 /// `healthchecks.toml`, which these commands need.
-fn settings_needed(s: &Settings) -> Result<HcSettings, Fail> {
-    match hc::settings::load(&s.data_root) {
+fn settings_needed(settings: &Settings) -> Result<HcSettings, Fail> {
+    match hc::settings::load(&settings.data_root) {
         Ok(Some(c)) => Ok(c),
         Ok(None) => Err(Fail::new(
             Exit::BadInput,
             anyhow!(
                 "no {} in {}: create it (an empty file uses hc-ping.com and healthchecks.io; see docs/healthchecks.md)",
                 hc::settings::FILE,
-                s.data_root.display()
+                settings.data_root.display()
             ),
         )),
         Err(e) => Err(Fail::from(anyhow::Error::from(e))),
@@ -43,9 +43,13 @@ struct Installed {
     invalid: Vec<String>,
 }
 
-fn installed(s: &Settings, cfg: &HcSettings, only: Option<&Name>) -> Result<Installed, Fail> {
-    let loaded = definition::load_all(&s.definitions_dir(), &Checks::of(s))?;
-    let records = State::new(&s.data_root).install_records()?;
+fn installed(
+    settings: &Settings,
+    cfg: &HcSettings,
+    only: Option<&Name>,
+) -> Result<Installed, Fail> {
+    let loaded = definition::load_all(&settings.definitions_dir(), &Checks::of(settings))?;
+    let records = State::new(&settings.data_root).install_records()?;
     let wanted = |n: &Name| only.is_none_or(|o| o == n);
     let defs: Vec<Definition> = loaded
         .definitions
@@ -69,7 +73,11 @@ fn installed(s: &Settings, cfg: &HcSettings, only: Option<&Name>) -> Result<Inst
         let why = if !problems.is_empty() {
             invalid.push(file.clone());
             problems.join("; ")
-        } else if s.definitions_dir().join(format!("{name}.toml")).exists() {
+        } else if settings
+            .definitions_dir()
+            .join(format!("{name}.toml"))
+            .exists()
+        {
             // Valid, but no longer scheduled: `check` calls it orphaned; its check is not pruned
             // before it is uninstalled.
             format!("{file} has no schedule any more")
@@ -78,7 +86,7 @@ fn installed(s: &Settings, cfg: &HcSettings, only: Option<&Name>) -> Result<Inst
         };
         unreadable.push(sync::Unreadable {
             name: name.clone(),
-            watch: hc::watch(cfg, &s.namespace, name),
+            watch: hc::watch(cfg, &settings.namespace, name),
             why,
         });
     }
@@ -101,11 +109,11 @@ fn installed(s: &Settings, cfg: &HcSettings, only: Option<&Name>) -> Result<Inst
 }
 
 /// What each check should be.
-fn wanted(s: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<sync::Wanted> {
+fn wanted(settings: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<sync::Wanted> {
     let refs: Vec<&Definition> = defs.iter().collect();
     sync::wanted(
         cfg,
-        &s.namespace,
+        &settings.namespace,
         &refs,
         hc::machine_zone().as_deref(),
         &crate::notify::host(),
@@ -113,37 +121,37 @@ fn wanted(s: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<sync::Want
 }
 
 /// `healthchecks …`: the subcommand `c`.
-pub fn healthchecks_cmd(s: &Settings, c: HealthchecksCommand) -> CmdResult {
+pub fn healthchecks_cmd(settings: &Settings, c: HealthchecksCommand) -> CmdResult {
     let ping = |w: HealthchecksKey| w == HealthchecksKey::Ping;
     match c {
         HealthchecksCommand::Sync {
             name,
             dry_run,
             prune,
-        } => sync(s, name.as_ref(), dry_run, prune),
-        HealthchecksCommand::Status { json } => status(s, json),
+        } => sync(settings, name.as_ref(), dry_run, prune),
+        HealthchecksCommand::Status { json } => status(settings, json),
         HealthchecksCommand::Key(HealthchecksKeyCommand::Store { which }) => {
-            key_store(s, ping(which))
+            key_store(settings, ping(which))
         }
         HealthchecksCommand::Key(HealthchecksKeyCommand::Check { which }) => {
-            key_check(s, ping(which))
+            key_check(settings, ping(which))
         }
         HealthchecksCommand::Key(HealthchecksKeyCommand::Delete { which }) => {
-            key_delete(s, ping(which))
+            key_delete(settings, ping(which))
         }
     }
 }
 
-pub fn sync(s: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> CmdResult {
+pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> CmdResult {
     if prune && only.is_some() {
         return Err(Fail::new(
             Exit::BadInput,
             anyhow!("--prune looks at every check of the namespace: leave out the name"),
         ));
     }
-    data_root(s, Use::Read)?;
-    let cfg = settings_needed(s)?;
-    let inst = installed(s, &cfg, only)?;
+    data_root(settings, Use::Read)?;
+    let cfg = settings_needed(settings)?;
+    let inst = installed(settings, &cfg, only)?;
     if prune && !inst.invalid.is_empty() {
         // Which checks are orphans depends on what those definitions say: never guessed.
         return Err(Fail::new(
@@ -154,11 +162,11 @@ pub fn sync(s: &Settings, only: Option<&Name>, dry_run: bool, prune: bool) -> Cm
             ),
         ));
     }
-    let api = api(s, &cfg).map_err(|e| Fail::new(Exit::Failure, anyhow!(e)))?;
-    let wanted = wanted(s, &cfg, &inst.defs);
+    let api = api(settings, &cfg).map_err(|e| Fail::new(Exit::Failure, anyhow!(e)))?;
+    let wanted = wanted(settings, &cfg, &inst.defs);
     let plan = sync::plan(
         &api,
-        &s.namespace,
+        &settings.namespace,
         &wanted,
         &inst.unreadable,
         only.is_none(),
@@ -209,19 +217,19 @@ struct StatusLine {
     failures_in_row: u32,
 }
 
-pub fn status(s: &Settings, json: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let cfg = settings_needed(s)?;
-    let defs = installed(s, &cfg, None)?.defs;
-    let (_, remote) = remote_checks(s, &cfg)
+pub fn status(settings: &Settings, json: bool) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let cfg = settings_needed(settings)?;
+    let defs = installed(settings, &cfg, None)?.defs;
+    let (_, remote) = remote_checks(settings, &cfg)
         .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
-    let src = crate::health::load::Sources::read(s, None)?;
-    let verdicts = crate::health::load::verdicts(s, &src, None)?;
+    let src = crate::health::load::Sources::read(settings, None)?;
+    let verdicts = crate::health::load::verdicts(settings, &src, None)?;
     let mut lines = Vec::new();
     for d in &defs {
-        let watch = hc::watch(&cfg, &s.namespace, &d.name);
-        let found = sync::find(&remote, &s.namespace, &d.name, &watch).ours();
-        let pings = crate::state::read_pings(&s.data_root, d.name.as_str())
+        let watch = hc::watch(&cfg, &settings.namespace, &d.name);
+        let found = sync::find(&remote, &settings.namespace, &d.name, &watch).ours();
+        let pings = crate::state::read_pings(&settings.data_root, d.name.as_str())
             .ok()
             .flatten();
         lines.push(StatusLine {
@@ -282,27 +290,27 @@ pub fn status(s: &Settings, json: bool) -> CmdResult {
 /// Pauses (or resumes) the remote check of `only`, or of every automation of the namespace, when
 /// `healthchecks.toml` exists, and says what was done, or why not. Never fails the command: the
 /// local pause is what the runner obeys.
-pub fn follow_pause(s: &Settings, only: Option<&Name>, pause: bool) {
-    for line in hc::follow::follow(s, only, pause) {
+pub fn follow_pause(settings: &Settings, only: Option<&Name>, pause: bool) {
+    for line in hc::follow::follow(settings, only, pause) {
         outln!("{line}");
     }
 }
 
 /// `check`'s look at the remote checks: the drift lines (empty when in step), or why it did not
 /// look. `None` when there is no `healthchecks.toml`.
-pub fn drift(s: &Settings) -> Option<Result<Vec<String>, String>> {
-    let cfg = match hc::settings::load(&s.data_root) {
+pub fn drift(settings: &Settings) -> Option<Result<Vec<String>, String>> {
+    let cfg = match hc::settings::load(&settings.data_root) {
         Ok(Some(c)) => c,
         Ok(None) => return None,
         Err(e) => return Some(Err(e.to_string())),
     };
     let look = || -> Result<Vec<String>, String> {
-        let inst = installed(s, &cfg, None).map_err(|e| format!("{:#}", e.error))?;
-        let api = api(s, &cfg)?;
+        let inst = installed(settings, &cfg, None).map_err(|e| format!("{:#}", e.error))?;
+        let api = api(settings, &cfg)?;
         let plan = sync::plan(
             &api,
-            &s.namespace,
-            &wanted(s, &cfg, &inst.defs),
+            &settings.namespace,
+            &wanted(settings, &cfg, &inst.defs),
             &inst.unreadable,
             true,
         )
@@ -317,8 +325,8 @@ pub fn drift(s: &Settings) -> Option<Result<Vec<String>, String>> {
 }
 
 /// What install says when `healthchecks.toml` exists.
-pub fn install_hint(s: &Settings, name: &Name) {
-    if hc::enabled(s) {
+pub fn install_hint(settings: &Settings, name: &Name) {
+    if hc::enabled(settings) {
         outln!(
             "healthchecks: create or update its remote check with `automations healthchecks sync {name}`"
         );
@@ -326,17 +334,17 @@ pub fn install_hint(s: &Settings, name: &Name) {
 }
 
 /// What uninstall says of the remote check, when `healthchecks.toml` exists.
-pub fn uninstall_hint(s: &Settings, name: &Name) {
-    let Ok(Some(cfg)) = hc::settings::load(&s.data_root) else {
+pub fn uninstall_hint(settings: &Settings, name: &Name) {
+    let Ok(Some(cfg)) = hc::settings::load(&settings.data_root) else {
         return;
     };
-    let watch = hc::watch(&cfg, &s.namespace, name);
+    let watch = hc::watch(&cfg, &settings.namespace, name);
     if watch == Watch::Off {
         return;
     }
-    match remote_checks(s, &cfg) {
+    match remote_checks(settings, &cfg) {
         Ok((_, remote))
-            if sync::find(&remote, &s.namespace, name, &watch)
+            if sync::find(&remote, &settings.namespace, name, &watch)
                 .ours()
                 .is_some() =>
         {
@@ -355,11 +363,11 @@ fn kind(ping: bool) -> KeyKind {
     if ping { KeyKind::Ping } else { KeyKind::Api }
 }
 
-pub fn key_store(s: &Settings, ping: bool) -> CmdResult {
+pub fn key_store(settings: &Settings, ping: bool) -> CmdResult {
     let kind = kind(ping);
     super::keys::require_terminal("healthchecks key store", "the key is")?;
-    data_root(s, Use::Read)?;
-    let cfg = settings_needed(s)?;
+    data_root(settings, Use::Read)?;
+    let cfg = settings_needed(settings)?;
     let key = Secret::new(super::keys::read_hidden(&format!(
         "Healthchecks {} key (input hidden): ",
         kind.word()
@@ -374,15 +382,15 @@ pub fn key_store(s: &Settings, ping: bool) -> CmdResult {
         return Ok(Exit::Failure);
     }
     outln!("checking the key with Healthchecks…");
-    match validate(s, &cfg, kind, &key) {
+    match validate(settings, &cfg, kind, &key) {
         Ok(said) => {
-            keys::for_settings(s)
-                .set(&kind.label(&s.namespace), &key)
+            keys::for_settings(settings)
+                .set(&kind.label(&settings.namespace), &key)
                 .map_err(|e| Fail::new(Exit::Failure, e))?;
             outln!(
                 "stored the {} key as {}; {said}",
                 kind.word(),
-                kind.label(&s.namespace)
+                kind.label(&settings.namespace)
             );
             Ok(Exit::Success)
         }
@@ -396,12 +404,17 @@ pub fn key_store(s: &Settings, ping: bool) -> CmdResult {
 /// What the server says of `key`. An API key lists the project's checks. A ping key has no call
 /// of its own: it pings `/log` on a check of this namespace the API lists (a log entry, which
 /// changes no status); with no such check, or no API key, only its form can be checked.
-fn validate(s: &Settings, cfg: &HcSettings, kind: KeyKind, key: &Secret) -> Result<String, String> {
+fn validate(
+    settings: &Settings,
+    cfg: &HcSettings,
+    kind: KeyKind,
+    key: &Secret,
+) -> Result<String, String> {
     match kind {
         KeyKind::Api => {
             let api = Api::new(&cfg.api_url, key.clone()).map_err(|e| e.to_string())?;
             let checks = api
-                .list(Some(&hc::tag(&s.namespace)))
+                .list(Some(&hc::tag(&settings.namespace)))
                 .map_err(|e| e.to_string())?;
             Ok(format!(
                 "Healthchecks accepts it ({} check(s) of this namespace)",
@@ -409,13 +422,13 @@ fn validate(s: &Settings, cfg: &HcSettings, kind: KeyKind, key: &Secret) -> Resu
             ))
         }
         KeyKind::Ping => {
-            let remote = api(s, cfg).and_then(|a| {
-                a.list(Some(&hc::tag(&s.namespace)))
+            let remote = api(settings, cfg).and_then(|a| {
+                a.list(Some(&hc::tag(&settings.namespace)))
                     .map_err(|e| e.to_string())
             });
             let slug = remote
                 .ok()
-                .and_then(|r| r.into_iter().map(|c| c.slug).find(|s| !s.is_empty()));
+                .and_then(|r| r.into_iter().map(|c| c.slug).find(|slug| !slug.is_empty()));
             let Some(slug) = slug else {
                 return Ok(
                     "its form is right; no check of this namespace to prove it on yet (the first ping does: automations healthchecks status)"
@@ -449,11 +462,11 @@ fn validate(s: &Settings, cfg: &HcSettings, kind: KeyKind, key: &Secret) -> Resu
     }
 }
 
-pub fn key_check(s: &Settings, ping: bool) -> CmdResult {
+pub fn key_check(settings: &Settings, ping: bool) -> CmdResult {
     let kind = kind(ping);
-    data_root(s, Use::Read)?;
-    let cfg = settings_needed(s)?;
-    let key = match keys::for_settings(s).get(&kind.label(&s.namespace)) {
+    data_root(settings, Use::Read)?;
+    let cfg = settings_needed(settings)?;
+    let key = match keys::for_settings(settings).get(&kind.label(&settings.namespace)) {
         Ok(Some(k)) => k,
         Ok(None) => {
             outln!(
@@ -470,7 +483,7 @@ pub fn key_check(s: &Settings, ping: bool) -> CmdResult {
             ));
         }
     };
-    match validate(s, &cfg, kind, &key) {
+    match validate(settings, &cfg, kind, &key) {
         Ok(said) => {
             outln!("ok: {said}");
             Ok(Exit::Success)
@@ -482,6 +495,6 @@ pub fn key_check(s: &Settings, ping: bool) -> CmdResult {
     }
 }
 
-pub fn key_delete(s: &Settings, ping: bool) -> CmdResult {
-    super::keys::delete_item(s, &kind(ping).label(&s.namespace))
+pub fn key_delete(settings: &Settings, ping: bool) -> CmdResult {
+    super::keys::delete_item(settings, &kind(ping).label(&settings.namespace))
 }

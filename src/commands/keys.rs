@@ -12,8 +12,8 @@ use crate::names::Name;
 use crate::settings::Settings;
 use crate::{CmdResult, Exit, Fail};
 
-fn access(s: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
-    let def = one_definition(s, name)?;
+fn access(settings: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
+    let def = one_definition(settings, name)?;
     def.anytype.ok_or_else(|| {
         Fail::new(
             Exit::BadInput,
@@ -57,10 +57,10 @@ pub(crate) fn read_hidden(prompt: &str) -> Result<String, Fail> {
     Ok(line)
 }
 
-pub fn store(s: &Settings, name: &Name) -> CmdResult {
-    let access = access(s, name)?;
-    super::data_root(s, crate::fsutil::Use::Read)?;
-    let label = s.label(name);
+pub fn store(settings: &Settings, name: &Name) -> CmdResult {
+    let access = access(settings, name)?;
+    super::data_root(settings, crate::fsutil::Use::Read)?;
+    let label = settings.label(name);
     require_terminal("key store", "the key is")?;
     let key = Secret::new(read_hidden(&format!(
         "AnyType key for {label} (input hidden): "
@@ -70,11 +70,11 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
     match gate::verify_key(
         &key,
         &access,
-        crate::anytype::gate::Policy::of(s),
+        crate::anytype::gate::Policy::of(settings),
         crate::anytype::DEADLINE,
     ) {
         Ok(declared) => {
-            keys::for_settings(s)
+            keys::for_settings(settings)
                 .set(&label, &key)
                 .map_err(|e| Fail::new(Exit::Failure, e))?;
             let spaces: Vec<&str> = declared.spaces.iter().map(|(n, _)| n.as_str()).collect();
@@ -95,11 +95,11 @@ pub fn store(s: &Settings, name: &Name) -> CmdResult {
     }
 }
 
-pub fn check(s: &Settings, name: &Name) -> CmdResult {
-    let access = access(s, name)?;
-    super::data_root(s, crate::fsutil::Use::Read)?;
-    let label = s.label(name);
-    let key = match keys::for_settings(s).get(&label) {
+pub fn check(settings: &Settings, name: &Name) -> CmdResult {
+    let access = access(settings, name)?;
+    super::data_root(settings, crate::fsutil::Use::Read)?;
+    let label = settings.label(name);
+    let key = match keys::for_settings(settings).get(&label) {
         Ok(Some(k)) => k,
         Ok(None) => {
             outln!("no key is stored for {label}; store one with `automations key store {name}`");
@@ -115,7 +115,7 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
     let i = match gate::inspect(
         &key,
         &access,
-        crate::anytype::gate::Policy::of(s),
+        crate::anytype::gate::Policy::of(settings),
         crate::anytype::DEADLINE,
     ) {
         Ok(i) => i,
@@ -172,14 +172,14 @@ pub fn check(s: &Settings, name: &Name) -> CmdResult {
     Ok(Exit::Failure)
 }
 
-pub fn delete(s: &Settings, name: &Name) -> CmdResult {
-    delete_item(s, &s.label(name))
+pub fn delete(settings: &Settings, name: &Name) -> CmdResult {
+    delete_item(settings, &settings.label(name))
 }
 
 /// Deletes the keychain item `label` (an automation's key, a notification credential), saying
 /// whether there was one.
-pub(super) fn delete_item(s: &Settings, label: &crate::names::Label) -> CmdResult {
-    match keys::for_settings(s).delete(label) {
+pub(super) fn delete_item(settings: &Settings, label: &crate::names::Label) -> CmdResult {
+    match keys::for_settings(settings).delete(label) {
         Ok(true) => outln!("deleted the keychain item {label}"),
         Ok(false) => outln!("nothing was stored as {label}"),
         Err(e) => {

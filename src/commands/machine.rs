@@ -23,8 +23,8 @@ fn bad(msg: String) -> Fail {
 }
 
 /// Every definition, or exit 2 with every problem.
-fn valid_definitions(s: &Settings) -> Result<Vec<Definition>, Fail> {
-    let loaded = load_all(s)?;
+fn valid_definitions(settings: &Settings) -> Result<Vec<Definition>, Fail> {
+    let loaded = load_all(settings)?;
     if !loaded.problems.is_empty() {
         let lines: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
         return Err(bad(format!(
@@ -46,22 +46,22 @@ fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
 }
 
 /// The cluster settings of the repository (`kubernetes.toml`), if it has them.
-fn cluster(s: &Settings) -> Result<Option<kubernetes::Cluster>, Fail> {
-    kubernetes::Cluster::load(&s.root).map_err(bad)
+fn cluster(settings: &Settings) -> Result<Option<kubernetes::Cluster>, Fail> {
+    kubernetes::Cluster::load(&settings.root).map_err(bad)
 }
 
 /// What the rendered folders should hold, or exit 2 with every definition that cannot be rendered.
 fn desired(
-    s: &Settings,
+    settings: &Settings,
     defs: &[Definition],
 ) -> Result<(BTreeMap<PathBuf, Vec<u8>>, &'static str), Fail> {
-    let cluster = cluster(s)?;
+    let cluster = cluster(settings)?;
     let folders = if cluster.is_some() {
         "units/ and kubernetes/"
     } else {
         "units/"
     };
-    let files = portable::desired(defs, &s.namespace, cluster.as_ref())
+    let files = portable::desired(defs, &settings.namespace, cluster.as_ref())
         .map_err(|problems| bad(format!("cannot render {folders}:\n{}", problems.join("\n"))))?;
     Ok((files, folders))
 }
@@ -77,12 +77,12 @@ fn units_fix(diffs: &[portable::Difference]) -> String {
     format!("make automations-units && git add {}", folders.join(" "))
 }
 
-pub fn units(s: &Settings, check: bool) -> CmdResult {
-    let defs = valid_definitions(s)?;
-    let (desired, folders) = desired(s, &defs)?;
+pub fn units(settings: &Settings, check: bool) -> CmdResult {
+    let defs = valid_definitions(settings)?;
+    let (desired, folders) = desired(settings, &defs)?;
     if check {
-        let present = portable::present(&s.root)
-            .with_context(|| format!("cannot read {folders} in {}", s.root.display()))?;
+        let present = portable::present(&settings.root)
+            .with_context(|| format!("cannot read {folders} in {}", settings.root.display()))?;
         let diffs = portable::compare(&present, &desired);
         for d in &diffs {
             outln!("{}", d.line());
@@ -102,8 +102,8 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
         );
         return Ok(Exit::Failure);
     }
-    let fixed = portable::write(&s.root, &desired)
-        .with_context(|| format!("cannot write {folders} in {}", s.root.display()))?;
+    let fixed = portable::write(&settings.root, &desired)
+        .with_context(|| format!("cannot write {folders} in {}", settings.root.display()))?;
     for d in &fixed {
         outln!("{}", d.line().replace(": ", ": rewrote, was "));
     }
@@ -116,19 +116,19 @@ pub fn units(s: &Settings, check: bool) -> CmdResult {
 }
 
 pub fn render(
-    s: &Settings,
+    settings: &Settings,
     name: &Name,
     target: Option<RenderTarget>,
     bin: Option<PathBuf>,
     json: bool,
 ) -> CmdResult {
-    let def = one_definition(s, name)?;
+    let def = one_definition(settings, name)?;
     let (files, folder) = match target {
         Some(RenderTarget::Kubernetes) => {
-            let cluster = cluster(s)?.ok_or_else(|| {
+            let cluster = cluster(settings)?.ok_or_else(|| {
                 bad(format!(
                     "{} has no {}: it says the cluster's time zone, image and namespace (docs/kubernetes.md)",
-                    s.root.display(),
+                    settings.root.display(),
                     kubernetes::SETTINGS_FILE
                 ))
             })?;
@@ -137,24 +137,24 @@ pub fn render(
                     "{name} has no [schedule]: there is no CronJob to render"
                 )));
             }
-            let file = kubernetes::render(&def, &s.namespace, &cluster)
+            let file = kubernetes::render(&def, &settings.namespace, &cluster)
                 .map_err(|why| bad(format!("{name} cannot be rendered for Kubernetes: {why}")))?;
-            (vec![file], s.root.join(kubernetes::DIR))
+            (vec![file], settings.root.join(kubernetes::DIR))
         }
         target => {
             let target = match target {
                 Some(RenderTarget::Launchd) => units::Target::Launchd,
                 Some(RenderTarget::Systemd) => units::Target::Systemd,
-                _ => units::Target::of(s.manager),
+                _ => units::Target::of(settings.manager),
             };
-            let paths = install::machine_paths(s, &unit_binary(bin)?)?;
-            let files = units::render(&def, &s.namespace, &paths, target);
+            let paths = install::machine_paths(settings, &unit_binary(bin)?)?;
+            let files = units::render(&def, &settings.namespace, &paths, target);
             if files.is_empty() {
                 return Err(bad(format!(
                     "{name} has no [schedule]: there is no unit to render"
                 )));
             }
-            let agents = s.agents_dir_of(match target {
+            let agents = settings.agents_dir_of(match target {
                 units::Target::Launchd => Manager::Launchd,
                 units::Target::Systemd => Manager::Systemd,
             });
@@ -242,7 +242,7 @@ fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
 /// data root and namespace as the unit, as a manual run. Not the unit's own start (`systemctl
 /// --user start`, `launchctl kickstart`): that is a scheduled firing, which the slot guard skips
 /// when today's slot of a daily job is already done.
-fn after_install(s: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail> {
+fn after_install(settings: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail> {
     let now = chrono::Local::now();
     if let Some((next, jitter)) = def.schedule.as_ref().and_then(|sch| {
         crate::schedule::next_run(sch, def.name.as_str(), def.jitter_seconds, &now, None)
@@ -250,21 +250,24 @@ fn after_install(s: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail>
         let jitter = jitter.map_or_else(String::new, crate::schedule::jitter_words);
         outln!("next firing: {}{jitter}", next.words(&now));
     }
-    let paths = install::machine_paths(s, bin)?;
+    let paths = install::machine_paths(settings, bin)?;
     outln!(
         "run it now: {}",
-        units::run_now_command(def, &s.namespace, &paths)
+        units::run_now_command(def, &settings.namespace, &paths)
     );
     Ok(())
 }
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
-pub(super) fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
-    if s.manager != Manager::Launchd {
+pub(super) fn privacy_warnings(settings: &Settings, warn: &mut dyn FnMut(String)) {
+    if settings.manager != Manager::Launchd {
         return;
     }
-    for (what, path) in [("repository root", &s.root), ("data root", &s.data_root)] {
-        if let Some(folder) = install::privacy_folder(&s.home, path) {
+    for (what, path) in [
+        ("repository root", &settings.root),
+        ("data root", &settings.data_root),
+    ] {
+        if let Some(folder) = install::privacy_folder(&settings.home, path) {
             warn(format!(
                 "the {what} {} is inside {folder}, which macOS privacy protection guards: a LaunchAgent gets \"Operation not permitted\" there, with no prompt, so scheduled runs would fail; move it outside ~/Documents, ~/Desktop, ~/Downloads and iCloud Drive (for example to ~/src)",
                 path.display()
@@ -274,8 +277,8 @@ pub(super) fn privacy_warnings(s: &Settings, warn: &mut dyn FnMut(String)) {
 }
 
 /// On Linux, timers of a user without lingering run only while that user is logged in.
-fn linger_warning(s: &Settings) {
-    if s.manager != Manager::Systemd {
+fn linger_warning(settings: &Settings) {
+    if settings.manager != Manager::Systemd {
         return;
     }
     let user = user_name();
@@ -286,17 +289,17 @@ fn linger_warning(s: &Settings) {
     }
 }
 
-pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -> CmdResult {
-    let def = one_definition(s, name)?;
-    data_root(s, if dry_run { Use::Read } else { Use::Write })?;
+pub fn install(settings: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -> CmdResult {
+    let def = one_definition(settings, name)?;
+    data_root(settings, if dry_run { Use::Read } else { Use::Write })?;
     let Some(schedule) = &def.schedule else {
         return Err(bad(format!(
             "{name} has no [schedule]: there is nothing to install (run it with `automations run {name}`)"
         )));
     };
     let bin = unit_binary(bin)?;
-    let manager = service::for_manager(s.manager);
-    let plan = install::plan_install(s, &def, &bin, manager.as_ref())?;
+    let manager = service::for_manager(settings.manager);
+    let plan = install::plan_install(settings, &def, &bin, manager.as_ref())?;
     outln!(
         "install {} ({}) running {}:",
         plan.label,
@@ -308,7 +311,7 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
         outln!("dry run: nothing changed");
         return Ok(Exit::Success);
     }
-    refuse_linked_worktree(&s.root)?;
+    refuse_linked_worktree(&settings.root)?;
     if !bin.is_file() {
         return Err(Fail::new(
             Exit::Environment,
@@ -330,28 +333,28 @@ pub fn install(s: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -
     let question = format!("Install {}", plan.label);
     require_terminal(&question)?;
     preflight(manager.as_ref())?;
-    privacy_warnings(s, &mut |w| errln!("warning: {w}"));
+    privacy_warnings(settings, &mut |w| errln!("warning: {w}"));
     if !confirm(&question)? {
         outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
     if plan.is_empty() {
         outln!("{} is already installed and up to date", plan.label);
-        after_install(s, &def, &bin)?;
+        after_install(settings, &def, &bin)?;
         return Ok(Exit::Success);
     }
-    install::apply_install(s, &plan, manager.as_ref())?;
+    install::apply_install(settings, &plan, manager.as_ref())?;
     outln!("installed {}", plan.label);
-    after_install(s, &def, &bin)?;
-    linger_warning(s);
-    super::healthchecks::install_hint(s, name);
+    after_install(settings, &def, &bin)?;
+    linger_warning(settings);
+    super::healthchecks::install_hint(settings, name);
     Ok(Exit::Success)
 }
 
-pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
-    data_root(s, if dry_run { Use::Read } else { Use::Write })?;
-    let manager = service::for_manager(s.manager);
-    let plan = install::plan_uninstall(s, name, manager.as_ref())?;
+pub fn uninstall(settings: &Settings, name: &Name, dry_run: bool) -> CmdResult {
+    data_root(settings, if dry_run { Use::Read } else { Use::Write })?;
+    let manager = service::for_manager(settings.manager);
+    let plan = install::plan_uninstall(settings, name, manager.as_ref())?;
     if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
         outln!(
             "{} is not installed on this machine: nothing to do",
@@ -372,12 +375,12 @@ pub fn uninstall(s: &Settings, name: &Name, dry_run: bool) -> CmdResult {
         outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
-    install::apply_uninstall(s, &plan, manager.as_ref())?;
+    install::apply_uninstall(settings, &plan, manager.as_ref())?;
     outln!("uninstalled {}", plan.label);
-    for line in left_behind(s, name, plan.record.as_ref()) {
+    for line in left_behind(settings, name, plan.record.as_ref()) {
         outln!("{line}");
     }
-    super::healthchecks::uninstall_hint(s, name);
+    super::healthchecks::uninstall_hint(settings, name);
     Ok(Exit::Success)
 }
 
@@ -400,16 +403,20 @@ fn remote_lines(r: &Result<Vec<String>, String>, say: &mut dyn FnMut(&str)) {
 
 /// What an uninstall leaves in place (it removes only the unit files and the install record),
 /// each with the command that removes it.
-fn left_behind(s: &Settings, name: &Name, record: Option<&crate::state::Record>) -> Vec<String> {
+fn left_behind(
+    settings: &Settings,
+    name: &Name,
+    record: Option<&crate::state::Record>,
+) -> Vec<String> {
     let mut out = vec!["left in place, and how to remove each:".to_owned()];
-    let def = s.definitions_dir().join(format!("{name}.toml"));
+    let def = settings.definitions_dir().join(format!("{name}.toml"));
     if def.exists() {
         out.push(format!(
             "  the definition {}: a manual run still works; delete it (and commit) to retire {name}",
             def.display()
         ));
     }
-    let env = s.layout().env_file(name.as_str());
+    let env = settings.layout().env_file(name.as_str());
     if env.exists() {
         out.push(format!(
             "  its private environment {}: rm {}",
@@ -422,9 +429,9 @@ fn left_behind(s: &Settings, name: &Name, record: Option<&crate::state::Record>)
     ));
     out.push(format!(
         "  its runs in the run log under {} (history; `automations runs {name}` shows them)",
-        s.data_root.display()
+        settings.data_root.display()
     ));
-    let others = crate::state::State::new(&s.data_root)
+    let others = crate::state::State::new(&settings.data_root)
         .install_records()
         .map(|r| r.len())
         .unwrap_or(1);
@@ -443,8 +450,8 @@ fn left_behind(s: &Settings, name: &Name, record: Option<&crate::state::Record>)
     if others == 0 {
         out.push(format!(
             "  the data root {} (the run log, settings and state of every automation): rm -r {}",
-            s.data_root.display(),
-            units::shell_word(&s.data_root.to_string_lossy())
+            settings.data_root.display(),
+            units::shell_word(&settings.data_root.to_string_lossy())
         ));
     }
     out
@@ -458,27 +465,27 @@ pub(super) struct Drift {
     pub machine: Vec<Finding>,
 }
 
-pub(super) fn drift(s: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
-    let defs = valid_definitions(s)?;
-    let (desired, folders) = desired(s, &defs)?;
-    let present = portable::present(&s.root)
-        .with_context(|| format!("cannot read {folders} in {}", s.root.display()))?;
+pub(super) fn drift(settings: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
+    let defs = valid_definitions(settings)?;
+    let (desired, folders) = desired(settings, &defs)?;
+    let present = portable::present(&settings.root)
+        .with_context(|| format!("cannot read {folders} in {}", settings.root.display()))?;
     Ok(Drift {
         units: portable::compare(&present, &desired),
         folders,
-        machine: install::check_machine(s, &defs, manager)?,
+        machine: install::check_machine(settings, &defs, manager)?,
     })
 }
 
 /// `check`: this machine's findings first (what fires here), then `units/` (and `kubernetes/`) one line per file, each
 /// ending with its fix; the diffs only with `--diff`; a summary line last.
-pub fn check(s: &Settings, json: bool, diff: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let manager = service::for_manager(s.manager);
-    let d = drift(s, manager.as_ref())?;
+pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let manager = service::for_manager(settings.manager);
+    let d = drift(settings, manager.as_ref())?;
     // The remote checks, when healthchecks.toml exists: drift when the API key is readable,
     // else why it was not looked at (which is no finding).
-    let remote = super::healthchecks::drift(s);
+    let remote = super::healthchecks::drift(settings);
     let remote_drift = matches!(&remote, Some(Ok(lines)) if !lines.is_empty());
     let clean = d.units.is_empty() && d.machine.is_empty() && !remote_drift;
     if json {

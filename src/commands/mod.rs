@@ -109,20 +109,21 @@ pub fn settings(global: &Global) -> Result<Settings, Fail> {
 
 /// Checks the data root for `usage` (docs/definitions.md): not ours, writable by others, not a directory or
 /// not writable when it must be is exit 3 with the fix. Returns whether it exists.
-pub(crate) fn data_root(s: &Settings, usage: crate::fsutil::Use) -> Result<bool, Fail> {
-    crate::fsutil::check_data_root(&s.data_root, usage).map_err(|e| Fail::new(Exit::Environment, e))
+pub(crate) fn data_root(settings: &Settings, usage: crate::fsutil::Use) -> Result<bool, Fail> {
+    crate::fsutil::check_data_root(&settings.data_root, usage)
+        .map_err(|e| Fail::new(Exit::Environment, e))
 }
 
 /// The definition of `name`; missing or invalid is bad input (exit 2).
-pub(crate) fn one_definition(s: &Settings, name: &Name) -> Result<Definition, Fail> {
-    definition::load_one(&s.definitions_dir(), name, &Checks::of(s))
+pub(crate) fn one_definition(settings: &Settings, name: &Name) -> Result<Definition, Fail> {
+    definition::load_one(&settings.definitions_dir(), name, &Checks::of(settings))
         .map_err(|e| Fail::new(Exit::BadInput, e))
 }
 
 /// Loads every definition; an unreadable folder is an environment problem.
-pub(crate) fn load_all(s: &Settings) -> Result<definition::Loaded, Fail> {
-    let dir = s.definitions_dir();
-    definition::load_all(&dir, &Checks::of(s))
+pub(crate) fn load_all(settings: &Settings) -> Result<definition::Loaded, Fail> {
+    let dir = settings.definitions_dir();
+    definition::load_all(&dir, &Checks::of(settings))
         .with_context(|| format!("cannot read {}", dir.display()))
         .map_err(|e| Fail::new(Exit::Environment, e))
 }

@@ -11,9 +11,9 @@ use crate::notify::{self, drivers};
 use crate::settings::Settings;
 use crate::{CmdResult, Exit, Fail};
 
-pub fn test(s: &Settings) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let answers = notify::test(s)?;
+pub fn test(settings: &Settings) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let answers = notify::test(settings)?;
     if answers.is_empty() {
         return Err(Fail::new(
             Exit::Failure,
@@ -33,9 +33,9 @@ pub fn test(s: &Settings) -> CmdResult {
     Ok(if failed { Exit::Failure } else { Exit::Success })
 }
 
-pub fn look(s: &Settings, name: Option<&Name>) -> CmdResult {
-    data_root(s, Use::Write)?;
-    let report = notify::look(s, name, notify::LOOK_WAIT)?;
+pub fn look(settings: &Settings, name: Option<&Name>) -> CmdResult {
+    data_root(settings, Use::Write)?;
+    let report = notify::look(settings, name, notify::LOOK_WAIT)?;
     if report.busy {
         errln!(
             "automations: notify look: another look held state/verdicts/.lock for {} s; this one is left to the next look",
@@ -67,8 +67,8 @@ pub fn look(s: &Settings, name: Option<&Name>) -> CmdResult {
     })
 }
 
-fn label(s: &Settings, ntfy: bool) -> Label {
-    Label::notify(&s.namespace, if ntfy { "ntfy" } else { "pushover" })
+fn label(settings: &Settings, ntfy: bool) -> Label {
+    Label::notify(&settings.namespace, if ntfy { "ntfy" } else { "pushover" })
 }
 
 fn terminal() -> Result<(), Fail> {
@@ -86,10 +86,10 @@ fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
     drivers::validate_pushover(&drivers::pushover_api(&env), pair)
 }
 
-pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
+pub fn key_store(settings: &Settings, ntfy: bool) -> CmdResult {
     terminal()?;
-    let store = keys::for_settings(s);
-    let label = label(s, ntfy);
+    let store = keys::for_settings(settings);
+    let label = label(settings, ntfy);
     if ntfy {
         let token = secret("ntfy access token (input hidden): ")?;
         store
@@ -119,9 +119,9 @@ pub fn key_store(s: &Settings, ntfy: bool) -> CmdResult {
     }
 }
 
-pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
-    let store = keys::for_settings(s);
-    let label = label(s, ntfy);
+pub fn key_check(settings: &Settings, ntfy: bool) -> CmdResult {
+    let store = keys::for_settings(settings);
+    let label = label(settings, ntfy);
     if ntfy {
         return match store.get(&label) {
             Ok(Some(_)) => {
@@ -139,7 +139,7 @@ pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
         };
     }
     let env = |_: &str| None;
-    let pair = match drivers::PushoverPair::find(&env, store.as_ref(), &s.namespace) {
+    let pair = match drivers::PushoverPair::find(&env, store.as_ref(), &settings.namespace) {
         Ok(Some(p)) => p,
         Ok(None) => {
             outln!("no Pushover pair is stored; store one with `automations notify-key store`");
@@ -159,6 +159,6 @@ pub fn key_check(s: &Settings, ntfy: bool) -> CmdResult {
     }
 }
 
-pub fn key_delete(s: &Settings, ntfy: bool) -> CmdResult {
-    super::keys::delete_item(s, &label(s, ntfy))
+pub fn key_delete(settings: &Settings, ntfy: bool) -> CmdResult {
+    super::keys::delete_item(settings, &label(settings, ntfy))
 }

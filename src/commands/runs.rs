@@ -14,8 +14,8 @@ use crate::state::State;
 use crate::views;
 use crate::{CmdResult, Exit, Fail};
 
-pub(super) fn run(s: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
-    let report = match runner::run(s, name, trigger) {
+pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
+    let report = match runner::run(settings, name, trigger) {
         Ok(r) => r,
         Err(RunError::Definition(e)) => return Err(Fail::new(Exit::BadInput, e)),
         Err(RunError::Io(e)) => return Err(Fail::from(e)),
@@ -52,12 +52,17 @@ pub(super) fn result_cmd(pairs: &[String], headline: Option<&str>) -> CmdResult 
     Ok(Exit::Success)
 }
 
-pub(super) fn runs(s: &Settings, name: Option<&Name>, limit: usize, json: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let log = RunLog::new(&s.data_root);
-    let recent = history::recent(&log, &s.data_root, name.map(Name::as_str), limit)?;
+pub(super) fn runs(
+    settings: &Settings,
+    name: Option<&Name>,
+    limit: usize,
+    json: bool,
+) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let log = RunLog::new(&settings.data_root);
+    let recent = history::recent(&log, &settings.data_root, name.map(Name::as_str), limit)?;
     let paused = match name {
-        Some(n) => State::new(&s.data_root).paused(n)?,
+        Some(n) => State::new(&settings.data_root).paused(n)?,
         None => None,
     };
     let out = &mut std::io::stdout().lock();
@@ -149,17 +154,17 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
     Ok(())
 }
 
-pub(super) fn show(s: &Settings, id: &str, failed: bool, json: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let log = RunLog::new(&s.data_root);
+pub(super) fn show(settings: &Settings, id: &str, failed: bool, json: bool) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let log = RunLog::new(&settings.data_root);
     let found = if failed {
         history::Found::Nothing
     } else {
-        history::find(&log, &s.data_root, id, None)?
+        history::find(&log, &settings.data_root, id, None)?
     };
     let view = match found {
         history::Found::One(v) => *v,
-        history::Found::Nothing => latest_of(s, &log, id, failed)?,
+        history::Found::Nothing => latest_of(settings, &log, id, failed)?,
         history::Found::Ambiguous { some, all } => {
             let more = if all > some.len() {
                 format!(" and {} more", all - some.len())
@@ -187,7 +192,12 @@ pub(super) fn show(s: &Settings, id: &str, failed: bool, json: bool) -> CmdResul
 }
 
 /// `show NAME [--failed]`: the latest run of an automation, when `id` is no run id.
-fn latest_of(s: &Settings, log: &RunLog, id: &str, failed: bool) -> Result<history::RunView, Fail> {
+fn latest_of(
+    settings: &Settings,
+    log: &RunLog,
+    id: &str,
+    failed: bool,
+) -> Result<history::RunView, Fail> {
     let bad = |msg: String| Fail::new(Exit::BadInput, anyhow::anyhow!(msg));
     let Ok(name) = Name::new(id) else {
         return Err(bad(if failed {
@@ -196,10 +206,13 @@ fn latest_of(s: &Settings, log: &RunLog, id: &str, failed: bool) -> Result<histo
             format!("no run {id:?} in {}", log.path().display())
         }));
     };
-    if let Some(v) = history::latest(log, &s.data_root, name.as_str(), failed)? {
+    if let Some(v) = history::latest(log, &settings.data_root, name.as_str(), failed)? {
         return Ok(v);
     }
-    let known = s.definitions_dir().join(format!("{name}.toml")).is_file();
+    let known = settings
+        .definitions_dir()
+        .join(format!("{name}.toml"))
+        .is_file();
     Err(bad(match (known, failed) {
         (true, true) => format!("{name} has no failed run"),
         (true, false) => format!("{name} has no runs yet (automations run {name})"),
@@ -296,9 +309,9 @@ fn print_http(out: &mut dyn Write, h: &crate::http::log::Summary) -> std::io::Re
     Ok(())
 }
 
-pub(super) fn log_verify(s: &Settings, json: bool) -> CmdResult {
-    data_root(s, Use::Read)?;
-    let log = RunLog::new(&s.data_root);
+pub(super) fn log_verify(settings: &Settings, json: bool) -> CmdResult {
+    data_root(settings, Use::Read)?;
+    let log = RunLog::new(&settings.data_root);
     let v = runlog::verify(&log)?;
     let broken = !v.breaks.is_empty();
     if json {

@@ -17,40 +17,40 @@ fn control_fail(e: control::ControlError) -> Fail {
     }
 }
 
-pub(super) fn pause(s: &Settings, name: &Name, reason: &str) -> CmdResult {
-    control::require_definition(s, name).map_err(control_fail)?;
-    data_root(s, Use::Write)?;
-    let p = control::pause(s, name, By::Hand, reason).map_err(control_fail)?;
+pub(super) fn pause(settings: &Settings, name: &Name, reason: &str) -> CmdResult {
+    control::require_definition(settings, name).map_err(control_fail)?;
+    data_root(settings, Use::Write)?;
+    let p = control::pause(settings, name, By::Hand, reason).map_err(control_fail)?;
     outln!("{name}: paused ({})", p.reason);
-    healthchecks::follow_pause(s, Some(name), true);
+    healthchecks::follow_pause(settings, Some(name), true);
     Ok(Exit::Success)
 }
 
-pub(super) fn resume(s: &Settings, name: &Name) -> CmdResult {
-    control::require_definition(s, name).map_err(control_fail)?;
-    data_root(s, Use::Write)?;
-    if control::resume(s, name).map_err(control_fail)? {
+pub(super) fn resume(settings: &Settings, name: &Name) -> CmdResult {
+    control::require_definition(settings, name).map_err(control_fail)?;
+    data_root(settings, Use::Write)?;
+    if control::resume(settings, name).map_err(control_fail)? {
         outln!("{name}: resumed");
     } else {
         outln!("{name}: was not paused");
     }
-    healthchecks::follow_pause(s, Some(name), false);
+    healthchecks::follow_pause(settings, Some(name), false);
     Ok(Exit::Success)
 }
 
-pub(super) fn ack(s: &Settings, name: &Name, reason: Option<&str>) -> CmdResult {
-    control::require_definition(s, name).map_err(control_fail)?;
-    data_root(s, Use::Write)?;
-    control::ack(s, name, reason).map_err(control_fail)?;
+pub(super) fn ack(settings: &Settings, name: &Name, reason: Option<&str>) -> CmdResult {
+    control::require_definition(settings, name).map_err(control_fail)?;
+    data_root(settings, Use::Write)?;
+    control::ack(settings, name, reason).map_err(control_fail)?;
     outln!(
         "{name}: acknowledged; health counts its runs from now (a failure next is a new degradation)"
     );
     Ok(Exit::Success)
 }
 
-pub(super) fn stop_all(s: &Settings, reason: &str) -> CmdResult {
-    data_root(s, Use::Write)?;
-    let r = control::stop_all(s, reason).map_err(control_fail)?;
+pub(super) fn stop_all(settings: &Settings, reason: &str) -> CmdResult {
+    data_root(settings, Use::Write)?;
+    let r = control::stop_all(settings, reason).map_err(control_fail)?;
     let mut problems = Vec::new();
     match &r.switch_error {
         None => outln!(
@@ -75,7 +75,7 @@ pub(super) fn stop_all(s: &Settings, reason: &str) -> CmdResult {
             r.still_running.join(", ")
         ));
     }
-    healthchecks::follow_pause(s, None, true);
+    healthchecks::follow_pause(settings, None, true);
     if problems.is_empty() {
         Ok(Exit::Success)
     } else {
@@ -86,13 +86,13 @@ pub(super) fn stop_all(s: &Settings, reason: &str) -> CmdResult {
     }
 }
 
-pub(super) fn resume_all(s: &Settings) -> CmdResult {
-    data_root(s, Use::Write)?;
-    if control::resume_all(s).map_err(control_fail)? {
+pub(super) fn resume_all(settings: &Settings) -> CmdResult {
+    data_root(settings, Use::Write)?;
+    if control::resume_all(settings).map_err(control_fail)? {
         outln!("kill switch off");
     } else {
         outln!("kill switch was not on");
     }
-    healthchecks::follow_pause(s, None, false);
+    healthchecks::follow_pause(settings, None, false);
     Ok(Exit::Success)
 }

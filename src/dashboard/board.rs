@@ -129,31 +129,33 @@ pub struct Mark {
 impl Board {
     /// Gathers everything. Only an unreadable log or definitions folder is an error; other
     /// unreadable files become `problems`.
-    pub fn gather(s: &Settings) -> anyhow::Result<Board> {
-        let (src, problem) = health::load::Sources::read_lenient(s)?;
+    pub fn gather(settings: &Settings) -> anyhow::Result<Board> {
+        let (src, problem) = health::load::Sources::read_lenient(settings)?;
         let mut problems: Vec<String> = problem.into_iter().collect();
-        let state = State::new(&s.data_root);
+        let state = State::new(&settings.data_root);
         let stopped = state.stopped().unwrap_or_else(|e| {
             problems.push(crate::exit::chain_text(&e));
             None
         });
-        if let Err(e) = crate::notify::settings::load(&s.data_root) {
+        if let Err(e) = crate::notify::settings::load(&settings.data_root) {
             problems.push(e.to_string());
         }
-        let health::load::Assessment { subjects, verdicts } = health::load::assess(s, &src, None)?;
+        let health::load::Assessment { subjects, verdicts } =
+            health::load::assess(settings, &src, None)?;
         let health::load::Sources {
             loaded, snapshot, ..
         } = src;
-        let installs = crate::install::installed(s, &loaded.definitions).unwrap_or_else(|e| {
-            problems.push(format!("{e:#}"));
-            Default::default()
-        });
+        let installs =
+            crate::install::installed(settings, &loaded.definitions).unwrap_or_else(|e| {
+                problems.push(format!("{e:#}"));
+                Default::default()
+            });
         let now = Utc::now();
         let day_ago = now - Duration::hours(24);
         let mut cards: Vec<Card> = subjects
             .iter()
             .zip(verdicts)
-            .map(|(subject, verdict)| card_of(s, &snapshot, subject, verdict, day_ago, now))
+            .map(|(subject, verdict)| card_of(settings, &snapshot, subject, verdict, day_ago, now))
             .collect();
         // Degraded first, then unknown, paused and healthy; then by name.
         cards.sort_by(|a, b| a.category().cmp(&b.category()).then(a.name.cmp(&b.name)));
@@ -175,7 +177,7 @@ impl Board {
 
     /// The `list --json` entry of a card (with its last run), when it has a definition. The
     /// pause comes from the verdict's subject, read once with everything else.
-    pub fn entry<'a>(&'a self, s: &Settings, card: &Card) -> Option<views::ListEntry<'a>> {
+    pub fn entry<'a>(&'a self, settings: &Settings, card: &Card) -> Option<views::ListEntry<'a>> {
         let def = self.definition(&card.name)?;
         let live = views::Live {
             paused: card.paused.clone(),
@@ -185,7 +187,7 @@ impl Board {
             installed: self.installs.get(&def.name),
         };
         Some(views::entry(
-            s,
+            settings,
             def,
             live,
             &self.now.with_timezone(&chrono::Local),
@@ -193,14 +195,14 @@ impl Board {
     }
 
     /// `/api/automations`: every part in the CLI's `--json` shape.
-    pub fn json(&self, s: &Settings) -> serde_json::Value {
+    pub fn json(&self, settings: &Settings) -> serde_json::Value {
         let automations: Vec<serde_json::Value> = self
             .cards
             .iter()
             .map(|c| {
                 serde_json::json!({
                     "name": c.name,
-                    "list": self.entry(s, c),
+                    "list": self.entry(settings, c),
                     "health": c.verdict,
                     "category": c.category(),
                     "runs": c.recent.iter().map(views::run_json).collect::<Vec<_>>(),
@@ -223,7 +225,7 @@ impl Board {
 /// One automation's card: its last ten runs (and back 24 hours for the strip), its newest finished
 /// run, and the daily slots of the 24 hours no run followed.
 fn card_of(
-    s: &Settings,
+    settings: &Settings,
     snapshot: &crate::runlog::index::Snapshot,
     subject: &health::Subject,
     verdict: Verdict,
@@ -234,7 +236,7 @@ fn card_of(
     let mut recent = Vec::new();
     let mut latest = None;
     let mut marks = Vec::new();
-    for run in history::runs_of(snapshot, &s.data_root, &subject.name) {
+    for run in history::runs_of(snapshot, &settings.data_root, &subject.name) {
         let at = crate::runlog::parse_stamp(&run.at);
         let in_day = at.is_some_and(|t| t > day_ago);
         if let Some(t) = at.filter(|_| in_day) {

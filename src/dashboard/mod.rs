@@ -74,18 +74,18 @@ pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
 }
 
 /// Serves until interrupted.
-pub fn serve(s: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
-    let token = token(&s.data_root)?;
+pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
+    let token = token(&settings.data_root)?;
     let listener = TcpListener::bind(("127.0.0.1", port))
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
     let port = listener.local_addr()?.port();
     let url = format!("http://127.0.0.1:{port}/?token={token}");
     outln!("dashboard: {url}");
     if open {
-        open_browser(&s.data_root, &url);
+        open_browser(&settings.data_root, &url);
     }
     let ctx = Arc::new(Ctx {
-        s: s.clone(),
+        settings: settings.clone(),
         token,
         // The cookie holds a value of this process only: browsers send a cookie to every port
         // of 127.0.0.1, and one that reaches another local server is worthless once this ends.
@@ -139,7 +139,7 @@ fn spawn_detached(cmd: &mut std::process::Command) -> std::io::Result<()> {
 }
 
 struct Ctx {
-    s: Settings,
+    settings: Settings,
     token: String,
     session: String,
     port: u16,
@@ -244,18 +244,18 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
         );
     }
     match (request.method().clone(), path) {
-        (Method::GET, "/") => match Board::gather(&ctx.s) {
+        (Method::GET, "/") => match Board::gather(&ctx.settings) {
             Ok(b) => reply(
                 200,
                 "text/html; charset=utf-8",
-                page::page(&ctx.s, &b).into_string(),
+                page::page(&ctx.settings, &b).into_string(),
             ),
             Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
         },
         (Method::GET, "/static/app.js") => reply(200, "text/javascript; charset=utf-8", APP_JS),
         (Method::GET, "/static/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
-        (Method::GET, "/api/automations") => match Board::gather(&ctx.s) {
-            Ok(b) => json(200, &b.json(&ctx.s)),
+        (Method::GET, "/api/automations") => match Board::gather(&ctx.settings) {
+            Ok(b) => json(200, &b.json(&ctx.settings)),
             Err(e) => json(500, &serde_json::json!({"error": format!("{e:#}")})),
         },
         (Method::GET, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
@@ -274,7 +274,7 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
 /// `/api/runs/<id>` or `/api/runs/<name>/<id>`: the `show --json` document. With the name, only
 /// that automation's lines are read (through its index); either way only back to the run's time.
 fn run_api(ctx: &Ctx, rest: &str) -> Reply {
-    let log = RunLog::new(&ctx.s.data_root);
+    let log = RunLog::new(&ctx.settings.data_root);
     let (name, id) = match rest.split_once('/') {
         Some((n, id)) => match Name::new(n) {
             Ok(n) => (Some(n), id),
@@ -282,7 +282,12 @@ fn run_api(ctx: &Ctx, rest: &str) -> Reply {
         },
         None => (None, rest),
     };
-    match history::find(&log, &ctx.s.data_root, id, name.as_ref().map(Name::as_str)) {
+    match history::find(
+        &log,
+        &ctx.settings.data_root,
+        id,
+        name.as_ref().map(Name::as_str),
+    ) {
         Ok(history::Found::One(v)) => json(200, &crate::views::show_json(&v)),
         Ok(_) => json(404, &serde_json::json!({"error": "no such run"})),
         Err(e) => json(
@@ -314,7 +319,7 @@ fn control_reply(r: Result<serde_json::Value, control::ControlError>) -> Reply {
 }
 
 fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
-    let s = &ctx.s;
+    let s = &ctx.settings;
     let named = |prefix: &str| path.strip_prefix(prefix).and_then(|n| Name::new(n).ok());
     if let Some(name) = named("/api/run/") {
         return run_now(ctx, &name);
@@ -363,7 +368,7 @@ fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
 /// Starts the same runner a schedule uses, in the background, with `--trigger dashboard`. Only the
 /// name of a definition is accepted; nothing else from the request reaches a command.
 fn run_now(ctx: &Ctx, name: &Name) -> Reply {
-    let s = &ctx.s;
+    let s = &ctx.settings;
     if let Err(e) = control::require_definition(s, name) {
         return json(400, &serde_json::json!({"error": e.to_string()}));
     }

@@ -13,7 +13,7 @@ use crate::views::short_time as short;
 
 /// The whole page: a summary line (counts per category, each a filter), a name filter, and one
 /// compact row per automation that expands in place.
-pub fn page(s: &Settings, b: &Board) -> Markup {
+pub fn page(settings: &Settings, b: &Board) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -66,7 +66,7 @@ pub fn page(s: &Settings, b: &Board) -> Markup {
                     @if b.cards.is_empty() {
                         p.empty { "No automations: add a definition to automations/ (docs/definitions.md)." }
                     }
-                    @for c in &b.cards { (row(s, b, c)) }
+                    @for c in &b.cards { (row(settings, b, c)) }
                 }
             }
         }
@@ -93,8 +93,8 @@ fn row_class(c: &Card) -> String {
 
 /// One automation: a line that says what matters (mark, name, verdict, schedule, last run, next
 /// firing, its recent runs), which opens in place to everything else.
-fn row(s: &Settings, b: &Board, c: &Card) -> Markup {
-    let entry = b.entry(s, c);
+fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
+    let entry = b.entry(settings, c);
     let def = b.definition(&c.name);
     let last = c.recent.iter().find(|r| r.run.is_some());
     html! {

@@ -160,10 +160,10 @@ pub struct Checks {
 
 impl Checks {
     /// The checks of this installation: its home and its data root.
-    pub fn of(s: &crate::settings::Settings) -> Self {
+    pub fn of(settings: &crate::settings::Settings) -> Self {
         Self {
-            home: s.home.clone(),
-            data_root: s.data_root.clone(),
+            home: settings.home.clone(),
+            data_root: settings.data_root.clone(),
         }
     }
 }

@@ -37,40 +37,40 @@ pub struct Sources {
 impl Sources {
     /// Reads what the verdicts of `only` (or of every automation) need; a `health.toml` that
     /// cannot be used is an error.
-    pub fn read(s: &Settings, only: Option<&Name>) -> anyhow::Result<Self> {
-        let thresholds = thresholds::load(&s.data_root)?;
-        Self::read_with(s, only, thresholds)
+    pub fn read(settings: &Settings, only: Option<&Name>) -> anyhow::Result<Self> {
+        let thresholds = thresholds::load(&settings.data_root)?;
+        Self::read_with(settings, only, thresholds)
     }
 
     /// [`Sources::read`] for a page that shows what it cannot read: a `health.toml` that cannot be
     /// used is said (the returned problem) and the defaults apply.
-    pub fn read_lenient(s: &Settings) -> anyhow::Result<(Self, Option<String>)> {
-        let (thresholds, problem) = match thresholds::load(&s.data_root) {
+    pub fn read_lenient(settings: &Settings) -> anyhow::Result<(Self, Option<String>)> {
+        let (thresholds, problem) = match thresholds::load(&settings.data_root) {
             Ok(t) => (t, None),
             Err(e) => (ThresholdSet::default(), Some(e.to_string())),
         };
-        Ok((Self::read_with(s, None, thresholds)?, problem))
+        Ok((Self::read_with(settings, None, thresholds)?, problem))
     }
 
     /// The sources of the one automation `def` already read (the runner's, after a run).
-    pub fn of(s: &Settings, def: definition::Definition) -> anyhow::Result<Self> {
+    pub fn of(settings: &Settings, def: definition::Definition) -> anyhow::Result<Self> {
         Ok(Self {
             loaded: definition::Loaded {
                 definitions: vec![def],
                 problems: Vec::new(),
             },
-            snapshot: Index::new(&RunLog::new(&s.data_root)).refresh()?,
-            thresholds: thresholds::load(&s.data_root)?,
+            snapshot: Index::new(&RunLog::new(&settings.data_root)).refresh()?,
+            thresholds: thresholds::load(&settings.data_root)?,
         })
     }
 
     fn read_with(
-        s: &Settings,
+        settings: &Settings,
         only: Option<&Name>,
         thresholds: ThresholdSet,
     ) -> anyhow::Result<Self> {
-        let dir = s.definitions_dir();
-        let checks = Checks::of(s);
+        let dir = settings.definitions_dir();
+        let checks = Checks::of(settings);
         // One automation's verdict needs one definition, not the folder (the runner's look after
         // a run asks for exactly one).
         let loaded = match only {
@@ -88,7 +88,7 @@ impl Sources {
             None => definition::load_all(&dir, &checks)
                 .with_context(|| format!("cannot read {}", dir.display()))?,
         };
-        let snapshot = Index::new(&RunLog::new(&s.data_root)).refresh()?;
+        let snapshot = Index::new(&RunLog::new(&settings.data_root)).refresh()?;
         Ok(Self {
             loaded,
             snapshot,
@@ -105,8 +105,12 @@ pub struct Assessment {
 
 /// The verdict pipeline for what shows subjects too (the dashboard): the subjects of `only` (or of
 /// every automation) from `src`, and their verdicts now.
-pub fn assess(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Assessment> {
-    let (subjects, verdicts) = judge(s, src, only, |subject, verdict| (subject, verdict))?
+pub fn assess(
+    settings: &Settings,
+    src: &Sources,
+    only: Option<&Name>,
+) -> anyhow::Result<Assessment> {
+    let (subjects, verdicts) = judge(settings, src, only, |subject, verdict| (subject, verdict))?
         .into_iter()
         .unzip();
     Ok(Assessment { subjects, verdicts })
@@ -115,14 +119,18 @@ pub fn assess(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Resul
 /// The verdict pipeline for what needs only the verdicts (`health`, notifications, Healthchecks'
 /// status): each subject is dropped by the worker that judged it, so the next one reuses its
 /// memory (1,000 automations' runs held until the end took ~50 MB, most of `health`'s page faults).
-pub fn verdicts(s: &Settings, src: &Sources, only: Option<&Name>) -> anyhow::Result<Vec<Verdict>> {
-    judge(s, src, only, |_, verdict| verdict)
+pub fn verdicts(
+    settings: &Settings,
+    src: &Sources,
+    only: Option<&Name>,
+) -> anyhow::Result<Vec<Verdict>> {
+    judge(settings, src, only, |_, verdict| verdict)
 }
 
 /// Every automation health knows of (defined ones, valid or not, names in the log, installed ones;
 /// with `only`, just that one), read and judged now, each then given to `keep`.
 fn judge<R: Send>(
-    s: &Settings,
+    settings: &Settings,
     src: &Sources,
     only: Option<&Name>,
     keep: impl Fn(Subject, Verdict) -> R + Sync,
@@ -143,7 +151,7 @@ fn judge<R: Send>(
                 .map(str::to_owned)
         })
         .collect();
-    let state = State::new(&s.data_root);
+    let state = State::new(&settings.data_root);
     let (names, installs) = known(&state, loaded, snapshot, &invalid, only)?;
     let names: Vec<Name> = names.iter().filter_map(|n| Name::new(n).ok()).collect();
     let definitions: std::collections::HashMap<&Name, &definition::Definition> =
@@ -153,12 +161,12 @@ fn judge<R: Send>(
         None => Some(state.paused_names()?),
     };
     // Ping records are read only for the automations that have one (one listing).
-    let pinged = crate::state::pinged_names(&s.data_root)?;
+    let pinged = crate::state::pinged_names(&settings.data_root)?;
     let now = now();
     let one = |n: &Name| -> anyhow::Result<R> {
         let definition = definitions.get(n).map(|d| (*d).clone());
         let th = thresholds.of(n.as_str());
-        let mut subject = subject(s, snapshot, n, definition, th, pauses.as_ref())?;
+        let mut subject = subject(settings, snapshot, n, definition, th, pauses.as_ref())?;
         match installs.get(n) {
             Some(Ok(r)) => {
                 subject.installed_at = Some(r.installed_at);
@@ -166,7 +174,7 @@ fn judge<R: Send>(
                     .definition
                     .as_ref()
                     .filter(|d| d.schedule.is_some())
-                    .and_then(|d| crate::pins::check(Some(r), d, &s.root))
+                    .and_then(|d| crate::pins::check(Some(r), d, &settings.root))
                     .map(|m| m.words(n.as_str()));
             }
             Some(Err(e)) => subject.unreadable.push(e.clone()),
@@ -174,7 +182,7 @@ fn judge<R: Send>(
         }
         subject.invalid = invalid.contains(n.as_str());
         if pinged.contains(n) {
-            match crate::state::read_pings(&s.data_root, n.as_str()) {
+            match crate::state::read_pings(&settings.data_root, n.as_str()) {
                 Ok(p) => subject.pings = p,
                 Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
             }
@@ -231,7 +239,7 @@ pub(super) const PER_WORKER: usize = 32;
 
 /// One automation's subject (without its install time and validity, which `subjects` adds).
 fn subject(
-    s: &Settings,
+    settings: &Settings,
     snapshot: &Snapshot,
     name: &Name,
     definition: Option<crate::definition::Definition>,
@@ -240,7 +248,7 @@ fn subject(
 ) -> anyhow::Result<Subject> {
     let (runs, acked_at) = gather(
         snapshot,
-        s,
+        settings,
         name.as_str(),
         th,
         definition.as_ref().and_then(|d| d.schedule.as_ref()),
@@ -250,10 +258,12 @@ fn subject(
     // makes this automation's verdict unknown, naming it; the others are not held up by it.
     let paused = match pauses {
         Some(p) if !p.contains(name) => None,
-        _ => State::new(&s.data_root).paused(name).unwrap_or_else(|e| {
-            unreadable.push(crate::exit::chain_text(&e));
-            None
-        }),
+        _ => State::new(&settings.data_root)
+            .paused(name)
+            .unwrap_or_else(|e| {
+                unreadable.push(crate::exit::chain_text(&e));
+                None
+            }),
     };
     Ok(Subject {
         name: name.to_string(),
@@ -284,7 +294,7 @@ pub fn now() -> Now<chrono::Local> {
 /// updates.
 fn gather(
     snapshot: &Snapshot,
-    s: &Settings,
+    settings: &Settings,
     name: &str,
     th: &super::Thresholds,
     schedule: Option<&Schedule>,
@@ -322,7 +332,7 @@ fn gather(
                 last_end = Some(f.run.clone());
                 true
             }
-            Event::Started(s) => last_end.take().is_none_or(|run| run != s.run),
+            Event::Started(settings) => last_end.take().is_none_or(|run| run != settings.run),
             _ => false,
         };
         if let Event::Finished(f) = &r.event
@@ -352,7 +362,7 @@ fn gather(
         }
     }
     let mut views: Vec<crate::history::RunView> = Vec::with_capacity(runs + 1);
-    views.extend(Runs::new(records.into_iter(), &s.data_root).ends_first());
+    views.extend(Runs::new(records.into_iter(), &settings.data_root).ends_first());
     // A firing tried again counts once, by its last attempt (the newest, read first): rates,
     // streaks, auto-pause and notifications count firings, not attempts.
     let mut firings = std::collections::HashSet::new();

@@ -12,12 +12,12 @@ use crate::state::State;
 /// Pauses (`pause`) or resumes the remote check of `only`, or of every automation of the
 /// namespace; one line for people per check (or why none was), each starting `healthchecks:`.
 /// Nothing when there is no `healthchecks.toml`.
-pub fn follow(s: &Settings, only: Option<&Name>, pause: bool) -> Vec<String> {
-    let Ok(Some(cfg)) = super::settings::load(&s.data_root) else {
+pub fn follow(settings: &Settings, only: Option<&Name>, pause: bool) -> Vec<String> {
+    let Ok(Some(cfg)) = super::settings::load(&settings.data_root) else {
         return Vec::new();
     };
     let verb = if pause { "paused" } else { "resumed" };
-    let (api, remote) = match super::remote_checks(s, &cfg) {
+    let (api, remote) = match super::remote_checks(settings, &cfg) {
         Ok(r) => r,
         Err(e) => {
             return vec![format!(
@@ -25,7 +25,7 @@ pub fn follow(s: &Settings, only: Option<&Name>, pause: bool) -> Vec<String> {
             )];
         }
     };
-    let targets = targets(s, &cfg, &remote, only, pause);
+    let targets = targets(settings, &cfg, &remote, only, pause);
     if targets.is_empty() {
         return vec![format!("healthchecks: no remote check to be {verb}")];
     }
@@ -45,21 +45,28 @@ pub fn follow(s: &Settings, only: Option<&Name>, pause: bool) -> Vec<String> {
 /// The checks to pause or resume, with whose they are. `resume-all` leaves the checks of
 /// automations paused one by one paused.
 fn targets<'r>(
-    s: &Settings,
+    settings: &Settings,
     cfg: &HcSettings,
     remote: &'r [Remote],
     only: Option<&Name>,
     pause: bool,
 ) -> Vec<(String, &'r Remote)> {
-    let ours =
-        |n: &Name| sync::find(remote, &s.namespace, n, &super::watch(cfg, &s.namespace, n)).ours();
+    let ours = |n: &Name| {
+        sync::find(
+            remote,
+            &settings.namespace,
+            n,
+            &super::watch(cfg, &settings.namespace, n),
+        )
+        .ours()
+    };
     match only {
         Some(n) => ours(n).map(|r| (n.to_string(), r)).into_iter().collect(),
         None => {
             let paused: Vec<&Remote> = if pause {
                 Vec::new()
             } else {
-                State::new(&s.data_root)
+                State::new(&settings.data_root)
                     .paused_names()
                     .unwrap_or_default()
                     .iter()
@@ -68,7 +75,7 @@ fn targets<'r>(
             };
             remote
                 .iter()
-                .filter(|r| r.has_tag(&super::tag(&s.namespace)))
+                .filter(|r| r.has_tag(&super::tag(&settings.namespace)))
                 .filter(|r| !paused.iter().any(|p| std::ptr::eq(*p, *r)))
                 .map(|r| (r.slug.clone(), r))
                 .collect()

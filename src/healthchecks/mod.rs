@@ -28,8 +28,8 @@ pub const ENV_PING_KEY: &str = "AUTOMATIONS_HEALTHCHECKS_PING_KEY";
 pub const ENV_API_KEY: &str = "AUTOMATIONS_HEALTHCHECKS_API_KEY";
 
 /// Whether `healthchecks.toml` exists: one `stat`, so a firing without it pays nothing more.
-pub fn enabled(s: &Settings) -> bool {
-    std::fs::symlink_metadata(s.layout().settings_file(settings::FILE)).is_ok()
+pub fn enabled(settings: &Settings) -> bool {
+    std::fs::symlink_metadata(settings.layout().settings_file(settings::FILE)).is_ok()
 }
 
 /// Which of the two keys.
@@ -92,13 +92,13 @@ pub fn key(
 }
 
 /// [`key`] from this machine's keychain.
-pub fn machine_key(s: &Settings, kind: KeyKind) -> Result<Option<Secret>, String> {
-    key(kind, &s.namespace, &|| keys::for_settings(s))
+pub fn machine_key(settings: &Settings, kind: KeyKind) -> Result<Option<Secret>, String> {
+    key(kind, &settings.namespace, &|| keys::for_settings(settings))
 }
 
 /// The Management API client, or why there is none (no API key readable).
-pub fn client(s: &Settings, cfg: &HcSettings) -> Result<api::Api, String> {
-    match machine_key(s, KeyKind::Api)? {
+pub fn client(settings: &Settings, cfg: &HcSettings) -> Result<api::Api, String> {
+    match machine_key(settings, KeyKind::Api)? {
         Some(k) => api::Api::new(&cfg.api_url, k).map_err(|e| e.to_string()),
         None => Err(format!(
             "no Healthchecks API key ({ENV_API_KEY} or `automations healthchecks key store api`)"
@@ -108,10 +108,10 @@ pub fn client(s: &Settings, cfg: &HcSettings) -> Result<api::Api, String> {
 
 /// The API client and every check of the key's project.
 pub fn remote_checks(
-    s: &Settings,
+    settings: &Settings,
     cfg: &HcSettings,
 ) -> Result<(api::Api, Vec<api::Remote>), String> {
-    let api = client(s, cfg)?;
+    let api = client(settings, cfg)?;
     let remote = api.list(None).map_err(|e| e.to_string())?;
     Ok((api, remote))
 }

@@ -222,11 +222,11 @@ struct Context {
 
 impl Context {
     /// `None` when `healthchecks.toml` is absent, unreadable (said on stderr) or says no check.
-    fn of(s: &Settings, name: &Name) -> Option<Self> {
-        if !super::enabled(s) {
+    fn of(settings: &Settings, name: &Name) -> Option<Self> {
+        if !super::enabled(settings) {
             return None;
         }
-        let cfg = match super::settings::load(&s.data_root) {
+        let cfg = match super::settings::load(&settings.data_root) {
             Ok(Some(c)) => c,
             Ok(None) => return None,
             Err(e) => {
@@ -234,14 +234,14 @@ impl Context {
                 return None;
             }
         };
-        let watch = super::watch(&cfg, &s.namespace, name);
+        let watch = super::watch(&cfg, &settings.namespace, name);
         (watch != Watch::Off).then(|| Self {
             cfg,
             watch,
             name: name.clone(),
-            data_root: s.data_root.clone(),
-            namespace: s.namespace.clone(),
-            manager: s.manager,
+            data_root: settings.data_root.clone(),
+            namespace: settings.namespace.clone(),
+            manager: settings.manager,
         })
     }
 
@@ -316,9 +316,9 @@ type Started = (
 impl Pings {
     /// The firing's pings; `None` when its automation has no check (one `stat` when there is no
     /// `healthchecks.toml`). Nothing is sent yet.
-    pub fn prepare(s: &Settings, name: &Name, run_id: &str) -> Option<Self> {
+    pub fn prepare(settings: &Settings, name: &Name, run_id: &str) -> Option<Self> {
         Some(Self {
-            ctx: std::sync::Arc::new(Context::of(s, name)?),
+            ctx: std::sync::Arc::new(Context::of(settings, name)?),
             rid: rid(run_id),
             started: std::sync::OnceLock::new(),
         })
@@ -383,17 +383,17 @@ impl Pings {
 }
 
 /// The end ping of a run that never started (a scheduled firing of a broken definition).
-pub fn unstarted(s: &Settings, name: &Name, finished: &Finished) {
-    if let Some(ctx) = Context::of(s, name) {
+pub fn unstarted(settings: &Settings, name: &Name, finished: &Finished) {
+    if let Some(ctx) = Context::of(settings, name) {
         let r = one(&ctx, Ping::Fail, None, &body(name, finished));
-        record(&s.data_root, name, &[(Ping::Fail, r)]);
+        record(&settings.data_root, name, &[(Ping::Fail, r)]);
     }
 }
 
 /// The ping of a firing that was skipped: `/log` when the last run still runs, `/fail` when its
 /// definition is not what was installed (it will not run until it is); nothing for a pause, the
 /// kill switch or a slot already done.
-pub fn skipped(s: &Settings, name: &Name, reason: SkipReason, detail: &str) {
+pub fn skipped(settings: &Settings, name: &Name, reason: SkipReason, detail: &str) {
     let ping = match reason {
         SkipReason::AlreadyRunning => Ping::Log,
         SkipReason::DefinitionChanged | SkipReason::ScriptChanged | SkipReason::NotInstalled => {
@@ -401,7 +401,7 @@ pub fn skipped(s: &Settings, name: &Name, reason: SkipReason, detail: &str) {
         }
         _ => return,
     };
-    if let Some(ctx) = Context::of(s, name) {
+    if let Some(ctx) = Context::of(settings, name) {
         let text = format!(
             "automations: {name} on {}: a firing was skipped: {}{}",
             crate::notify::host(),
@@ -413,7 +413,7 @@ pub fn skipped(s: &Settings, name: &Name, reason: SkipReason, detail: &str) {
             }
         );
         let r = one(&ctx, ping, None, &text);
-        record(&s.data_root, name, &[(ping, r)]);
+        record(&settings.data_root, name, &[(ping, r)]);
     }
 }
 

@@ -91,10 +91,10 @@ pub trait KeyStore {
 
 /// The key store of these settings: the files of a mounted Secret when `AUTOMATIONS_KEY_DIR`
 /// names one (in a pod), else this machine's keychain.
-pub fn for_settings(s: &crate::settings::Settings) -> Box<dyn KeyStore> {
-    match &s.key_dir {
+pub fn for_settings(settings: &crate::settings::Settings) -> Box<dyn KeyStore> {
+    match &settings.key_dir {
         Some(dir) => Box::new(files::FileStore::new(dir.clone())),
-        None => for_manager(s.manager),
+        None => for_manager(settings.manager),
     }
 }
 

@@ -45,8 +45,8 @@ pub struct Message {
 
 /// Whether a look can deliver anything: delivery is not turned off and `notify.toml` exists.
 /// One `stat` when it does not, so a run without notifications pays nothing for them.
-pub fn enabled(s: &Settings) -> bool {
-    !off() && std::fs::symlink_metadata(s.layout().settings_file(settings::FILE)).is_ok()
+pub fn enabled(settings: &Settings) -> bool {
+    !off() && std::fs::symlink_metadata(settings.layout().settings_file(settings::FILE)).is_ok()
 }
 
 fn off() -> bool {
@@ -162,8 +162,8 @@ struct Pending {
     degradation: bool,
 }
 
-fn state_path(s: &Settings, name: &str) -> PathBuf {
-    s.layout().verdict(name)
+fn state_path(settings: &Settings, name: &str) -> PathBuf {
+    settings.layout().verdict(name)
 }
 
 /// What a look did, for `notify look` and tests.
@@ -205,11 +205,20 @@ fn configured(cfg: &NotifySettings) -> Vec<String> {
 /// health-check can meet, and each reads, changes and saves the same last verdicts. A look waits
 /// at most `wait` for another, then leaves its work to the next look ([`LookReport::busy`]); all
 /// its deliveries share one [`drivers::DEADLINE`].
-pub fn look(s: &Settings, only: Option<&Name>, wait: Duration) -> anyhow::Result<LookReport> {
-    if settings::load(&s.data_root)?.is_none() {
+pub fn look(
+    settings: &Settings,
+    only: Option<&Name>,
+    wait: Duration,
+) -> anyhow::Result<LookReport> {
+    if settings::load(&settings.data_root)?.is_none() {
         return Ok(LookReport::default());
     }
-    look_at(s, &health::load::Sources::read(s, only)?, only, wait)
+    look_at(
+        settings,
+        &health::load::Sources::read(settings, only)?,
+        only,
+        wait,
+    )
 }
 
 /// Takes the look lock within `wait`; `None` when another look kept it.
@@ -233,16 +242,16 @@ fn lock_within(path: &std::path::Path, wait: Duration) -> anyhow::Result<Option<
 
 /// [`look`] from sources already read (the runner's, after a run of `only`).
 pub fn look_at(
-    s: &Settings,
+    settings: &Settings,
     src: &health::load::Sources,
     only: Option<&Name>,
     wait: Duration,
 ) -> anyhow::Result<LookReport> {
-    let Some(cfg) = settings::load(&s.data_root)? else {
+    let Some(cfg) = settings::load(&settings.data_root)? else {
         return Ok(LookReport::default());
     };
-    let verdicts = health::load::verdicts(s, src, only)?;
-    let lock_path = crate::layout::Layout::new(&s.data_root).verdicts_lock();
+    let verdicts = health::load::verdicts(settings, src, only)?;
+    let lock_path = crate::layout::Layout::new(&settings.data_root).verdicts_lock();
     let Some(lock) = lock_within(&lock_path, wait)? else {
         return Ok(LookReport {
             busy: true,
@@ -261,7 +270,7 @@ pub fn look_at(
     let mut report = LookReport::default();
     let host = host();
     for v in &verdicts {
-        let path = state_path(s, &v.name);
+        let path = state_path(settings, &v.name);
         let mut last: Last = match crate::state::read_json(&path) {
             Ok(l) => l.unwrap_or_default(),
             Err(e) => {
@@ -274,7 +283,7 @@ pub fn look_at(
         if quiet || off() {
             report.held += last.pending.len();
         } else if !last.pending.is_empty() {
-            let drivers = drivers.get_or_insert_with(|| self::drivers(s, &cfg));
+            let drivers = drivers.get_or_insert_with(|| self::drivers(settings, &cfg));
             deliver(&mut last, &v.name, drivers, deadline, &mut report);
         }
         // Most looks change nothing: nothing is written then.
@@ -384,13 +393,13 @@ fn deliver(
 }
 
 /// The configured drivers; one whose credentials cannot be had is left out, saying why.
-pub fn drivers(s: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
+pub fn drivers(settings: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    let keys = keys::for_settings(s);
+    let keys = keys::for_settings(settings);
     let setup = drivers::Setup {
         env: &env,
         keys: keys.as_ref(),
-        namespace: &s.namespace,
+        namespace: &settings.namespace,
         settings: cfg,
     };
     drivers::KINDS
@@ -405,12 +414,12 @@ pub fn drivers(s: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifier>> {
 }
 
 /// Sends one test message through every configured driver; each driver's answer.
-pub fn test(s: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, String>>> {
-    let cfg = settings::load(&s.data_root)?.ok_or_else(|| {
+pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, String>>> {
+    let cfg = settings::load(&settings.data_root)?.ok_or_else(|| {
         anyhow::anyhow!(
             "no {} in {}: nothing to test",
             settings::FILE,
-            s.data_root.display()
+            settings.data_root.display()
         )
     })?;
     let m = Message {
@@ -420,7 +429,7 @@ pub fn test(s: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, Stri
             Utc::now().format("%Y-%m-%d %H:%M UTC")
         ),
     };
-    Ok(drivers(s, &cfg)
+    Ok(drivers(settings, &cfg)
         .iter()
         .map(|d| (d.name().to_owned(), d.send(&m, drivers::DEADLINE)))
         .collect())

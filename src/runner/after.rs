@@ -21,14 +21,14 @@ pub struct After {
 
 /// The checks after a run of `def` that ended in `finished`. What they read (this one definition,
 /// the index, the thresholds) is read once, and only when one of them is due.
-pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
+pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> After {
     let mut after = After::default();
     let pause_check = def.outbound && finished.outcome != Outcome::Ok;
-    let look = crate::notify::enabled(s);
+    let look = crate::notify::enabled(settings);
     if !pause_check && !look {
         return after;
     }
-    let src = match Sources::of(s, def.clone()) {
+    let src = match Sources::of(settings, def.clone()) {
         Ok(src) => src,
         Err(e) => {
             errln!("automations: {}: cannot read its health: {e:#}", def.name);
@@ -36,7 +36,7 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
         }
     };
     if pause_check {
-        match auto_pause(s, &src, def) {
+        match auto_pause(settings, &src, def) {
             Ok(p) => after.auto_paused = p,
             Err(e) => errln!(
                 "automations: {}: the auto-pause check failed: {e:#}",
@@ -45,7 +45,7 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
         }
     }
     if look {
-        match crate::notify::look_at(s, &src, Some(&def.name), crate::notify::RUNNER_WAIT) {
+        match crate::notify::look_at(settings, &src, Some(&def.name), crate::notify::RUNNER_WAIT) {
             Ok(report) if report.busy => errln!(
                 "automations: {}: another notification look is under way; this run's is left to the next look",
                 def.name
@@ -63,12 +63,16 @@ pub fn after_run(s: &Settings, def: &Definition, finished: &Finished) -> After {
 
 /// Pauses `def`'s automation when its failures in a row since the last resume reach
 /// `auto_pause_after`. Returns the reason when it did.
-fn auto_pause(s: &Settings, src: &Sources, def: &Definition) -> anyhow::Result<Option<String>> {
+fn auto_pause(
+    settings: &Settings,
+    src: &Sources,
+    def: &Definition,
+) -> anyhow::Result<Option<String>> {
     let name = &def.name;
-    if State::new(&s.data_root).paused(name)?.is_some() {
+    if State::new(&settings.data_root).paused(name)?.is_some() {
         return Ok(None);
     }
-    let Assessment { verdicts, .. } = assess(s, src, Some(name))?;
+    let Assessment { verdicts, .. } = assess(settings, src, Some(name))?;
     let Some(v) = verdicts.first() else {
         return Ok(None);
     };
@@ -80,6 +84,6 @@ fn auto_pause(s: &Settings, src: &Sources, def: &Definition) -> anyhow::Result<O
         "auto-paused: {streak} failures in a row ({}). Fix the cause, then resume",
         v.figures.streak_kinds.join(", ")
     );
-    control::pause(s, name, By::Auto, &reason)?;
+    control::pause(settings, name, By::Auto, &reason)?;
     Ok(Some(reason))
 }

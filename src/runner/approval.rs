@@ -41,10 +41,12 @@ pub struct Prepared {
 
 impl Prepared {
     /// Clears `name`'s scratch and copies its script into it (hashing it as it goes).
-    pub fn new(s: &Settings, def: &Definition) -> Self {
-        let scratch = Scratch::prepare(&s.data_root, &def.name);
+    pub fn new(settings: &Settings, def: &Definition) -> Self {
+        let scratch = Scratch::prepare(&settings.data_root, &def.name);
         let copy = match &scratch {
-            Ok(sc) => pins::copy_approved(def, &s.root, &sc.approved()).map_err(|e| e.to_string()),
+            Ok(sc) => {
+                pins::copy_approved(def, &settings.root, &sc.approved()).map_err(|e| e.to_string())
+            }
             // The scratch's own failure is the run's (see `execute`).
             Err(_) => Ok(None),
         };
@@ -65,7 +67,7 @@ pub enum Script<'a> {
 /// on stderr when `warn`, that the unit will not run this version. A record that cannot be read
 /// is no approval.
 pub fn approved(
-    s: &Settings,
+    settings: &Settings,
     state: &State,
     def: &Definition,
     trigger: Trigger,
@@ -82,20 +84,20 @@ pub fn approved(
         }
         Err(_) => None,
     };
-    let mismatch = match (&record, &s.pinned_sha256) {
+    let mismatch = match (&record, &settings.pinned_sha256) {
         (None, _) if !scheduled => None,
         // In a pod the manifest is the install: it names the one definition version it runs (the
         // image, by digest, holds the scripts).
         (None, Some(pinned)) if *pinned == def.sha256 => None,
         (None, Some(_)) => Some(Mismatch::DefinitionChanged),
         (r, _) => match script {
-            Script::OnDisk => pins::check(r.as_ref(), def, &s.root),
+            Script::OnDisk => pins::check(r.as_ref(), def, &settings.root),
             Script::Copied(copy) => {
                 let now = match copy {
                     Ok(c) => Ok(c.as_ref().map(|c| c.pin.clone())),
                     Err(e) => Err(std::io::Error::other(e.clone())),
                 };
-                pins::check_script(r.as_ref(), def, &s.root, now)
+                pins::check_script(r.as_ref(), def, &settings.root, now)
             }
         },
     };

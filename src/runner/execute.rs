@@ -33,7 +33,7 @@ pub(super) fn execute(
     keeper: &mut Keeper,
 ) -> Finished {
     let Firing {
-        s,
+        settings: s,
         def,
         run_id,
         trigger,
@@ -150,8 +150,8 @@ pub(super) fn execute(
 /// that is `{self}` itself runs this binary in this installation: the runner's `--root`,
 /// `--data-root` and `--namespace` follow its arguments (global flags clap takes anywhere), so
 /// `{self} notify look` looks at the same data root a unit's firing uses.
-pub(super) fn resolve_argv(command: &[String], s: &Settings, bin: &Path) -> Vec<OsString> {
-    let root = &s.root;
+pub(super) fn resolve_argv(command: &[String], settings: &Settings, bin: &Path) -> Vec<OsString> {
+    let root = &settings.root;
     let root_s = root.to_string_lossy();
     let bin_s = bin.to_string_lossy();
     let mut argv: Vec<OsString> = command
@@ -169,7 +169,7 @@ pub(super) fn resolve_argv(command: &[String], s: &Settings, bin: &Path) -> Vec<
         })
         .collect();
     if command.first().is_some_and(|c| c == PLACEHOLDER_SELF) {
-        argv.extend(s.global_args());
+        argv.extend(settings.global_args());
     }
     argv
 }

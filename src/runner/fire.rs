@@ -31,7 +31,12 @@ pub(super) fn fire(
     prepared: Prepared,
     mut signals: Signals,
 ) -> Result<Finished, RunError> {
-    let Firing { s, def, run_id, .. } = *firing;
+    let Firing {
+        settings: s,
+        def,
+        run_id,
+        ..
+    } = *firing;
     let name = &def.name;
     // Room to record the run even if the command fills the disk; none at all: do not start.
     crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
@@ -179,7 +184,12 @@ fn attempt(
     signals: &mut Signals,
     begun: Begun,
 ) -> Result<Finished, RunError> {
-    let Firing { s, def, run_id, .. } = *firing;
+    let Firing {
+        settings: s,
+        def,
+        run_id,
+        ..
+    } = *firing;
     let Begun {
         at,
         keeper,
@@ -272,16 +282,19 @@ fn record(
 
 /// Step 6, the key gate (docs/keys.md): only a declaring automation ever touches the keychain. What
 /// the redactor must know and the command must see when it passes; the refusal when not.
-fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, OsString)>), String> {
+fn key_gate(
+    settings: &Settings,
+    def: &Definition,
+) -> Result<(Redactor, Vec<(String, OsString)>), String> {
     let mut redactor = Redactor::default();
     let Some(access) = &def.anytype else {
         return Ok((redactor, Vec::new()));
     };
-    let store = keys::for_settings(s);
+    let store = keys::for_settings(settings);
     match gate::gate(
-        &s.label(&def.name),
+        &settings.label(&def.name),
         access,
-        gate::Policy::of(s),
+        gate::Policy::of(settings),
         store.as_ref(),
     ) {
         Ok(pass) => {
@@ -296,7 +309,7 @@ fn key_gate(s: &Settings, def: &Definition) -> Result<(Redactor, Vec<(String, Os
 /// What one firing is: where, which definition, which run, started by what.
 #[derive(Clone, Copy)]
 pub(super) struct Firing<'a> {
-    pub(super) s: &'a Settings,
+    pub(super) settings: &'a Settings,
     pub(super) def: &'a Definition,
     pub(super) run_id: &'a str,
     pub(super) trigger: Trigger,

@@ -68,24 +68,25 @@ pub const STARTED_SYNC_SLOW: std::time::Duration = std::time::Duration::from_mil
 static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 
 /// Runs one firing of `name`: the steps of docs/running.md, in order.
-pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
-    fsutil::check_data_root(&s.data_root, fsutil::Use::Write).map_err(anyhow::Error::from)?;
-    let log = RunLog::new(&s.data_root)
-        .with_stdout_mirror(s.events_stdout)
-        .with_test_rotation(s.test_rotate_bytes);
+pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
+    fsutil::check_data_root(&settings.data_root, fsutil::Use::Write)
+        .map_err(anyhow::Error::from)?;
+    let log = RunLog::new(&settings.data_root)
+        .with_stdout_mirror(settings.events_stdout)
+        .with_test_rotation(settings.test_rotate_bytes);
     // 1. The definition.
-    let def = match definition_or_record(s, &log, name, trigger)? {
+    let def = match definition_or_record(settings, &log, name, trigger)? {
         ControlFlow::Continue(def) => def,
         ControlFlow::Break(report) => return Ok(report),
     };
-    let state = State::new(&s.data_root);
+    let state = State::new(&settings.data_root);
     // 2–3 before the lock, then the jitter wait.
-    let (signals, jitter) = match before_the_lock(s, &log, &state, &def, trigger)? {
+    let (signals, jitter) = match before_the_lock(settings, &log, &state, &def, trigger)? {
         ControlFlow::Continue(ready) => ready,
         ControlFlow::Break(report) => return Ok(report),
     };
     // 4. The lock.
-    let Some(lock) = take_lock(s, name)? else {
+    let Some(lock) = take_lock(settings, name)? else {
         let busy = skip(
             &log,
             name,
@@ -93,20 +94,20 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
             SkipReason::AlreadyRunning,
             String::new(),
         )?;
-        return Ok(told(s, name, busy));
+        return Ok(told(settings, name, busy));
     };
-    let (prepared, ended) = match under_the_lock(s, &log, &state, &def, trigger, &lock)? {
+    let (prepared, ended) = match under_the_lock(settings, &log, &state, &def, trigger, &lock)? {
         ControlFlow::Continue(ready) => ready,
-        ControlFlow::Break(report) => return Ok(told(s, name, report)),
+        ControlFlow::Break(report) => return Ok(told(settings, name, report)),
     };
     // 5–11, then the lock goes before anything slow: a firing never waits on this one's pings,
     // look or messages.
     let run_id = new_run_id(Utc::now());
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
-    let pings = crate::healthchecks::ping::Pings::prepare(s, name, &run_id);
+    let pings = crate::healthchecks::ping::Pings::prepare(settings, name, &run_id);
     let firing = Firing {
-        s,
+        settings,
         def: &def,
         run_id: &run_id,
         trigger,
@@ -128,7 +129,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
     }
     // 12. After the run: auto-pause and notifications (docs/health.md); their failures print to
     //     stderr and never change the outcome recorded above.
-    let after = after::after_run(s, &def, &finished);
+    let after = after::after_run(settings, &def, &finished);
     if let Ok(mut f) = FIRING.lock() {
         *f = Some(log);
     }
@@ -145,7 +146,7 @@ pub fn run(s: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunErr
 /// scheduled firing's jitter wait (a person's run never waits). What the firing goes on with: its
 /// signals and the wait it waited; or the recorded skip.
 fn before_the_lock(
-    s: &Settings,
+    settings: &Settings,
     log: &RunLog,
     state: &State,
     def: &Definition,
@@ -153,9 +154,9 @@ fn before_the_lock(
 ) -> Result<ControlFlow<Report, (Signals, Option<std::time::Duration>)>, RunError> {
     let name = &def.name;
     // A scheduled firing runs only what was installed; a person's run goes ahead and is told.
-    let early = approval::approved(s, state, def, trigger, Script::OnDisk, true)?;
+    let early = approval::approved(settings, state, def, trigger, Script::OnDisk, true)?;
     if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &early)? {
-        let report = told(s, name, skip(log, name, trigger, reason, detail)?);
+        let report = told(settings, name, skip(log, name, trigger, reason, detail)?);
         return Ok(ControlFlow::Break(report));
     }
     let mut signals = Signals::install().map_err(|e| {
@@ -168,7 +169,7 @@ fn before_the_lock(
     if signals.wait_for_stop(wait) {
         let sig = signals
             .stop_requested()
-            .map_or("a signal".into(), |s| s.to_string());
+            .map_or("a signal".into(), |signal| signal.to_string());
         let detail = format!(": stopped by {sig} during its jitter wait, before it ran");
         let report = skip(log, name, trigger, SkipReason::Stopped, detail)?;
         return Ok(ControlFlow::Break(report));
@@ -181,7 +182,7 @@ fn before_the_lock(
 /// hashed; and every check of step 2 is made again, against that copy. What the firing runs in,
 /// and what it ended; or the recorded skip.
 fn under_the_lock(
-    s: &Settings,
+    settings: &Settings,
     log: &RunLog,
     state: &State,
     def: &Definition,
@@ -195,9 +196,9 @@ fn under_the_lock(
         },
         None => None,
     };
-    let prepared = Prepared::new(s, def);
+    let prepared = Prepared::new(settings, def);
     let script = Script::Copied(&prepared.copy);
-    let installed = approval::approved(s, state, def, trigger, script, false)?;
+    let installed = approval::approved(settings, state, def, trigger, script, false)?;
     if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &installed)? {
         let report = skip(log, &def.name, trigger, reason, detail)?;
         return Ok(ControlFlow::Break(report));
@@ -208,12 +209,12 @@ fn under_the_lock(
 /// Step 1: the definition of `name`. On schedule a broken one is still a recorded (failed) run,
 /// and that run's report is the `Break`.
 fn definition_or_record(
-    s: &Settings,
+    settings: &Settings,
     log: &RunLog,
     name: &Name,
     trigger: Trigger,
 ) -> Result<ControlFlow<Report, Definition>, RunError> {
-    let e = match definition::load_one(&s.definitions_dir(), name, &Checks::of(s)) {
+    let e = match definition::load_one(&settings.definitions_dir(), name, &Checks::of(settings)) {
         Ok(def) => return Ok(ControlFlow::Continue(def)),
         Err(e) if trigger == Trigger::Schedule => e,
         Err(e) => return Err(RunError::Definition(e)),
@@ -224,7 +225,7 @@ fn definition_or_record(
     };
     let report = record_unstartable(log, name, trigger, None, class, &e.to_string())?;
     if let Report::Finished { finished, .. } = &report {
-        crate::healthchecks::ping::unstarted(s, name, finished);
+        crate::healthchecks::ping::unstarted(settings, name, finished);
     }
     Ok(ControlFlow::Break(report))
 }
@@ -243,10 +244,10 @@ pub fn conclude(code: u8) {
 }
 
 /// Step 4: the automation's lock; `None` when another firing holds it.
-fn take_lock(s: &Settings, name: &Name) -> Result<Option<locks::RunLock>, RunError> {
+fn take_lock(settings: &Settings, name: &Name) -> Result<Option<locks::RunLock>, RunError> {
     use anyhow::Context as _;
-    let lock_path = locks::path(&s.data_root, name);
-    match locks::try_acquire(&s.data_root, name)
+    let lock_path = locks::path(&settings.data_root, name);
+    match locks::try_acquire(&settings.data_root, name)
         .with_context(|| format!("cannot take the lock {}", lock_path.display()))?
     {
         Acquired::Held(l) => Ok(Some(l)),
@@ -293,9 +294,9 @@ fn end_survivors(
 
 /// A skipped firing, told to Healthchecks when its check wants to hear of it (see
 /// `healthchecks::ping::skipped`).
-fn told(s: &Settings, name: &Name, report: Report) -> Report {
+fn told(settings: &Settings, name: &Name, report: Report) -> Report {
     if let Report::Skipped { reason, detail } = &report {
-        crate::healthchecks::ping::skipped(s, name, *reason, detail);
+        crate::healthchecks::ping::skipped(settings, name, *reason, detail);
     }
     report
 }
