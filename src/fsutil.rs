@@ -1,5 +1,8 @@
 //! Small filesystem helpers for the private data root: the root's own check, 0700 folders, 0600
-//! files, safe opens, atomic writes (docs/definitions.md).
+//! files, safe opens, whole writes (docs/definitions.md). The names say which rule applies: files
+//! `in_data_root` are never reached through a link, files opened `following` (definitions,
+//! scripts: the repository's) may be; reads are capped; `write_durably` syncs before it renames,
+//! `write_cache` does not, `create_durably` never replaces anything.
 //!
 //! Everything in the data root goes through here so the rules are decided in one place: the data
 //! root is a directory the user owns that group and others cannot write (else it is refused, exit
@@ -62,7 +65,7 @@ fn kind_of(meta: &fs::Metadata) -> &'static str {
 
 /// Opens `path` with `options`, never following a link in its last component and never blocking
 /// on a FIFO, and refuses anything but a regular file.
-pub fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+pub fn open_in_data_root(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     let file = options
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(path)
@@ -82,11 +85,11 @@ pub fn open_regular(path: &Path, options: &mut OpenOptions) -> io::Result<File> 
 
 /// Opens `path` for reading, following links (for files outside the data root, such as
 /// definitions) but never blocking on a FIFO, and refuses anything but a regular file.
-pub fn open_regular_following(path: &Path) -> io::Result<File> {
+pub fn open_following(path: &Path) -> io::Result<File> {
     open_regular_following_sized(path).map(|(file, _)| file)
 }
 
-/// [`open_regular_following`] and the file's size when opened.
+/// [`open_following`] and the file's size when opened.
 fn open_regular_following_sized(path: &Path) -> io::Result<(File, u64)> {
     let file = OpenOptions::new()
         .read(true)
@@ -99,9 +102,9 @@ fn open_regular_following_sized(path: &Path) -> io::Result<(File, u64)> {
     Ok((file, meta.len()))
 }
 
-/// Reads at most `cap` bytes of `path` under the rules of [`open_regular_following`] (a caller that
+/// Reads at most `cap` bytes of `path` under the rules of [`open_following`] (a caller that
 /// must refuse a larger file asks for one byte more than it allows).
-pub fn read_capped_following(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+pub fn read_following(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     let (file, size) = open_regular_following_sized(path)?;
     // Room for the whole file and the read that finds its end: one read, where an empty buffer
     // made four (32-byte probes first) for each of 1,000 definitions.
@@ -113,20 +116,20 @@ pub fn read_capped_following(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Reads `path` whole (at most `cap` bytes) under the rules of [`open_regular`]; `None` when it
+/// Reads `path` whole (at most `cap` bytes) under the rules of [`open_in_data_root`]; `None` when it
 /// does not exist.
-pub fn read_capped(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
+pub fn read_in_data_root(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
     read_opened(path, cap, false)
 }
 
-/// [`read_capped`] for a file holding private values: also refused when group or others can read
+/// [`read_in_data_root`] for a file holding private values: also refused when group or others can read
 /// or write it.
 pub fn read_private(path: &Path, cap: u64) -> io::Result<Option<Vec<u8>>> {
     read_opened(path, cap, true)
 }
 
 fn read_opened(path: &Path, cap: u64, private: bool) -> io::Result<Option<Vec<u8>>> {
-    let file = match open_regular(path, OpenOptions::new().read(true)) {
+    let file = match open_in_data_root(path, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -305,40 +308,41 @@ pub fn private_dir(dir: &Path) -> io::Result<()> {
     DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
 
-/// Opens `path` for reading and writing, creating it 0600, under the rules of [`open_regular`].
-pub fn open_private(path: &Path) -> io::Result<File> {
-    open_regular(
-        path,
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600),
-    )
-}
-
-/// [`open_private`], making its folder (0700) first when it is missing: the folder is made only
-/// the first time, so a firing's hot path spares the `mkdir`.
-pub fn open_private_in(path: &Path) -> io::Result<File> {
-    match open_private(path) {
+/// Opens `path` for reading and writing, creating it 0600 (and its folder, 0700, when that is
+/// missing) under the rules of [`open_in_data_root`]. The folder is made only the first time, so a
+/// firing's hot path spares the `mkdir`.
+pub fn open_or_create_private(path: &Path) -> io::Result<File> {
+    let open = || {
+        open_in_data_root(
+            path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600),
+        )
+    };
+    match open() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             private_dir(path.parent().unwrap_or(Path::new(".")))?;
-            open_private(path)
+            open()
         }
         other => other,
     }
 }
 
-/// Writes `bytes` to `path` atomically (temporary file, fsync, rename), mode 0600.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes `bytes` to `path` whole and durably (see [`write_durably`]), mode 0600, making its folder
+/// (0700) when it is missing: a private file of the data root.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     private_dir(path.parent().unwrap_or(Path::new(".")))?;
-    write_atomic_mode(path, bytes, 0o600)
+    write_durably(path, bytes, 0o600)
 }
 
 /// Replaces `path` with `bytes` (0600) by a rename, without waiting for the disk: for caches that
-/// are checked when read, where a crash may lose the new file but never leaves half of one.
-pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// are checked when read (the index), where a crash may lose the new file but never leaves half of
+/// one.
+pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
     let result = write_new(&tmp, bytes, 0o600).and_then(|_| fs::rename(&tmp, path));
@@ -352,7 +356,7 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// `AlreadyExists` when anything is at `path` (a link or FIFO there is left alone, never
 /// followed). The new file is written and synced under another name, then linked in place, so
 /// nobody sees it empty; where the file system has no hard links, it is created in place.
-pub fn create_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn create_durably(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
     let linked = write_new(&tmp, bytes, 0o600)
@@ -372,10 +376,11 @@ pub fn create_whole(path: &Path, bytes: &[u8]) -> io::Result<()> {
     }
 }
 
-/// Writes `bytes` to `path` atomically with `mode`; the folder must exist. The temporary file is
-/// created new (a link or FIFO planted at its name is removed, never followed); the rename
-/// replaces whatever is at `path`, a link included, without following it.
-pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+/// Writes `bytes` to `path` whole and durably, with `mode`: a temporary file written and synced,
+/// then renamed over it; the folder must exist. The temporary file is created new (a link or FIFO
+/// planted at its name is removed, never followed); the rename replaces whatever is at `path`, a
+/// link included, without following it.
+pub fn write_durably(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
     let result = write_new(&tmp, bytes, mode)
@@ -481,7 +486,7 @@ mod tests {
                 OpenOptions::new().read(true).write(true).create(true),
                 OpenOptions::new().append(true).create(true),
             ] {
-                let e = open_regular(p, opts).unwrap_err();
+                let e = open_in_data_root(p, opts).unwrap_err();
                 assert!(e.to_string().contains(want), "{}: {e}", p.display());
                 assert!(FileError::of(&e).is_some());
             }
@@ -492,7 +497,7 @@ mod tests {
         );
         let dev = Path::new("/dev/null");
         assert!(
-            open_regular(dev, OpenOptions::new().read(true))
+            open_in_data_root(dev, OpenOptions::new().read(true))
                 .unwrap_err()
                 .to_string()
                 .contains("device")
@@ -500,11 +505,11 @@ mod tests {
         let big = d.path().join("big");
         fs::write(&big, vec![b'x'; 100]).unwrap();
         assert!(matches!(
-            read_capped(&big, 99).map_err(|e| FileError::of(&e).map(|f| f.to_string())),
+            read_in_data_root(&big, 99).map_err(|e| FileError::of(&e).map(|f| f.to_string())),
             Err(Some(_))
         ));
-        assert_eq!(read_capped(&big, 100).unwrap().unwrap().len(), 100);
-        assert_eq!(read_capped(&d.path().join("none"), 1).unwrap(), None);
+        assert_eq!(read_in_data_root(&big, 100).unwrap().unwrap().len(), 100);
+        assert_eq!(read_in_data_root(&d.path().join("none"), 1).unwrap(), None);
     }
 
     #[test]
@@ -515,7 +520,7 @@ mod tests {
         let p = d.path().join("state.json");
         std::os::unix::fs::symlink(&target, &p).unwrap();
         std::os::unix::fs::symlink(&target, tmp_sibling(&p)).unwrap();
-        write_atomic(&p, b"new").unwrap();
+        write_private(&p, b"new").unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"keep");
         assert_eq!(fs::read(&p).unwrap(), b"new");
         assert!(!fs::symlink_metadata(&p).unwrap().file_type().is_symlink());

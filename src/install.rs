@@ -38,7 +38,7 @@ pub fn present_units(
     for (stem, path) in found {
         let Ok(name) = Name::new(&stem) else { continue };
         // A FIFO or device with our prefix must never hang `check`.
-        let bytes = fsutil::read_capped_following(&path, fsutil::SMALL_FILE)
+        let bytes = fsutil::read_following(&path, fsutil::SMALL_FILE)
             .with_context(|| format!("cannot read {}", path.display()))?;
         let file = path.file_name().unwrap_or_default().to_string_lossy();
         out.entry(name)
@@ -391,7 +391,7 @@ fn approved_files(
     let path = settings
         .definitions_dir()
         .join(format!("{}.toml", def.name));
-    let bytes = fsutil::read_capped_following(&path, crate::definition::MAX_FILE_BYTES)
+    let bytes = fsutil::read_following(&path, crate::definition::MAX_FILE_BYTES)
         .with_context(|| format!("cannot read {}", path.display()))?;
     if hex_sha256(&bytes) != def.sha256 {
         anyhow::bail!(
@@ -522,7 +522,7 @@ pub fn apply_install(
 fn write_files(plan: &Plan) -> anyhow::Result<()> {
     for f in plan.files.iter().filter(|f| f.differs()) {
         match &f.new {
-            Some(bytes) => fsutil::write_atomic_mode(&f.path, bytes, 0o644)
+            Some(bytes) => fsutil::write_durably(&f.path, bytes, 0o644)
                 .with_context(|| format!("cannot write {}", f.path.display()))?,
             None => {
                 fsutil::remove_if_exists(&f.path)
@@ -542,7 +542,7 @@ fn rollback(settings: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> a
     }
     for f in plan.files.iter().filter(|f| f.differs()) {
         match &f.old {
-            Some(bytes) => fsutil::write_atomic_mode(&f.path, bytes, 0o644),
+            Some(bytes) => fsutil::write_durably(&f.path, bytes, 0o644),
             None => fsutil::remove_if_exists(&f.path).map(|_| ()),
         }
         .with_context(|| format!("restoring {} failed", f.path.display()))?;

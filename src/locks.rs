@@ -72,7 +72,7 @@ pub fn path(data_root: &Path, name: &Name) -> PathBuf {
 
 /// Tries to take the lock of `name` without waiting; writes this process's pid into it.
 pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
-    let file = fsutil::open_private_in(&path(data_root, name))?;
+    let file = fsutil::open_or_create_private(&path(data_root, name))?;
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => return Ok(Acquired::Busy),
@@ -97,7 +97,7 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
 pub fn holder(data_root: &Path, name: &Name) -> Option<u32> {
-    let file = fsutil::open_regular(
+    let file = fsutil::open_in_data_root(
         &path(data_root, name),
         std::fs::OpenOptions::new().read(true),
     )

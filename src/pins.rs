@@ -87,7 +87,7 @@ pub fn script_pin(def: &Definition, root: &Path) -> std::io::Result<Option<Scrip
     let Some(path) = script_path(def, root) else {
         return Ok(None);
     };
-    let file = match crate::fsutil::open_regular_following(&path) {
+    let file = match crate::fsutil::open_following(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -123,7 +123,7 @@ pub fn copy_approved(
     let Some(path) = script_path(def, root) else {
         return Ok(None);
     };
-    let from = match crate::fsutil::open_regular_following(&path) {
+    let from = match crate::fsutil::open_following(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),

@@ -262,7 +262,7 @@ pub fn read_pings(data_root: &Path, name: &str) -> Result<Option<Pings>, StateEr
 
 /// Reads a JSON state file; a missing file is `None`, an unreadable one an error naming it.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateError> {
-    match fsutil::read_capped(path, fsutil::SMALL_FILE).map_err(|e| io_err(path, e))? {
+    match fsutil::read_in_data_root(path, fsutil::SMALL_FILE).map_err(|e| io_err(path, e))? {
         None => Ok(None),
         Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
@@ -277,7 +277,7 @@ pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>,
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), StateError> {
     let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| io_err(path, e.into()))?;
     bytes.push(b'\n');
-    fsutil::write_atomic(path, &bytes).map_err(|e| io_err(path, e))
+    fsutil::write_private(path, &bytes).map_err(|e| io_err(path, e))
 }
 
 #[cfg(test)]

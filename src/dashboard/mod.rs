@@ -68,7 +68,7 @@ pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
         }
     }
     let t = random_hex()?;
-    fsutil::write_atomic(&path, format!("{t}\n").as_bytes())
+    fsutil::write_private(&path, format!("{t}\n").as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(t)
 }
@@ -113,7 +113,7 @@ fn open_browser(data_root: &std::path::Path, url: &str) {
     let html = format!(
         "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>automations</title><a href=\"{url}\">automations dashboard</a>\n"
     );
-    let started = fsutil::write_atomic(&page, html.as_bytes()).and_then(|()| {
+    let started = fsutil::write_private(&page, html.as_bytes()).and_then(|()| {
         let mut cmd = std::process::Command::new(opener);
         cmd.arg(&page);
         spawn_detached(&mut cmd)

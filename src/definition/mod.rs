@@ -199,7 +199,7 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
     // Parsing is most of `validate` and `list` over many definitions: the cores share it.
     for read in crate::parallel::map(&files, 64, |(_, path)| {
         let file_name = path.file_name().unwrap_or_default().to_string_lossy();
-        read_capped(path).and_then(|bytes| parse(&file_name, &bytes, checks))
+        read_in_data_root(path).and_then(|bytes| parse(&file_name, &bytes, checks))
     }) {
         match read {
             Ok(def) => loaded.definitions.push(def),
@@ -217,16 +217,16 @@ pub fn load_one(dir: &Path, name: &Name, checks: &Checks) -> Result<Definition, 
     if !path.exists() {
         return Err(LoadError::Missing(name.clone()));
     }
-    read_capped(&path)
+    read_in_data_root(&path)
         .and_then(|bytes| parse(&file_name, &bytes, checks))
         .map_err(LoadError::Invalid)
 }
 
-fn read_capped(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
+fn read_in_data_root(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
     let file_name = path.file_name().unwrap_or_default().to_string_lossy();
     let fail = |message: String| vec![problem(&file_name, "file", message)];
     // A FIFO or device named like a definition must never block validate, list, units or check.
-    let bytes = crate::fsutil::read_capped_following(path, MAX_FILE_BYTES + 1)
+    let bytes = crate::fsutil::read_following(path, MAX_FILE_BYTES + 1)
         .map_err(|e| fail(format!("cannot read: {e}")))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(fail(format!(

@@ -173,7 +173,7 @@ impl Summary {
 pub fn append(path: &Path, call: &Call) -> io::Result<()> {
     let mut line = serde_json::to_vec(call).map_err(io::Error::other)?;
     line.push(b'\n');
-    let mut file = fsutil::open_regular(
+    let mut file = fsutil::open_in_data_root(
         path,
         OpenOptions::new().append(true).create(true).mode(0o600),
     )?;
@@ -189,7 +189,7 @@ pub fn append(path: &Path, call: &Call) -> io::Result<()> {
 /// a host holds something the run must not record.
 pub fn summarize(path: &Path, is_secret: &dyn Fn(&[u8]) -> bool) -> Option<Summary> {
     use std::io::Read;
-    let file = match fsutil::open_regular(path, OpenOptions::new().read(true)) {
+    let file = match fsutil::open_in_data_root(path, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
         Err(_) => {

@@ -150,7 +150,7 @@ fn header(name: &str, value: &str, what: &str, secret: bool) -> Result<Header, R
 
 /// `Name: value` lines of a header file (blank lines and `#` comments skipped).
 fn header_file(path: &Path) -> Result<Vec<Header>, RequestError> {
-    let bytes = crate::fsutil::read_capped(path, 64 * 1024)
+    let bytes = crate::fsutil::read_in_data_root(path, 64 * 1024)
         .map_err(|e| RequestError::HeaderFile(path.into(), e))?
         .ok_or_else(|| {
             RequestError::HeaderFile(path.into(), std::io::ErrorKind::NotFound.into())
@@ -212,7 +212,7 @@ impl Request {
             }
             UrlFrom::File(path) => {
                 let bytes =
-                    crate::fsutil::read_capped_following(path, URL_FILE_MAX).map_err(|source| {
+                    crate::fsutil::read_following(path, URL_FILE_MAX).map_err(|source| {
                         RequestError::UrlFile {
                             path: path.to_path_buf(),
                             source,
@@ -255,12 +255,14 @@ impl Request {
                     "get"
                 }));
             }
-            Some("-") => Some(read_capped(stdin).map_err(|e| RequestError::Data("-".into(), e))?),
+            Some("-") => {
+                Some(read_in_data_root(stdin).map_err(|e| RequestError::Data("-".into(), e))?)
+            }
             Some(d) => match d.strip_prefix('@') {
                 Some(file) => {
                     let mut f =
                         std::fs::File::open(file).map_err(|e| RequestError::Data(d.into(), e))?;
-                    Some(read_capped(&mut f).map_err(|e| RequestError::Data(d.into(), e))?)
+                    Some(read_in_data_root(&mut f).map_err(|e| RequestError::Data(d.into(), e))?)
                 }
                 None => return Err(RequestError::DataSyntax),
             },
@@ -304,7 +306,7 @@ pub fn answer_capped(r: &mut dyn Read, cap: u64) -> std::io::Result<(Vec<u8>, bo
     Ok((b, more))
 }
 
-fn read_capped(r: &mut dyn Read) -> std::io::Result<Vec<u8>> {
+fn read_in_data_root(r: &mut dyn Read) -> std::io::Result<Vec<u8>> {
     let mut b = Vec::new();
     r.take(MAX_BODY + 1).read_to_end(&mut b)?;
     Ok(b)

@@ -223,7 +223,7 @@ pub fn look(
 
 /// Takes the look lock within `wait`; `None` when another look kept it.
 fn lock_within(path: &std::path::Path, wait: Duration) -> anyhow::Result<Option<std::fs::File>> {
-    let lock = crate::fsutil::open_private_in(path)
+    let lock = crate::fsutil::open_or_create_private(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
     let until = Instant::now() + wait;
     loop {

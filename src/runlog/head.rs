@@ -42,14 +42,14 @@ pub fn path(dir: &Path) -> PathBuf {
 
 /// The head, if one was recorded and can be read.
 pub fn read(dir: &Path) -> Option<Head> {
-    let bytes = fsutil::read_capped(&path(dir), WIDTH as u64).ok()??;
+    let bytes = fsutil::read_in_data_root(&path(dir), WIDTH as u64).ok()??;
     serde_json::from_slice(&bytes).ok()
 }
 
 /// The head, if one was recorded; why not, when something is there that cannot be read as one (a
 /// FIFO, a folder, a link, garbage, an empty file).
 pub fn read_checked(dir: &Path) -> Result<Option<Head>, String> {
-    let bytes = match fsutil::read_capped(&path(dir), WIDTH as u64) {
+    let bytes = match fsutil::read_in_data_root(&path(dir), WIDTH as u64) {
         Ok(Some(b)) => b,
         Ok(None) => return Ok(None),
         Err(e) => return Err(e.to_string()),
@@ -62,7 +62,7 @@ pub fn read_checked(dir: &Path) -> Result<Option<Head>, String> {
 /// The head file, open for reading and rewriting in place, if there is one (it is made by
 /// [`record`] with its first record in it: an empty head file reads as a broken one).
 pub fn open(dir: &Path) -> io::Result<std::fs::File> {
-    fsutil::open_regular(
+    fsutil::open_in_data_root(
         &path(dir),
         std::fs::OpenOptions::new().read(true).write(true),
     )
@@ -96,7 +96,7 @@ pub fn record(dir: &Path, file: Option<&std::fs::File>, head: &Head) -> io::Resu
         None => {
             let path = path(dir);
             fsutil::private_dir(path.parent().unwrap_or(dir))?;
-            fsutil::create_whole(&path, &line)
+            fsutil::create_durably(&path, &line)
         }
     }
 }

@@ -280,13 +280,14 @@ impl Index {
     }
 
     fn lock(&self) -> Option<File> {
-        let f = fsutil::open_private(&self.layout.index_lock()).ok()?;
+        let f = fsutil::open_or_create_private(&self.layout.index_lock()).ok()?;
         f.lock().ok()?;
         Some(f)
     }
 
     fn read_cursor(&self) -> Option<Cursor> {
-        let bytes = fsutil::read_capped(&self.layout.index_cursor(), fsutil::SMALL_FILE).ok()??;
+        let bytes =
+            fsutil::read_in_data_root(&self.layout.index_cursor(), fsutil::SMALL_FILE).ok()??;
         serde_json::from_slice::<Cursor>(&bytes)
             .ok()
             .filter(|c| c.v == FORMAT)
@@ -311,7 +312,7 @@ impl Index {
     fn write(&self, found: &HashMap<String, Vec<Entry>>, cursor: &mut Cursor) -> io::Result<()> {
         for (name, entries) in found {
             let known = cursor.counts.get(name).copied().unwrap_or(0);
-            let f = fsutil::open_regular(
+            let f = fsutil::open_in_data_root(
                 &self.layout.index_file(name),
                 OpenOptions::new()
                     .read(true)
@@ -332,7 +333,7 @@ impl Index {
         }
         let mut json = serde_json::to_vec(cursor).map_err(io::Error::other)?;
         json.push(b'\n');
-        fsutil::replace_unsynced(&self.layout.index_cursor(), &json)
+        fsutil::write_cache(&self.layout.index_cursor(), &json)
     }
 }
 
@@ -529,7 +530,7 @@ impl Snapshot {
     /// Writes `name`'s index file anew from every segment of the log (under the index lock) and
     /// records its count; the new file, open.
     fn rebuild(&self, name: &str) -> io::Result<Option<File>> {
-        let lock = fsutil::open_private(&self.layout.index_lock())?;
+        let lock = fsutil::open_or_create_private(&self.layout.index_lock())?;
         lock.lock()?;
         let mut ids: Vec<(&u32, &PathBuf)> = self.paths.iter().collect();
         ids.sort();
@@ -557,11 +558,11 @@ impl Snapshot {
         let mut bytes = header().to_vec();
         bytes.extend_from_slice(&encode(&entries));
         let path = self.layout.index_file(name);
-        fsutil::replace_unsynced(&path, &bytes)?;
+        fsutil::write_cache(&path, &bytes)?;
         // The cursor counts the rebuilt file (what a refresh reads after this is appended anew
         // and repeats dropped by readers).
         let cursor_path = self.layout.index_cursor();
-        if let Some(bytes) = fsutil::read_capped(&cursor_path, fsutil::SMALL_FILE)?
+        if let Some(bytes) = fsutil::read_in_data_root(&cursor_path, fsutil::SMALL_FILE)?
             && let Ok(mut c) = serde_json::from_slice::<Cursor>(&bytes)
         {
             c.counts.insert(name.to_owned(), entries.len() as u64);
@@ -571,14 +572,14 @@ impl Snapshot {
             };
             let mut json = serde_json::to_vec(&c).map_err(io::Error::other)?;
             json.push(b'\n');
-            fsutil::replace_unsynced(&cursor_path, &json)?;
+            fsutil::write_cache(&cursor_path, &json)?;
         }
         Ok(open_index(&path))
     }
 }
 
 fn open_index(path: &Path) -> Option<File> {
-    fsutil::open_regular(path, OpenOptions::new().read(true)).ok()
+    fsutil::open_in_data_root(path, OpenOptions::new().read(true)).ok()
 }
 
 /// Records of one automation, newest first: entries read backwards from its index file in blocks.

@@ -260,7 +260,7 @@ pub(super) fn seam_of(file: &File) -> Option<Rotated> {
 
 /// Opens a segment for reading under the same rules.
 pub(super) fn open_segment(path: &Path) -> io::Result<File> {
-    fsutil::open_regular(path, OpenOptions::new().read(true))
+    fsutil::open_in_data_root(path, OpenOptions::new().read(true))
 }
 
 pub(super) fn hex(hash: &[u8; 32]) -> String {

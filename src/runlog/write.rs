@@ -122,7 +122,7 @@ impl RunLog {
     /// The append lock (a separate, never-unlinked file, so rotation can rename the log under it).
     fn lock(&self) -> Result<File, LogError> {
         let lock_path = self.layout.log_lock();
-        let lock = fsutil::open_private(&lock_path).map_err(|source| LogError::Open {
+        let lock = fsutil::open_or_create_private(&lock_path).map_err(|source| LogError::Open {
             path: lock_path.clone(),
             source,
         })?;
@@ -571,7 +571,7 @@ pub(super) fn line_ends_at(file: &File, at: u64, hash: &str) -> bool {
 /// Opens the live segment for appending: a link, FIFO or directory there is refused, never
 /// followed or waited on (a dangling link must not create its target).
 pub(super) fn open_log(path: &Path) -> Result<File, LogError> {
-    fsutil::open_regular(
+    fsutil::open_in_data_root(
         path,
         OpenOptions::new()
             .read(true)

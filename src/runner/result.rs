@@ -172,7 +172,7 @@ pub fn merge(mut old: Facts, new: Facts) -> Result<Facts, ResultError> {
 /// Writes `facts` to the result file at `path` atomically.
 pub fn write(path: &Path, facts: &Facts) -> Result<(), ResultError> {
     let doc = serde_json::json!({"facts": facts.facts, "headline": facts.headline});
-    fsutil::write_atomic(path, doc.to_string().as_bytes()).map_err(|e| {
+    fsutil::write_private(path, doc.to_string().as_bytes()).map_err(|e| {
         refuse(format!(
             "cannot write the result file {}: {e}",
             path.display()
