@@ -199,7 +199,7 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
     // Parsing is most of `validate` and `list` over many definitions: the cores share it.
     for read in crate::parallel::map(&files, 64, |(_, path)| {
         let file_name = path.file_name().unwrap_or_default().to_string_lossy();
-        read_in_data_root(path).and_then(|bytes| parse(&file_name, &bytes, checks))
+        read_definition_file(path).and_then(|bytes| parse(&file_name, &bytes, checks))
     }) {
         match read {
             Ok(def) => loaded.definitions.push(def),
@@ -217,12 +217,12 @@ pub fn load_one(dir: &Path, name: &Name, checks: &Checks) -> Result<Definition, 
     if !path.exists() {
         return Err(LoadError::Missing(name.clone()));
     }
-    read_in_data_root(&path)
+    read_definition_file(&path)
         .and_then(|bytes| parse(&file_name, &bytes, checks))
         .map_err(LoadError::Invalid)
 }
 
-fn read_in_data_root(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
+fn read_definition_file(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
     let file_name = path.file_name().unwrap_or_default().to_string_lossy();
     let fail = |message: String| vec![problem(&file_name, "file", message)];
     // A FIFO or device named like a definition must never block validate, list, units or check.
@@ -724,56 +724,106 @@ struct ScheduleKeys {
     retry: Retry,
 }
 
-/// Long because it is one table of keys, each checked where it is read, then the rules between
-/// them (which keys go together), each reported on its own. `at_login = true` alone is a schedule
-/// ([`Schedule::AtLogin`]); beside a clock it adds the run at login.
+/// The keys of a `[schedule]` table, each checked on its own.
+#[derive(Default)]
+struct ScheduleFields {
+    every: Option<u32>,
+    offset: u32,
+    times: Vec<TimeOfDay>,
+    weekdays: Vec<Weekday>,
+    days_of_month: Vec<u8>,
+    jitter: u32,
+    at_login: bool,
+    retry: Retry,
+}
+
+/// `[schedule]`: its keys, then what they mean together, then the schedule they make.
 fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
     let Value::Table(t) = value else {
         r.wrong_type("schedule", "a table", value);
         return None;
     };
     let before = r.problems.len();
-    let mut every = None;
-    let mut offset = 0;
-    let mut times = Vec::new();
-    let mut weekdays = Vec::new();
-    let mut days_of_month = Vec::new();
-    let mut jitter = 0;
-    let mut at_login = false;
-    let mut retry = Retry::default();
+    let f = schedule_fields(r, t);
+    check_combinations(r, t, &f);
+    check_offset(r, t, &f);
+    if r.problems.len() != before {
+        return None;
+    }
+    let schedule = match f.every {
+        Some(every_minutes) => Schedule::EveryMinutes {
+            every_minutes,
+            offset_minutes: f.offset,
+            at_login: f.at_login,
+        },
+        None if f.times.is_empty() => Schedule::AtLogin,
+        None => Schedule::DailyAt {
+            daily_at: f.times,
+            weekdays: f.weekdays,
+            days_of_month: f.days_of_month,
+            at_login: f.at_login,
+        },
+    };
+    let (jitter, gap) = (f.jitter, schedule.shortest_gap_seconds());
+    if jitter >= gap {
+        r.add(
+            "schedule.jitter_seconds",
+            format!(
+                "{jitter} is not less than the shortest time between two firings ({gap} s); a delay that long would run into the next one"
+            ),
+        );
+        return None;
+    }
+    Some(ScheduleKeys {
+        schedule,
+        jitter_seconds: jitter,
+        retry: f.retry,
+    })
+}
+
+/// Each key of `[schedule]`, checked on its own; unknown keys refused.
+fn schedule_fields(r: &mut Report, t: &Table) -> ScheduleFields {
+    let mut f = ScheduleFields::default();
     for (key, v) in t {
         match key.as_str() {
-            "every_minutes" => every = check_int(r, "schedule.every_minutes", v, 1, 1440),
+            "every_minutes" => f.every = check_int(r, "schedule.every_minutes", v, 1, 1440),
             "offset_minutes" => {
-                offset = check_int(r, "schedule.offset_minutes", v, 0, 1439).unwrap_or(0);
+                f.offset = check_int(r, "schedule.offset_minutes", v, 0, 1439).unwrap_or(0);
             }
-            "daily_at" => times = check_times(r, v),
-            "weekdays" => weekdays = check_weekdays(r, v),
-            "days_of_month" => days_of_month = check_days_of_month(r, v),
+            "daily_at" => f.times = check_times(r, v),
+            "weekdays" => f.weekdays = check_weekdays(r, v),
+            "days_of_month" => f.days_of_month = check_days_of_month(r, v),
             "at_login" => match v {
-                Value::Boolean(b) => at_login = *b,
+                Value::Boolean(b) => f.at_login = *b,
                 v => r.wrong_type("schedule.at_login", "a boolean", v),
             },
-            "retries" => retry.retries = check_int(r, "schedule.retries", v, 0, 5).unwrap_or(0),
+            "retries" => {
+                f.retry.retries = check_int(r, "schedule.retries", v, 0, 5).unwrap_or(0);
+            }
             "retry_delay_seconds" => {
-                retry.delay_seconds = check_int(r, "schedule.retry_delay_seconds", v, 1, 3600)
+                f.retry.delay_seconds = check_int(r, "schedule.retry_delay_seconds", v, 1, 3600)
                     .unwrap_or(DEFAULT_RETRY_DELAY_SECONDS);
             }
-            "retry_on" => retry.on = check_retry_on(r, v),
+            "retry_on" => f.retry.on = check_retry_on(r, v),
             "jitter_seconds" => {
                 let max = i64::from(MAX_JITTER_SECONDS);
-                jitter = check_int(r, "schedule.jitter_seconds", v, 0, max).unwrap_or(0);
+                f.jitter = check_int(r, "schedule.jitter_seconds", v, 0, max).unwrap_or(0);
             }
             other => r.add(&format!("schedule.{other}"), "unknown key"),
         }
     }
+    f
+}
+
+/// The keys of `[schedule]` that exclude or need one another.
+fn check_combinations(r: &mut Report, t: &Table, f: &ScheduleFields) {
     let has = |k| t.contains_key(k);
     if has("every_minutes") && has("daily_at") {
         r.add(
             "schedule",
             "has both every_minutes and daily_at; choose one",
         );
-    } else if !has("every_minutes") && !has("daily_at") && !at_login {
+    } else if !has("every_minutes") && !has("daily_at") && !f.at_login {
         r.add(
             "schedule",
             "needs every_minutes, daily_at or at_login = true (leave out [schedule] for manual only)",
@@ -790,7 +840,7 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
         }
     }
     for key in ["retry_delay_seconds", "retry_on"] {
-        if has(key) && retry.retries == 0 {
+        if has(key) && f.retry.retries == 0 {
             r.add(
                 &format!("schedule.{key}"),
                 "only means something with retries = 1..5",
@@ -803,57 +853,31 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
             "has both weekdays and days_of_month; choose one",
         );
     }
-    if has("offset_minutes") {
-        match every {
-            None => r.add(
-                "schedule.offset_minutes",
-                "only allowed with every_minutes (with daily_at, write the times themselves)",
-            ),
-            Some(e) if !crate::schedule::is_grid(e) => r.add(
-                "schedule.offset_minutes",
-                format!(
-                    "every {e} minutes counts awake time and has no clock to be offset from; use an interval that divides the hour or the day"
-                ),
-            ),
-            Some(e) if offset >= e => r.add(
-                "schedule.offset_minutes",
-                format!("{offset} is not less than every_minutes ({e}); use 0..={}", e - 1),
-            ),
-            _ => {}
-        }
+}
+
+/// `offset_minutes`: only on a wall-clock grid, and less than its interval.
+fn check_offset(r: &mut Report, t: &Table, f: &ScheduleFields) {
+    if !t.contains_key("offset_minutes") {
+        return;
     }
-    if r.problems.len() != before {
-        return None;
-    }
-    let schedule = match every {
-        Some(every_minutes) => Schedule::EveryMinutes {
-            every_minutes,
-            offset_minutes: offset,
-            at_login,
-        },
-        None if times.is_empty() => Schedule::AtLogin,
-        None => Schedule::DailyAt {
-            daily_at: times,
-            weekdays,
-            days_of_month,
-            at_login,
-        },
-    };
-    let gap = schedule.shortest_gap_seconds();
-    if jitter >= gap {
-        r.add(
-            "schedule.jitter_seconds",
+    let offset = f.offset;
+    match f.every {
+        None => r.add(
+            "schedule.offset_minutes",
+            "only allowed with every_minutes (with daily_at, write the times themselves)",
+        ),
+        Some(e) if !crate::schedule::is_grid(e) => r.add(
+            "schedule.offset_minutes",
             format!(
-                "{jitter} is not less than the shortest time between two firings ({gap} s); a delay that long would run into the next one"
+                "every {e} minutes counts awake time and has no clock to be offset from; use an interval that divides the hour or the day"
             ),
-        );
-        return None;
+        ),
+        Some(e) if offset >= e => r.add(
+            "schedule.offset_minutes",
+            format!("{offset} is not less than every_minutes ({e}); use 0..={}", e - 1),
+        ),
+        _ => {}
     }
-    Some(ScheduleKeys {
-        schedule,
-        jitter_seconds: jitter,
-        retry,
-    })
 }
 
 /// `retry_on`: a non-empty list of different failure classes.

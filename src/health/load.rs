@@ -279,6 +279,47 @@ fn subject(
     })
 }
 
+/// The runs of `records` (newest first, as `gather` read them): a firing tried again counts once,
+/// by its last attempt (the newest, read first), since rates, streaks, auto-pause and
+/// notifications count firings, not attempts; and when none of them succeeded, the last success
+/// the index knows of, from its end alone (its age is all that is needed).
+fn runs_of(
+    records: Vec<Record>,
+    runs: usize,
+    no_success: bool,
+    snapshot: &Snapshot,
+    settings: &Settings,
+    name: &str,
+) -> Vec<crate::history::RunView> {
+    let mut views: Vec<crate::history::RunView> = Vec::with_capacity(runs + 1);
+    views.extend(Runs::new(records.into_iter(), &settings.data_root).ends_first());
+    let mut firings = std::collections::HashSet::new();
+    views.retain(|v| {
+        let attempt = match (&v.finished, &v.started) {
+            (Some(f), _) if f.attempt.is_some() => Some(f.firing()),
+            (None, Some(st)) if st.attempt.is_some() => Some(st.firing()),
+            _ => None,
+        };
+        attempt.is_none_or(|firing| firings.insert(firing.to_owned()))
+    });
+    if no_success
+        && let Some(ok) = snapshot.last_ok(name)
+        && let Event::Finished(f) = ok.event
+    {
+        views.push(crate::history::RunView {
+            run: Some(f.run.clone()),
+            name: ok.name,
+            trigger: crate::runlog::Trigger::Manual,
+            at: ok.at,
+            status: crate::history::Status::Ok,
+            reason: None,
+            started: None,
+            finished: Some(f),
+        });
+    }
+    views
+}
+
 /// "Now": local wall-clock time and the clocks.
 pub fn now() -> Now<chrono::Local> {
     Now {
@@ -287,11 +328,9 @@ pub fn now() -> Now<chrono::Local> {
     }
 }
 
-/// The runs of `name` (newest first) as far back as its rules need, and its last ack or resume.
-///
-/// Long because "as far as the rules need" is one stopping rule over one backwards read (the
-/// window, the last success, a daily job's days, the headline's successes) that every record
-/// updates.
+/// The runs of `name` (newest first) as far back as its rules need, and its last ack or resume:
+/// one stopping rule over one backwards read (the window, the last success, a daily job's days,
+/// the headline's successes) that every record updates.
 fn gather(
     snapshot: &Snapshot,
     settings: &Settings,
@@ -332,7 +371,7 @@ fn gather(
                 last_end = Some(f.run.clone());
                 true
             }
-            Event::Started(settings) => last_end.take().is_none_or(|run| run != settings.run),
+            Event::Started(st) => last_end.take().is_none_or(|run| run != st.run),
             _ => false,
         };
         if let Event::Finished(f) = &r.event
@@ -361,34 +400,6 @@ fn gather(
             }
         }
     }
-    let mut views: Vec<crate::history::RunView> = Vec::with_capacity(runs + 1);
-    views.extend(Runs::new(records.into_iter(), &settings.data_root).ends_first());
-    // A firing tried again counts once, by its last attempt (the newest, read first): rates,
-    // streaks, auto-pause and notifications count firings, not attempts.
-    let mut firings = std::collections::HashSet::new();
-    views.retain(|v| {
-        let attempt = match (&v.finished, &v.started) {
-            (Some(f), _) if f.attempt.is_some() => Some(f.firing()),
-            (None, Some(st)) if st.attempt.is_some() => Some(st.firing()),
-            _ => None,
-        };
-        attempt.is_none_or(|firing| firings.insert(firing.to_owned()))
-    });
-    if successes == 0
-        && let Some(ok) = snapshot.last_ok(name)
-        && let Event::Finished(f) = ok.event
-    {
-        // An old success, from the index: its end is all that is needed (its age).
-        views.push(crate::history::RunView {
-            run: Some(f.run.clone()),
-            name: ok.name,
-            trigger: crate::runlog::Trigger::Manual,
-            at: ok.at,
-            status: crate::history::Status::Ok,
-            reason: None,
-            started: None,
-            finished: Some(f),
-        });
-    }
+    let views = runs_of(records, runs, successes == 0, snapshot, settings, name);
     (views, acked_at)
 }

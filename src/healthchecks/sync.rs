@@ -261,27 +261,7 @@ pub fn plan(
         if w.watch == Watch::Off {
             continue;
         }
-        let step = match find(&remote, namespace, &w.name, &w.watch) {
-            Found::NotThere if matches!(w.watch, Watch::Uuid(_)) => Step::Missing,
-            Found::NotThere => Step::Create(spec),
-            Found::Foreign(r, owner) => Step::Cannot(format!(
-                "the check with the slug {} belongs to namespace {owner} (its tag automations-{owner} says so); it is not taken over",
-                r.slug
-            )),
-            Found::Ours(r) => {
-                if let Some(id) = &r.uuid {
-                    claimed.push(id);
-                }
-                let diffs = differences(&spec, r);
-                match (&r.uuid, diffs.is_empty()) {
-                    (_, true) => Step::InStep,
-                    (Some(id), false) => Step::Update(id.clone(), with_tags(spec, r), diffs),
-                    (None, false) => {
-                        Step::Cannot("the API key is read-only: it cannot change checks".into())
-                    }
-                }
-            }
-        };
+        let step = step_for(&remote, namespace, w, spec, &mut claimed);
         lines.push(Line { who, step });
     }
     for u in unreadable {
@@ -317,6 +297,38 @@ pub fn plan(
         }
     }
     Ok(lines)
+}
+
+/// What one readable, watched definition's check needs; a check found
+/// as ours is recorded in `claimed` so `--all` does not call it orphaned.
+fn step_for<'r>(
+    remote: &'r [Remote],
+    namespace: &Namespace,
+    w: &Wanted,
+    spec: Spec,
+    claimed: &mut Vec<&'r CheckId>,
+) -> Step {
+    match find(remote, namespace, &w.name, &w.watch) {
+        Found::NotThere if matches!(w.watch, Watch::Uuid(_)) => Step::Missing,
+        Found::NotThere => Step::Create(spec),
+        Found::Foreign(r, owner) => Step::Cannot(format!(
+            "the check with the slug {} belongs to namespace {owner} (its tag automations-{owner} says so); it is not taken over",
+            r.slug
+        )),
+        Found::Ours(r) => {
+            if let Some(id) = &r.uuid {
+                claimed.push(id);
+            }
+            let diffs = differences(&spec, r);
+            match (&r.uuid, diffs.is_empty()) {
+                (_, true) => Step::InStep,
+                (Some(id), false) => Step::Update(id.clone(), with_tags(spec, r), diffs),
+                (None, false) => {
+                    Step::Cannot("the API key is read-only: it cannot change checks".into())
+                }
+            }
+        }
+    }
 }
 
 /// `spec` with the check's own other tags kept beside ours.

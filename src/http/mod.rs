@@ -148,7 +148,8 @@ fn header(name: &str, value: &str, what: &str, secret: bool) -> Result<Header, R
     })
 }
 
-/// `Name: value` lines of a header file (blank lines and `#` comments skipped).
+/// `Name: value` lines of a header file (blank lines and `#` comments skipped). It holds secrets:
+/// read under the data root's rules (never through a link, never waited on), wherever it is.
 fn header_file(path: &Path) -> Result<Vec<Header>, RequestError> {
     let bytes = crate::fsutil::read_in_data_root(path, 64 * 1024)
         .map_err(|e| RequestError::HeaderFile(path.into(), e))?
@@ -190,62 +191,14 @@ pub struct Args<'a> {
 
 impl Request {
     /// Checks the command line; `env` reads variables for `--header-env`, `stdin` is read for
-    /// `--data -`.
-    ///
-    /// Long because it checks each flag in turn, each refusal naming that flag; the checks share
-    /// nothing but the request they fill.
+    /// `--data -`. Each flag in turn, each refusal naming that flag.
     pub fn parse(
         a: &Args,
         env: &dyn Fn(&str) -> Option<String>,
         stdin: &mut dyn Read,
     ) -> Result<Self, RequestError> {
-        let (url, secret_url) = match a.url {
-            UrlFrom::Arg(u) => (
-                web_url(u).ok_or_else(|| RequestError::Url(u.to_owned()))?,
-                false,
-            ),
-            UrlFrom::Env(var) => {
-                let value = env(var).ok_or_else(|| RequestError::UrlEnvMissing(var.to_owned()))?;
-                let url = web_url(value.trim())
-                    .ok_or_else(|| RequestError::SecretUrl(format!("--url-env {var}")))?;
-                (url, true)
-            }
-            UrlFrom::File(path) => {
-                let bytes =
-                    crate::fsutil::read_following(path, URL_FILE_MAX).map_err(|source| {
-                        RequestError::UrlFile {
-                            path: path.to_path_buf(),
-                            source,
-                        }
-                    })?;
-                let text = String::from_utf8_lossy(&bytes);
-                let url = web_url(text.lines().next().unwrap_or("").trim()).ok_or_else(|| {
-                    RequestError::SecretUrl(format!("--url-file {}", path.display()))
-                })?;
-                (url, true)
-            }
-        };
-        let mut headers = Vec::new();
-        for h in a.headers {
-            let (n, v) = h
-                .split_once(':')
-                .ok_or_else(|| RequestError::Header(h.clone()))?;
-            headers.push(header(n, v, "--header", false)?);
-        }
-        for h in a.header_env {
-            let (n, var) = h
-                .split_once('=')
-                .filter(|(n, v)| !n.is_empty() && !v.is_empty())
-                .ok_or_else(|| RequestError::HeaderEnv(h.clone()))?;
-            let value = env(var).ok_or_else(|| RequestError::MissingVar {
-                name: n.into(),
-                var: var.into(),
-            })?;
-            headers.push(header(n, &value, "--header-env", true)?);
-        }
-        for f in a.header_files {
-            headers.extend(header_file(f)?);
-        }
+        let (url, secret_url) = url_of(&a.url, env)?;
+        let headers = headers_of(a, env)?;
         let body = match a.data {
             None => None,
             Some(_) if a.method != Method::POST => {
@@ -255,14 +208,12 @@ impl Request {
                     "get"
                 }));
             }
-            Some("-") => {
-                Some(read_in_data_root(stdin).map_err(|e| RequestError::Data("-".into(), e))?)
-            }
+            Some("-") => Some(read_body(stdin).map_err(|e| RequestError::Data("-".into(), e))?),
             Some(d) => match d.strip_prefix('@') {
                 Some(file) => {
                     let mut f =
                         std::fs::File::open(file).map_err(|e| RequestError::Data(d.into(), e))?;
-                    Some(read_in_data_root(&mut f).map_err(|e| RequestError::Data(d.into(), e))?)
+                    Some(read_body(&mut f).map_err(|e| RequestError::Data(d.into(), e))?)
                 }
                 None => return Err(RequestError::DataSyntax),
             },
@@ -288,6 +239,64 @@ impl Request {
     }
 }
 
+/// The URL, from the argument, a variable or a file; whether it is a secret (then shown and
+/// recorded as its origin only).
+fn url_of(
+    from: &UrlFrom,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(Url, bool), RequestError> {
+    match from {
+        UrlFrom::Arg(u) => Ok((
+            web_url(u).ok_or_else(|| RequestError::Url((*u).to_owned()))?,
+            false,
+        )),
+        UrlFrom::Env(var) => {
+            let value = env(var).ok_or_else(|| RequestError::UrlEnvMissing((*var).to_owned()))?;
+            let url = web_url(value.trim())
+                .ok_or_else(|| RequestError::SecretUrl(format!("--url-env {var}")))?;
+            Ok((url, true))
+        }
+        UrlFrom::File(path) => {
+            let bytes = crate::fsutil::read_following(path, URL_FILE_MAX).map_err(|source| {
+                RequestError::UrlFile {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+            let text = String::from_utf8_lossy(&bytes);
+            let url = web_url(text.lines().next().unwrap_or("").trim())
+                .ok_or_else(|| RequestError::SecretUrl(format!("--url-file {}", path.display())))?;
+            Ok((url, true))
+        }
+    }
+}
+
+/// The headers of `--header`, `--header-env` and `--header-file`, in that order.
+fn headers_of(a: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Header>, RequestError> {
+    let mut headers = Vec::new();
+    for h in a.headers {
+        let (n, v) = h
+            .split_once(':')
+            .ok_or_else(|| RequestError::Header(h.clone()))?;
+        headers.push(header(n, v, "--header", false)?);
+    }
+    for h in a.header_env {
+        let (n, var) = h
+            .split_once('=')
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+            .ok_or_else(|| RequestError::HeaderEnv(h.clone()))?;
+        let value = env(var).ok_or_else(|| RequestError::MissingVar {
+            name: n.into(),
+            var: var.into(),
+        })?;
+        headers.push(header(n, &value, "--header-env", true)?);
+    }
+    for f in a.header_files {
+        headers.extend(header_file(f)?);
+    }
+    Ok(headers)
+}
+
 /// `u` as an http(s) URL with a host.
 fn web_url(u: &str) -> Option<Url> {
     Url::parse(u)
@@ -306,7 +315,7 @@ pub fn answer_capped(r: &mut dyn Read, cap: u64) -> std::io::Result<(Vec<u8>, bo
     Ok((b, more))
 }
 
-fn read_in_data_root(r: &mut dyn Read) -> std::io::Result<Vec<u8>> {
+fn read_body(r: &mut dyn Read) -> std::io::Result<Vec<u8>> {
     let mut b = Vec::new();
     r.take(MAX_BODY + 1).read_to_end(&mut b)?;
     Ok(b)

@@ -154,9 +154,6 @@ impl Index {
     }
 
     /// Catches up with the log and returns what it knows. Only an unreadable log is an error.
-    ///
-    /// Long because the check of each index file against the log (header, cursor, the line it
-    /// points at) and the catch-up read share one pass over the segments.
     pub fn refresh(&self) -> Result<Snapshot, LogError> {
         let segments = self.segments()?;
         let persist = fsutil::private_dir(&self.dir).is_ok();
@@ -168,23 +165,7 @@ impl Index {
             Cursor::default()
         };
         let before = cursor.clone();
-        // Map today's segments to ids; a segment the cursor does not know gets the next id.
-        let mut ids: Vec<u32> = Vec::with_capacity(segments.len());
-        let mut next_id = cursor.segments.keys().max().map_or(0, |m| m + 1);
-        for seg in &segments {
-            let id = cursor
-                .segments
-                .iter()
-                .find(|(_, h)| **h == seg.first)
-                .map(|(id, _)| *id)
-                .unwrap_or_else(|| {
-                    let id = next_id;
-                    next_id += 1;
-                    cursor.segments.insert(id, seg.first.clone());
-                    id
-                });
-            ids.push(id);
-        }
+        let mut ids = segment_ids(&segments, &mut cursor);
         // Where to start: after the cursor, if the log still agrees with it; else from scratch.
         let start = match &cursor.at {
             Some(p) => ids
@@ -366,6 +347,28 @@ fn line_hash(line: &[u8]) -> u32 {
     use sha2::Digest;
     let d = sha2::Sha256::digest(line);
     u32::from_le_bytes([d[0], d[1], d[2], d[3]])
+}
+
+/// Today's segments mapped to the cursor's ids (a segment is known by the hash of its first line);
+/// a segment the cursor does not know gets the next id.
+fn segment_ids(segments: &[Segment], cursor: &mut Cursor) -> Vec<u32> {
+    let mut next_id = cursor.segments.keys().max().map_or(0, |m| m + 1);
+    segments
+        .iter()
+        .map(|seg| {
+            cursor
+                .segments
+                .iter()
+                .find(|(_, h)| **h == seg.first)
+                .map(|(id, _)| *id)
+                .unwrap_or_else(|| {
+                    let id = next_id;
+                    next_id += 1;
+                    cursor.segments.insert(id, seg.first.clone());
+                    id
+                })
+        })
+        .collect()
 }
 
 /// Whether the line the cursor says it read last is still there, unchanged.

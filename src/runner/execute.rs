@@ -9,10 +9,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::approval::{self, Prepared};
-use super::fire::{Firing, started_on_disk};
 use super::keeper::{self, Keeper};
+use super::scratch::Scratch;
 use super::supervise::{self, Ending, Interrupt, Signals, Supervised};
-use super::{env, result, run_marker, tree};
+use super::{Firing, env, result, run_marker, started_on_disk, tree};
 use crate::clock;
 use crate::definition::{Definition, PLACEHOLDER_ROOT, PLACEHOLDER_SELF};
 use crate::redact::Redactor;
@@ -21,26 +21,17 @@ use crate::settings::Settings;
 
 /// Steps 7–11: environment, spawn and supervise, result facts. Never fails: every problem is an
 /// outcome in the returned `finished`.
-///
-/// Long because it is the firing's steps in the order docs/running.md gives, each a few lines that turn a failure into
-/// an outcome; split up, the order would have to be read across functions.
 pub(super) fn execute(
     firing: &Firing,
     log: &RunLog,
     Prepared { scratch, copy }: Prepared,
-    (mut redactor, extra_env): (Redactor, Vec<(String, OsString)>),
+    (redactor, extra_env): (Redactor, Vec<(String, OsString)>),
     signals: &mut Signals,
     keeper: &mut Keeper,
 ) -> Finished {
-    let Firing {
-        settings: s,
-        def,
-        run_id,
-        trigger,
-        ..
-    } = *firing;
-    let fail =
-        |class: &str, detail: String| failed_before_start(run_id, class, &detail, clock::now());
+    let fail = |class: &str, detail: String| {
+        failed_before_start(firing.run_id, class, &detail, clock::now())
+    };
     if let Some(sig) = signals.stop_requested() {
         let mut f = fail(
             "stopped",
@@ -52,69 +43,21 @@ pub(super) fn execute(
     let scratch = match scratch {
         Ok(sc) => sc,
         Err(e) => {
-            return fail(
-                "scratch",
-                format!("cannot create the run's scratch folder: {e}"),
-            );
+            let detail = format!("cannot create the run's scratch folder: {e}");
+            return fail("scratch", detail);
         }
     };
-    // The script runs from the copy its pin was taken of, never from the repository.
-    let copy = match copy {
+    let (mut cmd, program, redactor) = match command(firing, &scratch, copy, redactor, extra_env) {
         Ok(c) => c,
-        Err(why) => {
-            let script = crate::pins::script_path(def, &s.root).unwrap_or_default();
-            let rel = script.strip_prefix(&s.root).unwrap_or(&script).display();
-            return fail(
-                "spawn_failed",
-                format!("cannot read {rel} to run it: {why}"),
-            );
-        }
+        Err((class, detail)) => return fail(class, detail),
     };
-    let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
-    let env_file = s.layout().env_file(def.name.as_str());
-    // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
-    let vars = env::RunVars {
-        run_id: firing.first_run,
-        trigger: trigger.as_str(),
-        result_file: &scratch.result(),
-        http_log: &scratch.http_log(),
-        tmpdir: &scratch.tmp(),
-        bin: &bin,
-        home: &s.home,
-    };
-    let mut command_env = match env::build(def, &vars, &env_file, &|k| std::env::var_os(k)) {
-        Ok(e) => e,
-        Err(e) => return fail("env_file", e.to_string()),
-    };
-    command_env.vars.extend(extra_env);
-    for secret in &command_env.secrets {
-        redactor.add(secret);
-    }
-
-    let mut argv = resolve_argv(&def.command, s, &bin);
-    if let Some(program) = approval::program(&copy) {
-        argv[0] = program.as_os_str().to_owned();
-    }
-    // The command runs in the root. The runner moves there itself instead of asking std to: every
-    // path it still uses is absolute, and a Command without a working directory is spawned with
-    // posix_spawn (a static glibc cannot look up posix_spawn_file_actions_addchdir_np), which
-    // costs a fraction of a full fork of the runner.
-    if let Err(e) = std::env::set_current_dir(&s.root) {
-        return fail(
-            "spawn_failed",
-            format!("cannot enter the repository root {}: {e}", s.root.display()),
-        );
-    }
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .env_clear()
-        .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
     let subreaper = supervise::subreaper_wanted() && keeper::become_subreaper();
     // 5, done: `started` is on disk before the command can start. The keeper has been syncing it
     // since the split, while this process made all of the above.
     if let Err(unsynced) = started_on_disk(keeper, log) {
         return fail("log_sync", unsynced);
     }
+    let def = firing.def;
     let sup = supervise::supervise(
         &mut cmd,
         Duration::from_secs(u64::from(def.timeout_seconds)),
@@ -139,11 +82,73 @@ pub(super) fn execute(
     // 11. Facts from the result file, and the HTTP log of the run's outside calls (docs/http.md),
     //     read strictly: a line the command could have forged is counted as invalid.
     let facts = result::read(&scratch.result());
-    let mut finished = finish(run_id, def, &argv[0], sup, facts, &redactor);
+    let mut finished = finish(firing.run_id, def, &program, sup, facts, &redactor);
     finished.http =
         crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b))
             .map(Box::new);
     finished
+}
+
+/// Step 7 up to the spawn: the command's environment (its secrets added to `redactor`), its argv
+/// (a script run from its approved copy), and the runner moved into the repository root. The
+/// command, its program, and the redactor; or the failure's class and detail.
+fn command(
+    firing: &Firing,
+    scratch: &Scratch,
+    copy: Result<Option<crate::pins::ApprovedCopy>, String>,
+    mut redactor: Redactor,
+    extra_env: Vec<(String, OsString)>,
+) -> Result<(Command, OsString, Redactor), (&'static str, String)> {
+    let Firing { settings, def, .. } = *firing;
+    // The script runs from the copy its pin was taken of, never from the repository.
+    let copy = copy.map_err(|why| {
+        let script = crate::pins::script_path(def, &settings.root).unwrap_or_default();
+        let rel = script
+            .strip_prefix(&settings.root)
+            .unwrap_or(&script)
+            .display();
+        (
+            "spawn_failed",
+            format!("cannot read {rel} to run it: {why}"),
+        )
+    })?;
+    let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
+    let env_file = settings.layout().env_file(def.name.as_str());
+    // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
+    let vars = env::RunVars {
+        run_id: firing.first_run,
+        trigger: firing.trigger.as_str(),
+        result_file: &scratch.result(),
+        http_log: &scratch.http_log(),
+        tmpdir: &scratch.tmp(),
+        bin: &bin,
+        home: &settings.home,
+    };
+    let mut command_env = env::build(def, &vars, &env_file, &|k| std::env::var_os(k))
+        .map_err(|e| ("env_file", e.to_string()))?;
+    command_env.vars.extend(extra_env);
+    for secret in &command_env.secrets {
+        redactor.add(secret);
+    }
+    let mut argv = resolve_argv(&def.command, settings, &bin);
+    if let Some(program) = approval::program(&copy) {
+        argv[0] = program.as_os_str().to_owned();
+    }
+    // The command runs in the root. The runner moves there itself instead of asking std to: every
+    // path it still uses is absolute, and a Command without a working directory is spawned with
+    // posix_spawn, which costs a fraction of a full fork of the runner.
+    std::env::set_current_dir(&settings.root).map_err(|e| {
+        let root = settings.root.display();
+        (
+            "spawn_failed",
+            format!("cannot enter the repository root {root}: {e}"),
+        )
+    })?;
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .env_clear()
+        .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
+    Ok((cmd, argv.swap_remove(0), redactor))
 }
 
 /// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root. A command
@@ -174,10 +179,11 @@ pub(super) fn resolve_argv(command: &[String], settings: &Settings, bin: &Path) 
     argv
 }
 
-/// Turns what supervision saw into the `finished` event.
-///
-/// Long because it is one mapping: each way a run can end (exit, signal, deadline, stop, spawn
-/// failure) to its outcome, class and redacted tails, field by field.
+/// A failure's class and detail, before redaction.
+type Failure = (&'static str, String);
+
+/// Turns what supervision saw into the `finished` event: how the run ended, then what its result
+/// file says, its redacted tails and counts.
 pub(super) fn finish(
     run_id: &str,
     def: &Definition,
@@ -191,61 +197,13 @@ pub(super) fn finish(
         Ending::Signaled(s) => (None, Some(*s as i32)),
         Ending::NotStarted(_) => (None, None),
     };
-    let timeout = def.timeout_seconds;
-    let (mut outcome, mut error) = match (&sup.interrupt, &sup.ending) {
-        (_, Ending::NotStarted(e)) => (
-            Outcome::Failed,
-            Some((
-                "spawn_failed",
-                format!("cannot start {}: {e}", program.to_string_lossy()),
-            )),
-        ),
-        (Some(Interrupt::Stop(sig)), _) => (
-            Outcome::Stopped,
-            Some(("stopped", format!("stopped by {sig}"))),
-        ),
-        (Some(Interrupt::Timeout), _) => (
-            Outcome::Timeout,
-            Some(("timeout", format!("timed out after {timeout} s"))),
-        ),
-        (None, Ending::Exited(0)) => (Outcome::Ok, None),
-        (None, Ending::Exited(c)) => (
-            Outcome::Failed,
-            Some(("exit_status", format!("exited with {c}"))),
-        ),
-        (None, Ending::Signaled(s)) => {
-            (Outcome::Failed, Some(("signal", format!("killed by {s}"))))
-        }
-    };
-    if sup.unkillable > 0 && error.is_none() {
-        outcome = Outcome::Failed;
-        error = Some((
-            "unkillable",
-            format!("{} process(es) survived SIGKILL", sup.unkillable),
-        ));
-    }
-    let facts = facts.and_then(|f| {
-        if f.facts
-            .keys()
-            .any(|name| redactor.contains_secret(name.as_bytes()))
-        {
-            Err(result::ResultError("a fact name contains a secret".into()))
-        } else {
-            Ok(f)
-        }
-    });
-    let (facts, headline) = match facts {
-        Ok(f) => {
-            let headline = f
-                .headline
-                .or_else(|| def.headline.as_ref().map(|h| h.to_string()))
-                .filter(|h| f.facts.contains_key(h));
-            (f.facts, headline)
-        }
-        Err(e) => {
+    let (mut outcome, mut error) = ending(&sup, def.timeout_seconds, program);
+    let (facts, headline) = match checked_facts(facts, redactor, def) {
+        Ok(f) => f,
+        Err(invalid) => {
             if outcome == Outcome::Ok {
                 outcome = Outcome::Failed;
-                error = Some(("result_invalid", e.0));
+                error = Some(invalid);
             }
             (Default::default(), None)
         }
@@ -276,6 +234,62 @@ pub(super) fn finish(
         attempt: None,
         first_run: None,
     }
+}
+
+/// How a run ended (exit, signal, deadline, stop, a failed spawn, processes that outlived
+/// SIGKILL): its outcome, and its failure when it is one.
+fn ending(sup: &Supervised, timeout: u32, program: &OsString) -> (Outcome, Option<Failure>) {
+    let (outcome, error) = match (&sup.interrupt, &sup.ending) {
+        (_, Ending::NotStarted(e)) => (
+            Outcome::Failed,
+            Some((
+                "spawn_failed",
+                format!("cannot start {}: {e}", program.to_string_lossy()),
+            )),
+        ),
+        (Some(Interrupt::Stop(sig)), _) => (
+            Outcome::Stopped,
+            Some(("stopped", format!("stopped by {sig}"))),
+        ),
+        (Some(Interrupt::Timeout), _) => (
+            Outcome::Timeout,
+            Some(("timeout", format!("timed out after {timeout} s"))),
+        ),
+        (None, Ending::Exited(0)) => (Outcome::Ok, None),
+        (None, Ending::Exited(c)) => (
+            Outcome::Failed,
+            Some(("exit_status", format!("exited with {c}"))),
+        ),
+        (None, Ending::Signaled(s)) => {
+            (Outcome::Failed, Some(("signal", format!("killed by {s}"))))
+        }
+    };
+    if sup.unkillable > 0 && error.is_none() {
+        let why = format!("{} process(es) survived SIGKILL", sup.unkillable);
+        return (Outcome::Failed, Some(("unkillable", why)));
+    }
+    (outcome, error)
+}
+
+/// The facts of the result file and its headline (the definition's when the file names none),
+/// or why the file is invalid (a fact name that holds a secret is).
+fn checked_facts(
+    facts: Result<result::Facts, result::ResultError>,
+    redactor: &Redactor,
+    def: &Definition,
+) -> Result<(std::collections::BTreeMap<String, u64>, Option<String>), Failure> {
+    let f = facts.map_err(|e| ("result_invalid", e.0))?;
+    if f.facts
+        .keys()
+        .any(|name| redactor.contains_secret(name.as_bytes()))
+    {
+        return Err(("result_invalid", "a fact name contains a secret".into()));
+    }
+    let headline = f
+        .headline
+        .or_else(|| def.headline.as_ref().map(|h| h.to_string()))
+        .filter(|h| f.facts.contains_key(h));
+    Ok((f.facts, headline))
 }
 
 /// A run that ended before its command started: failed, with its class and detail.

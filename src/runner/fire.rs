@@ -11,7 +11,8 @@ use super::execute::{execute, failed_before_start};
 use super::keeper::Keeper;
 use super::supervise::{self, Signals};
 use super::{
-    ENV_STARTED_SYNC, RunError, STARTED_SYNC_SLOW, append, append_at, new_run_id, run_marker,
+    ENV_STARTED_SYNC, Firing, RunError, STARTED_SYNC_SLOW, append, append_at, new_run_id,
+    run_marker, started_on_disk,
 };
 use crate::anytype::gate;
 use crate::clock;
@@ -32,14 +33,14 @@ pub(super) fn fire(
     mut signals: Signals,
 ) -> Result<Finished, RunError> {
     let Firing {
-        settings: s,
+        settings,
         def,
         run_id,
         ..
     } = *firing;
     let name = &def.name;
     // Room to record the run even if the command fills the disk; none at all: do not start.
-    crate::runlog::reserve::ensure(&s.data_root).map_err(anyhow::Error::from)?;
+    crate::runlog::reserve::ensure(&settings.data_root).map_err(anyhow::Error::from)?;
     // 5. started, written here and made durable by the keeper while this process goes on (the
     //    first attempt's; see `attempt`).
     let retry = &def.retry;
@@ -92,22 +93,34 @@ pub(super) fn fire(
             return Ok(finished);
         }
         number += 1;
-        // Another attempt runs only what may run now: a pause, a stop-all or a changed script
-        // since the last one ends the firing here, recorded.
-        prepared = Prepared::new(s, def);
-        let state = State::new(&s.data_root);
-        let script = Script::Copied(&prepared.copy);
-        let installed = approval::approved(s, &state, def, firing.trigger, script, false)?;
-        if let Some((reason, _)) = approval::held_back(&state, name, firing.trigger, &installed)? {
-            let skipped = Event::Skipped(Skipped {
-                trigger: firing.trigger,
-                reason,
-            });
-            append(log, name, skipped)?;
-            return Ok(finished);
-        }
+        prepared = match again(firing, log)? {
+            Some(p) => p,
+            None => return Ok(finished),
+        };
         next_id = Some(new_run_id(Utc::now()));
     }
+}
+
+/// Before another attempt: it runs only what may run now. A pause, a stop-all or a changed script
+/// since the last attempt ends the firing here, recorded as a skip (`None`); else what the
+/// attempt runs in.
+fn again(firing: &Firing, log: &RunLog) -> Result<Option<Prepared>, RunError> {
+    let Firing {
+        settings,
+        def,
+        trigger,
+        ..
+    } = *firing;
+    let prepared = Prepared::new(settings, def);
+    let state = State::new(&settings.data_root);
+    let script = Script::Copied(&prepared.copy);
+    let installed = approval::approved(settings, &state, def, trigger, script, false)?;
+    let Some((reason, _)) = approval::held_back(&state, &def.name, trigger, &installed)? else {
+        return Ok(Some(prepared));
+    };
+    let skipped = Event::Skipped(Skipped { trigger, reason });
+    append(log, &def.name, skipped)?;
+    Ok(None)
 }
 
 /// Whether a failed attempt is of a class `retry_on` names: the command's exit status, its
@@ -185,7 +198,7 @@ fn attempt(
     begun: Begun,
 ) -> Result<Finished, RunError> {
     let Firing {
-        settings: s,
+        settings,
         def,
         run_id,
         ..
@@ -214,7 +227,7 @@ fn attempt(
         Some(_) => started_on_disk(keeper, log),
         None => Ok(()),
     };
-    let finished = match on_disk.map(|()| key_gate(s, def)) {
+    let finished = match on_disk.map(|()| key_gate(settings, def)) {
         Err(unsynced) => failed_before_start(run_id, "log_sync", &unsynced, clock::now()),
         Ok(Ok(passed)) => execute(firing, log, prepared, passed, signals, keeper),
         Ok(Err(refusal)) => failed_before_start(run_id, "key_refused", &refusal, clock::now()),
@@ -236,21 +249,6 @@ fn attempt(
         }
     };
     record(firing, log, started_at, numbered, finished)
-}
-
-/// Step 5's end: the first attempt's `started`, which the keeper has been syncing since the split,
-/// is on disk (asked once; later calls, and later attempts, which sync their own, pass at once).
-/// A keeper gone without answering leaves the sync to this process. Why not, when it is not.
-pub(super) fn started_on_disk(keeper: &mut Keeper, log: &RunLog) -> Result<(), String> {
-    keeper
-        .first_answer()
-        .unwrap_or_else(|| log.sync_data_only())
-        .map_err(|e| {
-            format!(
-                "the run's start could not be synced to disk ({e}): {}",
-                log.path().display()
-            )
-        })
 }
 
 /// Writes the `finished` of `firing`'s attempt that started at `started_at` (not yet synced: see
@@ -304,25 +302,4 @@ fn key_gate(
         }
         Err(refusal) => Err(refusal.to_string()),
     }
-}
-
-/// What one firing is: where, which definition, which run, started by what.
-#[derive(Clone, Copy)]
-pub(super) struct Firing<'a> {
-    pub(super) settings: &'a Settings,
-    pub(super) def: &'a Definition,
-    pub(super) run_id: &'a str,
-    pub(super) trigger: Trigger,
-    /// The jitter delay it waited, if it waited.
-    pub(super) jitter: Option<std::time::Duration>,
-    /// 1, then 2… when a failed firing is tried again.
-    pub(super) attempt: u32,
-    /// The first attempt's run id (its own for the first): every attempt's processes carry its
-    /// marker, the one the keeper was split with.
-    pub(super) first_run: &'a str,
-    /// Its Healthchecks pings, when its automation has a check: the start ping is sent once the
-    /// first command is spawned, so the command never shares the CPU with it before it starts.
-    pub(super) pings: Option<&'a crate::healthchecks::ping::Pings>,
-    /// What a killed firing before it left running and this one ended, for its `started`.
-    pub(super) ended: Option<&'a crate::runlog::EndedRun>,
 }

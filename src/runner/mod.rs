@@ -37,7 +37,8 @@ use approval::{Prepared, Script};
 use execute::failed_before_start;
 use supervise::Signals;
 
-use fire::{Firing, fire};
+use fire::fire;
+use keeper::Keeper;
 pub use report::{Report, RunError};
 
 /// The environment entry every process of a run inherits; how its tree is recognised wherever it
@@ -363,4 +364,40 @@ fn record_unstartable(
         finished: Box::new(finished),
         auto_paused: None,
     })
+}
+
+/// Step 5's end: the first attempt's `started`, which the keeper has been syncing since the split,
+/// is on disk (asked once; later calls, and later attempts, which sync their own, pass at once).
+/// A keeper gone without answering leaves the sync to this process. Why not, when it is not.
+fn started_on_disk(keeper: &mut Keeper, log: &RunLog) -> Result<(), String> {
+    keeper
+        .first_answer()
+        .unwrap_or_else(|| log.sync_data_only())
+        .map_err(|e| {
+            format!(
+                "the run's start could not be synced to disk ({e}): {}",
+                log.path().display()
+            )
+        })
+}
+
+/// What one firing is: where, which definition, which run, started by what.
+#[derive(Clone, Copy)]
+struct Firing<'a> {
+    settings: &'a Settings,
+    def: &'a Definition,
+    run_id: &'a str,
+    trigger: Trigger,
+    /// The jitter delay it waited, if it waited.
+    jitter: Option<std::time::Duration>,
+    /// 1, then 2… when a failed firing is tried again.
+    attempt: u32,
+    /// The first attempt's run id (its own for the first): every attempt's processes carry its
+    /// marker, the one the keeper was split with.
+    first_run: &'a str,
+    /// Its Healthchecks pings, when its automation has a check: the start ping is sent once the
+    /// first command is spawned, so the command never shares the CPU with it before it starts.
+    pings: Option<&'a crate::healthchecks::ping::Pings>,
+    /// What a killed firing before it left running and this one ended, for its `started`.
+    ended: Option<&'a crate::runlog::EndedRun>,
 }

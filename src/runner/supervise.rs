@@ -261,9 +261,6 @@ pub struct TreeSpec<'a> {
 }
 
 /// Runs `cmd` to the end of its whole tree. `cmd` has its program, args, env and cwd set.
-///
-/// Long because it is one event loop (output, deadline, signals, exit, the tree's last member) whose
-/// state every branch shares; the steps it delegates (draining, killing the tree) are functions.
 pub fn supervise(
     cmd: &mut Command,
     timeout: Duration,
@@ -286,17 +283,7 @@ pub fn supervise(
     close_inherited_on_exec();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
-        Err(e) => {
-            return Supervised {
-                ending: Ending::NotStarted(e),
-                interrupt: None,
-                leftover_processes: 0,
-                unkillable: 0,
-                stdout: out.finish().finish(),
-                stderr: err.finish().finish(),
-                duration: started.elapsed(),
-            };
-        }
+        Err(e) => return not_started(e, started),
     };
     let main = Pid::from_raw(child.id() as i32);
     on_spawn(main.as_raw());
@@ -344,6 +331,19 @@ pub fn supervise(
         unkillable,
         stdout: out.finish().finish(),
         stderr: err.finish().finish(),
+        duration: started.elapsed(),
+    }
+}
+
+/// What supervision saw of a command that could not be spawned.
+fn not_started(e: io::Error, started: Instant) -> Supervised {
+    Supervised {
+        ending: Ending::NotStarted(e),
+        interrupt: None,
+        leftover_processes: 0,
+        unkillable: 0,
+        stdout: (String::new(), 0),
+        stderr: (String::new(), 0),
         duration: started.elapsed(),
     }
 }

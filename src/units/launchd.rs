@@ -17,10 +17,8 @@ use crate::names::{Label, Namespace};
 use crate::schedule::{Schedule, Weekday};
 use crate::settings::FIXED_PATH_MACOS as FIXED_PATH;
 
-/// The LaunchAgent of `def`.
-///
-/// Long because it is one plist, key by key, each with the reason it is set; the schedule's keys
-/// are built beside it.
+/// The LaunchAgent of `def`: one plist, key by key, each with the reason it is set; the schedule's
+/// keys come from [`schedule_keys`].
 pub fn plist(
     def: &Definition,
     namespace: &Namespace,
@@ -46,6 +44,39 @@ pub fn plist(
         .schedule
         .as_ref()
         .expect("render() only renders scheduled definitions");
+    schedule_keys(schedule, &mut d);
+    if schedule.at_login() {
+        // launchd runs it when the agent loads: at login, and at install.
+        d.insert("RunAtLoad".into(), Value::Boolean(true));
+    }
+    // The machine's data root, or its placeholder in units/: a path either way.
+    let log = crate::layout::Layout::new(&paths.data_root)
+        .launchd_log(def.name.as_str())
+        .display()
+        .to_string();
+    d.insert("StandardOutPath".into(), log.clone().into());
+    d.insert("StandardErrorPath".into(), log.into());
+    d.insert("ProcessType".into(), "Background".into());
+    d.insert(
+        "ExitTimeOut".into(),
+        Value::Integer(u64::from(stop_timeout(def)).into()),
+    );
+
+    let mut xml = Vec::new();
+    Value::Dictionary(d)
+        .to_writer_xml(&mut xml)
+        .expect("writing a plist to memory cannot fail");
+    xml.push(b'\n');
+    UnitFile {
+        name: format!("{label}.plist"),
+        bytes: with_header(xml, &header_text(def), awake_note(def).as_deref()),
+    }
+}
+
+/// The keys that say when launchd fires `schedule`: calendar entries for a wall-clock grid and
+/// for daily times (with `RunAtLoad`, so a slot missed while the Mac was off is caught up), an
+/// interval of awake time for any other `every_minutes`; at login alone is only `RunAtLoad`.
+fn schedule_keys(schedule: &Schedule, d: &mut Dictionary) {
     match schedule {
         Schedule::EveryMinutes {
             every_minutes,
@@ -64,7 +95,6 @@ pub fn plist(
                 Value::Integer((u64::from(*every_minutes) * 60).into()),
             );
         }
-        // At login is RunAtLoad, below.
         Schedule::AtLogin => {}
         Schedule::DailyAt {
             daily_at,
@@ -96,32 +126,6 @@ pub fn plist(
             d.insert("StartCalendarInterval".into(), value);
             d.insert("RunAtLoad".into(), Value::Boolean(true));
         }
-    }
-    if schedule.at_login() {
-        // launchd runs it when the agent loads: at login, and at install.
-        d.insert("RunAtLoad".into(), Value::Boolean(true));
-    }
-    // The machine's data root, or its placeholder in units/: a path either way.
-    let log = crate::layout::Layout::new(&paths.data_root)
-        .launchd_log(def.name.as_str())
-        .display()
-        .to_string();
-    d.insert("StandardOutPath".into(), log.clone().into());
-    d.insert("StandardErrorPath".into(), log.into());
-    d.insert("ProcessType".into(), "Background".into());
-    d.insert(
-        "ExitTimeOut".into(),
-        Value::Integer(u64::from(stop_timeout(def)).into()),
-    );
-
-    let mut xml = Vec::new();
-    Value::Dictionary(d)
-        .to_writer_xml(&mut xml)
-        .expect("writing a plist to memory cannot fail");
-    xml.push(b'\n');
-    UnitFile {
-        name: format!("{label}.plist"),
-        bytes: with_header(xml, &header_text(def), awake_note(def).as_deref()),
     }
 }
 
