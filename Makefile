@@ -75,22 +75,16 @@ automations-ack: release
 	@test -n "$(NAME)" || { echo "usage: make automations-ack NAME=<name> [REASON=\"what was fixed\"]" >&2; exit 2; }
 	@$(AUTOMATIONS) ack "$(NAME)" $(if $(REASON),--reason "$(REASON)")
 
-# The binary goes in with mkdir + install (BSD install has no -D); install replaces the file
-# instead of writing into it, so a firing running the old binary is never disturbed.
+# NAME may name several automations ("a b c"), or ALL=1 every scheduled one: one plan, one y.
+# The release binary is copied to STABLE_BIN by the install itself, after the y and only when it
+# differs (a copy beside it, then a rename: a firing running the old binary is never disturbed).
 automations-install: release
-	@test -n "$(NAME)" || { echo "usage: make automations-install NAME=<name> [DRY=1]" >&2; exit 2; }
-ifeq ($(DRY),1)
-	@$(AUTOMATIONS) install "$(NAME)" --dry-run --bin "$(STABLE_BIN)"
-else
-	@mkdir -p "$$(dirname "$(STABLE_BIN)")"
-	@install -m 0755 "$(BIN)" "$(STABLE_BIN)"
-	@echo "installed the binary at $(STABLE_BIN)"
-	@"$(STABLE_BIN)" --root "$(CURDIR)" install "$(NAME)"
-endif
+	@test -n "$(NAME)$(ALL)" || { echo "usage: make automations-install NAME=<name> [NAME=\"a b\"] [ALL=1] [DRY=1]" >&2; exit 2; }
+	@$(AUTOMATIONS) install $(NAME) $(if $(filter 1,$(ALL)),--all) --bin "$(STABLE_BIN)" --install-binary $(if $(filter 1,$(DRY)),--dry-run)
 
 automations-uninstall: release
-	@test -n "$(NAME)" || { echo "usage: make automations-uninstall NAME=<name> [DRY=1]" >&2; exit 2; }
-	@$(AUTOMATIONS) uninstall "$(NAME)" $(if $(filter 1,$(DRY)),--dry-run)
+	@test -n "$(NAME)$(ALL)" || { echo "usage: make automations-uninstall NAME=<name> [ALL=1] [DRY=1]" >&2; exit 2; }
+	@$(AUTOMATIONS) uninstall $(NAME) $(if $(filter 1,$(ALL)),--all) $(if $(filter 1,$(DRY)),--dry-run)
 
 automations-check: release
 	@$(AUTOMATIONS) check

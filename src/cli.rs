@@ -238,33 +238,48 @@ pub enum Command {
         json: bool,
     },
 
-    /// Install an automation's unit on this machine and load it.
+    /// Install automations' units on this machine and load them.
     ///
-    /// Prints the plan (files, load, record) with a diff, then asks you to type y: stdin and
-    /// stdout must be a terminal, and nothing skips the question. Refused from a linked git
-    /// worktree and for a binary inside a cargo target/ folder (use `make automations-install`,
-    /// which copies a release binary to ~/.local/bin first). On any failure the previous unit files
-    /// and install record are restored. --dry-run prints the plan and works anywhere.
+    /// Prints one plan for every automation named (or --all scheduled ones) with a diff of each
+    /// unit, definition and script against what was approved, then asks once for y: stdin and
+    /// stdout must be a terminal, and nothing skips the question. Nothing changes before the y;
+    /// with nothing to change, nothing is asked. Refused from a linked git worktree and for a
+    /// binary inside a cargo target/ folder (use `make automations-install`, which installs a
+    /// release binary at ~/.local/bin/automations). A failed install restores that automation's
+    /// previous unit files and record. --dry-run prints the plan and works anywhere.
     ///
-    /// Example: automations install heartbeat --dry-run
+    /// Example: automations install heartbeat backup --dry-run
     Install {
-        name: Name,
+        /// The automations to install.
+        names: Vec<Name>,
+        /// Every definition with a [schedule].
+        #[arg(long)]
+        all: bool,
         /// Print the plan and change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// The binary the unit runs [default: this one]. It must exist and not be inside a
+        /// The binary the units run [default: this one]. It must exist and not be inside a
         /// target/ folder.
         #[arg(long, value_name = "PATH")]
         bin: Option<PathBuf>,
+        /// Also put this program at --bin (after the y, and only when the bytes differ); the plan
+        /// says so and how many installed automations run it.
+        #[arg(long, requires = "bin")]
+        install_binary: bool,
     },
 
-    /// Unload an automation's unit and remove its files and install record.
+    /// Unload automations' units and remove their files and install records.
     ///
-    /// Same terminal rule as install. A unit that will not unload keeps its files.
+    /// One plan for every automation named (or --all installed ones), one question; same
+    /// terminal rule as install. A unit that will not unload keeps its files.
     ///
     /// Example: automations uninstall heartbeat
     Uninstall {
-        name: Name,
+        /// The automations to uninstall.
+        names: Vec<Name>,
+        /// Every automation installed on this machine.
+        #[arg(long)]
+        all: bool,
         /// Print the plan and change nothing.
         #[arg(long)]
         dry_run: bool,

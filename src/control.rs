@@ -115,6 +115,9 @@ pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), Co
             Utc::now(),
         )
         .map_err(anyhow::Error::from)?;
+    // Its failed Healthchecks pings are acknowledged too.
+    crate::state::reset_ping_streak(&settings.data_root, name.as_str())
+        .map_err(anyhow::Error::from)?;
     Ok(())
 }
 

@@ -6,6 +6,7 @@
 //! | 1 | not fine: a run failed, timed out, was refused or stopped; drift found; a check failed |
 //! | 2 | bad input: invalid invocation or invalid definitions |
 //! | 3 | environment unusable: no repository root, unreadable data root, missing tools |
+//! | 75 | a scheduled firing (`run --trigger schedule`) was skipped: nothing ran (the systemd unit counts it as success) |
 //!
 //! `automations http` also answers like curl, whose exit codes shell scripts already test: 7 no
 //! answer, 22 a status of 400 or more with `--fail`, 56 the body broke off, 63 the body is larger
@@ -26,6 +27,9 @@ pub enum Exit {
     BadInput = 2,
     /// 3: the environment cannot be used (no root, unwritable data root, missing tool).
     Environment = 3,
+    /// A scheduled firing that skipped: nothing ran, and why is on stderr. sysexits' EX_TEMPFAIL;
+    /// the systemd service lists it in `SuccessExitStatus=`.
+    Skipped = 75,
     /// `http`: no answer at all (curl's 7).
     NoAnswer = 7,
     /// `http --fail`: a status of 400 or more (curl's 22).

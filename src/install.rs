@@ -305,13 +305,16 @@ impl Plan {
         let old_script = old.filter(|o| o.pinned).and_then(|o| o.script.as_ref());
         if new.script.as_ref() != old_script || old.is_none_or(|o| !o.pinned) {
             match (&new.script, old_script) {
-                (Some(n), Some(o)) if n.sha256 != o.sha256 => out.push_str(&format!(
-                    "  {:17} {} (sha256 {} -> {})\n",
-                    "approve",
-                    n.path,
-                    short(&o.sha256),
-                    short(&n.sha256)
-                )),
+                (Some(n), Some(o)) if n.sha256 != o.sha256 => {
+                    out.push_str(&format!(
+                        "  {:17} {} (sha256 {} -> {})\n",
+                        "approve",
+                        n.path,
+                        short(&o.sha256),
+                        short(&n.sha256)
+                    ));
+                    out.push_str(&script_diff(old, new, n));
+                }
                 (Some(n), _) => out.push_str(&format!(
                     "  {:17} {} (sha256 {})\n",
                     "approve",
@@ -325,6 +328,29 @@ impl Plan {
             }
         }
         out
+    }
+}
+
+/// What changed in a pinned script since it was approved: a diff of the approved text against
+/// this one, when both records kept the text; else why there is none.
+fn script_diff(old: Option<&Record>, new: &Record, pin: &ScriptPin) -> String {
+    let path = pin.path.as_str();
+    match (
+        old.and_then(|o| o.script_text.as_deref()),
+        new.script_text.as_deref(),
+    ) {
+        (Some(before), Some(now)) => crate::units::portable::unified_diff_as(
+            path,
+            ("approved", Some(before.as_bytes())),
+            ("now", Some(now.as_bytes())),
+        ),
+        (None, _) => format!(
+            "  {path} changed since it was approved (the record of that install kept no copy to compare)\n"
+        ),
+        (_, None) => format!(
+            "  {path} changed since it was approved (it is not text, or larger than {} KiB: no diff)\n",
+            SCRIPT_TEXT_MAX / 1024
+        ),
     }
 }
 
@@ -387,7 +413,7 @@ fn what_is_there(
 fn approved_files(
     settings: &Settings,
     def: &Definition,
-) -> anyhow::Result<(String, Option<ScriptPin>)> {
+) -> anyhow::Result<(String, Option<ScriptPin>, Option<String>)> {
     let path = settings
         .definitions_dir()
         .join(format!("{}.toml", def.name));
@@ -401,7 +427,38 @@ fn approved_files(
     }
     let script = crate::pins::script_pin(def, &settings.root)
         .with_context(|| format!("cannot read the script of {}", def.name))?;
-    Ok((String::from_utf8_lossy(&bytes).into_owned(), script))
+    let script_text = match &script {
+        Some(pin) => script_text(settings, pin)?,
+        None => None,
+    };
+    Ok((
+        String::from_utf8_lossy(&bytes).into_owned(),
+        script,
+        script_text,
+    ))
+}
+
+/// The largest script whose text an install record keeps, to show the next install its diff.
+pub const SCRIPT_TEXT_MAX: u64 = 256 * 1024;
+
+/// The text of the pinned script, as the record keeps it: `None` for a script larger than
+/// [`SCRIPT_TEXT_MAX`] or not UTF-8 (its pin alone is kept); refused when the file changed after
+/// it was hashed.
+fn script_text(settings: &Settings, pin: &ScriptPin) -> anyhow::Result<Option<String>> {
+    let path = settings.root.join(&pin.path);
+    let Some(bytes) = fsutil::read_following(&path, SCRIPT_TEXT_MAX)
+        .ok()
+        .filter(|b| (b.len() as u64) < SCRIPT_TEXT_MAX)
+    else {
+        return Ok(None);
+    };
+    if hex_sha256(&bytes) != pin.sha256 {
+        anyhow::bail!(
+            "{} changed while it was being installed; run the install again",
+            path.display()
+        );
+    }
+    Ok(String::from_utf8(bytes).ok())
 }
 
 pub fn plan_install(
@@ -419,7 +476,7 @@ pub fn plan_install(
         units::Target::of(settings.manager),
     );
     let (present, record, loaded) = what_is_there(settings, &def.name, &label, manager)?;
-    let (definition_text, script) = approved_files(settings, def)?;
+    let (definition_text, script, script_text) = approved_files(settings, def)?;
     let new_record = Record {
         label: label.to_string(),
         target: settings.manager,
@@ -436,6 +493,7 @@ pub fn plan_install(
         pinned: true,
         script,
         definition_text: Some(definition_text),
+        script_text,
     };
     // A reload stops the copy that is running now: give it as long as its own unit allows, or
     // the new one, whichever is longer.

@@ -269,6 +269,7 @@ mod tests {
             pinned,
             script: None,
             definition_text: None,
+            script_text: None,
         }
     }
 

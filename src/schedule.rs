@@ -509,8 +509,10 @@ impl Next {
                 "in under a minute".to_owned()
             } else if mins < 120 {
                 format!("in {mins} min")
-            } else {
+            } else if mins < 48 * 60 {
                 format!("in {} h", mins / 60)
+            } else {
+                format!("in {} days", mins / (24 * 60))
             };
             let shape = if local.second() == 0 && local.nanosecond() == 0 {
                 "%Y-%m-%d %H:%M"
@@ -703,6 +705,21 @@ pub fn next_firing<Tz: TimeZone>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `list` said "(in 694 h)" for a date a month away.
+    #[test]
+    fn next_words_count_days_once_hours_grow_large() {
+        let now = Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap();
+        let words = |mins: i64| Next::At(now + Duration::minutes(mins)).words(&now);
+        assert!(words(3).ends_with("(in 3 min)"), "{}", words(3));
+        assert!(words(5 * 60).ends_with("(in 5 h)"), "{}", words(5 * 60));
+        assert!(words(47 * 60).ends_with("(in 47 h)"), "{}", words(47 * 60));
+        assert!(
+            words(694 * 60).ends_with("(in 28 days)"),
+            "{}",
+            words(694 * 60)
+        );
+    }
     use chrono::FixedOffset;
     use chrono_tz::Europe::Berlin;
 

@@ -66,6 +66,9 @@ pub struct Record {
     /// The definition's text as approved, so the next install can show what changed since.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub definition_text: Option<String>,
+    /// The pinned script's text as approved, when it is text and not large, for the same reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script_text: Option<String>,
 }
 
 /// A pinned script: its path relative to the repository root, and its sha256.
@@ -258,6 +261,29 @@ fn names_in(dir: &Path) -> Result<std::collections::BTreeSet<Name>, StateError> 
 /// Reads what came of `name`'s pings; `None` before its first.
 pub fn read_pings(data_root: &Path, name: &str) -> Result<Option<Pings>, StateError> {
     read_json(&pings_path(data_root, name))
+}
+
+/// Starts `name`'s count of failed pings again (an ack, a sync that made or found its check):
+/// what failed before says nothing of the check as it is now. Nothing when it has no record.
+pub fn reset_ping_streak(data_root: &Path, name: &str) -> Result<(), StateError> {
+    match read_pings(data_root, name)? {
+        Some(p) if p.failures_in_row > 0 => write_json(
+            &pings_path(data_root, name),
+            &Pings {
+                failures_in_row: 0,
+                ..p
+            },
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Forgets what came of `name`'s pings (it was uninstalled: it pings no more).
+pub fn forget_pings(data_root: &Path, name: &str) -> Result<(), StateError> {
+    let path = pings_path(data_root, name);
+    fsutil::remove_if_exists(&path)
+        .map(|_| ())
+        .map_err(|e| io_err(&path, e))
 }
 
 /// Reads a JSON state file; a missing file is `None`, an unreadable one an error naming it.

@@ -121,10 +121,7 @@ pub fn entry<'a>(
         name: d.name.as_str(),
         label: settings.label(&d.name).to_string(),
         schedule: d.schedule.as_ref(),
-        schedule_words: d
-            .schedule
-            .as_ref()
-            .map_or_else(|| "manual only".into(), Schedule::words),
+        schedule_words: schedule_words(d),
         outbound: d.outbound,
         description: d.description.as_deref(),
         paused,
@@ -148,6 +145,30 @@ pub fn entry<'a>(
         jitter_seconds: d.jitter_seconds,
         next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
     }
+}
+
+/// A definition's schedule for people, with what changes when it runs: its jitter and retries
+/// ("daily at 02:30, up to 10 min later, 2 retries"), or "manual only".
+pub fn schedule_words(d: &Definition) -> String {
+    let Some(schedule) = &d.schedule else {
+        return "manual only".into();
+    };
+    let mut words = schedule.words();
+    if d.jitter_seconds > 0 {
+        let j = d.jitter_seconds;
+        let up_to = if j.is_multiple_of(60) {
+            format!("{} min", j / 60)
+        } else {
+            format!("{j} s")
+        };
+        words.push_str(&format!(", up to {up_to} later"));
+    }
+    match d.retry.retries {
+        0 => {}
+        1 => words.push_str(", 1 retry"),
+        n => words.push_str(&format!(", {n} retries")),
+    }
+    words
 }
 
 /// A next firing: when, the jitter it adds, and whose schedule it is ("installed" or

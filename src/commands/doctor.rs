@@ -135,28 +135,37 @@ fn binaries(c: &Ctx) -> Vec<Line> {
     if records.is_empty() {
         return vec![Line(Level::Ok, "binary", "nothing installed yet".into())];
     }
-    records
+    // One line per binary, with the automations whose units run it: a fact once, not per unit.
+    let mut by_bin: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (name, r) in records {
+        by_bin.entry(r.bin).or_default().push(name.to_string());
+    }
+    by_bin
         .into_iter()
-        .map(|(name, r)| {
-            let bin = Path::new(&r.bin);
-            let fix = format!("fix: make automations-install NAME={name}");
+        .map(|(bin_text, names)| {
+            let bin = Path::new(&bin_text);
+            let who = match names.as_slice() {
+                [one] => format!("{one}'s unit runs"),
+                many => format!("{} units run", many.len()),
+            };
+            let fix = match names.as_slice() {
+                [one] => format!("fix: make automations-install NAME={one}"),
+                many => format!("fix: make automations-install NAME=\"{}\"", many.join(" ")),
+            };
             if !bin.exists() {
                 Line(
                     Level::Fail,
                     "binary",
-                    format!("{name}'s unit runs {}, which is gone; {fix}", r.bin),
+                    format!("{who} {bin_text}, which is gone; {fix}"),
                 )
             } else if crate::install::in_build_folder(bin) {
                 Line(
                     Level::Fail,
                     "binary",
-                    format!(
-                        "{name}'s unit runs {}, inside a target/ folder; {fix}",
-                        r.bin
-                    ),
+                    format!("{who} {bin_text}, inside a target/ folder; {fix}"),
                 )
             } else {
-                Line(Level::Ok, "binary", format!("{name}'s unit runs {}", r.bin))
+                Line(Level::Ok, "binary", format!("{who} {bin_text}"))
             }
         })
         .collect()
@@ -239,19 +248,30 @@ fn definitions_and_drift(c: &Ctx) -> Vec<Line> {
         "definitions",
         format!("{} valid", loaded.definitions.len()),
     );
-    let drift = match drift(c.settings, c.manager.as_ref()) {
-        Ok(d) if d.units.is_empty() && d.machine.is_empty() => {
-            Line(Level::Ok, "drift", "none".into())
-        }
-        Ok(d) => Line(
-            Level::Fail,
-            "drift",
-            format!(
-                "{} finding(s); fix: see automations check",
-                d.units.len() + d.machine.len()
-            ),
+    let (drift, cluster) = match drift(c.settings, c.manager.as_ref()) {
+        Ok(d) => (
+            if d.units.is_empty() && d.machine.is_empty() {
+                Line(Level::Ok, "drift", "none".into())
+            } else {
+                Line(
+                    Level::Fail,
+                    "drift",
+                    format!(
+                        "{} finding(s); fix: see automations check",
+                        d.units.len() + d.machine.len()
+                    ),
+                )
+            },
+            // The cluster target's own line, and only for a repository that opted in to it.
+            d.cluster_problem.map(|p| {
+                Line(
+                    Level::Fail,
+                    "kubernetes",
+                    format!("not rendered: {}", p.replace('\n', "; ")),
+                )
+            }),
         ),
-        Err(e) => Line(Level::Fail, "drift", format!("{:#}", e.error)),
+        Err(e) => (Line(Level::Fail, "drift", format!("{:#}", e.error)), None),
     };
-    vec![defs, drift]
+    [defs, drift].into_iter().chain(cluster).collect()
 }

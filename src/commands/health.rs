@@ -80,6 +80,8 @@ fn row(v: &health::Verdict) -> (String, String, String) {
         .success_rate
         .map_or_else(|| "-".to_owned(), |r| format!("{:.0} %", r * 100.0));
     let age = match (f.age_ms, f.age_clock, &f.last_success) {
+        // No success yet: the age health measures runs from the install, which is no success.
+        (_, _, None) => "never".into(),
         (Some(ms), Some(c), _) => format!(
             "{} ago ({})",
             health::human_ms(ms),
@@ -89,8 +91,14 @@ fn row(v: &health::Verdict) -> (String, String, String) {
                 AgeClock::Wall => "wall clock",
             }
         ),
-        (_, _, Some(at)) => super::field(&crate::views::short_time(at)).into_owned(),
-        _ => "never".into(),
+        // Every row relative, as the ones health measures: its age by the wall clock.
+        (_, _, Some(at)) => crate::runlog::parse_stamp(at).map_or_else(
+            || super::field(&crate::views::short_time(at)).into_owned(),
+            |t| {
+                let ms = (chrono::Utc::now() - t).num_milliseconds().max(0) as u64;
+                format!("{} ago (wall clock)", health::human_ms(ms))
+            },
+        ),
     };
     let mut reasons: Vec<String> = v
         .reasons

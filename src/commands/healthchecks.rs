@@ -186,12 +186,21 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
     let mut failed = false;
     for line in plan.iter().filter(|l| l.is_drift()) {
         match sync::apply(&api, line, prune) {
-            Ok(done) => outln!("{}: {done}", line.who),
+            Ok(done) => {
+                outln!("{}: {done}", line.who);
+                if matches!(line.step, Step::Create(_) | Step::Update(..)) {
+                    let _ = crate::state::reset_ping_streak(&settings.data_root, &line.who);
+                }
+            }
             Err(e) => {
                 failed = true;
                 outln!("{}: not done: {e}", line.who);
             }
         }
+    }
+    // The checks that are there as they should be: their failed pings are history.
+    for line in plan.iter().filter(|l| matches!(l.step, Step::InStep)) {
+        let _ = crate::state::reset_ping_streak(&settings.data_root, &line.who);
     }
     // A check that cannot be (at login only) is said, and is no failure; a configured UUID the
     // server does not know is.
@@ -207,7 +216,8 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
 #[derive(serde::Serialize)]
 struct StatusLine {
     name: String,
-    /// The remote check's status (`new`, `up`, `grace`, `down`, `paused`), or `missing` / `off`.
+    /// The remote check's status (`new`, `up`, `grace`, `down`, `paused`), or `missing` / `off`, or
+    /// `none` for one that runs only at login (sync makes no check for it).
     remote: String,
     last_ping: Option<String>,
     /// The local verdict (`health`).
@@ -236,6 +246,10 @@ pub fn status(settings: &Settings, json: bool) -> CmdResult {
             name: d.name.to_string(),
             remote: match (&watch, found) {
                 (Watch::Off, _) => "off".into(),
+                // As sync says: no check by design, not a missing one.
+                (_, None) if matches!(d.schedule, Some(crate::schedule::Schedule::AtLogin)) => {
+                    "none".into()
+                }
                 (_, Some(r)) => r.status.clone(),
                 (_, None) => "missing".into(),
             },
@@ -325,11 +339,25 @@ pub fn drift(settings: &Settings) -> Option<Result<Vec<String>, String>> {
 }
 
 /// What install says when `healthchecks.toml` exists.
-pub fn install_hint(settings: &Settings, name: &Name) {
-    if hc::enabled(settings) {
-        outln!(
-            "healthchecks: create or update its remote check with `automations healthchecks sync {name}`"
-        );
+/// After an install, when `healthchecks.toml` exists: its remote check is made (or brought in
+/// step) now, so its first firing pings a check that is there; or why not, and the command that
+/// makes it later.
+pub fn after_install(settings: &Settings, name: &Name) {
+    if !hc::enabled(settings) {
+        return;
+    }
+    outln!(
+        "healthchecks: its remote check is made now, as `automations healthchecks sync {name}` does:"
+    );
+    match sync(settings, Some(name), false, false) {
+        Ok(Exit::Success) => {}
+        Ok(_) => outln!(
+            "healthchecks: not all done; see `automations healthchecks status`, then `automations healthchecks sync {name}`"
+        ),
+        Err(e) => outln!(
+            "healthchecks: no check was made ({}); until `automations healthchecks sync {name}` makes it, its pings fail",
+            crate::commands::fail::chain(&e.error)
+        ),
     }
 }
 

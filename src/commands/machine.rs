@@ -18,12 +18,12 @@ use crate::settings::{Manager, Settings};
 use crate::units::{self, kubernetes, portable};
 use crate::{CmdResult, Exit, Fail};
 
-fn bad(msg: String) -> Fail {
+pub(super) fn bad(msg: String) -> Fail {
     Fail::new(Exit::BadInput, anyhow!(msg))
 }
 
 /// Every definition, or exit 2 with every problem.
-fn valid_definitions(settings: &Settings) -> Result<Vec<Definition>, Fail> {
+pub(super) fn valid_definitions(settings: &Settings) -> Result<Vec<Definition>, Fail> {
     let loaded = load_all(settings)?;
     if !loaded.problems.is_empty() {
         let lines: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
@@ -36,7 +36,7 @@ fn valid_definitions(settings: &Settings) -> Result<Vec<Definition>, Fail> {
 }
 
 /// The binary units will run: `--bin`, else this one; absolute, links resolved when it exists.
-fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
+pub(super) fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
     let bin = match bin {
         Some(b) if b.is_absolute() => b,
         Some(b) => std::env::current_dir()?.join(b),
@@ -50,20 +50,57 @@ fn cluster(settings: &Settings) -> Result<Option<kubernetes::Cluster>, Fail> {
     kubernetes::Cluster::load(&settings.root).map_err(bad)
 }
 
-/// What the rendered folders should hold, or exit 2 with every definition that cannot be rendered.
-fn desired(
-    settings: &Settings,
-    defs: &[Definition],
-) -> Result<(BTreeMap<PathBuf, Vec<u8>>, &'static str), Fail> {
-    let cluster = cluster(settings)?;
-    let folders = if cluster.is_some() {
-        "units/ and kubernetes/"
-    } else {
-        "units/"
+/// What the rendered folders should hold. `units/` is always rendered; `kubernetes/` only when the
+/// repository opted in with a `kubernetes.toml`, and a problem of the cluster target (its settings,
+/// or a definition it cannot say) is kept apart: it never blocks `units/` or the machine's checks.
+struct Rendered {
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    /// The folders `files` covers: `units/`, or `units/ and kubernetes/`.
+    folders: &'static str,
+    /// Why `kubernetes/` could not be rendered (then `files` and `present` leave it out).
+    cluster_problem: Option<String>,
+}
+
+impl Rendered {
+    /// What the rendered folders hold now, of the folders rendered.
+    fn present(&self, root: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
+        let mut present = portable::present(root)
+            .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))?;
+        if self.cluster_problem.is_some() {
+            present.retain(|path, _| !path.starts_with(kubernetes::DIR));
+        }
+        Ok(present)
+    }
+}
+
+fn desired(settings: &Settings, defs: &[Definition]) -> Rendered {
+    let units_only = |cluster_problem| Rendered {
+        files: portable::desired(defs, &settings.namespace, None).unwrap_or_default(),
+        folders: "units/",
+        cluster_problem,
     };
-    let files = portable::desired(defs, &settings.namespace, cluster.as_ref())
-        .map_err(|problems| bad(format!("cannot render {folders}:\n{}", problems.join("\n"))))?;
-    Ok((files, folders))
+    let cluster = match cluster(settings) {
+        Ok(Some(c)) => c,
+        Ok(None) => return units_only(None),
+        Err(e) => return units_only(Some(format!("{:#}", e.error))),
+    };
+    match portable::desired(defs, &settings.namespace, Some(&cluster)) {
+        Ok(files) => Rendered {
+            files,
+            folders: "units/ and kubernetes/",
+            cluster_problem: None,
+        },
+        Err(problems) => units_only(Some(problems.join("\n"))),
+    }
+}
+
+/// How a problem of the cluster target is said: `kubernetes/ not rendered: …`.
+fn cluster_line(problem: &str) -> String {
+    format!(
+        "{}/ not rendered ({} opted in to the Kubernetes target): {problem}",
+        kubernetes::DIR,
+        kubernetes::SETTINGS_FILE
+    )
 }
 
 /// The fix for rendered files that differ: regenerate, and add the folders they are in.
@@ -79,11 +116,16 @@ fn units_fix(diffs: &[portable::Difference]) -> String {
 
 pub fn units(settings: &Settings, check: bool) -> CmdResult {
     let defs = valid_definitions(settings)?;
-    let (desired, folders) = desired(settings, &defs)?;
+    let rendered = desired(settings, &defs);
+    let (desired, folders) = (&rendered.files, rendered.folders);
+    let cluster_failed = || {
+        let problem = rendered.cluster_problem.as_deref()?;
+        errln!("automations: {}", cluster_line(problem));
+        Some(Exit::BadInput)
+    };
     if check {
-        let present = portable::present(&settings.root)
-            .with_context(|| format!("cannot read {folders} in {}", settings.root.display()))?;
-        let diffs = portable::compare(&present, &desired);
+        let present = rendered.present(&settings.root)?;
+        let diffs = portable::compare(&present, desired);
         for d in &diffs {
             outln!("{}", d.line());
             if let Some(diff) = d.diff() {
@@ -95,14 +137,15 @@ pub fn units(settings: &Settings, check: bool) -> CmdResult {
                 "{folders} match the definitions ({} file(s))",
                 desired.len()
             );
-            return Ok(Exit::Success);
+            return Ok(cluster_failed().unwrap_or(Exit::Success));
         }
         outln!(
             "{folders} out of date: run `automations units` (make automations-units) and commit"
         );
+        cluster_failed();
         return Ok(Exit::Failure);
     }
-    let fixed = portable::write(&settings.root, &desired)
+    let fixed = portable::write(&settings.root, desired, rendered.cluster_problem.is_none())
         .with_context(|| format!("cannot write {folders} in {}", settings.root.display()))?;
     for d in &fixed {
         outln!("{}", d.line().replace(": ", ": rewrote, was "));
@@ -112,7 +155,7 @@ pub fn units(settings: &Settings, check: bool) -> CmdResult {
         desired.len(),
         fixed.len()
     );
-    Ok(Exit::Success)
+    Ok(cluster_failed().unwrap_or(Exit::Success))
 }
 
 pub fn render(
@@ -185,7 +228,7 @@ pub fn render(
 }
 
 /// Refuses when the root is a linked git worktree: its path can vanish with `git worktree remove`.
-fn refuse_linked_worktree(root: &Path) -> Result<(), Fail> {
+pub(super) fn refuse_linked_worktree(root: &Path) -> Result<(), Fail> {
     let git = root.join(".git");
     if git.is_file() {
         let text = std::fs::read_to_string(&git).unwrap_or_default();
@@ -203,7 +246,7 @@ fn refuse_linked_worktree(root: &Path) -> Result<(), Fail> {
 }
 
 /// Refuses unless stdin and stdout are a terminal, where a person can type y.
-fn require_terminal(question: &str) -> Result<(), Fail> {
+pub(super) fn require_terminal(question: &str) -> Result<(), Fail> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(bad(format!(
             "{question}: needs a person at a terminal (stdin and stdout must be a terminal) to type y; use --dry-run to see the plan"
@@ -214,7 +257,7 @@ fn require_terminal(question: &str) -> Result<(), Fail> {
 
 /// Asks the person at the terminal to type y. There is deliberately no flag or variable that
 /// answers for them.
-fn confirm(question: &str) -> Result<bool, Fail> {
+pub(super) fn confirm(question: &str) -> Result<bool, Fail> {
     require_terminal(question)?;
     out!("{question}? Type y to confirm: ");
     std::io::stdout().flush()?;
@@ -232,30 +275,10 @@ pub(super) fn user_name() -> String {
 }
 
 /// Refuses, before anything is asked or written, a machine where the manager cannot take units.
-fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
+pub(super) fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
     manager
         .preflight()
         .map_err(|e| Fail::new(Exit::Environment, e))
-}
-
-/// The next firing and the command that runs the job now, after an install: the same runner,
-/// data root and namespace as the unit, as a manual run. Not the unit's own start (`systemctl
-/// --user start`, `launchctl kickstart`): that is a scheduled firing, which the slot guard skips
-/// when today's slot of a daily job is already done.
-fn after_install(settings: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail> {
-    let now = chrono::Local::now();
-    if let Some((next, jitter)) = def.schedule.as_ref().and_then(|sch| {
-        crate::schedule::next_run(sch, def.name.as_str(), def.jitter_seconds, &now, None)
-    }) {
-        let jitter = jitter.map_or_else(String::new, crate::schedule::jitter_words);
-        outln!("next firing: {}{jitter}", next.words(&now));
-    }
-    let paths = install::machine_paths(settings, bin)?;
-    outln!(
-        "run it now: {}",
-        units::run_now_command(def, &settings.namespace, &paths)
-    );
-    Ok(())
 }
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
@@ -276,123 +299,14 @@ pub(super) fn privacy_warnings(settings: &Settings, warn: &mut dyn FnMut(String)
     }
 }
 
-/// On Linux, timers of a user without lingering run only while that user is logged in.
-fn linger_warning(settings: &Settings) {
-    if settings.manager != Manager::Systemd {
-        return;
-    }
-    let user = user_name();
-    if !user.is_empty() && !Path::new("/var/lib/systemd/linger").join(&user).exists() {
-        errln!(
-            "warning: lingering is off for {user}: the timer fires only while you are logged in; `loginctl enable-linger {user}` makes it fire after boot too"
-        );
-    }
-}
-
-pub fn install(settings: &Settings, name: &Name, dry_run: bool, bin: Option<PathBuf>) -> CmdResult {
-    let def = one_definition(settings, name)?;
-    data_root(settings, if dry_run { Use::Read } else { Use::Write })?;
-    let Some(schedule) = &def.schedule else {
-        return Err(bad(format!(
-            "{name} has no [schedule]: there is nothing to install (run it with `automations run {name}`)"
-        )));
-    };
-    let bin = unit_binary(bin)?;
-    let manager = service::for_manager(settings.manager);
-    let plan = install::plan_install(settings, &def, &bin, manager.as_ref())?;
-    outln!(
-        "install {} ({}) running {}:",
-        plan.label,
-        schedule.words(),
-        bin.display()
-    );
-    out!("{}", plan.describe());
-    if dry_run {
-        outln!("dry run: nothing changed");
-        return Ok(Exit::Success);
-    }
-    refuse_linked_worktree(&settings.root)?;
-    if !bin.is_file() {
-        return Err(Fail::new(
-            Exit::Environment,
-            anyhow!(
-                "{} does not exist; the unit would have nothing to run",
-                bin.display()
-            ),
-        ));
-    }
-    if install::in_build_folder(&bin) {
-        return Err(Fail::new(
-            Exit::Environment,
-            anyhow!(
-                "{} is inside a cargo target/ folder, which the next build or `cargo clean` replaces; run `make automations-install NAME={name}`, which installs a release binary at ~/.local/bin/automations first",
-                bin.display()
-            ),
-        ));
-    }
-    let question = format!("Install {}", plan.label);
-    require_terminal(&question)?;
-    preflight(manager.as_ref())?;
-    privacy_warnings(settings, &mut |w| errln!("warning: {w}"));
-    if !confirm(&question)? {
-        outln!("not confirmed: nothing changed");
-        return Ok(Exit::Failure);
-    }
-    if plan.is_empty() {
-        outln!("{} is already installed and up to date", plan.label);
-        after_install(settings, &def, &bin)?;
-        return Ok(Exit::Success);
-    }
-    install::apply_install(settings, &plan, manager.as_ref())?;
-    outln!("installed {}", plan.label);
-    after_install(settings, &def, &bin)?;
-    linger_warning(settings);
-    super::healthchecks::install_hint(settings, name);
-    Ok(Exit::Success)
-}
-
-pub fn uninstall(settings: &Settings, name: &Name, dry_run: bool) -> CmdResult {
-    data_root(settings, if dry_run { Use::Read } else { Use::Write })?;
-    let manager = service::for_manager(settings.manager);
-    let plan = install::plan_uninstall(settings, name, manager.as_ref())?;
-    if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
-        outln!(
-            "{} is not installed on this machine: nothing to do",
-            plan.label
-        );
-        return Ok(Exit::Success);
-    }
-    outln!("uninstall {}:", plan.label);
-    out!("{}", plan.describe());
-    if dry_run {
-        outln!("dry run: nothing changed");
-        return Ok(Exit::Success);
-    }
-    let question = format!("Uninstall {}", plan.label);
-    require_terminal(&question)?;
-    preflight(manager.as_ref())?;
-    if !confirm(&question)? {
-        outln!("not confirmed: nothing changed");
-        return Ok(Exit::Failure);
-    }
-    install::apply_uninstall(settings, &plan, manager.as_ref())?;
-    outln!("uninstalled {}", plan.label);
-    for line in left_behind(settings, name, plan.record.as_ref()) {
-        outln!("{line}");
-    }
-    super::healthchecks::uninstall_hint(settings, name);
-    Ok(Exit::Success)
-}
-
 /// The lines `check` prints of the remote checks.
 fn remote_lines(r: &Result<Vec<String>, String>, say: &mut dyn FnMut(&str)) {
     match r {
         Ok(lines) if lines.is_empty() => say("healthchecks: the remote checks are in step"),
         Ok(lines) => {
             for l in lines {
-                say(&format!(
-                    "healthchecks: {l}; fix: automations healthchecks sync"
-                ));
+                // Each line already ends with its own fix.
+                say(&format!("healthchecks: {l}"));
             }
         }
         Err(e) => say(&format!(
@@ -401,79 +315,25 @@ fn remote_lines(r: &Result<Vec<String>, String>, say: &mut dyn FnMut(&str)) {
     }
 }
 
-/// What an uninstall leaves in place (it removes only the unit files and the install record),
-/// each with the command that removes it.
-fn left_behind(
-    settings: &Settings,
-    name: &Name,
-    record: Option<&crate::state::Record>,
-) -> Vec<String> {
-    let mut out = vec!["left in place, and how to remove each:".to_owned()];
-    let def = settings.definitions_dir().join(format!("{name}.toml"));
-    if def.exists() {
-        out.push(format!(
-            "  the definition {}: a manual run still works; delete it (and commit) to retire {name}",
-            def.display()
-        ));
-    }
-    let env = settings.layout().env_file(name.as_str());
-    if env.exists() {
-        out.push(format!(
-            "  its private environment {}: rm {}",
-            env.display(),
-            units::shell_word(&env.to_string_lossy())
-        ));
-    }
-    out.push(format!(
-        "  its AnyType key, if one was stored: automations key delete {name}"
-    ));
-    out.push(format!(
-        "  its runs in the run log under {} (history; `automations runs {name}` shows them)",
-        settings.data_root.display()
-    ));
-    let others = crate::state::State::new(&settings.data_root)
-        .install_records()
-        .map(|r| r.len())
-        .unwrap_or(1);
-    if let Some(bin) = record.map(|r| &r.bin) {
-        if others == 0 {
-            out.push(format!(
-                "  the binary {bin}: no unit runs it any more; rm {}",
-                units::shell_word(bin)
-            ));
-        } else {
-            out.push(format!(
-                "  the binary {bin}: {others} installed automation(s) still run it"
-            ));
-        }
-    }
-    if others == 0 {
-        out.push(format!(
-            "  the data root {} (the run log, settings and state of every automation): rm -r {}",
-            settings.data_root.display(),
-            units::shell_word(&settings.data_root.to_string_lossy())
-        ));
-    }
-    out
-}
-
 /// Both halves of the drift check.
 pub(super) struct Drift {
     pub units: Vec<portable::Difference>,
     /// The rendered folders compared (`units/`, and `kubernetes/` when there is a cluster).
     pub folders: &'static str,
     pub machine: Vec<Finding>,
+    /// Why `kubernetes/` could not be rendered, when the repository has a `kubernetes.toml`.
+    pub cluster_problem: Option<String>,
 }
 
 pub(super) fn drift(settings: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
     let defs = valid_definitions(settings)?;
-    let (desired, folders) = desired(settings, &defs)?;
-    let present = portable::present(&settings.root)
-        .with_context(|| format!("cannot read {folders} in {}", settings.root.display()))?;
+    let rendered = desired(settings, &defs);
+    let present = rendered.present(&settings.root)?;
     Ok(Drift {
-        units: portable::compare(&present, &desired),
-        folders,
+        units: portable::compare(&present, &rendered.files),
+        folders: rendered.folders,
         machine: install::check_machine(settings, &defs, manager)?,
+        cluster_problem: rendered.cluster_problem,
     })
 }
 
@@ -487,7 +347,8 @@ pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
     // else why it was not looked at (which is no finding).
     let remote = super::healthchecks::drift(settings);
     let remote_drift = matches!(&remote, Some(Ok(lines)) if !lines.is_empty());
-    let clean = d.units.is_empty() && d.machine.is_empty() && !remote_drift;
+    let clean =
+        d.units.is_empty() && d.machine.is_empty() && !remote_drift && d.cluster_problem.is_none();
     if json {
         let units: Vec<String> = d.units.iter().map(portable::Difference::line).collect();
         let fixes: Vec<String> = d
@@ -498,7 +359,7 @@ pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
             .collect();
         outln!(
             "{}",
-            serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine, "fixes": fixes})
+            serde_json::json!({"version": 1, "ok": clean, "units": units, "machine": d.machine, "kubernetes": d.cluster_problem, "fixes": fixes})
         );
         if let Some(r) = &remote {
             // On stderr: stdout's document keeps its shape for scripts.
@@ -518,6 +379,9 @@ pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
             out!("{text}");
         }
     }
+    if let Some(problem) = &d.cluster_problem {
+        outln!("{}", cluster_line(problem));
+    }
     if clean {
         outln!(
             "no drift: {} the definitions and this machine matches its install records",
@@ -529,10 +393,15 @@ pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
         );
     } else {
         outln!(
-            "check: {} finding(s) on this machine, {} file(s) of {} out of date{}{}",
+            "check: {} finding(s) on this machine, {} file(s) of {} out of date{}{}{}",
             d.machine.len(),
             d.units.len(),
             d.folders,
+            if d.cluster_problem.is_some() {
+                ", kubernetes/ not rendered"
+            } else {
+                ""
+            },
             if remote_drift {
                 ", remote checks out of step (automations healthchecks sync)"
             } else {

@@ -10,6 +10,7 @@ pub mod fail;
 mod health;
 mod healthchecks;
 mod http;
+mod install;
 mod keys;
 mod machine;
 mod notify;
@@ -82,12 +83,25 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             bin,
             json,
         } => machine::render(&settings(&cli.global)?, &name, target, bin, json),
-        Command::Install { name, dry_run, bin } => {
-            machine::install(&settings(&cli.global)?, &name, dry_run, bin)
-        }
-        Command::Uninstall { name, dry_run } => {
-            machine::uninstall(&settings(&cli.global)?, &name, dry_run)
-        }
+        Command::Install {
+            names,
+            all,
+            dry_run,
+            bin,
+            install_binary,
+        } => install::install(
+            &settings(&cli.global)?,
+            &names,
+            all,
+            dry_run,
+            bin,
+            install_binary,
+        ),
+        Command::Uninstall {
+            names,
+            all,
+            dry_run,
+        } => install::uninstall(&settings(&cli.global)?, &names, all, dry_run),
         Command::Check { json, diff } => machine::check(&settings(&cli.global)?, json, diff),
         Command::Doctor => doctor::doctor(&settings(&cli.global)?),
         Command::Key(KeyCommand::Store { name }) => keys::store(&settings(&cli.global)?, &name),

@@ -29,10 +29,28 @@ pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResu
     let fine = report.is_fine();
     if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
         outln!("{}", report.summary(name));
-    } else if !fine || report.is_refusal() {
+        return Ok(if fine { Exit::Success } else { Exit::Failure });
+    }
+    // A scheduled firing: the journal (or launchd's log) keeps stderr. Every skip says why and
+    // what to do, and ends with its own status, which the unit counts as success but
+    // `systemctl status` shows (a `systemctl --user start` that ran nothing does not read as
+    // a run).
+    if !fine || matches!(report, runner::Report::Skipped { .. }) {
         errln!("{}", report.summary(name));
     }
-    Ok(if fine { Exit::Success } else { Exit::Failure })
+    Ok(match report {
+        runner::Report::Skipped { .. } if skip_status_mapped() => Exit::Skipped,
+        _ if fine => Exit::Success,
+        _ => Exit::Failure,
+    })
+}
+
+/// Whether the unit that started this firing counts [`Exit::Skipped`] as success: the systemd
+/// service says so (`SuccessExitStatus=` and this variable, set together); a unit installed by an
+/// older version, a LaunchAgent or a CronJob does not, and a skip there exits 0.
+fn skip_status_mapped() -> bool {
+    std::env::var_os(crate::units::ENV_SKIP_STATUS)
+        .is_some_and(|v| v.to_str() == Some(&(Exit::Skipped as u8).to_string()))
 }
 
 pub(super) fn result_cmd(pairs: &[String], headline: Option<&str>) -> CmdResult {
@@ -137,6 +155,10 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
             Some((n, _)) => format!("{status}, attempt {n}"),
             None => status,
         };
+        let status = match jitter_ms(r) {
+            Some(ms) => format!("{status}, jitter {:.0} s", ms as f64 / 1000.0),
+            None => status,
+        };
         writeln!(
             out,
             "{:31}  {:nw$}  {:9}  {:20}  {:24}  {:>9}  {}",
@@ -223,6 +245,14 @@ fn latest_of(
 }
 
 /// `show`'s text: the run's fields, its outside calls, then its output tails.
+/// The jitter delay a run waited before it started, when it waited one.
+fn jitter_ms(view: &history::RunView) -> Option<u64> {
+    view.started
+        .as_ref()
+        .and_then(|s| s.jitter_ms)
+        .filter(|ms| *ms > 0)
+}
+
 fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
     writeln!(
         out,
@@ -235,6 +265,13 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
         writeln!(out, "attempt   {attempt} (of the firing {})", field(firing))?;
     }
     writeln!(out, "started   {}", field(&view.at))?;
+    if let Some(ms) = jitter_ms(view) {
+        writeln!(
+            out,
+            "jitter    waited {:.1} s before it ran (jitter_seconds)",
+            ms as f64 / 1000.0
+        )?;
+    }
     writeln!(out, "status    {}", view.status.as_str())?;
     let Some(f) = &view.finished else {
         return Ok(());

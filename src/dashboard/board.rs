@@ -85,6 +85,30 @@ impl Card {
         }
     }
 
+    /// Its recent firings, newest first: a retried firing is one, its newest attempt (what the
+    /// firing came to), as a person counts them.
+    pub fn firings(&self) -> Vec<&RunView> {
+        let mut seen: Vec<&str> = Vec::new();
+        self.recent
+            .iter()
+            .filter(|r| {
+                let firing = r
+                    .started
+                    .as_ref()
+                    .and_then(|s| s.first_run.as_deref())
+                    .or(r.run.as_deref());
+                match firing {
+                    Some(id) if seen.contains(&id) => false,
+                    Some(id) => {
+                        seen.push(id);
+                        true
+                    }
+                    None => true,
+                }
+            })
+            .collect()
+    }
+
     /// Whether its newest run is still going.
     pub fn running(&self) -> bool {
         self.recent
@@ -94,13 +118,15 @@ impl Card {
 }
 
 impl Board {
-    /// How many rows each category has.
+    /// How many rows each category has; paused counts every paused row, also one whose verdict
+    /// put it under degraded (paused automatically), so the summary never says "0 paused" then.
     pub fn counts(&self) -> [(Category, usize); 4] {
         Category::ALL.map(|cat| {
-            (
-                cat,
-                self.cards.iter().filter(|c| c.category() == cat).count(),
-            )
+            let n = match cat {
+                Category::Paused => self.cards.iter().filter(|c| c.paused.is_some()).count(),
+                _ => self.cards.iter().filter(|c| c.category() == cat).count(),
+            };
+            (cat, n)
         })
     }
 }
@@ -206,6 +232,7 @@ impl Board {
                     "health": c.verdict,
                     "category": c.category(),
                     "runs": c.recent.iter().map(views::run_json).collect::<Vec<_>>(),
+                    "firings": c.firings().into_iter().map(views::run_json).collect::<Vec<_>>(),
                     "latest": c.latest.as_ref().map(views::show_json),
                     "strip": c.strip,
                     "installed": c.installed,

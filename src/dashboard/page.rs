@@ -107,7 +107,7 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
                     span.schedule { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) }
                     span.last data-field="last-short" title=(last_run(last)) { (last_short(last, b.now)) }
                     span.next data-field="next-short" { (entry.as_ref().and_then(|e| e.next_words.clone()).unwrap_or_else(|| "-".into())) }
-                    (recent_marks(&c.recent))
+                    (recent_marks(&c.firings()))
                 }
                 div.body {
                     @if let Some(d) = def.and_then(|d| d.description.as_deref()) { p.description { (d) } }
@@ -118,7 +118,7 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
                         dt { "State" }
                         dd data-field="state" { (state_words(c, entry.as_ref(), def.is_some())) }
                         dt { "Schedule" }
-                        dd { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) @if !c.installed { " · not installed" } }
+                        dd { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) @if !c.installed && entry.as_ref().is_some_and(|e| e.schedule.is_some()) { " · not installed" } }
                         dt { "Next" }
                         dd data-field="next" { (entry.as_ref().and_then(|e| e.next_words.clone()).unwrap_or_else(|| "-".into())) }
                         dt { "Last run" }
@@ -190,7 +190,7 @@ fn last_short(r: Option<&RunView>, now: chrono::DateTime<chrono::Utc>) -> String
 
 /// The recent runs, oldest left, one readable mark each (10 px): a shape and a colour per status,
 /// so colour is not the only signal, and a title with the time and status.
-fn recent_marks(runs: &[RunView]) -> Markup {
+fn recent_marks(runs: &[&RunView]) -> Markup {
     let label = recent_label(runs);
     html! {
         svg.recent viewBox="0 0 140 12" width="140" height="12" data-field="recent" role="img" aria-label=(label) {
@@ -202,7 +202,7 @@ fn recent_marks(runs: &[RunView]) -> Markup {
 }
 
 /// "last 3 runs: 2 ok, 1 failed".
-fn recent_label(runs: &[RunView]) -> String {
+fn recent_label(runs: &[&RunView]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for r in runs {
         let s = r.reason.as_ref().map_or(r.status.as_str(), |_| "skipped");
@@ -215,7 +215,7 @@ fn recent_label(runs: &[RunView]) -> String {
         return "no runs yet".into();
     }
     let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    format!("last {} runs: {}", runs.len(), parts.join(", "))
+    format!("last {} firings: {}", runs.len(), parts.join(", "))
 }
 
 /// One mark at slot `i`: ok a disc, failed (and stopped, interrupted) a square, timeout a
@@ -263,9 +263,9 @@ fn status_words(r: &RunView) -> String {
 fn run_row(r: &RunView) -> Markup {
     html! {
         tr class=(r.status.as_str()) {
-            // Month, day and minute fit the column; the whole time and reason are a hover away.
+            // Month, day and second fit the column; the whole time and reason are a hover away.
             td title=(short(&r.at)) {
-                @let when = r.at.get(5..16).map_or(r.at.as_str(), |t| t).replace('T', " ");
+                @let when = r.at.get(5..19).map_or(r.at.as_str(), |t| t).replace('T', " ");
                 @match &r.run {
                     Some(id) => button.open type="button" data-action="open-run" data-run=(id) aria-label={ "Open the run of " (short(&r.at)) } { (when) },
                     None => (when),

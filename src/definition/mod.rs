@@ -535,6 +535,16 @@ fn mentions_path(hay: &str, path: &Path) -> bool {
     })
 }
 
+/// Whether `arg` holds a `~` where a shell expands it (`sh -c "exec ~/bin/x"`, `PATH=$PATH:~/bin`):
+/// at the start of a word, or after the `=` or `:` of an assignment.
+fn tilde_word(arg: &str) -> bool {
+    let bytes = arg.as_bytes();
+    bytes
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'~' && (i == 0 || b" \t\n=:;|&(`".contains(&bytes[i - 1])))
+}
+
 fn check_command(r: &mut Report, value: &Value, checks: &Checks) -> Option<Vec<String>> {
     let argv = strings(r, "command", value)?;
     let before = r.problems.len();
@@ -552,6 +562,11 @@ fn check_command(r: &mut Report, value: &Value, checks: &Checks) -> Option<Vec<S
             r.add(
                 "command",
                 format!("element {n} {shown:?} starts with ~; definitions may not name the home directory ({HOME_INSTEAD})"),
+            );
+        } else if tilde_word(arg) {
+            r.add(
+                "command",
+                format!("element {n} {shown:?} has a word that starts with ~, which a shell expands to the home directory; definitions may not name the home directory ({HOME_INSTEAD})"),
             );
         }
         if arg.contains("$HOME") || arg.contains("${HOME}") {

@@ -450,6 +450,23 @@ fn command_rules() {
         "command",
         "starts with ~",
     );
+    // A shell expands ~ at the start of any word, not only of the whole argument.
+    for script in [
+        "exec ~/bin/sync.sh",
+        "cd /tmp && ~/x",
+        "PATH=$PATH:~/bin x",
+        "a=~/b x",
+    ] {
+        refused(
+            parse_raw(&format!(
+                "name = \"x\"\ncommand = [\"sh\", \"-c\", {script:?}]"
+            )),
+            "command",
+            "a word that starts with ~",
+        );
+    }
+    let home_free = parse_raw("name = \"x\"\ncommand = [\"sh\", \"-c\", \"echo a~b; ls /x~\"]");
+    assert!(home_free.is_ok(), "{home_free:?}");
     refused(
         parse_raw("name = \"x\"\ncommand = [\"sh\", \"$HOME/x\"]"),
         "command",

@@ -264,6 +264,10 @@ pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Ver
             State::Unknown,
             unreadable.into_iter().chain(reasons).collect(),
         )
+    } else if let Some(why) = rules::not_installed(s) {
+        // One rule for every scheduled automation that is not installed here (never, or no
+        // longer): it does not run here, so its past runs are history, not health.
+        (State::Unknown, vec![why])
     } else if !reasons.is_empty() {
         (State::Degraded, reasons)
     } else {

@@ -240,15 +240,8 @@ fn failing_since_ack<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Re
 /// Why a subject no rule found anything wrong with is not known to work, if it is not: scheduled
 /// but not installed here, or no finished run yet. A manual-only automation needs only a run.
 pub fn unknown(s: &Subject) -> Option<Reason> {
-    let scheduled = s.definition.as_ref().is_some_and(|d| d.schedule.is_some());
-    if scheduled && s.installed_at.is_none() {
-        return Some(Reason {
-            rule: Rule::NotInstalled,
-            detail: format!(
-                "scheduled, but not installed on this machine: make automations-install NAME={}",
-                s.name
-            ),
-        });
+    if let Some(why) = not_installed(s) {
+        return Some(why);
     }
     let finished = s.runs.iter().any(|r| r.finished.is_some());
     if !finished {
@@ -258,6 +251,19 @@ pub fn unknown(s: &Subject) -> Option<Reason> {
         });
     }
     None
+}
+
+/// A scheduled automation that is not installed on this machine, never or no longer: whatever its
+/// past runs were, it is `unknown (not installed)`.
+pub fn not_installed(s: &Subject) -> Option<Reason> {
+    let scheduled = s.definition.as_ref().is_some_and(|d| d.schedule.is_some());
+    (scheduled && s.installed_at.is_none()).then(|| Reason {
+        rule: Rule::NotInstalled,
+        detail: format!(
+            "scheduled, but not installed on this machine: make automations-install NAME={}",
+            s.name
+        ),
+    })
 }
 
 /// Stale: the age of the last success, for installed scheduled automations.

@@ -17,6 +17,7 @@ pub mod ping;
 pub mod settings;
 pub mod sync;
 
+use crate::definition::Definition;
 use crate::keys::{self, KeyStore, Secret};
 use crate::names::{Label, Name, Namespace};
 use crate::settings::Settings;
@@ -174,6 +175,34 @@ pub fn watch(cfg: &HcSettings, namespace: &Namespace, name: &Name) -> Watch {
         Some(Choice::Uuid(id)) => Watch::Uuid(id.clone()),
         Some(Choice::Off) => Watch::Off,
         None => Watch::Slug(slug(namespace, name)),
+    }
+}
+
+/// Whether `name`, watched as `watch`, has (or is meant to have) a check, and so is pinged: one
+/// named by its UUID has one; one found by its slug has one when `sync` makes it, for an
+/// automation installed here on a regular schedule (never for one that is manual-only, not
+/// installed, or runs at login only). `def` is `None` when its definition cannot be read: an
+/// installed automation's check stays its own and hears of the failure.
+pub fn has_check(
+    settings: &Settings,
+    name: &Name,
+    watch: &Watch,
+    def: Option<&Definition>,
+) -> bool {
+    match watch {
+        Watch::Off => false,
+        Watch::Uuid(_) => true,
+        Watch::Slug(_) => {
+            let regular = def.is_none_or(|d| {
+                d.schedule
+                    .as_ref()
+                    .is_some_and(|s| !matches!(s, crate::schedule::Schedule::AtLogin))
+            });
+            regular
+                && crate::state::State::new(&settings.data_root)
+                    .install_record(name)
+                    .is_ok_and(|r| r.is_some())
+        }
     }
 }
 

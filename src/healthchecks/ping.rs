@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::{HcSettings, KeyKind, Watch};
+use crate::definition::Definition;
 use crate::keys::Secret;
 use crate::names::Name;
 use crate::runlog::{Finished, Outcome, SkipReason};
@@ -221,8 +222,9 @@ struct Context {
 }
 
 impl Context {
-    /// `None` when `healthchecks.toml` is absent, unreadable (said on stderr) or says no check.
-    fn of(settings: &Settings, name: &Name) -> Option<Self> {
+    /// `None` when `healthchecks.toml` is absent, unreadable (said on stderr), says no check, or
+    /// `name` has no check to ping (see [`super::has_check`]).
+    fn of(settings: &Settings, name: &Name, def: Option<&Definition>) -> Option<Self> {
         if !super::enabled(settings) {
             return None;
         }
@@ -235,7 +237,7 @@ impl Context {
             }
         };
         let watch = super::watch(&cfg, &settings.namespace, name);
-        (watch != Watch::Off).then(|| Self {
+        super::has_check(settings, name, &watch, def).then(|| Self {
             cfg,
             watch,
             name: name.clone(),
@@ -316,9 +318,9 @@ type Started = (
 impl Pings {
     /// The firing's pings; `None` when its automation has no check (one `stat` when there is no
     /// `healthchecks.toml`). Nothing is sent yet.
-    pub fn prepare(settings: &Settings, name: &Name, run_id: &str) -> Option<Self> {
+    pub fn prepare(settings: &Settings, def: &Definition, run_id: &str) -> Option<Self> {
         Some(Self {
-            ctx: std::sync::Arc::new(Context::of(settings, name)?),
+            ctx: std::sync::Arc::new(Context::of(settings, &def.name, Some(def))?),
             rid: rid(run_id),
             started: std::sync::OnceLock::new(),
         })
@@ -384,7 +386,7 @@ impl Pings {
 
 /// The end ping of a run that never started (a scheduled firing of a broken definition).
 pub fn unstarted(settings: &Settings, name: &Name, finished: &Finished) {
-    if let Some(ctx) = Context::of(settings, name) {
+    if let Some(ctx) = Context::of(settings, name, None) {
         let r = one(&ctx, Ping::Fail, None, &body(name, finished));
         record(&settings.data_root, name, &[(Ping::Fail, r)]);
     }
@@ -393,7 +395,8 @@ pub fn unstarted(settings: &Settings, name: &Name, finished: &Finished) {
 /// The ping of a firing that was skipped: `/log` when the last run still runs, `/fail` when its
 /// definition is not what was installed (it will not run until it is); nothing for a pause, the
 /// kill switch or a slot already done.
-pub fn skipped(settings: &Settings, name: &Name, reason: SkipReason, detail: &str) {
+pub fn skipped(settings: &Settings, def: &Definition, reason: SkipReason, detail: &str) {
+    let name = &def.name;
     let ping = match reason {
         SkipReason::AlreadyRunning => Ping::Log,
         SkipReason::DefinitionChanged | SkipReason::ScriptChanged | SkipReason::NotInstalled => {
@@ -401,7 +404,7 @@ pub fn skipped(settings: &Settings, name: &Name, reason: SkipReason, detail: &st
         }
         _ => return,
     };
-    if let Some(ctx) = Context::of(settings, name) {
+    if let Some(ctx) = Context::of(settings, name, Some(def)) {
         let text = format!(
             "automations: {name} on {}: a firing was skipped: {}{}",
             crate::notify::host(),

@@ -76,7 +76,7 @@ pub fn spec(
             "{}{} on {host}, {}. Kept in step with its definition by `automations healthchecks sync`.",
             def.description
                 .as_deref()
-                .map_or_else(String::new, |d| format!("{d}. ")),
+                .map_or_else(String::new, sentence),
             def.name,
             schedule.words()
         ),
@@ -231,6 +231,17 @@ pub struct Unreadable {
     pub watch: Watch,
     /// Why its definition cannot be read (`automations/x.toml: command: …`).
     pub why: String,
+}
+
+/// A description as the first sentence of a check's: its own final `.`, `?` or `!` kept, a `.`
+/// added when it has none ("Is my website up?. site-check" read wrong).
+fn sentence(description: &str) -> String {
+    let d = description.trim_end();
+    if d.ends_with(['.', '?', '!']) {
+        format!("{d} ")
+    } else {
+        format!("{d}. ")
+    }
 }
 
 /// The plan: for each wanted check, what to do; then the checks of installed automations whose

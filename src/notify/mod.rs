@@ -87,11 +87,30 @@ pub fn degraded_message(v: &Verdict, host: &str) -> Message {
     Message {
         title: format!("automations: {} is degraded", v.name),
         body: format!(
-            "{name} on {host} is degraded: {}.{} See the last run: automations show {name}",
+            "{name} on {host} is degraded: {}.{} {}",
             words.join(", "),
             kinds_sentence(v),
+            next_step(v),
             name = v.name
         ),
+    }
+}
+
+/// The command a degraded message ends with: the one that fixes or shows its first reason (an
+/// unapproved change is not in any run: its approval is).
+fn next_step(v: &Verdict) -> String {
+    let name = &v.name;
+    let has = |rule: Rule| v.reasons.iter().any(|r| r.rule == rule);
+    if has(Rule::NotApproved) {
+        format!("Review the change and approve it: make automations-install NAME={name}")
+    } else if has(Rule::DefinitionInvalid) {
+        "See what is wrong: automations validate".to_owned()
+    } else if has(Rule::NoDefinition) {
+        "Its unit still fires: automations check says how to fix it".to_owned()
+    } else if v.reasons.iter().all(|r| r.rule == Rule::PingsFailing) {
+        "See its pings: automations healthchecks status".to_owned()
+    } else {
+        format!("See the last run: automations show {name}")
     }
 }
 
@@ -468,6 +487,26 @@ mod tests {
         v.figures.streak = 3;
         v.figures.streak_kinds = vec!["server errors (5xx)".into(), "timeout".into()];
         v
+    }
+
+    /// Regression: an edited script's message said "See the last run: automations show report",
+    /// which shows an old ok run; the fix (a reinstall) was only in `health` and `check`.
+    #[test]
+    fn a_degraded_message_ends_with_the_command_for_its_reason() {
+        let body = |rules: &[Rule]| degraded_message(&v("report", rules), "box").body;
+        assert!(
+            body(&[Rule::NotApproved]).ends_with(
+                "Review the change and approve it: make automations-install NAME=report"
+            ),
+            "{}",
+            body(&[Rule::NotApproved])
+        );
+        assert!(body(&[Rule::DefinitionInvalid]).ends_with("automations validate"));
+        assert!(body(&[Rule::PingsFailing]).ends_with("automations healthchecks status"));
+        assert!(
+            body(&[Rule::SuccessRate, Rule::PingsFailing])
+                .ends_with("See the last run: automations show report")
+        );
     }
 
     #[test]

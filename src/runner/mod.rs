@@ -95,18 +95,18 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
             SkipReason::AlreadyRunning,
             String::new(),
         )?;
-        return Ok(told(settings, name, busy));
+        return Ok(told(settings, &def, busy));
     };
     let (prepared, ended) = match under_the_lock(settings, &log, &state, &def, trigger, &lock)? {
         ControlFlow::Continue(ready) => ready,
-        ControlFlow::Break(report) => return Ok(told(settings, name, report)),
+        ControlFlow::Break(report) => return Ok(told(settings, &def, report)),
     };
     // 5–11, then the lock goes before anything slow: a firing never waits on this one's pings,
     // look or messages.
     let run_id = new_run_id(Utc::now());
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
-    let pings = crate::healthchecks::ping::Pings::prepare(settings, name, &run_id);
+    let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, &run_id);
     let firing = Firing {
         settings,
         def: &def,
@@ -157,7 +157,7 @@ fn before_the_lock(
     // A scheduled firing runs only what was installed; a person's run goes ahead and is told.
     let early = approval::approved(settings, state, def, trigger, Script::OnDisk, true)?;
     if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &early)? {
-        let report = told(settings, name, skip(log, name, trigger, reason, detail)?);
+        let report = told(settings, def, skip(log, name, trigger, reason, detail)?);
         return Ok(ControlFlow::Break(report));
     }
     let mut signals = Signals::install().map_err(|e| {
@@ -167,6 +167,13 @@ fn before_the_lock(
         return Ok(ControlFlow::Continue((signals, None)));
     }
     let wait = approval::jitter_wait(def, Utc::now());
+    if !wait.is_zero() {
+        // Said, so a `systemctl --user start` that seems to hang is explained (the journal keeps it).
+        errln!(
+            "automations: {name}: waiting {:.1} s (its jitter_seconds) before it runs",
+            wait.as_secs_f64()
+        );
+    }
     if signals.wait_for_stop(wait) {
         let sig = signals
             .stop_requested()
@@ -295,9 +302,9 @@ fn end_survivors(
 
 /// A skipped firing, told to Healthchecks when its check wants to hear of it (see
 /// `healthchecks::ping::skipped`).
-fn told(settings: &Settings, name: &Name, report: Report) -> Report {
+fn told(settings: &Settings, def: &Definition, report: Report) -> Report {
     if let Report::Skipped { reason, detail } = &report {
-        crate::healthchecks::ping::skipped(settings, name, *reason, detail);
+        crate::healthchecks::ping::skipped(settings, def, *reason, detail);
     }
     report
 }

@@ -28,25 +28,15 @@ impl Report {
         }
     }
 
-    /// A skip someone must hear of even from a scheduled firing (the journal or launchd's log keeps
-    /// stderr): what runs unattended is not what was approved.
-    pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
-            Report::Skipped {
-                reason: SkipReason::DefinitionChanged
-                    | SkipReason::ScriptChanged
-                    | SkipReason::NotInstalled,
-                ..
-            }
-        )
-    }
-
     /// The one-line summary: `heartbeat: ok in 0.42 s · beats=1`.
     pub fn summary(&self, name: &Name) -> String {
         match self {
             Report::Skipped { reason, detail } => {
-                format!("{name}: skipped ({}{detail})", reason.as_str())
+                format!(
+                    "{name}: skipped ({}{detail}){}",
+                    reason.as_str(),
+                    next(*reason, name)
+                )
             }
             Report::Finished {
                 run,
@@ -80,6 +70,26 @@ impl Report {
                 }
                 line
             }
+        }
+    }
+}
+
+/// After a skip's summary: the command that does what the skip did not (the refusals of
+/// unapproved changes already name theirs).
+fn next(reason: SkipReason, name: &Name) -> String {
+    match reason {
+        SkipReason::Paused => format!("; `automations resume {name}` lets it run again"),
+        SkipReason::Stopped => {
+            "; `automations resume-all` lets every automation run again".to_owned()
+        }
+        SkipReason::AlreadyRunning => {
+            format!("; `automations runs {name}` shows the run under way")
+        }
+        SkipReason::SlotDone => {
+            format!("; this slot already ran: `automations run {name}` runs it now")
+        }
+        SkipReason::DefinitionChanged | SkipReason::ScriptChanged | SkipReason::NotInstalled => {
+            String::new()
         }
     }
 }

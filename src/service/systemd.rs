@@ -107,6 +107,13 @@ impl ServiceManager for Systemd {
     ) -> Result<(), ExecError> {
         self.user(&["disable", "--now", &format!("{label}.timer")])?;
         self.user(&["stop", &format!("{label}.service")])?;
+        // A service whose last run failed would stay listed as `not-found failed` once its files
+        // are gone; forgetting that is part of the uninstall (an error here changes nothing).
+        let _ = self.user(&[
+            "reset-failed",
+            &format!("{label}.service"),
+            &format!("{label}.timer"),
+        ]);
         Ok(())
     }
 

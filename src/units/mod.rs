@@ -14,6 +14,10 @@ use crate::definition::Definition;
 use crate::names::{Label, Namespace};
 use crate::settings::Manager;
 
+/// Set by the systemd service beside `SuccessExitStatus=75`: a skipped scheduled firing may end
+/// with status 75, which the unit counts as success and `systemctl status` shows.
+pub const ENV_SKIP_STATUS: &str = "AUTOMATIONS_SKIP_STATUS";
+
 /// What can be rendered: the unit formats of each service manager. A target never needs the
 /// machine it is rendered on (`render --target launchd` works on Linux).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

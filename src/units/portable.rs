@@ -146,10 +146,18 @@ impl Difference {
             Difference::Stale { path, .. } => format!(
                 "{}: stale ({} changed since it was rendered)",
                 path.display(),
-                folder_of(path).map_or("its definition", |f| f.rendered_from)
+                if path.ends_with(kubernetes::KUSTOMIZATION) {
+                    "the definitions or kubernetes.toml"
+                } else {
+                    folder_of(path).map_or("its definition", |f| f.rendered_from)
+                }
             ),
             Difference::Edited { path, .. } => {
-                format!("{}: edited by hand", path.display())
+                // Same sources, other bytes: a hand's edit, or a renderer that changed since.
+                format!(
+                    "{}: edited by hand, or rendered by another version of automations",
+                    path.display()
+                )
             }
         }
     }
@@ -232,9 +240,17 @@ pub fn unified_diff_as(
 }
 
 /// Rewrites the rendered folders under `root` to match: writes what differs or is missing,
-/// removes extra files. Returns the differences it repaired.
-pub fn write(root: &Path, desired: &BTreeMap<PathBuf, Vec<u8>>) -> io::Result<Vec<Difference>> {
-    let present = present(root)?;
+/// removes extra files. Returns the differences it repaired. Without `cluster`, `kubernetes/` is
+/// left as it is (its target could not be rendered).
+pub fn write(
+    root: &Path,
+    desired: &BTreeMap<PathBuf, Vec<u8>>,
+    cluster: bool,
+) -> io::Result<Vec<Difference>> {
+    let mut present = present(root)?;
+    if !cluster {
+        present.retain(|path, _| !path.starts_with(kubernetes::DIR));
+    }
     let diffs = compare(&present, desired);
     for d in &diffs {
         match d {

@@ -36,10 +36,13 @@ pub fn pair(
         .map_or_else(String::new, |d| format!(" - {d}"));
     let _ = write!(
         service,
-        "[Unit]\nDescription={}\nStartLimitIntervalSec=0\n\n[Service]\nType=oneshot\nWorkingDirectory={}\nEnvironment=PATH={FIXED_PATH}\nExecStart={}\nTimeoutStartSec={}\nKillMode=control-group\n",
+        "[Unit]\nDescription={}\nStartLimitIntervalSec=0\n\n[Service]\nType=oneshot\nWorkingDirectory={}\nEnvironment=PATH={FIXED_PATH}\nEnvironment={}={}\nExecStart={}\nSuccessExitStatus={}\nTimeoutStartSec={}\nKillMode=control-group\n",
         escape_specifiers(&format!("automations: {}{what}", def.name)),
         escape_specifiers(&paths.root),
+        super::ENV_SKIP_STATUS,
+        crate::exit::Exit::Skipped as u8,
         exec_start(&program_arguments(def, namespace, paths)),
+        crate::exit::Exit::Skipped as u8,
         stop_timeout(def),
     );
 

@@ -240,6 +240,8 @@ fn shop() -> Sandbox {
         ),
     );
     sb.definition("broken", "name = \"broken\"\ncommand = []\n");
+    // Installed here: a scheduled automation that is not is unknown, whatever its runs.
+    sb.install_record("digest", chrono::Utc::now() - chrono::Duration::days(1));
     for _ in 0..3 {
         sb.run(["run", "backup"]);
         sb.run(["run", "digest"]);
@@ -696,13 +698,22 @@ fn empty_and_unreadable_are_shown_as_such() {
     let (code, body) = page_of(&dash, "/");
     assert_eq!(code, 200);
     assert!(body.contains("No automations: add a definition"), "{body}");
-    // A definition that never ran and is not installed.
+    // A definition that never ran; manual-only, so "not installed" is not said of it (it has
+    // nothing to install), while a scheduled one not installed is.
     sb.definition("fresh", "name = \"fresh\"\ncommand = [\"true\"]\n");
     let (_, body) = page_of(&dash, "/");
     assert!(
-        body.contains("no runs yet") && body.contains("not installed"),
+        body.contains("no runs yet")
+            && body.contains("manual only")
+            && !body.contains("not installed"),
         "{body}"
     );
+    sb.definition(
+        "timed",
+        "name = \"timed\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    let (_, body) = page_of(&dash, "/");
+    assert!(body.contains("every 5 minutes · not installed"), "{body}");
     // A state file that is a link (never followed): the page names it and still shows the rest.
     std::fs::create_dir_all(sb.data.join("state")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", sb.data.join("state/stop-all.json")).unwrap();
@@ -1024,7 +1035,7 @@ fn fifty() -> Sandbox {
         sb.run(["run", &n]);
         sb.run(["pause", &n, "--reason", "on leave"]);
     }
-    // Watched from outside: every run pings Healthchecks, which does not know `offsite`, so its
+    // Watched from outside: every run of `offsite` pings Healthchecks, which does not know it, so its
     // runs succeed and its pings fail (health says so after three).
     let hc = crate::fixtures::FakeHttp::start(|r| {
         if r.path.contains("/automations_offsite") {
@@ -1041,7 +1052,9 @@ fn fifty() -> Sandbox {
         "AUTOMATIONS_HEALTHCHECKS_PING_KEY",
         "pk_0123456789abcdefghi",
     );
-    sb.shell_definition("offsite", "echo fine", "");
+    // Scheduled and installed: only an automation that has a check is pinged.
+    sb.shell_definition("offsite", "echo fine", "[schedule]\nevery_minutes = 60\n");
+    sb.install_record("offsite", chrono::Utc::now());
     for _ in 0..2 {
         sb.run(["run", "offsite"]);
     }
@@ -1223,8 +1236,18 @@ fn fifty_automations_at_a_glance() {
         );
         assert_eq!(degraded, n("degraded"));
         assert_eq!(unknown, n("unknown"));
-        assert_eq!(paused + healthy, n("healthy"));
-        assert_eq!((degraded, unknown, paused), (10, 8, 5));
+        // Paused counts every paused automation: the 5 held by hand (healthy otherwise) and the
+        // one paused automatically, which is also counted under degraded (the summary said
+        // "0 paused" while one was auto-paused).
+        let paused_in_health = health["automations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["figures"].get("paused_at").is_some_and(|p| !p.is_null()))
+            .count();
+        assert_eq!(paused, paused_in_health);
+        assert_eq!(paused + healthy, n("healthy") + 1);
+        assert_eq!((degraded, unknown, paused), (10, 8, 6));
         // Degraded first, then unknown, paused, healthy.
         let names = visible_names(&c).await;
         assert!(names[..10].iter().all(|n| n.starts_with("fail-") || n == "fetch-api" || n == "offsite"), "{names:?}");

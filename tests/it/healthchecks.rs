@@ -390,6 +390,17 @@ fn assert_nothing_holds(sb: &Sandbox, outputs: &[&std::process::Output], secrets
     }
 }
 
+/// An automation that has a check to ping: scheduled (every hour) and installed here, its command
+/// `sh -c SCRIPT`, with `more` keys before its `[schedule]`.
+fn pinged_job(sb: &Sandbox, name: &str, script: &str, more: &str) {
+    sb.shell_definition(
+        name,
+        script,
+        &format!("{more}[schedule]\nevery_minutes = 60\n"),
+    );
+    sb.install_record(name, chrono::Utc::now());
+}
+
 #[test]
 fn a_firing_pings_start_and_its_exit_status_paired_by_rid_with_the_redacted_summary() {
     let hc = FakeHc::start();
@@ -399,10 +410,10 @@ fn a_firing_pings_start_and_its_exit_status_paired_by_rid_with_the_redacted_summ
         .unwrap()
         .add("automations_job", "automations-automations");
     let sb = watched(&hc, "body_limit = 300\n");
-    sb.shell_definition("job", "echo made 3 things; echo oops >&2; exit 3", "");
+    pinged_job(&sb, "job", "echo made 3 things; echo oops >&2; exit 3", "");
     let failed = sb.run(["run", "job"]);
     assert_code(&failed, 1);
-    sb.shell_definition("job", "echo all good", "");
+    pinged_job(&sb, "job", "echo all good", "");
     let ok = sb.run(["run", "job"]);
     assert_code(&ok, 0);
     let pings = hc.pings();
@@ -462,7 +473,7 @@ fn failing_pings_never_change_the_outcome_and_health_says_so_after_three() {
     // No check with this slug (404), then a server that is down: the run is ok every time.
     let hc = FakeHc::start();
     let sb = watched(&hc, "");
-    sb.shell_definition("job", "true", "");
+    pinged_job(&sb, "job", "true", "");
     let o = sb.run(["run", "job"]);
     assert_code(&o, 0);
     assert!(
@@ -509,7 +520,12 @@ fn a_hanging_server_delays_neither_the_command_nor_the_firing_past_the_bound() {
     );
     sb.env("AUTOMATIONS_HEALTHCHECKS_PING_KEY", PING_KEY);
     let stamp = sb.path("ran-at");
-    sb.shell_definition("job", &format!("date +%s.%N > {}", stamp.display()), "");
+    pinged_job(
+        &sb,
+        "job",
+        &format!("date +%s.%N > {}", stamp.display()),
+        "",
+    );
     let o = run_within(
         sb.cmd(["run", "job"]),
         60,
@@ -549,7 +565,8 @@ fn a_firing_skipped_because_the_last_still_runs_pings_log() {
     hc.state.lock().unwrap().add("automations_job", "");
     let sb = watched(&hc, "");
     let gate = sb.path("gate");
-    sb.shell_definition(
+    pinged_job(
+        &sb,
         "job",
         &format!("while [ ! -e {} ]; do sleep 0.05; done", gate.display()),
         "",
@@ -853,7 +870,7 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
     assert_code(&o, 2);
     assert!(stderr(&o).contains("needs a terminal"), "{}", stderr(&o));
     // A firing reads the ping key from the keyring.
-    sb.shell_definition("job", "true", "");
+    pinged_job(&sb, "job", "true", "");
     let run = sb.run(["run", "job"]);
     assert_code(&run, 0);
     let kinds: Vec<String> = hc.pings().into_iter().map(|p| p.kind).collect();
@@ -877,30 +894,30 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
 /// Install offers the sync when healthchecks.toml exists; uninstall says whether the remote check
 /// is left, or that it could not look.
 #[test]
-fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
+fn install_makes_the_check_and_uninstall_says_what_is_left_remotely() {
     let hc = FakeHc::start();
     let mut sb = crate::systemd::shipped();
     watch(&mut sb, &hc, "");
     sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", API_KEY);
+    // The install makes its check right away, and says so: its first firing pings a check that
+    // is there.
     let r = crate::systemd::install(&sb, "heartbeat");
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert!(
-        r.output.contains("automations healthchecks sync heartbeat"),
+        r.output.contains("its remote check is made now")
+            && r.output.contains("heartbeat: created"),
         "{}",
         r.output
     );
-    // With no remote check yet, uninstall says there is none.
-    let r = crate::systemd::uninstall(&sb, "heartbeat");
-    assert_eq!(r.code, Some(0), "{}", r.output);
-    assert!(
-        r.output.contains("healthchecks: it has no remote check"),
-        "{}",
-        r.output
-    );
-    // Synced, then uninstalled: the check is left on the server, and said so.
-    assert_eq!(crate::systemd::install(&sb, "heartbeat").code, Some(0));
-    assert_code(&sb.run(["healthchecks", "sync", "heartbeat"]), 0);
     hc.check("automations_heartbeat");
+    // Uninstalled: the check is left on the server, and said so; what came of its pings (a
+    // failing streak included) goes with the install.
+    let pings = sb.data.join("state/healthchecks/heartbeat.json");
+    std::fs::create_dir_all(pings.parent().unwrap()).unwrap();
+    write_private(
+        &pings,
+        r#"{"at":"2026-12-01T10:00:00.000Z","ping":"start","ok":false,"answer":"x","failures_in_row":4}"#,
+    );
     let r = crate::systemd::uninstall(&sb, "heartbeat");
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert!(
@@ -908,10 +925,19 @@ fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
         "{}",
         r.output
     );
+    assert!(!pings.exists(), "the ping streak goes with the install");
     hc.check("automations_heartbeat");
-    // Without the API key it cannot look, and says so.
-    assert_eq!(crate::systemd::install(&sb, "heartbeat").code, Some(0));
+    // Without the API key no check can be made, and the install says how to make it later; the
+    // uninstall cannot look, and says so.
     sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", "");
+    let r = crate::systemd::install(&sb, "heartbeat");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output.contains("healthchecks: no check was made (")
+            && r.output.contains("automations healthchecks sync heartbeat"),
+        "{}",
+        r.output
+    );
     let r = crate::systemd::uninstall(&sb, "heartbeat");
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert!(
@@ -921,6 +947,67 @@ fn install_offers_the_sync_and_uninstall_says_what_is_left_remotely() {
         r.output
     );
     assert!(!r.output.contains(API_KEY));
+}
+
+/// Regression: with a `healthchecks.toml`, every run of an automation without a check (manual
+/// only, not installed, at login only) pinged a check `sync` never makes: "start ping failed (404)",
+/// then DEGRADED "its last 4 Healthchecks pings failed" and a notification, a reason that
+/// survived `ack`, a later `sync` and uninstall. Only automations with a check are pinged now, and
+/// an ack or a sync starts the streak again.
+#[test]
+fn only_automations_with_a_check_are_pinged_and_an_ack_or_a_sync_ends_a_failing_streak() {
+    let hc = FakeHc::start();
+    let mut sb = watched(&hc, "");
+    sb.shell_definition("photo", "true", "");
+    sb.shell_definition("notyet", "true", "[schedule]\nevery_minutes = 60\n");
+    sb.shell_definition("login", "true", "[schedule]\nat_login = true\n");
+    sb.install_record("login", chrono::Utc::now());
+    for name in ["photo", "notyet", "login", "photo", "notyet", "login"] {
+        let o = sb.run(["run", name]);
+        assert_code(&o, 0);
+        assert!(!stderr(&o).contains("ping"), "{name}: {}", stderr(&o));
+    }
+    assert!(hc.pings().is_empty(), "{:?}", hc.pings());
+    let h = sb.run(["health", "--json"]);
+    assert!(!stdout(&h).contains("pings_failing"), "{}", stdout(&h));
+    // Installed, its check not made yet: its pings fail (404), which is true, and health says so
+    // after three.
+    pinged_job(&sb, "job", "true", "");
+    let streak = |sb: &Sandbox| {
+        for _ in 0..2 {
+            assert_code(&sb.run(["run", "job"]), 0);
+        }
+        let h = sb.run(["health", "job", "--json"]);
+        assert!(stdout(&h).contains("pings_failing"), "{}", stdout(&h));
+        assert!(
+            stdout(&h).contains("automations healthchecks status"),
+            "{}",
+            stdout(&h)
+        );
+    };
+    streak(&sb);
+    // Acknowledged: the failed pings are history.
+    assert_code(&sb.run(["ack", "job"]), 0);
+    let h = sb.run(["health", "job", "--json"]);
+    assert!(!stdout(&h).contains("pings_failing"), "{}", stdout(&h));
+    // Failing again, then a sync makes the check: history too, and the next pings reach it.
+    streak(&sb);
+    sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", API_KEY);
+    assert_code(&sb.run(["healthchecks", "sync", "job"]), 0);
+    let h = sb.run(["health", "job", "--json"]);
+    assert!(!stdout(&h).contains("pings_failing"), "{}", stdout(&h));
+    assert_code(&sb.run(["run", "job"]), 0);
+    assert_eq!(hc.check("automations_job").status, "up");
+    // `status` lists the at-login automation as having no check, as sync says, not "missing".
+    let st = sb.run(["healthchecks", "status", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let login = doc["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "login")
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(login["remote"], "none", "{doc}");
 }
 
 /// Regression: a ping answer kept 60 characters of what the server said with only control bytes

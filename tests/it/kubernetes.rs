@@ -100,6 +100,66 @@ fn render_prints_the_cronjob_and_refuses_what_the_target_cannot_say() {
     assert_code(&o, 0);
 }
 
+/// Regression: the repository shipped a `kubernetes.toml`, so every user's definitions rendered
+/// CronJobs, and one the cluster cannot say (`at_login`) made `units` and `check` exit 2 and
+/// `doctor` say `fail drift` with no drift at all. The cluster target is opt-in now, and its
+/// problems never block `units/`, the machine part of `check`, or `doctor`'s other lines.
+#[test]
+fn the_cluster_target_is_opt_in_and_never_blocks_the_rest() {
+    assert!(
+        !repo_root().join("kubernetes.toml").exists() && !repo_root().join("kubernetes").exists(),
+        "the repository ships no cluster settings and no kubernetes/"
+    );
+    let sb = Sandbox::new();
+    sb.shell_definition("every", "echo every", "[schedule]\nevery_minutes = 5\n");
+    sb.shell_definition("login", "true", "[schedule]\nat_login = true\n");
+    // Not opted in: nothing of the cluster anywhere.
+    let o = sb.run(["units"]);
+    assert_code(&o, 0);
+    assert!(!sb.root.join("kubernetes").exists());
+    let o = sb.run(["check"]);
+    assert_code(&o, 0);
+    assert!(!stdout(&o).contains("kubernetes"), "{}", stdout(&o));
+    // Opted in, with a definition the cluster cannot say: units/ is still written, the problem
+    // is said once, on its own.
+    std::fs::write(sb.root.join("kubernetes.toml"), CLUSTER).unwrap();
+    sb.shell_definition("later", "true", "[schedule]\nevery_minutes = 10\n");
+    let o = sb.run(["units"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("kubernetes/ not rendered")
+            && stderr(&o).contains("login: not rendered for Kubernetes"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        sb.root
+            .join("units/systemd/local.automations.later.timer")
+            .exists(),
+        "units/ is written whatever the cluster target says"
+    );
+    assert!(!sb.root.join("kubernetes").exists());
+    let o = sb.run(["check"]);
+    assert_code(&o, 1);
+    let out = stdout(&o);
+    assert!(
+        !out.contains("units/systemd") && out.contains("kubernetes/ not rendered"),
+        "{out}"
+    );
+    let o = sb.run(["doctor"]);
+    let out = stdout(&o);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("ok") && l.contains("drift")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("fail") && l.contains("kubernetes") && l.contains("login")),
+        "{out}"
+    );
+}
+
 #[test]
 fn units_writes_kubernetes_and_check_sees_every_drift_but_a_pause() {
     let sb = Sandbox::new();
@@ -265,7 +325,7 @@ fn units_writes_kubernetes_and_check_sees_every_drift_but_a_pause() {
     assert_eq!(
         lines,
         [
-            "kubernetes/kustomization.yaml: stale (its definition or kubernetes.toml changed since it was rendered)"
+            "kubernetes/kustomization.yaml: stale (the definitions or kubernetes.toml changed since it was rendered)"
         ],
         "a new image changes one file"
     );
@@ -397,18 +457,25 @@ fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
     let (ok, text) = validate(&tool, &[built_file]);
     assert!(ok, "the kustomize build was refused:\n{text}");
 
-    // This repository's own kubernetes/, as committed (its drift is `make automations-check`'s).
-    let ours = repo_root().join("kubernetes");
+    // The shipped definitions with the shipped example of kubernetes.toml, as a user who opts in
+    // by copying it gets them.
+    let shipped = crate::systemd::shipped();
+    std::fs::copy(
+        repo_root().join("docs/kubernetes.example.toml"),
+        shipped.root.join("kubernetes.toml"),
+    )
+    .unwrap();
+    assert_code(&shipped.run(["units"]), 0);
     let built = Command::new(&kubectl)
         .arg("kustomize")
-        .arg(&ours)
+        .arg(shipped.root.join("kubernetes"))
         .output()
         .unwrap();
     assert_code(&built, 0);
     let ours_built = sb.path("ours.yaml");
     std::fs::write(&ours_built, stdout(&built)).unwrap();
     let (ok, text) = validate(&tool, &[ours_built]);
-    assert!(ok, "the repository's kubernetes/ was refused:\n{text}");
+    assert!(ok, "the example's kubernetes/ was refused:\n{text}");
     assert!(text.contains("cronjob/heartbeat"), "{text}");
 }
 

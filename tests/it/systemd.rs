@@ -266,13 +266,14 @@ fn install_run_drift_and_uninstall_for_real() {
     assert!(!report.contains("fail"), "{report}");
     assert_code(&o, 0);
 
-    // Reinstalling unchanged bytes does not reload.
-    let r = install(&sb, "heartbeat");
-    assert_pty_ok(&r);
+    // Reinstalling unchanged bytes changes nothing, so nothing is asked (no terminal needed).
+    let o = sb.run(["install", "heartbeat"]);
+    assert_code(&o, 0);
     assert!(
-        r.output.contains("keep (unchanged)") && r.output.contains("already installed"),
+        stdout(&o).contains("local.automations.heartbeat is already installed and up to date")
+            && !stdout(&o).contains("Type y"),
         "{}",
-        r.output
+        stdout(&o)
     );
 
     // The manager starting the service runs the automation as a scheduled run.
@@ -987,4 +988,140 @@ fn a_real_unit_skips_an_edited_definition() {
         sb.log_lines()
     );
     assert!(!marker.exists(), "the edited definition ran");
+}
+
+/// Regressions: `install a b` failed with "unexpected argument" and there was no `--all` (16
+/// installs took 16 commands and 16 typed y); a declined `make automations-install` had already
+/// replaced the binary every installed unit runs; a `systemctl --user start` whose firing was
+/// skipped said SUCCESS with nothing to tell it from a run.
+#[test]
+fn several_names_one_plan_one_question_and_nothing_before_the_y() {
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(
+        &mut sb,
+        "several_names_one_plan_one_question_and_nothing_before_the_y",
+    ) else {
+        return;
+    };
+    sb.shell_definition("other", "true", "[schedule]\nevery_minutes = 30\n");
+    let stable = sb.path("stable bin/automations");
+    let install_cmd = |names: &[&str]| {
+        let mut args = vec!["install"];
+        args.extend_from_slice(names);
+        let stable = stable.to_str().unwrap().to_owned();
+        let mut cmd = sb.cmd(args);
+        cmd.arg("--bin").arg(stable).arg("--install-binary");
+        cmd
+    };
+    // Declined: the plan said the binary goes in and both units would; nothing did.
+    let r = run_on_pty(
+        install_cmd(&["heartbeat", "other"]),
+        "Type y to confirm",
+        "n",
+    );
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output
+            .contains("Install 2 automations? Type y to confirm")
+            && r.output
+                .contains(&format!("install the binary {}", stable.display()))
+            && r.output.contains("not confirmed: nothing changed"),
+        "{}",
+        r.output
+    );
+    assert!(
+        !stable.exists(),
+        "a declined install put the binary in place"
+    );
+    assert!(!agents(&sb).join(TIMER).exists());
+    // Confirmed once: the binary, then both units.
+    let r = run_on_pty(
+        install_cmd(&["heartbeat", "other"]),
+        "Type y to confirm",
+        "y",
+    );
+    assert_pty_ok(&r);
+    assert_eq!(
+        r.output.matches("Type y to confirm").count(),
+        1,
+        "{}",
+        r.output
+    );
+    assert_eq!(
+        std::fs::read(&stable).unwrap(),
+        std::fs::read(&sb.bin).unwrap()
+    );
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&stable).unwrap().permissions())
+            & 0o777,
+        0o755
+    );
+    for name in ["heartbeat", "other"] {
+        assert_eq!(
+            m.prop(&format!("local.automations.{name}.timer"), "ActiveState"),
+            "active"
+        );
+    }
+    // Nothing to change: nothing asked, whatever is named.
+    // --all is every scheduled definition: health-check is not installed yet, so that plan asks
+    // (and, with no terminal here, is refused before anything changes).
+    let o = sb.run([
+        "install",
+        "--all",
+        "--bin",
+        stable.to_str().unwrap(),
+        "--install-binary",
+    ]);
+    assert_code(&o, 2);
+    assert!(
+        stdout(&o).contains("install local.automations.health-check")
+            && stdout(&o)
+                .matches("already installed and up to date")
+                .count()
+                == 2,
+        "{}",
+        stdout(&o)
+    );
+    let o = sb.run([
+        "install",
+        "heartbeat",
+        "other",
+        "--bin",
+        stable.to_str().unwrap(),
+        "--install-binary",
+    ]);
+    assert_code(&o, 0);
+    assert_eq!(
+        stdout(&o)
+            .matches("already installed and up to date")
+            .count(),
+        2,
+        "{}",
+        stdout(&o)
+    );
+    // A scheduled firing that skips: one line on stderr naming why and what to do, and its own
+    // status, which the unit counts as success and `systemctl show` tells from a run.
+    assert_code(
+        &sb.run(["pause", "heartbeat", "--reason", "maintenance"]),
+        0,
+    );
+    m.start_ok(&sb, SERVICE);
+    assert_eq!(m.prop(SERVICE, "ExecMainStatus"), "75");
+    assert_eq!(m.prop(SERVICE, "Result"), "success");
+    let mut skip = sb.cmd(["run", "heartbeat", "--trigger", "schedule"]);
+    skip.env("AUTOMATIONS_SKIP_STATUS", "75");
+    let o = skip.output().unwrap();
+    assert_code(&o, 75);
+    assert!(
+        stderr(&o).contains("heartbeat: skipped (paused: maintenance); `automations resume heartbeat` lets it run again"),
+        "{}",
+        stderr(&o)
+    );
+    // Without the unit's variable (a LaunchAgent, a CronJob, an older unit) a skip exits 0.
+    assert_code(&sb.run(["run", "heartbeat", "--trigger", "schedule"]), 0);
+    // One question for all of them on the way out too.
+    let r = run_on_pty(sb.cmd(["uninstall", "--all"]), "Type y to confirm", "y");
+    assert_pty_ok(&r);
+    assert!(r.output.contains("Uninstall 2 automations"), "{}", r.output);
+    assert!(!agents(&sb).join(TIMER).exists());
 }

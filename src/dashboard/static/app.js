@@ -112,7 +112,7 @@ function update(row, a) {
   setText(ls, lastShort(a.runs));
   ls.title = lastRun(a.runs);
   replaceIfChanged(field(row, "runs"), a.runs, () => runRows(a.runs));
-  replaceIfChanged(field(row, "recent"), a.runs, () => recentMarks(field(row, "recent"), a.runs));
+  replaceIfChanged(field(row, "recent"), a.firings, () => recentMarks(field(row, "recent"), a.firings));
   const f = a.latest && a.latest.finished;
   if (f) replaceIfChanged(field(row, "latest"), f, () => output(f));
   replaceIfChanged(field(row, "strip"), a.strip, () => stripMarks(a.strip));
@@ -123,7 +123,8 @@ function update(row, a) {
 function runRows(runs) {
   const rows = runs.map((r) => {
     const tr = el("tr", null, r.status);
-    const whenText = (r.at || "").slice(5, 16).replace("T", " ");
+    // Month, day and second: runs in the same minute read apart.
+    const whenText = (r.at || "").slice(5, 19).replace("T", " ");
     const when = el("td");
     when.title = short(r.at);
     if (r.run) {
@@ -153,7 +154,8 @@ function runRows(runs) {
   return rows;
 }
 
-// The recent runs as the server draws them: oldest left, a shape and colour per status.
+// The recent firings as the server draws them (a retried firing is one mark, its last attempt):
+// oldest left, a shape and colour per status.
 function recentMarks(node, runs) {
   const marks = runs.slice().reverse().map((r, i) => {
     const status = r.reason ? "skipped" : r.status;
@@ -168,7 +170,7 @@ function recentMarks(node, runs) {
   const counts = {};
   runs.forEach((r) => { const s = r.reason ? "skipped" : r.status; counts[s] = (counts[s] || 0) + 1; });
   const parts = Object.entries(counts).map(([k, n]) => n + " " + k);
-  node.setAttribute("aria-label", runs.length ? "last " + runs.length + " runs: " + parts.join(", ") : "no runs yet");
+  node.setAttribute("aria-label", runs.length ? "last " + runs.length + " firings: " + parts.join(", ") : "no runs yet");
   return marks;
 }
 
@@ -196,7 +198,8 @@ async function openRun(button) {
     if (!r.ok) throw new Error(doc.error || r.status);
     const run = doc.run;
     const head = el("h4", short(run.at) + " · " + statusWords(run) + " · " + run.trigger
-      + (run.duration_ms !== null ? " · " + seconds(run.duration_ms) : ""));
+      + (run.duration_ms !== null ? " · " + seconds(run.duration_ms) : "")
+      + (run.exit_code !== null && run.exit_code !== undefined ? " · exit " + run.exit_code : ""));
     const parts = [head, el("p", "run " + run.run, "run-id")];
     if (doc.finished) parts.push(...output(doc.finished));
     else parts.push(el("p", "this run has not finished"));
@@ -235,7 +238,9 @@ function replaceIfChanged(node, data, build) {
 function applyFilter() {
   const text = (document.querySelector('[data-field="filter"]').value || "").trim().toLowerCase();
   document.querySelectorAll("article.row").forEach((row) => {
-    const show = (!category || row.dataset.category === category) && row.dataset.name.includes(text);
+    // Paused counts every paused row, also one that is degraded (paused automatically).
+    const inCategory = category === "paused" ? row.classList.contains("is-paused") : row.dataset.category === category;
+    const show = (!category || inCategory) && row.dataset.name.includes(text);
     row.hidden = !show;
   });
   document.querySelectorAll("a.count").forEach((a) => {
@@ -246,7 +251,10 @@ function applyFilter() {
 function counts() {
   const n = {};
   CATEGORIES.forEach((c) => { n[c] = 0; });
-  document.querySelectorAll("article.row").forEach((row) => { n[row.dataset.category] += 1; });
+  document.querySelectorAll("article.row").forEach((row) => {
+    if (row.dataset.category !== "paused") n[row.dataset.category] += 1;
+    if (row.classList.contains("is-paused")) n.paused += 1;
+  });
   CATEGORIES.forEach((c) => setText(document.querySelector('[data-field="count-' + c + '"]'), String(n[c])));
 }
 

@@ -188,10 +188,11 @@ impl Cluster {
         crate::definition::hex_sha256(pod.to_string().as_bytes())
     }
 
-    /// The sha256 of the namespace, image and digest (named in the kustomization's header): a new
-    /// image changes that one file.
-    pub fn kustomize_sha256(&self) -> String {
-        let kustomize = serde_json::json!([self.namespace, self.image, self.digest]);
+    /// The sha256 of the namespace, image and digest, and of the manifests listed (`resources`,
+    /// sorted), named in the kustomization's header: a new image changes that one file, and a
+    /// definition added or removed makes it stale, never "edited by hand".
+    pub fn kustomize_sha256(&self, resources: &[String]) -> String {
+        let kustomize = serde_json::json!([self.namespace, self.image, self.digest, resources]);
         crate::definition::hex_sha256(kustomize.to_string().as_bytes())
     }
 
@@ -602,8 +603,8 @@ pub fn kustomization(files: &[String], cluster: &Cluster) -> UnitFile {
         name: KUSTOMIZATION.into(),
         bytes: yaml(
             &format!(
-                "the namespace and image of {SETTINGS_FILE} (sha256 {}) by `automations` - do not edit; change them and run `automations units`.",
-                cluster.kustomize_sha256()
+                "the namespace and image of {SETTINGS_FILE} and the scheduled definitions (sha256 {}) by `automations` - do not edit; change them and run `automations units`.",
+                cluster.kustomize_sha256(&resources)
             ),
             &value,
         ),

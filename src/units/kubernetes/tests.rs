@@ -476,9 +476,9 @@ fn the_settings_file_says_what_is_wrong_and_where() {
         render(&d, &ns(), &pinned).unwrap().bytes,
         render(&d, &ns(), &c).unwrap().bytes
     );
-    assert_ne!(pinned.kustomize_sha256(), c.kustomize_sha256());
+    assert_ne!(pinned.kustomize_sha256(&[]), c.kustomize_sha256(&[]));
     let bigger = cluster("memory_limit = \"1Gi\"");
-    assert_eq!(bigger.kustomize_sha256(), c.kustomize_sha256());
+    assert_eq!(bigger.kustomize_sha256(&[]), c.kustomize_sha256(&[]));
     assert_ne!(bigger.pod_sha256(), c.pod_sha256());
     for (text, want) in [
         ("namespace = \"x\"\n", "missing field `time_zone`"),
@@ -540,6 +540,28 @@ fn suspend_is_runtime_state_and_never_compared() {
     assert_ne!(without_suspend(job_suspended.as_bytes()), f.bytes);
 }
 
+/// Regression: adding a definition changed the kustomization's `resources` but not the hash in its
+/// header, so `check` called the file "edited by hand" when it was only out of date.
+#[test]
+fn a_kustomization_out_of_date_is_stale_not_edited_by_hand() {
+    use crate::units::portable::{Difference, compare};
+    let c = cluster("");
+    let one = kustomization(&["a.yaml".into()], &c);
+    let two = kustomization(&["a.yaml".into(), "b.yaml".into()], &c);
+    let path = std::path::PathBuf::from(DIR).join(KUSTOMIZATION);
+    let present = std::collections::BTreeMap::from([(path.clone(), one.bytes)]);
+    let desired = std::collections::BTreeMap::from([(path, two.bytes)]);
+    let found = compare(&present, &desired);
+    assert!(
+        matches!(found.as_slice(), [Difference::Stale { .. }]),
+        "{found:?}"
+    );
+    assert_eq!(
+        found[0].line(),
+        "kubernetes/kustomization.yaml: stale (the definitions or kubernetes.toml changed since it was rendered)"
+    );
+}
+
 #[test]
 fn render_all_lists_every_refusal_and_honours_exclusions() {
     let defs = vec![
@@ -594,10 +616,10 @@ fn the_image_recipe_puts_things_where_the_manifests_look() {
         format!("COPY automations/ {ROOT_IN_IMAGE}/automations/"),
         format!("COPY scripts/ {ROOT_IN_IMAGE}/scripts/"),
         format!("USER {0}:{0}", cluster("").run_as_user),
-        // This repository's own cluster runs the image's user.
+        // The shipped example's cluster runs the image's user.
         format!(
             "USER {0}:{0}",
-            Cluster::parse(include_bytes!("../../../kubernetes.toml"))
+            Cluster::parse(include_bytes!("../../../docs/kubernetes.example.toml"))
                 .unwrap()
                 .run_as_user
         ),

@@ -1,0 +1,447 @@
+//! `install` and `uninstall` (docs/units.md): every automation named (or `--all`) in one plan, one
+//! question, then each applied in turn. Nothing changes before the `y` — not a unit, not a record,
+//! not the binary the units run — and a plan that changes nothing asks nothing. The logic of one
+//! automation's plan lives in `install`; this is choosing, printing and asking.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, anyhow};
+
+use super::machine::{
+    bad, confirm, preflight, privacy_warnings, refuse_linked_worktree, require_terminal,
+    unit_binary, user_name, valid_definitions,
+};
+use super::{data_root, one_definition};
+use crate::definition::Definition;
+use crate::fsutil::Use;
+use crate::install::{self, Plan};
+use crate::names::Name;
+use crate::service::{self, ServiceManager};
+use crate::settings::{Manager, Settings};
+use crate::state::State;
+use crate::units;
+use crate::{CmdResult, Exit, Fail};
+
+/// The scheduled definitions named, or with `all` every scheduled definition; each name once.
+fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Definition>, Fail> {
+    match (all, names.is_empty()) {
+        (true, false) => return Err(bad("name automations or give --all, not both".into())),
+        (false, true) => return Err(bad("name at least one automation, or give --all".into())),
+        _ => {}
+    }
+    if all {
+        let defs: Vec<Definition> = valid_definitions(settings)?
+            .into_iter()
+            .filter(|d| d.schedule.is_some())
+            .collect();
+        if defs.is_empty() {
+            return Err(bad(
+                "no definition has a [schedule]: nothing to install".into()
+            ));
+        }
+        return Ok(defs);
+    }
+    let mut defs: Vec<Definition> = Vec::new();
+    for name in names {
+        if defs.iter().any(|d| &d.name == name) {
+            continue;
+        }
+        let def = one_definition(settings, name)?;
+        if def.schedule.is_none() {
+            return Err(bad(format!(
+                "{name} has no [schedule]: there is nothing to install (run it with `automations run {name}`)"
+            )));
+        }
+        defs.push(def);
+    }
+    Ok(defs)
+}
+
+/// The binary the units run, put in place by this install (`--install-binary`, which
+/// `make automations-install` gives): from this program's own file to `to`, when they differ.
+struct BinaryCopy {
+    from: PathBuf,
+    to: PathBuf,
+    /// Whether a binary is there now (else it is created).
+    replaces: bool,
+    /// The installed automations whose units run `to` now.
+    users: usize,
+}
+
+impl BinaryCopy {
+    /// What copying would change; `None` when `to` already holds these bytes.
+    fn plan(settings: &Settings, to: &Path) -> Result<Option<Self>, Fail> {
+        let from = std::env::current_exe().context("cannot find this binary's path")?;
+        let from = std::fs::canonicalize(&from).unwrap_or(from);
+        let ours =
+            std::fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
+        let there = std::fs::read(to).ok();
+        if there.as_deref() == Some(ours.as_slice()) {
+            return Ok(None);
+        }
+        let to_text = to.to_string_lossy();
+        let users = State::new(&settings.data_root)
+            .install_records()
+            .map(|r| r.values().filter(|r| r.bin == to_text).count())
+            .unwrap_or(0);
+        Ok(Some(Self {
+            from,
+            to: to.to_path_buf(),
+            replaces: there.is_some(),
+            users,
+        }))
+    }
+
+    fn describe(&self) -> String {
+        let mut line = format!(
+            "{} the binary {} (a copy of {})",
+            if self.replaces { "replace" } else { "install" },
+            self.to.display(),
+            self.from.display()
+        );
+        if self.users > 0 {
+            line.push_str(&format!(
+                "; the {} installed automation(s) that run it take the new build from their next firing",
+                self.users
+            ));
+        }
+        line
+    }
+
+    /// Copies beside the target, then renames over it: a firing running the old binary is never
+    /// disturbed, and a reader never sees half a file.
+    fn apply(&self) -> anyhow::Result<()> {
+        let dir = self.to.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let tmp = dir.join(format!(".automations.new-{}", std::process::id()));
+        let copied = (|| {
+            std::fs::copy(&self.from, &tmp)?;
+            std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+            std::fs::File::open(&tmp)?.sync_all()?;
+            std::fs::rename(&tmp, &self.to)
+        })();
+        if copied.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        copied.with_context(|| format!("cannot install the binary at {}", self.to.display()))
+    }
+}
+
+pub fn install(
+    settings: &Settings,
+    names: &[Name],
+    all: bool,
+    dry_run: bool,
+    bin: Option<PathBuf>,
+    install_binary: bool,
+) -> CmdResult {
+    let defs = to_install(settings, names, all)?;
+    data_root(settings, if dry_run { Use::Read } else { Use::Write })?;
+    let bin = unit_binary(bin)?;
+    let manager = service::for_manager(settings.manager);
+    let copy = if install_binary {
+        BinaryCopy::plan(settings, &bin)?
+    } else {
+        None
+    };
+    let mut plans = Vec::new();
+    for def in &defs {
+        let plan = install::plan_install(settings, def, &bin, manager.as_ref())?;
+        if plan.is_empty() {
+            outln!("{} is already installed and up to date", plan.label);
+        } else {
+            let words = def.schedule.as_ref().map(|s| s.words()).unwrap_or_default();
+            outln!(
+                "install {} ({words}) running {}:",
+                plan.label,
+                bin.display()
+            );
+            out!("{}", plan.describe());
+            plans.push((def, plan));
+        }
+    }
+    if let Some(c) = &copy {
+        outln!("{}", c.describe());
+    }
+    if plans.is_empty() && copy.is_none() {
+        return Ok(Exit::Success);
+    }
+    if dry_run {
+        outln!("dry run: nothing changed");
+        return Ok(Exit::Success);
+    }
+    refuse_linked_worktree(&settings.root)?;
+    check_binary(&bin, copy.is_some(), &defs)?;
+    let question = match plans.as_slice() {
+        [(_, plan)] => format!("Install {}", plan.label),
+        [] => "Install the binary".to_owned(),
+        many => format!("Install {} automations", many.len()),
+    };
+    require_terminal(&question)?;
+    preflight(manager.as_ref())?;
+    privacy_warnings(settings, &mut |w| errln!("warning: {w}"));
+    if !confirm(&question)? {
+        outln!("not confirmed: nothing changed");
+        return Ok(Exit::Failure);
+    }
+    if let Some(c) = &copy {
+        c.apply()?;
+        outln!("installed the binary at {}", c.to.display());
+    }
+    apply_each(settings, &plans, &bin, manager.as_ref())
+}
+
+/// The unit's binary must be a file that stays: there (or about to be copied there), and not in a
+/// cargo target/ folder that the next build replaces.
+fn check_binary(bin: &Path, copied: bool, defs: &[Definition]) -> Result<(), Fail> {
+    if !copied && !bin.is_file() {
+        return Err(Fail::new(
+            Exit::Environment,
+            anyhow!(
+                "{} does not exist; the unit would have nothing to run",
+                bin.display()
+            ),
+        ));
+    }
+    if install::in_build_folder(bin) {
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        return Err(Fail::new(
+            Exit::Environment,
+            anyhow!(
+                "{} is inside a cargo target/ folder, which the next build or `cargo clean` replaces; run `make automations-install NAME=\"{}\"`, which installs a release binary at ~/.local/bin/automations",
+                bin.display(),
+                names.join(" ")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Applies each plan in turn; one that fails is rolled back (by `install`), the rest are not
+/// tried, and what was and was not installed is said.
+fn apply_each(
+    settings: &Settings,
+    plans: &[(&Definition, Plan)],
+    bin: &Path,
+    manager: &dyn ServiceManager,
+) -> CmdResult {
+    for (i, (def, plan)) in plans.iter().enumerate() {
+        if let Err(e) = install::apply_install(settings, plan, manager) {
+            let done: Vec<&str> = plans[..i].iter().map(|(d, _)| d.name.as_str()).collect();
+            let left: Vec<&str> = plans[i + 1..]
+                .iter()
+                .map(|(d, _)| d.name.as_str())
+                .collect();
+            if !done.is_empty() || !left.is_empty() {
+                errln!(
+                    "installed: {}; not tried: {}",
+                    list_or_none(&done),
+                    list_or_none(&left)
+                );
+            }
+            return Err(e
+                .context(format!(
+                    "{} was not installed (its previous state is restored)",
+                    def.name
+                ))
+                .into());
+        }
+        outln!("installed {}", plan.label);
+        after_install(settings, def, bin)?;
+        super::healthchecks::after_install(settings, &def.name);
+    }
+    linger_warning(settings);
+    Ok(Exit::Success)
+}
+
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The names to uninstall: those given, or with `all` every automation with an install record.
+fn to_uninstall(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Name>, Fail> {
+    match (all, names.is_empty()) {
+        (true, false) => Err(bad("name automations or give --all, not both".into())),
+        (false, true) => Err(bad("name at least one automation, or give --all".into())),
+        (true, true) => Ok(State::new(&settings.data_root)
+            .install_records_each()?
+            .into_keys()
+            .collect()),
+        (false, false) => {
+            let mut out: Vec<Name> = Vec::new();
+            for n in names {
+                if !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+            Ok(out)
+        }
+    }
+}
+
+pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) -> CmdResult {
+    let names = to_uninstall(settings, names, all)?;
+    data_root(settings, if dry_run { Use::Read } else { Use::Write })?;
+    let manager = service::for_manager(settings.manager);
+    let mut plans = Vec::new();
+    for name in &names {
+        let plan = install::plan_uninstall(settings, name, manager.as_ref())?;
+        if plan.files.is_empty() && plan.record.is_none() && !plan.loaded {
+            outln!(
+                "{} is not installed on this machine: nothing to do",
+                plan.label
+            );
+        } else {
+            outln!("uninstall {}:", plan.label);
+            out!("{}", plan.describe());
+            plans.push(plan);
+        }
+    }
+    if plans.is_empty() {
+        if all {
+            outln!("nothing is installed on this machine");
+        }
+        return Ok(Exit::Success);
+    }
+    if dry_run {
+        outln!("dry run: nothing changed");
+        return Ok(Exit::Success);
+    }
+    let question = match plans.as_slice() {
+        [plan] => format!("Uninstall {}", plan.label),
+        many => format!("Uninstall {} automations", many.len()),
+    };
+    require_terminal(&question)?;
+    preflight(manager.as_ref())?;
+    if !confirm(&question)? {
+        outln!("not confirmed: nothing changed");
+        return Ok(Exit::Failure);
+    }
+    for plan in &plans {
+        install::apply_uninstall(settings, plan, manager.as_ref())
+            .with_context(|| format!("{} was not uninstalled", plan.name))?;
+        outln!("uninstalled {}", plan.label);
+        // It pings no more: what came of its pings (a failing streak) goes with it.
+        if let Err(e) = crate::state::forget_pings(&settings.data_root, plan.name.as_str()) {
+            errln!("warning: {e}");
+        }
+    }
+    let records: Vec<&crate::state::Record> =
+        plans.iter().filter_map(|p| p.record.as_ref()).collect();
+    let names: Vec<&Name> = plans.iter().map(|p| &p.name).collect();
+    for line in left_behind(settings, &names, &records) {
+        outln!("{line}");
+    }
+    for plan in &plans {
+        super::healthchecks::uninstall_hint(settings, &plan.name);
+    }
+    Ok(Exit::Success)
+}
+
+/// What an uninstall leaves in place (it removes only the unit files and the install record),
+/// each with the command that removes it.
+fn left_behind(
+    settings: &Settings,
+    names: &[&Name],
+    records: &[&crate::state::Record],
+) -> Vec<String> {
+    let mut out = vec!["left in place, and how to remove each:".to_owned()];
+    for name in names {
+        left_of_one(settings, name, &mut out);
+    }
+    let others = crate::state::State::new(&settings.data_root)
+        .install_records()
+        .map(|r| r.len())
+        .unwrap_or(1);
+    let mut bins: Vec<&str> = records.iter().map(|r| r.bin.as_str()).collect();
+    bins.sort_unstable();
+    bins.dedup();
+    for bin in bins {
+        if others == 0 {
+            out.push(format!(
+                "  the binary {bin}: no unit runs it any more; rm {}",
+                units::shell_word(bin)
+            ));
+        } else {
+            out.push(format!(
+                "  the binary {bin}: {others} installed automation(s) still run it"
+            ));
+        }
+    }
+    if others == 0 {
+        if crate::healthchecks::enabled(settings) {
+            out.push(
+                "  the Healthchecks API and ping keys, if stored in the keychain: automations healthchecks key delete api; automations healthchecks key delete ping".to_owned(),
+            );
+        }
+        out.push(format!(
+            "  the data root {} (the run log, settings and state of every automation): rm -r {}",
+            settings.data_root.display(),
+            units::shell_word(&settings.data_root.to_string_lossy())
+        ));
+    }
+    out
+}
+
+/// What an uninstall leaves of `name` itself.
+fn left_of_one(settings: &Settings, name: &Name, out: &mut Vec<String>) {
+    let def = settings.definitions_dir().join(format!("{name}.toml"));
+    if def.exists() {
+        out.push(format!(
+            "  the definition {}: a manual run still works; delete it (and commit) to retire {name}",
+            def.display()
+        ));
+    }
+    let env = settings.layout().env_file(name.as_str());
+    if env.exists() {
+        out.push(format!(
+            "  its private environment {}: rm {}",
+            env.display(),
+            units::shell_word(&env.to_string_lossy())
+        ));
+    }
+    out.push(format!(
+        "  its AnyType key, if one was stored: automations key delete {name}"
+    ));
+    out.push(format!(
+        "  its runs in the run log under {} (history; `automations runs {name}` shows them)",
+        settings.data_root.display()
+    ));
+}
+
+/// The next firing and the command that runs the job now, after an install: the same runner,
+/// data root and namespace as the unit, as a manual run. Not the unit's own start (`systemctl
+/// --user start`, `launchctl kickstart`): that is a scheduled firing, which the slot guard skips
+/// when today's slot of a daily job is already done.
+fn after_install(settings: &Settings, def: &Definition, bin: &Path) -> Result<(), Fail> {
+    let now = chrono::Local::now();
+    if let Some((next, jitter)) = def.schedule.as_ref().and_then(|sch| {
+        crate::schedule::next_run(sch, def.name.as_str(), def.jitter_seconds, &now, None)
+    }) {
+        let jitter = jitter.map_or_else(String::new, crate::schedule::jitter_words);
+        outln!("next firing: {}{jitter}", next.words(&now));
+    }
+    let paths = install::machine_paths(settings, bin)?;
+    outln!(
+        "run it now: {}",
+        units::run_now_command(def, &settings.namespace, &paths)
+    );
+    Ok(())
+}
+
+/// On Linux, timers of a user without lingering run only while that user is logged in.
+fn linger_warning(settings: &Settings) {
+    if settings.manager != Manager::Systemd {
+        return;
+    }
+    let user = user_name();
+    if !user.is_empty() && !Path::new("/var/lib/systemd/linger").join(&user).exists() {
+        errln!(
+            "warning: lingering is off for {user}: the timer fires only while you are logged in; `loginctl enable-linger {user}` makes it fire after boot too"
+        );
+    }
+}
