@@ -1295,6 +1295,8 @@ fn fifty_automations_at_a_glance() {
         })
         .await;
         assert!(detail.contains("failed (exit_status)"), "{detail}");
+        // Its exit status is in the panel (it was not).
+        assert!(detail.contains(" · exit 1"), "{detail}");
 
         // Actions that fit the state.
         let shown = |name: &'static str, action: &'static str| {
@@ -1361,4 +1363,58 @@ async fn wait_for_rows(c: &Client) {
         assert!(Instant::now() < until, "the page never loaded");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Regressions: one successful firing whose first attempt failed showed two marks (a red square
+/// for a firing that succeeded); runs in the same minute were identical "12-03 05:38" buttons.
+#[test]
+fn a_retried_firing_is_one_mark_and_runs_read_apart_to_the_second() {
+    let sb = Sandbox::new();
+    let flag = sb.path("failed-once");
+    sb.shell_definition(
+        "retried",
+        &format!(
+            "if [ ! -e '{f}' ]; then touch '{f}'; exit 4; fi",
+            f = flag.display()
+        ),
+        "[schedule]\nevery_minutes = 60\nretries = 1\nretry_delay_seconds = 1\n",
+    );
+    sb.install_record("retried", chrono::Utc::now());
+    assert_code(&sb.run(["run", "retried", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("started").len(), 2, "two attempts of one firing");
+    let dash = Dashboard::start(&sb);
+    let (_, body) = page_of(&dash, "/");
+    let row = body.split("data-name=\"retried\"").nth(1).unwrap();
+    let recent = row
+        .split("data-field=\"recent\"")
+        .nth(1)
+        .unwrap()
+        .split("</svg>")
+        .next()
+        .unwrap();
+    assert_eq!(recent.matches("class=\"m ").count(), 1, "{recent}");
+    assert!(
+        recent.contains("class=\"m ok\"") && recent.contains("last 1 firings: 1 ok"),
+        "{recent}"
+    );
+    // The table still lists each attempt, its time to the second.
+    let buttons: Vec<&str> = row
+        .split("data-action=\"open-run\"")
+        .skip(1)
+        .map(|b| b.split('>').nth(1).unwrap().split('<').next().unwrap())
+        .collect();
+    assert_eq!(buttons.len(), 2, "{row}");
+    for b in &buttons {
+        assert_eq!(b.len(), "12-03 05:38:12".len(), "{b}");
+    }
+    let (_, api) = page_of(&dash, "/api/automations");
+    let doc: serde_json::Value = serde_json::from_str(&api).unwrap();
+    let a = doc["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "retried")
+        .unwrap();
+    assert_eq!(a["runs"].as_array().unwrap().len(), 2, "{a}");
+    assert_eq!(a["firings"].as_array().unwrap().len(), 1, "{a}");
 }

@@ -1497,3 +1497,59 @@ fn show_takes_an_automation_name_for_its_latest_run() {
         stderr(&o)
     );
 }
+
+/// Regressions: a firing's jitter wait was invisible (`show` and `runs` never said the 13.2 s it
+/// waited, and `list` left out jitter and retries); health's LAST SUCCESS showed the install time
+/// ("46 s ago") for a job that never succeeded, and other rows an absolute time.
+#[test]
+fn jitter_retries_and_the_last_success_are_said_as_they_are() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "jittery",
+        "name = \"jittery\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"02:30\"\njitter_seconds = 600\nretries = 2\n",
+    );
+    sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
+    installed(&sb, "jittery", Utc::now() - Duration::hours(1));
+    let mut fx = Fixture::new(&sb);
+    fx.ok("manual", Utc::now() - Duration::hours(3));
+    let run = "20261203T023013.200Z-00000a";
+    fx.log
+        .append(
+            "jittery",
+            Event::Started(Started {
+                run: run.into(),
+                trigger: Trigger::Schedule,
+                pid: 1,
+                definition: None,
+                clock: no_clock(),
+                jitter_ms: Some(13_200),
+                attempt: None,
+                first_run: None,
+                ended: None,
+            }),
+            Utc::now() - Duration::minutes(30),
+        )
+        .unwrap();
+    let show = stdout(&sb.run(["show", run]));
+    assert!(
+        show.contains("jitter    waited 13.2 s before it ran"),
+        "{show}"
+    );
+    let runs = stdout(&sb.run(["runs", "jittery"]));
+    assert!(runs.contains(", jitter 13 s"), "{runs}");
+    let list = stdout(&sb.run(["list"]));
+    assert!(
+        list.contains("daily at 02:30, up to 10 min later, 2 retries"),
+        "{list}"
+    );
+    let health = stdout(&sb.run(["health"]));
+    let row = |name: &str| {
+        health
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{health}"))
+            .to_owned()
+    };
+    assert!(row("jittery").contains("  never  "), "{health}");
+    assert!(row("manual").contains(" ago (wall clock)"), "{health}");
+}

@@ -690,6 +690,13 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
         stdout(&c),
         stderr(&c)
     );
+    // Each line ends with its one fix (one line said `fix:` twice).
+    for line in stdout(&c)
+        .lines()
+        .filter(|l| l.starts_with("healthchecks:"))
+    {
+        assert!(line.matches("fix:").count() <= 1, "{line}");
+    }
     let o = sb.run(["healthchecks", "sync", "backup"]);
     assert!(stdout(&o).contains("backup: updated"), "{}", stdout(&o));
     assert_eq!(
@@ -1260,4 +1267,25 @@ fn check_slugs_never_collide_across_namespaces() {
         stdout(&o)
     );
     assert_eq!(hc.checks().len(), 2, "not taken over, not duplicated");
+}
+
+/// Regression: a check's description read "Is my website up?. site-check on vm…".
+#[test]
+fn a_description_that_ends_a_sentence_is_not_given_a_second_end() {
+    let hc = FakeHc::start();
+    let sb = watched(&hc, "");
+    for (name, description) in [("site", "Is my website up?"), ("plain", "Mails the digest")] {
+        sb.definition(
+            name,
+            &format!(
+                "name = \"{name}\"\ndescription = \"{description}\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 60\n"
+            ),
+        );
+        sb.install_record(name, chrono::Utc::now());
+    }
+    assert_code(&sb.run(["healthchecks", "sync"]), 0);
+    let site = hc.check("automations_site").desc;
+    assert!(site.starts_with("Is my website up? site on "), "{site}");
+    let plain = hc.check("automations_plain").desc;
+    assert!(plain.starts_with("Mails the digest. plain on "), "{plain}");
 }

@@ -394,3 +394,32 @@ fn every_data_root_path_in_the_docs_is_the_one_the_binary_uses() {
         wrong.join("\n")
     );
 }
+
+/// Regression: on headless Linux the keyring the user manager starts is locked, and neither
+/// docs/keys.md nor docs/healthchecks.md said what to do. Both routes are written down with what
+/// each costs, and the Healthchecks page points there.
+#[test]
+fn the_docs_say_what_to_do_with_a_locked_keyring_on_a_headless_server() {
+    let docs = doc_files();
+    let keys = &docs[Path::new("docs/keys.md")];
+    let section = keys
+        .split("## On a headless Linux server")
+        .nth(1)
+        .expect("docs/keys.md has a section for headless servers");
+    let section = section.split("\n## ").next().unwrap();
+    for needed in [
+        "gnome-keyring-daemon --unlock",
+        "systemctl --user set-environment AUTOMATIONS_HEALTHCHECKS_PING_KEY",
+        "Cost:",
+    ] {
+        assert!(
+            section.contains(needed),
+            "{needed:?} missing from:\n{section}"
+        );
+    }
+    assert_eq!(section.matches("Cost:").count(), 2, "{section}");
+    assert!(
+        docs[Path::new("docs/healthchecks.md")].contains("keys.md#on-a-headless-linux-server"),
+        "docs/healthchecks.md points at it"
+    );
+}

@@ -1125,3 +1125,87 @@ fn several_names_one_plan_one_question_and_nothing_before_the_y() {
     assert!(r.output.contains("Uninstall 2 automations"), "{}", r.output);
     assert!(!agents(&sb).join(TIMER).exists());
 }
+
+/// Regressions of day two, on a real user manager: a reinstall after a script edit showed only
+/// `approve scripts/… (sha256 a -> b)`, no diff; after uninstall one automation stayed DEGRADED
+/// for good while another became unknown; an uninstalled unit whose last run failed stayed
+/// listed `not-found failed`, and the "left in place" list forgot the Healthchecks keys; doctor
+/// printed one identical `ok binary` line per installed unit.
+#[test]
+fn day_two_reinstall_shows_the_script_diff_and_uninstall_leaves_nothing_misleading() {
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(
+        &mut sb,
+        "day_two_reinstall_shows_the_script_diff_and_uninstall_leaves_nothing_misleading",
+    ) else {
+        return;
+    };
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(
+        &sb.data,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    crate::fixtures::write_private(&sb.data.join("healthchecks.toml"), "");
+    sb.env("AUTOMATIONS_HEALTHCHECKS_API_KEY", "");
+    let r = run_on_pty(
+        sb.cmd(["install", "heartbeat", "health-check"]),
+        "Type y to confirm",
+        "y",
+    );
+    assert_pty_ok(&r);
+    // One line per binary: both units run the same one.
+    let report = stdout(&sb.run(["doctor"]));
+    let binary: Vec<&str> = report.lines().filter(|l| l.contains("binary")).collect();
+    assert_eq!(binary.len(), 1, "{report}");
+    assert!(binary[0].contains("2 units run"), "{report}");
+    // The script is edited: the reinstall plan shows what changed in it, against what was
+    // approved.
+    let script = sb.root.join("scripts/heartbeat.sh");
+    let text = std::fs::read_to_string(&script).unwrap();
+    std::fs::write(
+        &script,
+        format!("{text}echo an edit nobody reviewed\nexit 3\n"),
+    )
+    .unwrap();
+    let o = sb.run(["install", "heartbeat", "--dry-run"]);
+    assert_code(&o, 0);
+    let plan = stdout(&o);
+    assert!(
+        plan.contains("--- scripts/heartbeat.sh (approved)")
+            && plan.contains("+++ scripts/heartbeat.sh (now)")
+            && plan.contains("+echo an edit nobody reviewed"),
+        "{plan}"
+    );
+    // Failing runs (by hand: the schedule skips the unapproved script), then a failed firing of
+    // the unit itself: degraded while installed.
+    for _ in 0..3 {
+        assert_code(&sb.run(["run", "heartbeat"]), 1);
+    }
+    let h = sb.run(["health", "heartbeat", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    assert_eq!(doc["automations"][0]["verdict"], "degraded", "{doc}");
+    std::fs::write(&script, format!("{text}exit 3\n")).unwrap();
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    let _ = m.systemctl(&["start", SERVICE]);
+    assert_eq!(m.prop(SERVICE, "ActiveState"), "failed");
+    // Uninstalled: unknown (not installed), like every scheduled automation that is not installed,
+    // whatever its runs were; the failed unit is forgotten; the keys are named among what is left.
+    let r = run_on_pty(sb.cmd(["uninstall", "--all"]), "Type y to confirm", "y");
+    assert_pty_ok(&r);
+    assert!(
+        r.output.contains(
+            "automations healthchecks key delete api; automations healthchecks key delete ping"
+        ),
+        "{}",
+        r.output
+    );
+    let h = sb.run(["health", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    for a in doc["automations"].as_array().unwrap() {
+        assert_eq!(a["verdict"], "unknown", "{doc}");
+        assert_eq!(a["reasons"][0]["rule"], "not_installed", "{doc}");
+    }
+    let units = stdout(&m.systemctl(&["list-units", "--all", "--no-pager", "--plain"]));
+    assert!(!units.contains("local.automations.heartbeat"), "{units}");
+}
