@@ -40,6 +40,19 @@ const CASES: &[Case] = &[
         },
     },
     Case {
+        what: "a scheduled firing skipped under a systemd service that maps 75 to success",
+        code: 75,
+        says: "skipped (paused: x); `automations resume t` lets it run again",
+        run: |sb| {
+            sb.shell_definition("t", "exit 0", "[schedule]\nevery_minutes = 5\n");
+            sb.install_record("t", chrono::Utc::now());
+            sb.run(["pause", "t", "--reason", "x"]);
+            let mut c = sb.cmd(["run", "t", "--trigger", "schedule"]);
+            c.env("AUTOMATIONS_SKIP_STATUS", "75");
+            c.output().unwrap()
+        },
+    },
+    Case {
         what: "a skipped run (paused)",
         code: 0,
         says: "skipped",
@@ -222,7 +235,7 @@ fn every_documented_exit_code_holds() {
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     // Every code of the table has a case.
-    for code in [0, 1, 2, 3] {
+    for code in [0, 1, 2, 3, 75] {
         assert!(CASES.iter().any(|c| c.code == code), "no case for {code}");
     }
 }
@@ -236,7 +249,7 @@ fn the_exit_codes_table_is_the_one_tested() {
         .split("## Exit codes")
         .nth(1)
         .expect("docs/commands.md has an Exit codes section");
-    for code in ["| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 7, 22, 56, 63 |"] {
+    for code in ["| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 75 |", "| 7, 22, 56, 63 |"] {
         assert!(table.contains(code), "the table lacks the row {code}");
     }
     assert!(table.contains("every_documented_exit_code_holds"));
