@@ -2,7 +2,7 @@
 //!
 //! | code | meaning |
 //! |---|---|
-//! | 0 | fine: the command did what was asked (a skipped run is fine) |
+//! | 0 | fine: the command did what was asked (a skipped run is fine; see 75) |
 //! | 1 | not fine: a run failed, timed out, was refused or stopped; drift found; a check failed |
 //! | 2 | bad input: invalid invocation or invalid definitions |
 //! | 3 | environment unusable: no repository root, unreadable data root, missing tools |

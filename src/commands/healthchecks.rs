@@ -247,7 +247,9 @@ pub fn status(settings: &Settings, json: bool) -> CmdResult {
             remote: match (&watch, found) {
                 (Watch::Off, _) => "off".into(),
                 // As sync says: no check by design, not a missing one.
-                (_, None) if matches!(d.schedule, Some(crate::schedule::Schedule::AtLogin)) => {
+                (Watch::Slug(_), None)
+                    if matches!(d.schedule, Some(crate::schedule::Schedule::AtLogin)) =>
+                {
                     "none".into()
                 }
                 (_, Some(r)) => r.status.clone(),
@@ -338,12 +340,15 @@ pub fn drift(settings: &Settings) -> Option<Result<Vec<String>, String>> {
     Some(look())
 }
 
-/// What install says when `healthchecks.toml` exists.
 /// After an install, when `healthchecks.toml` exists: its remote check is made (or brought in
 /// step) now, so its first firing pings a check that is there; or why not, and the command that
 /// makes it later.
 pub fn after_install(settings: &Settings, name: &Name) {
-    if !hc::enabled(settings) {
+    let Ok(Some(cfg)) = hc::settings::load(&settings.data_root) else {
+        return;
+    };
+    let watch = hc::watch(&cfg, &settings.namespace, name);
+    if watch == Watch::Off {
         return;
     }
     outln!(
@@ -355,9 +360,25 @@ pub fn after_install(settings: &Settings, name: &Name) {
             "healthchecks: not all done; see `automations healthchecks status`, then `automations healthchecks sync {name}`"
         ),
         Err(e) => outln!(
-            "healthchecks: no check was made ({}); until `automations healthchecks sync {name}` makes it, its pings fail",
-            crate::commands::fail::chain(&e.error)
+            "healthchecks: no check was made or checked ({}); `automations healthchecks sync {name}` does it later{}",
+            crate::commands::fail::chain(&e.error),
+            if matches!(watch, Watch::Slug(_)) {
+                ", and until then its pings fail"
+            } else {
+                ""
+            }
         ),
+    }
+}
+
+/// For an automation an install found up to date: how to make or check its remote check (no
+/// call is made without a change to install).
+pub fn up_to_date_hint(settings: &Settings, name: &Name) {
+    let Ok(Some(cfg)) = hc::settings::load(&settings.data_root) else {
+        return;
+    };
+    if hc::watch(&cfg, &settings.namespace, name) != Watch::Off {
+        outln!("healthchecks: `automations healthchecks sync {name}` makes or updates its check");
     }
 }
 

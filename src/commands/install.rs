@@ -61,6 +61,9 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
 /// `make automations-install` gives): from this program's own file to `to`, when they differ.
 struct BinaryCopy {
     from: PathBuf,
+    /// This program's bytes as they were compared: what is written, whatever happens to `from`
+    /// (a rebuild) before the y.
+    bytes: Vec<u8>,
     to: PathBuf,
     /// Whether a binary is there now (else it is created).
     replaces: bool,
@@ -73,12 +76,19 @@ impl BinaryCopy {
     fn plan(settings: &Settings, to: &Path) -> Result<Option<Self>, Fail> {
         let from = std::env::current_exe().context("cannot find this binary's path")?;
         let from = std::fs::canonicalize(&from).unwrap_or(from);
+        if std::fs::symlink_metadata(to).is_ok_and(|m| !m.is_file()) {
+            return Err(bad(format!(
+                "{} is there and is no regular file: the units' binary cannot go there",
+                to.display()
+            )));
+        }
         let ours =
             std::fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
-        let there = std::fs::read(to).ok();
-        if there.as_deref() == Some(ours.as_slice()) {
+        let same_size = std::fs::metadata(to).is_ok_and(|m| m.len() == ours.len() as u64);
+        if same_size && std::fs::read(to).is_ok_and(|b| b == ours) {
             return Ok(None);
         }
+        let there = to.exists();
         let to_text = to.to_string_lossy();
         let users = State::new(&settings.data_root)
             .install_records()
@@ -86,8 +96,9 @@ impl BinaryCopy {
             .unwrap_or(0);
         Ok(Some(Self {
             from,
+            bytes: ours,
             to: to.to_path_buf(),
-            replaces: there.is_some(),
+            replaces: there,
             users,
         }))
     }
@@ -115,10 +126,17 @@ impl BinaryCopy {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let tmp = dir.join(format!(".automations.new-{}", std::process::id()));
         let copied = (|| {
-            std::fs::copy(&self.from, &tmp)?;
-            std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
-            std::fs::File::open(&tmp)?.sync_all()?;
-            std::fs::rename(&tmp, &self.to)
+            use std::io::Write as _;
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o755)
+                .open(&tmp)?;
+            file.write_all(&self.bytes)?;
+            file.sync_all()?;
+            std::fs::rename(&tmp, &self.to)?;
+            std::fs::File::open(dir)?.sync_all()
         })();
         if copied.is_err() {
             let _ = std::fs::remove_file(&tmp);
@@ -164,6 +182,11 @@ pub fn install(
         outln!("{}", c.describe());
     }
     if plans.is_empty() && copy.is_none() {
+        // Nothing to change, nothing asked: what comes next for each, as after an install.
+        for def in &defs {
+            after_install(settings, def, &bin)?;
+            super::healthchecks::up_to_date_hint(settings, &def.name);
+        }
         return Ok(Exit::Success);
     }
     if dry_run {
@@ -239,12 +262,7 @@ fn apply_each(
                     list_or_none(&left)
                 );
             }
-            return Err(e
-                .context(format!(
-                    "{} was not installed (its previous state is restored)",
-                    def.name
-                ))
-                .into());
+            return Err(e.context(format!("{} was not installed", def.name)).into());
         }
         outln!("installed {}", plan.label);
         after_install(settings, def, bin)?;
@@ -321,9 +339,21 @@ pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) 
         outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
     }
-    for plan in &plans {
-        install::apply_uninstall(settings, plan, manager.as_ref())
-            .with_context(|| format!("{} was not uninstalled", plan.name))?;
+    for (i, plan) in plans.iter().enumerate() {
+        if let Err(e) = install::apply_uninstall(settings, plan, manager.as_ref()) {
+            let done: Vec<&str> = plans[..i].iter().map(|p| p.name.as_str()).collect();
+            let left: Vec<&str> = plans[i + 1..].iter().map(|p| p.name.as_str()).collect();
+            if !done.is_empty() || !left.is_empty() {
+                errln!(
+                    "uninstalled: {}; not tried: {}",
+                    list_or_none(&done),
+                    list_or_none(&left)
+                );
+            }
+            return Err(e
+                .context(format!("{} was not uninstalled", plan.name))
+                .into());
+        }
         outln!("uninstalled {}", plan.label);
         // It pings no more: what came of its pings (a failing streak) goes with it.
         if let Err(e) = crate::state::forget_pings(&settings.data_root, plan.name.as_str()) {
@@ -353,22 +383,24 @@ fn left_behind(
     for name in names {
         left_of_one(settings, name, &mut out);
     }
-    let others = crate::state::State::new(&settings.data_root)
-        .install_records()
-        .map(|r| r.len())
-        .unwrap_or(1);
+    let remaining = crate::state::State::new(&settings.data_root).install_records();
+    let others = remaining.as_ref().map_or(1, |r| r.len());
     let mut bins: Vec<&str> = records.iter().map(|r| r.bin.as_str()).collect();
     bins.sort_unstable();
     bins.dedup();
     for bin in bins {
-        if others == 0 {
+        // Those still installed that run this very binary.
+        let users = remaining
+            .as_ref()
+            .map_or(1, |r| r.values().filter(|r| r.bin == bin).count());
+        if users == 0 {
             out.push(format!(
                 "  the binary {bin}: no unit runs it any more; rm {}",
                 units::shell_word(bin)
             ));
         } else {
             out.push(format!(
-                "  the binary {bin}: {others} installed automation(s) still run it"
+                "  the binary {bin}: {users} installed automation(s) still run it"
             ));
         }
     }

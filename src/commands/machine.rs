@@ -75,7 +75,8 @@ impl Rendered {
 
 fn desired(settings: &Settings, defs: &[Definition]) -> Rendered {
     let units_only = |cluster_problem| Rendered {
-        files: portable::desired(defs, &settings.namespace, None).unwrap_or_default(),
+        files: portable::desired(defs, &settings.namespace, None)
+            .expect("units/ alone renders every valid definition"),
         folders: "units/",
         cluster_problem,
     };

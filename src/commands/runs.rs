@@ -244,7 +244,6 @@ fn latest_of(
     }))
 }
 
-/// `show`'s text: the run's fields, its outside calls, then its output tails.
 /// The jitter delay a run waited before it started, when it waited one.
 fn jitter_ms(view: &history::RunView) -> Option<u64> {
     view.started
@@ -253,6 +252,7 @@ fn jitter_ms(view: &history::RunView) -> Option<u64> {
         .filter(|ms| *ms > 0)
 }
 
+/// `show`'s text: the run's fields, its outside calls, then its output tails.
 fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
     writeln!(
         out,

@@ -535,14 +535,30 @@ fn mentions_path(hay: &str, path: &Path) -> bool {
     })
 }
 
-/// Whether `arg` holds a `~` where a shell expands it (`sh -c "exec ~/bin/x"`, `PATH=$PATH:~/bin`):
-/// at the start of a word, or after the `=` or `:` of an assignment.
-fn tilde_word(arg: &str) -> bool {
-    let bytes = arg.as_bytes();
-    bytes
-        .iter()
-        .enumerate()
-        .any(|(i, &b)| b == b'~' && (i == 0 || b" \t\n=:;|&(`".contains(&bytes[i - 1])))
+/// Whether element `i` of `argv` is a script a shell runs: it follows a `-c` (or `-ec`, `-lc`…)
+/// given to sh, bash, dash, zsh, ksh or ash. Only there does a `~` inside an element expand.
+fn shell_script(argv: &[&str], i: usize) -> bool {
+    let shell = argv[0].rsplit('/').next().unwrap_or_default();
+    let flag = |a: &str| a.starts_with('-') && !a.starts_with("--") && a.contains('c');
+    matches!(shell, "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash") && i >= 2 && flag(argv[i - 1])
+}
+
+/// Whether a shell script holds a `~` the shell expands to the home directory (`exec ~/bin/x`,
+/// `PATH=$PATH:~/bin`, `>~/log`): at the start of a word, after a redirection, or after the `=`
+/// or `:` of an assignment — not bash's `=~` operator.
+fn tilde_word(script: &str) -> bool {
+    let b = script.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        if c != b'~' {
+            return false;
+        }
+        match i.checked_sub(1).map(|p| b[p]) {
+            None => true,
+            // `[[ $x =~ re ]]`: an operator, not an assignment.
+            Some(b'=') => i < 2 || !b" \t[".contains(&b[i - 2]),
+            Some(p) => b" \t\n:;|&(`<>".contains(&p),
+        }
+    })
 }
 
 fn check_command(r: &mut Report, value: &Value, checks: &Checks) -> Option<Vec<String>> {
@@ -563,7 +579,7 @@ fn check_command(r: &mut Report, value: &Value, checks: &Checks) -> Option<Vec<S
                 "command",
                 format!("element {n} {shown:?} starts with ~; definitions may not name the home directory ({HOME_INSTEAD})"),
             );
-        } else if tilde_word(arg) {
+        } else if shell_script(&argv, i) && tilde_word(arg) {
             r.add(
                 "command",
                 format!("element {n} {shown:?} has a word that starts with ~, which a shell expands to the home directory; definitions may not name the home directory ({HOME_INSTEAD})"),

@@ -465,8 +465,20 @@ fn command_rules() {
             "a word that starts with ~",
         );
     }
-    let home_free = parse_raw("name = \"x\"\ncommand = [\"sh\", \"-c\", \"echo a~b; ls /x~\"]");
-    assert!(home_free.is_ok(), "{home_free:?}");
+    refused(
+        parse_raw("name = \"x\"\ncommand = [\"bash\", \"-ec\", \"echo hi >~/log\"]"),
+        "command",
+        "a word that starts with ~",
+    );
+    // Not home: inside a word, bash's =~ operator, or an argument no shell reads.
+    for command in [
+        r#"["sh", "-c", "echo a~b; ls /x~"]"#,
+        r#"["bash", "-c", "[[ $x =~ ^a ]] && echo y"]"#,
+        r#"["rsync", "--exclude=~*", "a", "b"]"#,
+    ] {
+        let home_free = parse_raw(&format!("name = \"x\"\ncommand = {command}"));
+        assert!(home_free.is_ok(), "{command}: {home_free:?}");
+    }
     refused(
         parse_raw("name = \"x\"\ncommand = [\"sh\", \"$HOME/x\"]"),
         "command",

@@ -249,7 +249,14 @@ fn the_exit_codes_table_is_the_one_tested() {
         .split("## Exit codes")
         .nth(1)
         .expect("docs/commands.md has an Exit codes section");
-    for code in ["| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 75 |", "| 7, 22, 56, 63 |"] {
+    for code in [
+        "| 0 |",
+        "| 1 |",
+        "| 2 |",
+        "| 3 |",
+        "| 75 |",
+        "| 7, 22, 56, 63 |",
+    ] {
         assert!(table.contains(code), "the table lacks the row {code}");
     }
     assert!(table.contains("every_documented_exit_code_holds"));

@@ -940,7 +940,8 @@ fn install_makes_the_check_and_uninstall_says_what_is_left_remotely() {
     let r = crate::systemd::install(&sb, "heartbeat");
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert!(
-        r.output.contains("healthchecks: no check was made (")
+        r.output
+            .contains("healthchecks: no check was made or checked (")
             && r.output.contains("automations healthchecks sync heartbeat"),
         "{}",
         r.output
