@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fantoccini::{Client, Locator};
+use crate::webdriver::{Client, Locator};
 
 use crate::harness::*;
 
@@ -147,12 +147,12 @@ impl Driver {
         Some(d)
     }
 
-    async fn session(&self, profile: &std::path::Path) -> Client {
-        self.session_with(profile, &[]).await
+    fn session(&self, profile: &std::path::Path) -> Client {
+        self.session_with(profile, &[])
     }
 
     /// A session whose browser also gets `extra` flags (`--force-dark-mode`).
-    async fn session_with(&self, profile: &std::path::Path, extra: &[&str]) -> Client {
+    fn session_with(&self, profile: &std::path::Path, extra: &[&str]) -> Client {
         let mut args: Vec<String> = [
             "--headless=new",
             "--no-sandbox",
@@ -176,23 +176,20 @@ impl Driver {
             "goog:chromeOptions".into(),
             serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
         );
-        let c = fantoccini::ClientBuilder::new(
-            hyper_util::client::legacy::connect::HttpConnector::new(),
+        let c = Client::connect(
+            &format!("http://127.0.0.1:{}", self.port),
+            serde_json::Value::Object(caps),
         )
-        .capabilities(caps)
-        .connect(&format!("http://127.0.0.1:{}", self.port))
-        .await
         .expect("a WebDriver session");
         // A 1280×800 page, not window: grow the window by the browser's own frame.
         let frame = c
             .execute("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];", vec![])
-            .await
             .unwrap();
         let (fw, fh) = (
             frame[0].as_u64().unwrap() as u32,
             frame[1].as_u64().unwrap() as u32,
         );
-        c.set_window_size(1280 + fw, 800 + fh).await.unwrap();
+        c.set_window_size(1280 + fw, 800 + fh).unwrap();
         c
     }
 }
@@ -260,59 +257,45 @@ fn card(name: &str, inner: &str) -> Locator<'static> {
 }
 
 /// Opens an automation's row (its details), if it is not open yet.
-async fn open_row(c: &Client, name: &str) {
+fn open_row(c: &Client, name: &str) {
     let open = c
         .execute(
             "const d = document.querySelector(\"article[data-name='\" + arguments[0] + \"'] > details\"); return d.open;",
             vec![serde_json::json!(name)],
         )
-        .await
         .unwrap();
     if open != serde_json::Value::Bool(true) {
-        let summary = c.find(card(name, "> details > summary")).await.unwrap();
+        let summary = c.find(card(name, "> details > summary")).unwrap();
         c.execute(
             "arguments[0].scrollIntoView({block: 'center'}); return null;",
             vec![serde_json::to_value(&summary).unwrap()],
         )
-        .await
         .unwrap();
-        summary.click().await.unwrap();
+        summary.click().unwrap();
     }
 }
 
-async fn text_of(c: &Client, name: &str, inner: &str) -> String {
-    c.find(card(name, inner))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+fn text_of(c: &Client, name: &str, inner: &str) -> String {
+    c.find(card(name, inner)).unwrap().text().unwrap()
 }
 
 /// Fails with `what` when the page was loaded again since `window.__still_here` was set.
-async fn assert_not_reloaded(c: &Client, what: &str) {
+fn assert_not_reloaded(c: &Client, what: &str) {
     let still = c
         .execute("return window.__still_here === true;", vec![])
-        .await
         .unwrap();
     assert_eq!(still, serde_json::Value::Bool(true), "{what}");
 }
 
-async fn wait_text(
-    c: &Client,
-    name: &str,
-    inner: &str,
-    what: &str,
-    ok: impl Fn(&str) -> bool,
-) -> String {
+fn wait_text(c: &Client, name: &str, inner: &str, what: &str, ok: impl Fn(&str) -> bool) -> String {
     let until = Instant::now() + Duration::from_secs(60);
     loop {
-        let t = text_of(c, name, inner).await;
+        let t = text_of(c, name, inner);
         if ok(&t) {
             return t;
         }
         assert!(Instant::now() < until, "{what}: still {t:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        std::thread::sleep(Duration::from_millis(200));
     }
 }
 
@@ -326,46 +309,44 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
     let dash = Dashboard::start_with(&sb, &["dashboard"]);
     let page = opened(&argv_file);
     let profile = sb.path("chromium-profile");
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let c = driver.session(&profile).await;
+    {
+        let c = driver.session(&profile);
         // What the browser is opened on: the private file that forwards to the token's address.
         // The token then moves from the address into a cookie, and the page loads.
-        c.goto(&format!("file://{}", page.display())).await.unwrap();
+        c.goto(&format!("file://{}", page.display())).unwrap();
         let until = Instant::now() + Duration::from_secs(20);
-        while c.find(Locator::Css("article.row")).await.is_err() {
+        while c.find(Locator::Css("article.row")).is_err() {
             assert!(
                 Instant::now() < until,
                 "the page never loaded: {}",
-                c.source().await.unwrap()
+                c.source().unwrap()
             );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            std::thread::sleep(Duration::from_millis(100));
         }
-        let at = c.current_url().await.unwrap();
+        let at = c.current_url().unwrap();
         assert_eq!(at.as_str(), format!("http://127.0.0.1:{}/", dash.port));
         // The printed address, opened by hand (a click in the terminal), lands there too.
-        c.goto(&dash.url).await.unwrap();
+        c.goto(&dash.url).unwrap();
         let until = Instant::now() + Duration::from_secs(20);
         while !c
             .current_url()
-            .await
             .unwrap()
             .as_str()
             .ends_with(&format!("{}/", dash.port))
-            || c.find(Locator::Css("article.row")).await.is_err()
+            || c.find(Locator::Css("article.row")).is_err()
         {
             assert!(
                 Instant::now() < until,
                 "the printed address did not land on the page"
             );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            std::thread::sleep(Duration::from_millis(100));
         }
         // Every automation, the broken one and the one known only from the log included, and
         // those two degraded — degraded ones first.
-        let cards = c.find_all(Locator::Css("article.row")).await.unwrap();
+        let cards = c.find_all(Locator::Css("article.row")).unwrap();
         let mut names = Vec::new();
         for a in &cards {
-            names.push(a.attr("data-name").await.unwrap().unwrap());
+            names.push(a.attr("data-name").unwrap().unwrap());
         }
         for n in ["backup", "digest", "report", "xss", "broken", "gone"] {
             assert!(names.iter().any(|x| x == n), "{n} missing from {names:?}");
@@ -375,10 +356,8 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
                 .find(Locator::Css(Box::leak(
                     format!("article[data-name='{n}']").into_boxed_str(),
                 )))
-                .await
                 .unwrap()
                 .attr("class")
-                .await
                 .unwrap()
                 .unwrap();
             assert!(class.contains("degraded"), "{n}: {class}");
@@ -391,24 +370,19 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             "{names:?}"
         );
         for n in ["gone", "backup", "report", "xss"] {
-            open_row(&c, n).await;
+            open_row(&c, n);
         }
         assert!(
-            text_of(&c, "gone", "[data-field=reasons]")
-                .await
-                .contains("reinstall or uninstall its unit")
+            text_of(&c, "gone", "[data-field=reasons]").contains("reinstall or uninstall its unit")
         );
 
         // Run now: the run in progress (it waits for the gate), then its outcome, without a
         // reload.
         c.execute("window.__still_here = true; return null;", vec![])
-            .await
             .unwrap();
         c.find(card("backup", "button[data-action=run]"))
-            .await
             .unwrap()
             .click()
-            .await
             .unwrap();
         wait_text(
             &c,
@@ -416,23 +390,20 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             "[data-field=state]",
             "the run in progress",
             |t| t == "running",
-        )
-        .await;
+        );
         // Run now is disabled while it runs.
         let until = Instant::now() + Duration::from_secs(20);
         while c
             .find(card("backup", "button[data-action=run]"))
-            .await
             .unwrap()
             .is_enabled()
-            .await
             .unwrap()
         {
             assert!(
                 Instant::now() < until,
                 "Run now stayed enabled while running"
             );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+            std::thread::sleep(Duration::from_millis(100));
         }
         std::fs::write(sb.path("gate"), "").unwrap();
         let last = wait_text(
@@ -441,10 +412,9 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
             "[data-field=last]",
             "the run's outcome",
             |t| t.starts_with("ok ") && t.ends_with("dashboard"),
-        )
-        .await;
+        );
         assert!(last.contains(" s · "), "{last}");
-        assert_not_reloaded(&c, "the page was reloaded").await;
+        assert_not_reloaded(&c, "the page was reloaded");
         assert!(
             sb.events("started")
                 .iter()
@@ -452,18 +422,15 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         );
 
         // Pause with a reason: shown in the page and in `automations list`.
-        let input = c.find(card("report", "input[name=reason]")).await.unwrap();
-        input.send_keys("on vacation").await.unwrap();
+        let input = c.find(card("report", "input[name=reason]")).unwrap();
+        input.send_keys("on vacation").unwrap();
         c.find(card("report", "button[data-action=pause]"))
-            .await
             .unwrap()
             .click()
-            .await
             .unwrap();
         wait_text(&c, "report", "[data-field=state]", "the pause", |t| {
             t == "paused: on vacation"
-        })
-        .await;
+        });
         let list = stdout(&sb.run(["list"]));
         assert!(
             list.lines()
@@ -472,31 +439,27 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
         );
         // Regression: Enter in a card's reason field submitted its form as a page load, and
         // nothing was paused. It pauses, in place.
-        let input = c.find(card("xss", "input[name=reason]")).await.unwrap();
+        let input = c.find(card("xss", "input[name=reason]")).unwrap();
         input
-            .send_keys(&format!("lunch{}", char::from(fantoccini::key::Key::Enter)))
-            .await
+            .send_keys(&format!("lunch{}", crate::webdriver::ENTER))
             .unwrap();
         wait_text(&c, "xss", "[data-field=state]", "the pause by Enter", |t| {
             t == "paused: lunch"
-        })
-        .await;
-        assert_not_reloaded(&c, "Enter reloaded the page").await;
+        });
+        assert_not_reloaded(&c, "Enter reloaded the page");
 
         // A run's output is text: shown literally, and no dialog opens.
         c.find(card("xss", "details.latest summary"))
-            .await
             .unwrap()
             .click()
-            .await
             .unwrap();
-        let out = text_of(&c, "xss", "pre.output").await;
+        let out = text_of(&c, "xss", "pre.output");
         assert_eq!(out, XSS);
-        assert!(c.get_alert_text().await.is_err(), "a dialog opened");
+        assert!(c.get_alert_text().is_err(), "a dialog opened");
 
-        assert!(c.get_alert_text().await.is_err(), "a dialog opened");
-        c.close().await.unwrap();
-    });
+        assert!(c.get_alert_text().is_err(), "a dialog opened");
+        c.close().unwrap();
+    };
     sb.assert_log_verifies();
 }
 
@@ -1144,32 +1107,28 @@ fn png_size(png: &[u8]) -> (u32, u32) {
     )
 }
 
-async fn shot(c: &Client, file: &str) {
-    let png = c.screenshot().await.unwrap();
+fn shot(c: &Client, file: &str) {
+    let png = c.screenshot().unwrap();
     assert_eq!(png_size(&png), (1280, 800));
     let out = repo_root().join("target").join(file);
     std::fs::create_dir_all(out.parent().unwrap()).unwrap();
     std::fs::write(&out, png).unwrap();
 }
 
-async fn js(c: &Client, script: &str) -> serde_json::Value {
-    c.execute(script, vec![]).await.unwrap()
+fn js(c: &Client, script: &str) -> serde_json::Value {
+    c.execute(script, vec![]).unwrap()
 }
 
-async fn visible_names(c: &Client) -> Vec<String> {
+fn visible_names(c: &Client) -> Vec<String> {
     let v = js(
         c,
         "return [...document.querySelectorAll('article.row')].filter((r) => !r.hidden).map((r) => r.dataset.name);",
-    )
-    .await;
+    );
     serde_json::from_value(v).unwrap()
 }
 
-async fn contrast(c: &Client, what: &str) {
-    let v = c
-        .execute(CONTRAST, vec![serde_json::json!(TEXT)])
-        .await
-        .unwrap();
+fn contrast(c: &Client, what: &str) {
+    let v = c.execute(CONTRAST, vec![serde_json::json!(TEXT)]).unwrap();
     let checked = v[0].as_u64().unwrap();
     assert!(checked > 50, "{what}: only {checked} elements checked");
     assert_eq!(v[1], serde_json::json!([]), "{what}: contrast under 4.5:1");
@@ -1197,42 +1156,38 @@ fn fifty_automations_at_a_glance() {
     assert_eq!(verdicts.len(), 50);
     let n = |v: &str| verdicts.iter().filter(|x| **x == v).count();
     let dash = Dashboard::start(&sb);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(async {
-        let c = driver.session(&sb.path("light")).await;
-        c.goto(&dash.url).await.unwrap();
-        wait_for_rows(&c).await;
-        assert_eq!(visible_names(&c).await.len(), 50);
+    {
+        let c = driver.session(&sb.path("light"));
+        c.goto(&dash.url).unwrap();
+        wait_for_rows(&c);
+        assert_eq!(visible_names(&c).len(), 50);
 
         // At least 20 whole rows above the fold.
         let above = js(
             &c,
             "return [...document.querySelectorAll('article.row')].filter((r) => r.getBoundingClientRect().bottom <= window.innerHeight).length;",
-        )
-        .await;
+        );
         assert!(above.as_u64().unwrap() >= 20, "{above} rows above the fold");
 
         // The summary counts are health's.
         let count = |cat: &'static str| {
             let c = &c;
-            async move {
+            {
                 c.find(Locator::Css(Box::leak(
                     format!("[data-field='count-{cat}']").into_boxed_str(),
                 )))
-                .await
                 .unwrap()
                 .text()
-                .await
                 .unwrap()
                 .parse::<usize>()
                 .unwrap()
             }
         };
         let (degraded, unknown, paused, healthy) = (
-            count("degraded").await,
-            count("unknown").await,
-            count("paused").await,
-            count("healthy").await,
+            count("degraded"),
+            count("unknown"),
+            count("paused"),
+            count("healthy"),
         );
         assert_eq!(degraded, n("degraded"));
         assert_eq!(unknown, n("unknown"));
@@ -1249,51 +1204,84 @@ fn fifty_automations_at_a_glance() {
         assert_eq!(paused + healthy, n("healthy") + 1);
         assert_eq!((degraded, unknown, paused), (10, 8, 6));
         // Degraded first, then unknown, paused, healthy.
-        let names = visible_names(&c).await;
-        assert!(names[..10].iter().all(|n| n.starts_with("fail-") || n == "fetch-api" || n == "offsite"), "{names:?}");
-        assert!(names[10..18].iter().all(|n| n.starts_with("new-")), "{names:?}");
-        assert!(names[18..23].iter().all(|n| n.starts_with("hold-")), "{names:?}");
+        let names = visible_names(&c);
+        assert!(
+            names[..10]
+                .iter()
+                .all(|n| n.starts_with("fail-") || n == "fetch-api" || n == "offsite"),
+            "{names:?}"
+        );
+        assert!(
+            names[10..18].iter().all(|n| n.starts_with("new-")),
+            "{names:?}"
+        );
+        assert!(
+            names[18..23].iter().all(|n| n.starts_with("hold-")),
+            "{names:?}"
+        );
         // Runs that succeed while the outside watch is blind: said in its row.
-        open_row(&c, "offsite").await;
-        let why = text_of(&c, "offsite", "[data-field=reasons]").await;
-        assert!(why.contains("its last 4 Healthchecks pings failed"), "{why}");
+        open_row(&c, "offsite");
+        let why = text_of(&c, "offsite", "[data-field=reasons]");
+        assert!(
+            why.contains("its last 4 Healthchecks pings failed"),
+            "{why}"
+        );
         assert!(why.contains("404 not found"), "{why}");
-        js(&c, "window.scrollTo(0, 0); return null;").await;
-        shot(&c, "dashboard-pings.png").await;
-        js(&c, "document.querySelector(\"article[data-name='offsite'] > details\").open = false; return null;").await;
+        js(&c, "window.scrollTo(0, 0); return null;");
+        shot(&c, "dashboard-pings.png");
+        js(
+            &c,
+            "document.querySelector(\"article[data-name='offsite'] > details\").open = false; return null;",
+        );
 
         // The name filter narrows as you type; a count filters to its category.
-        let filter = c.find(Locator::Css("[data-field=filter]")).await.unwrap();
-        filter.send_keys("hold").await.unwrap();
-        let shown = visible_names(&c).await;
+        let filter = c.find(Locator::Css("[data-field=filter]")).unwrap();
+        filter.send_keys("hold").unwrap();
+        let shown = visible_names(&c);
         assert_eq!(shown.len(), 5, "{shown:?}");
         assert!(shown.iter().all(|n| n.starts_with("hold-")));
-        filter.clear().await.unwrap();
-        js(&c, "document.querySelector('[data-field=filter]').dispatchEvent(new Event('input', {bubbles: true})); return null;").await;
-        c.find(Locator::Css("a.count.degraded")).await.unwrap().click().await.unwrap();
-        assert_eq!(visible_names(&c).await.len(), 10);
-        assert!(c.current_url().await.unwrap().as_str().ends_with("?filter=degraded"));
-        c.goto(&format!("http://127.0.0.1:{}/?filter=unknown", dash.port)).await.unwrap();
-        wait_for_rows(&c).await;
-        assert_eq!(visible_names(&c).await.len(), 8);
-        c.find(Locator::Css("a.count.all")).await.unwrap().click().await.unwrap();
-        assert_eq!(visible_names(&c).await.len(), 50);
-        contrast(&c, "light, rows closed").await;
-        js(&c, "window.scrollTo(0, 0); return null;").await;
-        shot(&c, "dashboard.png").await;
-
-        // An older failure's stderr, one click away in its row.
-        open_row(&c, "flaky").await;
-        c.find(card("flaky", "tr.failed button.open"))
-            .await
+        filter.clear().unwrap();
+        js(
+            &c,
+            "document.querySelector('[data-field=filter]').dispatchEvent(new Event('input', {bubbles: true})); return null;",
+        );
+        c.find(Locator::Css("a.count.degraded"))
             .unwrap()
             .click()
-            .await
             .unwrap();
-        let detail = wait_text(&c, "flaky", "[data-field=run-detail]", "the failed run", |t| {
-            t.contains("disk quota exceeded")
-        })
-        .await;
+        assert_eq!(visible_names(&c).len(), 10);
+        assert!(
+            c.current_url()
+                .unwrap()
+                .as_str()
+                .ends_with("?filter=degraded")
+        );
+        c.goto(&format!("http://127.0.0.1:{}/?filter=unknown", dash.port))
+            .unwrap();
+        wait_for_rows(&c);
+        assert_eq!(visible_names(&c).len(), 8);
+        c.find(Locator::Css("a.count.all"))
+            .unwrap()
+            .click()
+            .unwrap();
+        assert_eq!(visible_names(&c).len(), 50);
+        contrast(&c, "light, rows closed");
+        js(&c, "window.scrollTo(0, 0); return null;");
+        shot(&c, "dashboard.png");
+
+        // An older failure's stderr, one click away in its row.
+        open_row(&c, "flaky");
+        c.find(card("flaky", "tr.failed button.open"))
+            .unwrap()
+            .click()
+            .unwrap();
+        let detail = wait_text(
+            &c,
+            "flaky",
+            "[data-field=run-detail]",
+            "the failed run",
+            |t| t.contains("disk quota exceeded"),
+        );
         assert!(detail.contains("failed (exit_status)"), "{detail}");
         // Its exit status is in the panel (it was not).
         assert!(detail.contains(" · exit 1"), "{detail}");
@@ -1301,67 +1289,71 @@ fn fifty_automations_at_a_glance() {
         // Actions that fit the state.
         let shown = |name: &'static str, action: &'static str| {
             let c = &c;
-            async move {
+            {
                 c.find(card(name, &format!("button[data-action={action}]")))
-                    .await
                     .unwrap()
                     .is_displayed()
-                    .await
                     .unwrap()
             }
         };
-        open_row(&c, "hold-01").await;
-        open_row(&c, "fail-01").await;
-        assert!(!shown("hold-01", "pause").await, "Pause on a paused automation");
-        assert!(shown("hold-01", "resume").await);
-        assert!(shown("fail-01", "pause").await && !shown("fail-01", "resume").await);
-        assert!(shown("fail-01", "ack").await && !shown("flaky", "ack").await);
+        open_row(&c, "hold-01");
+        open_row(&c, "fail-01");
+        assert!(!shown("hold-01", "pause"), "Pause on a paused automation");
+        assert!(shown("hold-01", "resume"));
+        assert!(shown("fail-01", "pause") && !shown("fail-01", "resume"));
+        assert!(shown("fail-01", "ack") && !shown("flaky", "ack"));
         // A refused action says why next to its button: pausing without a reason.
         c.find(card("fail-01", "button[data-action=pause]"))
-            .await
             .unwrap()
             .click()
-            .await
             .unwrap();
         wait_text(&c, "fail-01", "[data-field=said]", "the refusal", |t| {
             t.contains("pause refused") && t.contains("reason")
-        })
-        .await;
-        contrast(&c, "light, rows open").await;
+        });
+        contrast(&c, "light, rows open");
         c.find(card("flaky", "[data-field=run-detail]"))
-            .await
             .unwrap()
             .click()
-            .await
             .ok();
-        js(&c, "document.querySelector(\"article[data-name='hold-01'] > details\").open = false; document.querySelector(\"article[data-name='fail-01'] > details\").open = false; document.querySelector(\"article[data-name='flaky']\").scrollIntoView(); window.scrollBy(0, -120); return null;").await;
-        shot(&c, "dashboard-row.png").await;
-        assert!(c.get_alert_text().await.is_err(), "a dialog opened");
-        c.close().await.unwrap();
+        js(
+            &c,
+            "document.querySelector(\"article[data-name='hold-01'] > details\").open = false; document.querySelector(\"article[data-name='fail-01'] > details\").open = false; document.querySelector(\"article[data-name='flaky']\").scrollIntoView(); window.scrollBy(0, -120); return null;",
+        );
+        shot(&c, "dashboard-row.png");
+        assert!(c.get_alert_text().is_err(), "a dialog opened");
+        c.close().unwrap();
 
         // Dark mode, from the system's preference.
-        let c = driver
-            .session_with(&sb.path("dark"), &["--force-dark-mode"])
-            .await;
-        c.goto(&dash.url).await.unwrap();
-        wait_for_rows(&c).await;
-        let dark = js(&c, "return matchMedia('(prefers-color-scheme: dark)').matches;").await;
-        assert_eq!(dark, serde_json::json!(true), "the browser does not prefer dark");
-        contrast(&c, "dark, rows closed").await;
-        open_row(&c, "fail-01").await;
-        contrast(&c, "dark, a row open").await;
-        js(&c, "document.querySelector(\"article[data-name='fail-01'] > details\").open = false; window.scrollTo(0, 0); return null;").await;
-        shot(&c, "dashboard-dark.png").await;
-        c.close().await.unwrap();
-    });
+        let c = driver.session_with(&sb.path("dark"), &["--force-dark-mode"]);
+        c.goto(&dash.url).unwrap();
+        wait_for_rows(&c);
+        let dark = js(
+            &c,
+            "return matchMedia('(prefers-color-scheme: dark)').matches;",
+        );
+        assert_eq!(
+            dark,
+            serde_json::json!(true),
+            "the browser does not prefer dark"
+        );
+        contrast(&c, "dark, rows closed");
+        open_row(&c, "fail-01");
+        contrast(&c, "dark, a row open");
+        js(
+            &c,
+            "document.querySelector(\"article[data-name='fail-01'] > details\").open = false; window.scrollTo(0, 0); return null;",
+        );
+        shot(&c, "dashboard-dark.png");
+        c.close().unwrap();
+    };
     sb.assert_log_verifies();
 }
 
-async fn wait_for_rows(c: &Client) {
+fn wait_for_rows(c: &Client) {
     let until = Instant::now() + Duration::from_secs(20);
-    while c.find(Locator::Css("article.row")).await.is_err() {
+    while c.find(Locator::Css("article.row")).is_err() {
         assert!(Instant::now() < until, "the page never loaded");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

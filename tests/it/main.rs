@@ -21,3 +21,4 @@ mod runlog;
 mod runner;
 mod systemd;
 mod units;
+mod webdriver;

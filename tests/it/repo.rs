@@ -423,3 +423,42 @@ fn the_docs_say_what_to_do_with_a_locked_keyring_on_a_headless_server() {
         "docs/healthchecks.md points at it"
     );
 }
+
+/// The test build reuses the release build's dependencies: every crate both builds compile is
+/// compiled with the same features (a test-only dependency that turns on another feature of a
+/// shared crate makes cargo build it, and everything above it, twice — a WebDriver crate once did,
+/// for minutes of every fresh `make test`). Cargo.toml turns the test-only features on for the
+/// release build too; this fails when they drift apart.
+#[test]
+fn the_test_build_reuses_the_release_builds_dependencies() {
+    let tree = |edges: &str| {
+        let o = Command::new(env!("CARGO"))
+            .args(["tree", "--locked", "--offline", "--prefix", "none"])
+            .args(["-e", edges, "-f", "{p} {f}"])
+            .current_dir(repo_root())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "cargo tree: {}", stderr(&o));
+        let mut features = BTreeMap::new();
+        for line in stdout(&o).lines() {
+            let mut parts = line.split(' ');
+            let (Some(name), Some(version)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let f = parts.collect::<Vec<_>>().join(" ").replace("(*)", "");
+            features.insert(format!("{name} {version}"), f.trim().to_owned());
+        }
+        features
+    };
+    let (release, test) = (tree("normal,build"), tree("normal,build,dev"));
+    let drifted: Vec<String> = release
+        .iter()
+        .filter(|(k, f)| test.get(*k).is_some_and(|t| t != *f))
+        .map(|(k, f)| format!("{k}: release [{f}], tests [{}]", test[k]))
+        .collect();
+    assert!(
+        drifted.is_empty(),
+        "turn these features on in Cargo.toml's [dependencies] too:\n{}",
+        drifted.join("\n")
+    );
+}
