@@ -65,6 +65,6 @@ for t in "${TARGETS[@]}"; do
     var=${t//-/_}
     echo "check-macos: cargo clippy --all-targets --target $t" >&2
     env "CC_$var=clang" "CFLAGS_$var=-nostdinc -isystem $clang_inc -I$PWD/$inc -ffreestanding" \
-        "$CARGO" clippy --locked --all-targets --target "$t" -- -D warnings
+        "$CARGO" clippy --locked --release --all-targets --target "$t" -- -D warnings
 done
 echo "check-macos: both Apple targets compile and lint clean"

@@ -1,9 +1,10 @@
 //! `dashboard`: serves the local page until interrupted.
 
 use super::data_root;
+use super::fail::{CmdResult, Fail};
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::settings::Settings;
-use crate::{CmdResult, Exit, Fail};
 
 /// `dashboard`: serves until interrupted.
 pub(super) fn dashboard(settings: &Settings, port: u16, no_open: bool) -> CmdResult {

@@ -2,7 +2,9 @@
 
 use std::io::Write;
 
+use super::fail::CmdResult;
 use super::{data_root, field, load_all};
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::history::{self};
 use crate::names::{self};
@@ -10,7 +12,6 @@ use crate::runlog::{By, RunLog};
 use crate::settings::Settings;
 use crate::state::State;
 use crate::views;
-use crate::{CmdResult, Exit};
 
 pub(super) fn validate(settings: &Settings) -> CmdResult {
     let loaded = load_all(settings)?;

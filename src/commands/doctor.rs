@@ -4,12 +4,13 @@
 
 use std::path::Path;
 
+use super::fail::CmdResult;
 use super::machine::{drift, privacy_warnings, user_name};
+use crate::exit::Exit;
 use crate::fsutil::{self, Use};
 use crate::service::{self, ServiceManager};
 use crate::settings::{Manager, Settings};
 use crate::state::State;
-use crate::{CmdResult, Exit};
 
 /// How a check came out.
 #[derive(Clone, Copy, PartialEq, Eq)]

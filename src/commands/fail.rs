@@ -2,7 +2,9 @@
 //! from what the error is ([`exit_for`]). Printed once, by the crate's `run`.
 
 use crate::exit::Exit;
-use crate::{fsutil, runlog, settings};
+use crate::fsutil;
+use crate::runlog;
+use crate::settings;
 
 /// An error on its way to the user, with the exit code it ends in.
 #[derive(Debug)]

@@ -3,11 +3,12 @@
 use std::io::Write;
 
 use super::data_root;
+use super::fail::{CmdResult, Fail};
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::health::{self, AgeClock, State};
 use crate::names::Name;
 use crate::settings::Settings;
-use crate::{CmdResult, Exit, Fail};
 
 /// The verdicts of `only` (or every automation), with the thresholds refused as bad input.
 pub(crate) fn verdicts(

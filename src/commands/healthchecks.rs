@@ -4,8 +4,10 @@
 use anyhow::anyhow;
 
 use super::data_root;
+use super::fail::{CmdResult, Fail};
 use crate::cli::{HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand};
 use crate::definition::{self, Checks, Definition};
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::healthchecks::api::Api;
 use crate::healthchecks::sync::{self, Step};
@@ -14,7 +16,6 @@ use crate::keys::{self, Secret};
 use crate::names::Name;
 use crate::settings::Settings;
 use crate::state::State;
-use crate::{CmdResult, Exit, Fail};
 
 /// `healthchecks.toml`, which these commands need.
 fn settings_needed(settings: &Settings) -> Result<HcSettings, Fail> {

@@ -3,9 +3,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use super::fail::{CmdResult, Fail};
 use crate::cli::{HttpArgs, HttpMethod};
+use crate::exit::Exit;
 use crate::http::{self, Outcome, Problem, Request};
-use crate::{CmdResult, Exit, Fail};
 
 pub fn http_cmd(a: &HttpArgs) -> CmdResult {
     let req = request(a)?;

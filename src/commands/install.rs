@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 
+use super::fail::{CmdResult, Fail};
 use super::machine::{
     bad, confirm, preflight, privacy_warnings, refuse_linked_worktree, require_terminal,
     unit_binary, user_name, valid_definitions,
 };
 use super::{data_root, one_definition};
 use crate::definition::Definition;
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::install::{self, Plan};
 use crate::names::Name;
@@ -20,7 +22,6 @@ use crate::service::{self, ServiceManager};
 use crate::settings::{Manager, Settings};
 use crate::state::State;
 use crate::units;
-use crate::{CmdResult, Exit, Fail};
 
 /// The scheduled definitions named, or with `all` every scheduled definition; each name once.
 fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Definition>, Fail> {

@@ -4,13 +4,14 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use anyhow::anyhow;
 
+use super::fail::{CmdResult, Fail};
 use super::one_definition;
 use crate::anytype::gate;
 use crate::definition::AnyTypeAccess;
+use crate::exit::Exit;
 use crate::keys::{self, Secret};
 use crate::names::Name;
 use crate::settings::Settings;
-use crate::{CmdResult, Exit, Fail};
 
 fn access(settings: &Settings, name: &Name) -> Result<AnyTypeAccess, Fail> {
     let def = one_definition(settings, name)?;

@@ -7,16 +7,17 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
 
+use super::fail::{CmdResult, Fail};
 use super::{data_root, load_all, one_definition};
 use crate::cli::RenderTarget;
 use crate::definition::Definition;
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
 use crate::settings::{Manager, Settings};
 use crate::units::{self, kubernetes, portable};
-use crate::{CmdResult, Exit, Fail};
 
 pub(super) fn bad(msg: String) -> Fail {
     Fail::new(Exit::BadInput, anyhow!(msg))

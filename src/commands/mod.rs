@@ -22,9 +22,10 @@ use clap::CommandFactory;
 
 use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand};
 use crate::definition::{self, Checks, Definition};
+use crate::exit::Exit;
 use crate::names::Name;
 use crate::settings::{OsFacts, Overrides, Settings};
-use crate::{CmdResult, Exit, Fail};
+use fail::{CmdResult, Fail};
 
 /// Runs one parsed command line: one arm per command, each handing its arguments to the function
 /// that does it.

@@ -3,13 +3,14 @@
 use anyhow::anyhow;
 
 use super::data_root;
+use super::fail::{CmdResult, Fail};
 use super::keys::read_hidden;
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::keys::{self, Secret};
 use crate::names::{Label, Name};
 use crate::notify::{self, drivers};
 use crate::settings::Settings;
-use crate::{CmdResult, Exit, Fail};
 
 pub fn test(settings: &Settings) -> CmdResult {
     data_root(settings, Use::Read)?;

@@ -3,7 +3,9 @@
 
 use std::io::Write;
 
+use super::fail::{CmdResult, Fail};
 use super::{data_root, escape_controls, field};
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::history::{self, Status};
 use crate::names::Name;
@@ -12,7 +14,6 @@ use crate::runner::{self, RunError, result};
 use crate::settings::Settings;
 use crate::state::State;
 use crate::views;
-use crate::{CmdResult, Exit, Fail};
 
 pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
     let report = match runner::run(settings, name, trigger) {

@@ -1,13 +1,14 @@
 //! `pause`, `resume`, `ack`, `stop-all` and `resume-all`: the switches, and what follows on the
 //! remote Healthchecks checks.
 
+use super::fail::{CmdResult, Fail};
 use super::{data_root, healthchecks};
 use crate::control;
+use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::names::Name;
 use crate::runlog::By;
 use crate::settings::Settings;
-use crate::{CmdResult, Exit, Fail};
 
 /// A switch refused for bad input (no such automation, a bad reason) is exit 2.
 fn control_fail(e: control::ControlError) -> Fail {
