@@ -126,15 +126,19 @@ impl BinaryCopy {
         let dir = self.to.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let tmp = dir.join(format!(".automations.new-{}", std::process::id()));
+        // One left by an install that was killed here, with this pid, is no one's.
+        let _ = std::fs::remove_file(&tmp);
         let copied = (|| {
             use std::io::Write as _;
-            use std::os::unix::fs::OpenOptionsExt as _;
+            use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .mode(0o755)
+                .mode(0o700)
                 .open(&tmp)?;
             file.write_all(&self.bytes)?;
+            // 0755 whatever the umask, as `install -m 0755` made it.
+            file.set_permissions(std::fs::Permissions::from_mode(0o755))?;
             file.sync_all()?;
             std::fs::rename(&tmp, &self.to)?;
             std::fs::File::open(dir)?.sync_all()
