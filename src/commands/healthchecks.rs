@@ -345,13 +345,9 @@ pub fn drift(settings: &Settings) -> Option<Result<Vec<String>, String>> {
 /// step) now, so its first firing pings a check that is there; or why not, and the command that
 /// makes it later.
 pub fn after_install(settings: &Settings, name: &Name) {
-    let Ok(Some(cfg)) = hc::settings::load(&settings.data_root) else {
+    let Some((_, watch)) = watched(settings, name) else {
         return;
     };
-    let watch = hc::watch(&cfg, &settings.namespace, name);
-    if watch == Watch::Off {
-        return;
-    }
     outln!(
         "healthchecks: its remote check is made now, as `automations healthchecks sync {name}` does:"
     );
@@ -375,23 +371,24 @@ pub fn after_install(settings: &Settings, name: &Name) {
 /// For an automation an install found up to date: how to make or check its remote check (no
 /// call is made without a change to install).
 pub fn up_to_date_hint(settings: &Settings, name: &Name) {
-    let Ok(Some(cfg)) = hc::settings::load(&settings.data_root) else {
-        return;
-    };
-    if hc::watch(&cfg, &settings.namespace, name) != Watch::Off {
+    if watched(settings, name).is_some() {
         outln!("healthchecks: `automations healthchecks sync {name}` makes or updates its check");
     }
 }
 
+/// The Healthchecks settings and how `name` is watched, when `healthchecks.toml` exists and does
+/// not switch it off.
+fn watched(settings: &Settings, name: &Name) -> Option<(HcSettings, Watch)> {
+    let cfg = hc::settings::load(&settings.data_root).ok().flatten()?;
+    let watch = hc::watch(&cfg, &settings.namespace, name);
+    (watch != Watch::Off).then_some((cfg, watch))
+}
+
 /// What uninstall says of the remote check, when `healthchecks.toml` exists.
 pub fn uninstall_hint(settings: &Settings, name: &Name) {
-    let Ok(Some(cfg)) = hc::settings::load(&settings.data_root) else {
+    let Some((cfg, watch)) = watched(settings, name) else {
         return;
     };
-    let watch = hc::watch(&cfg, &settings.namespace, name);
-    if watch == Watch::Off {
-        return;
-    }
     match remote_checks(settings, &cfg) {
         Ok((_, remote))
             if sync::find(&remote, &settings.namespace, name, &watch)
