@@ -769,6 +769,25 @@ fn record_finding(
             why: format!("a path: {}", moved.join("; ")),
         });
     }
+    // Same definition, same paths, files as installed: only a newer renderer can differ (an
+    // upgrade that changed the unit, such as the skip status), and a reinstall takes it.
+    if let Ok(paths) = machine_paths(settings, Path::new(&record.bin)) {
+        let now: BTreeMap<String, String> = units::render(
+            def,
+            &settings.namespace,
+            &paths,
+            units::Target::of(settings.manager),
+        )
+        .iter()
+        .map(|u| (u.name.clone(), hex_sha256(&u.bytes)))
+        .collect();
+        if now != record.files {
+            return Some(Finding::Changed {
+                label,
+                why: "this version of automations renders its unit differently".into(),
+            });
+        }
+    }
     (!is_loaded).then(|| Finding::Missing {
         label,
         why: "not loaded".into(),

@@ -1154,6 +1154,31 @@ fn day_two_reinstall_shows_the_script_diff_and_uninstall_leaves_nothing_misleadi
         "y",
     );
     assert_pty_ok(&r);
+    // A unit installed by an older version (its file as that install recorded it, without the
+    // skip status) is said to be rendered differently now, with the reinstall that takes it.
+    assert_code(&sb.run(["units"]), 0);
+    assert_eq!(check(&sb).1, Some(0));
+    let service = agents(&sb).join(SERVICE);
+    let older = std::fs::read_to_string(&service)
+        .unwrap()
+        .replace("SuccessExitStatus=75\n", "");
+    std::fs::write(&service, &older).unwrap();
+    let record_path = sb.data.join("state/installed/heartbeat.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record_path).unwrap()).unwrap();
+    record["files"][SERVICE] = {
+        use sha2::Digest as _;
+        format!("{:x}", sha2::Sha256::digest(older.as_bytes())).into()
+    };
+    std::fs::write(&record_path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let (text, code) = check(&sb);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("local.automations.heartbeat: changed (this version of automations renders its unit differently); fix: make automations-install NAME=heartbeat"),
+        "{text}"
+    );
+    assert_pty_ok(&install(&sb, "heartbeat"));
+    assert_eq!(check(&sb).1, Some(0));
     // One line per binary: both units run the same one.
     let report = stdout(&sb.run(["doctor"]));
     let binary: Vec<&str> = report.lines().filter(|l| l.contains("binary")).collect();
