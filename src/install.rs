@@ -458,7 +458,11 @@ fn script_text(settings: &Settings, pin: &ScriptPin) -> anyhow::Result<Option<St
             path.display()
         );
     }
-    Ok(String::from_utf8(bytes).ok())
+    // Kept only while it stays small in the record too: escaped, control bytes grow sixfold, and
+    // the record must stay a small file every firing reads.
+    Ok(String::from_utf8(bytes)
+        .ok()
+        .filter(|t| serde_json::to_string(t).map_or(0, |j| j.len()) as u64 <= SCRIPT_TEXT_MAX))
 }
 
 pub fn plan_install(
