@@ -65,12 +65,8 @@ struct Rendered {
 impl Rendered {
     /// What the rendered folders hold now, of the folders rendered.
     fn present(&self, root: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
-        let mut present = portable::present(root)
-            .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))?;
-        if self.cluster_problem.is_some() {
-            present.retain(|path, _| !path.starts_with(kubernetes::DIR));
-        }
-        Ok(present)
+        Ok(portable::present(root, self.cluster_problem.is_none())
+            .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))?)
     }
 }
 

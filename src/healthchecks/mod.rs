@@ -182,12 +182,14 @@ pub fn watch(cfg: &HcSettings, namespace: &Namespace, name: &Name) -> Watch {
 /// named by its UUID has one; one found by its slug has one when `sync` makes it, for an
 /// automation installed here on a regular schedule (never for one that is manual-only, not
 /// installed, or runs at login only). `def` is `None` when its definition cannot be read: an
-/// installed automation's check stays its own and hears of the failure.
+/// installed automation's check stays its own and hears of the failure. `installed` is whether it
+/// has an install record, when the caller has read it already (a firing has); else it is read.
 pub fn has_check(
     settings: &Settings,
     name: &Name,
     watch: &Watch,
     def: Option<&Definition>,
+    installed: Option<bool>,
 ) -> bool {
     match watch {
         Watch::Off => false,
@@ -199,9 +201,11 @@ pub fn has_check(
                     .is_some_and(|s| !matches!(s, crate::schedule::Schedule::AtLogin))
             });
             regular
-                && crate::state::State::new(&settings.data_root)
-                    .install_record(name)
-                    .is_ok_and(|r| r.is_some())
+                && installed.unwrap_or_else(|| {
+                    crate::state::State::new(&settings.data_root)
+                        .install_record(name)
+                        .is_ok_and(|r| r.is_some())
+                })
         }
     }
 }

@@ -224,7 +224,12 @@ struct Context {
 impl Context {
     /// `None` when `healthchecks.toml` is absent, unreadable (said on stderr), says no check, or
     /// `name` has no check to ping (see [`super::has_check`]).
-    fn of(settings: &Settings, name: &Name, def: Option<&Definition>) -> Option<Self> {
+    fn of(
+        settings: &Settings,
+        name: &Name,
+        def: Option<&Definition>,
+        installed: Option<bool>,
+    ) -> Option<Self> {
         if !super::enabled(settings) {
             return None;
         }
@@ -237,7 +242,7 @@ impl Context {
             }
         };
         let watch = super::watch(&cfg, &settings.namespace, name);
-        super::has_check(settings, name, &watch, def).then(|| Self {
+        super::has_check(settings, name, &watch, def, installed).then(|| Self {
             cfg,
             watch,
             name: name.clone(),
@@ -318,9 +323,16 @@ type Started = (
 impl Pings {
     /// The firing's pings; `None` when its automation has no check (one `stat` when there is no
     /// `healthchecks.toml`). Nothing is sent yet.
-    pub fn prepare(settings: &Settings, def: &Definition, run_id: &str) -> Option<Self> {
+    /// `installed`: whether the firing found an install record (it read it for the pins).
+    pub fn prepare(
+        settings: &Settings,
+        def: &Definition,
+        installed: bool,
+        run_id: &str,
+    ) -> Option<Self> {
+        let ctx = Context::of(settings, &def.name, Some(def), Some(installed))?;
         Some(Self {
-            ctx: std::sync::Arc::new(Context::of(settings, &def.name, Some(def))?),
+            ctx: std::sync::Arc::new(ctx),
             rid: rid(run_id),
             started: std::sync::OnceLock::new(),
         })
@@ -386,7 +398,7 @@ impl Pings {
 
 /// The end ping of a run that never started (a scheduled firing of a broken definition).
 pub fn unstarted(settings: &Settings, name: &Name, finished: &Finished) {
-    if let Some(ctx) = Context::of(settings, name, None) {
+    if let Some(ctx) = Context::of(settings, name, None, None) {
         let r = one(&ctx, Ping::Fail, None, &body(name, finished));
         record(&settings.data_root, name, &[(Ping::Fail, r)]);
     }
@@ -404,7 +416,7 @@ pub fn skipped(settings: &Settings, def: &Definition, reason: SkipReason, detail
         }
         _ => return,
     };
-    if let Some(ctx) = Context::of(settings, name, Some(def)) {
+    if let Some(ctx) = Context::of(settings, name, Some(def), None) {
         let text = format!(
             "automations: {name} on {}: a firing was skipped: {}{}",
             crate::notify::host(),

@@ -97,7 +97,11 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
         )?;
         return Ok(told(settings, &def, busy));
     };
-    let (prepared, ended) = match under_the_lock(settings, &log, &state, &def, trigger, &lock)? {
+    let UnderTheLock {
+        prepared,
+        ended,
+        installed,
+    } = match under_the_lock(settings, &log, &state, &def, trigger, &lock)? {
         ControlFlow::Continue(ready) => ready,
         ControlFlow::Break(report) => return Ok(told(settings, &def, report)),
     };
@@ -106,7 +110,7 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
     let run_id = new_run_id(Utc::now());
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
-    let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, &run_id);
+    let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, installed, &run_id);
     let firing = Firing {
         settings,
         def: &def,
@@ -196,7 +200,7 @@ fn under_the_lock(
     def: &Definition,
     trigger: Trigger,
     lock: &locks::RunLock,
-) -> Result<ControlFlow<Report, (Prepared, Option<crate::runlog::EndedRun>)>, RunError> {
+) -> Result<ControlFlow<Report, UnderTheLock>, RunError> {
     let ended = match lock.interrupted() {
         Some(prev) => match end_survivors(log, &def.name, trigger, prev)? {
             ControlFlow::Continue(ended) => ended,
@@ -211,7 +215,19 @@ fn under_the_lock(
         let report = skip(log, &def.name, trigger, reason, detail)?;
         return Ok(ControlFlow::Break(report));
     }
-    Ok(ControlFlow::Continue((prepared, ended)))
+    Ok(ControlFlow::Continue(UnderTheLock {
+        prepared,
+        ended,
+        installed: installed.installed_at.is_some(),
+    }))
+}
+
+/// What a firing goes on with once it holds its lock: where it runs, what a killed firing before
+/// it left running and this one ended, and whether it has an install record (read for the pins).
+struct UnderTheLock {
+    prepared: Prepared,
+    ended: Option<crate::runlog::EndedRun>,
+    installed: bool,
 }
 
 /// Step 1: the definition of `name`. On schedule a broken one is still a recorded (failed) run,

@@ -18,6 +18,9 @@ use super::{MachinePaths, header_hashes, render};
 use crate::definition::Definition;
 use crate::names::Namespace;
 
+/// The top folder of the cluster target's files.
+const CLUSTER_TOP: &str = "kubernetes/";
+
 /// The folder of portable units in the repository root.
 pub const UNITS_DIR: &str = "units";
 
@@ -32,7 +35,7 @@ pub struct Folder {
     /// namespace or claim manifest beside the CronJobs) and never compared or removed.
     ours_begin: Option<&'static str>,
     /// What a stale file was rendered from: "stale (<this> changed since it was rendered)".
-    rendered_from: &'static str,
+    rendered_from: fn(&Path) -> &'static str,
     /// Runtime state taken out of what is there before it is compared (a CronJob's pause).
     normalize: fn(&[u8]) -> Cow<'_, [u8]>,
     /// The top folder to `git add` after regenerating.
@@ -47,7 +50,7 @@ fn folders() -> &'static [Folder] {
             dir: Path::new(UNITS_DIR).join(t.dir()),
             extensions: t.extensions(),
             ours_begin: None,
-            rendered_from: "its definition",
+            rendered_from: |_| "its definition",
             normalize: |have| Cow::Borrowed(have),
             top: "units/",
         });
@@ -55,9 +58,16 @@ fn folders() -> &'static [Folder] {
             dir: PathBuf::from(kubernetes::DIR),
             extensions: &[".yaml"],
             ours_begin: Some(kubernetes::HEADER_START),
-            rendered_from: "its definition or kubernetes.toml",
+            rendered_from: |path| {
+                if path.ends_with(kubernetes::KUSTOMIZATION) {
+                    // It lists every CronJob: adding or removing a definition changes it.
+                    "the definitions or kubernetes.toml"
+                } else {
+                    "its definition or kubernetes.toml"
+                }
+            },
             normalize: |have| Cow::Owned(kubernetes::without_suspend(have)),
-            top: "kubernetes/",
+            top: CLUSTER_TOP,
         };
         units.chain(std::iter::once(cluster)).collect()
     });
@@ -99,10 +109,11 @@ pub fn desired(
 }
 
 /// What the rendered folders hold now: repository-relative path -> bytes (only files this module
-/// owns).
-pub fn present(root: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
+/// owns). Without `cluster`, `kubernetes/` is left out: its target was not rendered, so its files
+/// are neither compared nor touched.
+pub fn present(root: &Path, cluster: bool) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for folder in folders() {
+    for folder in folders().iter().filter(|f| cluster || f.top != CLUSTER_TOP) {
         for (_, path) in crate::fsutil::list_named(&root.join(&folder.dir), "", folder.extensions)?
         {
             if std::fs::symlink_metadata(&path)?.is_file() {
@@ -146,11 +157,7 @@ impl Difference {
             Difference::Stale { path, .. } => format!(
                 "{}: stale ({} changed since it was rendered)",
                 path.display(),
-                if path.ends_with(kubernetes::KUSTOMIZATION) {
-                    "the definitions or kubernetes.toml"
-                } else {
-                    folder_of(path).map_or("its definition", |f| f.rendered_from)
-                }
+                folder_of(path).map_or("its definition", |f| (f.rendered_from)(path))
             ),
             Difference::Edited { path, .. } => {
                 // Same sources, other bytes: a hand's edit, or a renderer that changed since.
@@ -247,10 +254,7 @@ pub fn write(
     desired: &BTreeMap<PathBuf, Vec<u8>>,
     cluster: bool,
 ) -> io::Result<Vec<Difference>> {
-    let mut present = present(root)?;
-    if !cluster {
-        present.retain(|path, _| !path.starts_with(kubernetes::DIR));
-    }
+    let present = present(root, cluster)?;
     let diffs = compare(&present, desired);
     for d in &diffs {
         match d {
