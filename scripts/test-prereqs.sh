@@ -32,11 +32,12 @@ PREREQS=(
     "kubernetes-client|kubectl  kubectl     kubectl kustomize builds kubernetes/ (Debian's, or Google's package)"
 )
 
-# kubernetes-validate (PyPI), in a virtual environment inside target/: the Kubernetes tests
-# validate kubernetes/ with it, strictly, against the oldest supported Kubernetes minor.
+# From PyPI, in a virtual environment inside target/: kubernetes-validate, with which the
+# Kubernetes tests validate the rendered folder strictly against the oldest supported minor; and
+# cronsim, the cron library the `cron` schedule's firings are checked against (tests/it/cron.rs).
 # (AUTOMATIONS_TEST_VENV is for this script's own tests, which keep away from target/.)
 VENV=${AUTOMATIONS_TEST_VENV:-target/kubernetes-validate}
-KUBERNETES_VALIDATE=kubernetes-validate==1.37.0
+PYPI_PINS="kubernetes-validate==1.37.0 cronsim==2.9"
 
 packages=()
 for row in "${PREREQS[@]}"; do
@@ -75,25 +76,26 @@ ci=false
 case ${CI:-} in "" | 0 | false) ;; *) ci=true ;; esac
 
 venv_ready() {
-    [[ -x $VENV/bin/kubernetes-validate ]] && [[ $(cat "$VENV/.requirement" 2>/dev/null) == "$KUBERNETES_VALIDATE" ]]
+    [[ -x $VENV/bin/kubernetes-validate ]] && [[ $(cat "$VENV/.requirement" 2>/dev/null) == "$PYPI_PINS" ]]
 }
 if ! venv_ready; then
     if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
-        echo "test prerequisites: $KUBERNETES_VALIDATE is not in $VENV; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need it will be SKIPPED" >&2
+        echo "test prerequisites: $PYPI_PINS is not in $VENV; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need it will be SKIPPED" >&2
     else
-        echo "test prerequisites: installing $KUBERNETES_VALIDATE into $VENV (python3 -m venv, pip)" >&2
+        echo "test prerequisites: installing $PYPI_PINS into $VENV (python3 -m venv, pip)" >&2
         rm -rf "$VENV"
-        if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check "$KUBERNETES_VALIDATE"; } >&2; then
-            echo "test prerequisites: could not install $KUBERNETES_VALIDATE into $VENV (python3 with venv and PyPI are needed)" >&2
+        # shellcheck disable=SC2086 # the pins are words, one per package
+        if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check $PYPI_PINS; } >&2; then
+            echo "test prerequisites: could not install $PYPI_PINS into $VENV (python3 with venv and PyPI are needed)" >&2
             exit 3
         fi
-        echo "$KUBERNETES_VALIDATE" >"$VENV/.requirement"
+        echo "$PYPI_PINS" >"$VENV/.requirement"
     fi
 fi
 
 mapfile -t missing < <(missing_now)
 if ((${#missing[@]} == 0)); then
-    echo "test prerequisites: all ${#packages[@]} packages present, and $KUBERNETES_VALIDATE"
+    echo "test prerequisites: all ${#packages[@]} packages present, and $PYPI_PINS"
     exit 0
 fi
 

@@ -11,7 +11,6 @@ use serde::Serialize;
 use crate::definition::{Definition, Problem};
 use crate::health::{self, Verdict};
 use crate::history::{self, RunView, Status};
-use crate::schedule::Schedule;
 use crate::settings::Settings;
 use crate::state::{State, Stop};
 use crate::views;
@@ -315,7 +314,10 @@ fn missed_slots(
     from: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Vec<u32> {
-    let Some(schedule @ Schedule::DailyAt { .. }) = def.and_then(|d| d.schedule.as_ref()) else {
+    let Some(schedule) = def
+        .and_then(|d| d.schedule.as_ref())
+        .filter(|s| s.counts_missed_slots())
+    else {
         return Vec::new();
     };
     let Some(installed) = installed else {

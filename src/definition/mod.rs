@@ -13,13 +13,13 @@ use sha2::{Digest, Sha256};
 use toml::{Table, Value};
 
 use crate::names::{EnvName, FactName, Name, truncate};
-use crate::schedule::{Schedule, TimeOfDay, Weekday};
+use crate::schedule::{Cron, Schedule, TimeOfDay, Weekday};
 use crate::settings::DEFINITIONS_DIR;
 
 /// Definition files larger than this are refused unread.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// The largest `timeout_seconds`.
-pub const MAX_TIMEOUT_SECONDS: u32 = 3600;
+pub const MAX_TIMEOUT_SECONDS: u32 = 86_400;
 /// `timeout_seconds` when the definition does not say.
 pub const DEFAULT_TIMEOUT_SECONDS: u32 = 300;
 /// The placeholder for the repository root in `command`.
@@ -759,6 +759,7 @@ struct ScheduleKeys {
 #[derive(Default)]
 struct ScheduleFields {
     every: Option<u32>,
+    cron: Option<Cron>,
     offset: u32,
     times: Vec<TimeOfDay>,
     weekdays: Vec<Weekday>,
@@ -785,6 +786,10 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
         Some(every_minutes) => Schedule::EveryMinutes {
             every_minutes,
             offset_minutes: f.offset,
+            at_login: f.at_login,
+        },
+        None if f.cron.is_some() => Schedule::Cron {
+            cron: f.cron.expect("checked"),
             at_login: f.at_login,
         },
         None if f.times.is_empty() => Schedule::AtLogin,
@@ -822,6 +827,15 @@ fn schedule_fields(r: &mut Report, t: &Table) -> ScheduleFields {
                 f.offset = check_int(r, "schedule.offset_minutes", v, 0, 1439).unwrap_or(0);
             }
             "daily_at" => f.times = check_times(r, v),
+            "cron" => match v {
+                // cron's @reboot is a run when the user's service manager starts.
+                Value::String(s) if s.trim().eq_ignore_ascii_case("@reboot") => f.at_login = true,
+                Value::String(s) => match Cron::parse(s) {
+                    Ok(c) => f.cron = Some(c),
+                    Err(e) => r.add("schedule.cron", format!("{:?}: {e}", truncate(s, 60))),
+                },
+                v => r.wrong_type("schedule.cron", "a string of five fields", v),
+            },
             "weekdays" => f.weekdays = check_weekdays(r, v),
             "days_of_month" => f.days_of_month = check_days_of_month(r, v),
             "at_login" => match v {
@@ -848,16 +862,22 @@ fn schedule_fields(r: &mut Report, t: &Table) -> ScheduleFields {
 
 /// The keys of `[schedule]` that exclude or need one another.
 fn check_combinations(r: &mut Report, t: &Table, f: &ScheduleFields) {
-    let has = |k| t.contains_key(k);
-    if has("every_minutes") && has("daily_at") {
+    let has = |k: &str| t.contains_key(k);
+    let kinds: Vec<&str> = ["every_minutes", "daily_at", "cron"]
+        .into_iter()
+        .filter(|k| has(k))
+        .collect();
+    if let [first, rest @ ..] = kinds.as_slice()
+        && !rest.is_empty()
+    {
         r.add(
             "schedule",
-            "has both every_minutes and daily_at; choose one",
+            format!("has both {first} and {}; choose one", rest.join(" and ")),
         );
-    } else if !has("every_minutes") && !has("daily_at") && !f.at_login {
+    } else if kinds.is_empty() && !f.at_login {
         r.add(
             "schedule",
-            "needs every_minutes, daily_at or at_login = true (leave out [schedule] for manual only)",
+            "needs every_minutes, daily_at, cron or at_login = true (leave out [schedule] for manual only)",
         );
     }
     for key in ["weekdays", "days_of_month"] {
@@ -865,6 +885,11 @@ fn check_combinations(r: &mut Report, t: &Table, f: &ScheduleFields) {
             r.add(
                 &format!("schedule.{key}"),
                 "only allowed with daily_at, not with every_minutes",
+            );
+        } else if has(key) && has("cron") {
+            r.add(
+                &format!("schedule.{key}"),
+                "only allowed with daily_at; with cron, write the days in its day fields",
             );
         } else if has(key) && !has("daily_at") {
             r.add(&format!("schedule.{key}"), "only allowed with daily_at");
@@ -895,7 +920,7 @@ fn check_offset(r: &mut Report, t: &Table, f: &ScheduleFields) {
     match f.every {
         None => r.add(
             "schedule.offset_minutes",
-            "only allowed with every_minutes (with daily_at, write the times themselves)",
+            "only allowed with every_minutes (with daily_at or cron, write the times themselves)",
         ),
         Some(e) if !crate::schedule::is_grid(e) => r.add(
             "schedule.offset_minutes",
@@ -1031,8 +1056,33 @@ fn check_days_of_month(r: &mut Report, v: &Value) -> Vec<u8> {
 /// What `validate` says about a valid schedule that may not do what its author meant: days of the
 /// month that some months do not have (those months do not fire, as with cron and systemd).
 pub fn schedule_warnings(def: &Definition) -> Vec<Problem> {
+    let mut warnings: Vec<Problem> = overlong_timeout(def).into_iter().collect();
+    warnings.extend(late_days(def));
+    warnings
+}
+
+/// A run allowed to last longer than the time to the next firing: that firing finds it running
+/// and is skipped (the lock), which `validate` says rather than refuses.
+fn overlong_timeout(def: &Definition) -> Option<Problem> {
+    let schedule = def.schedule.as_ref()?;
+    if matches!(schedule, Schedule::AtLogin) {
+        return None;
+    }
+    let gap = schedule.shortest_gap_seconds();
+    (def.timeout_seconds > gap).then(|| Problem {
+        file: format!("{DEFINITIONS_DIR}/{}.toml", def.name),
+        key: "timeout_seconds".into(),
+        message: format!(
+            "warning: {} s is longer than the shortest time between two firings ({gap} s): a run that takes that long makes the next firing skip (it is still running)",
+            def.timeout_seconds
+        ),
+    })
+}
+
+/// Days of the month that some months do not have.
+fn late_days(def: &Definition) -> Option<Problem> {
     let Some(Schedule::DailyAt { days_of_month, .. }) = &def.schedule else {
-        return Vec::new();
+        return None;
     };
     let late: Vec<String> = days_of_month
         .iter()
@@ -1040,21 +1090,21 @@ pub fn schedule_warnings(def: &Definition) -> Vec<Problem> {
         .map(ToString::to_string)
         .collect();
     if late.is_empty() {
-        return Vec::new();
+        return None;
     }
     let months = match days_of_month.iter().filter(|d| **d >= 29).min() {
         Some(29) => "February (but in leap years)",
         Some(30) => "February",
         _ => "February, April, June, September and November",
     };
-    vec![Problem {
+    Some(Problem {
         file: format!("{DEFINITIONS_DIR}/{}.toml", def.name),
         key: "schedule.days_of_month".into(),
         message: format!(
             "warning: {} is not in every month: it does not fire in {months} (like cron and systemd)",
             late.join(", ")
         ),
-    }]
+    })
 }
 
 #[cfg(test)]

@@ -89,12 +89,12 @@ fn every_rule_valid_and_invalid() {
         (
             "timeout_seconds = 0",
             "timeout_seconds",
-            "out of range 1..=3600",
+            "out of range 1..=86400",
         ),
         (
-            "timeout_seconds = 3601",
+            "timeout_seconds = 86401",
             "timeout_seconds",
-            "out of range 1..=3600",
+            "out of range 1..=86400",
         ),
         ("timeout_seconds = -5", "timeout_seconds", "out of range"),
         (
@@ -280,6 +280,37 @@ fn every_rule_valid_and_invalid() {
             "only means something with retries = 1..5",
         ),
         (
+            "[schedule]\nevery_minutes = 5\ncron = \"* * * * *\"",
+            "schedule",
+            "has both every_minutes and cron; choose one",
+        ),
+        (
+            "[schedule]\ncron = \"61 * * * *\"",
+            "schedule.cron",
+            "\"61 * * * *\": minute field \"61\": 61 is out of range; a minute is 0-59",
+        ),
+        (
+            "[schedule]\ncron = \"0 0 * * * 2027\"",
+            "schedule.cron",
+            "has 6 fields; cron has five",
+        ),
+        ("[schedule]\ncron = 5", "schedule.cron", "a string of five fields"),
+        (
+            "[schedule]\ncron = \"0 9 * * *\"\nweekdays = [\"mon\"]",
+            "schedule.weekdays",
+            "with cron, write the days in its day fields",
+        ),
+        (
+            "[schedule]\ncron = \"0 9 * * *\"\noffset_minutes = 5",
+            "schedule.offset_minutes",
+            "only allowed with every_minutes",
+        ),
+        (
+            "[schedule]\ncron = \"*/10 * * * *\"\njitter_seconds = 600",
+            "schedule.jitter_seconds",
+            "600 is not less than the shortest time between two firings (600 s)",
+        ),
+        (
             "[schedule]\nevery_minutes = 5\nretries = 1\nretry_delay_seconds = 0",
             "schedule.retry_delay_seconds",
             "out of range 1..=3600",
@@ -307,7 +338,7 @@ fn every_rule_valid_and_invalid() {
         (
             "[schedule]\nat_login = false",
             "schedule",
-            "needs every_minutes, daily_at or at_login = true",
+            "needs every_minutes, daily_at, cron or at_login = true",
         ),
         (
             "[schedule]\nat_login = \"yes\"",
@@ -342,7 +373,7 @@ fn every_rule_valid_and_invalid() {
         (
             "[schedule]\n",
             "schedule",
-            "needs every_minutes, daily_at or at_login = true",
+            "needs every_minutes, daily_at, cron or at_login = true",
         ),
         (
             "[schedule]\nevery_minutes = 5\nweekdays = [\"mon\"]",
@@ -380,6 +411,7 @@ fn every_rule_valid_and_invalid() {
         "kind = \"command\"",
         "timeout_seconds = 1",
         "timeout_seconds = 3600",
+        "timeout_seconds = 86400",
         "outbound = false",
         "headline = \"a_1\"",
         "env = []",
@@ -396,6 +428,10 @@ fn every_rule_valid_and_invalid() {
         "[schedule]\ndaily_at = \"08:00\"\njitter_seconds = 3600",
         "[schedule]\nat_login = true",
         "[schedule]\nevery_minutes = 60\nat_login = true",
+        "[schedule]\ncron = \"30 2 * * 1-5\"",
+        "[schedule]\ncron = \"@daily\"\nat_login = true\nretries = 2",
+        "[schedule]\ncron = \"@reboot\"",
+        "[schedule]\ncron = \"*/10 * * * *\"\njitter_seconds = 599",
         "[schedule]\nevery_minutes = 5\nretries = 5\nretry_delay_seconds = 3600\nretry_on = [\"outbound\", \"timeout\"]",
         "[schedule]\ndaily_at = \"08:00\"\nat_login = true\njitter_seconds = 60",
         "[anytype]\npermission = \"readwrite\"\nspaces = [\"bafyreia.2hx\"]",
@@ -672,6 +708,19 @@ fn lists_and_days_are_kept_sorted_and_late_days_warn() {
     );
     let d = parse_x("[schedule]\ndaily_at = \"03:00\"\ndays_of_month = [1, 28]").unwrap();
     assert!(schedule_warnings(&d).is_empty());
+    // A timeout longer than the time to the next firing is said, not refused: that firing skips.
+    let long = "timeout_seconds = 7200\n[schedule]\ncron = \"0 * * * *\"";
+    let w = schedule_warnings(&parse_x(long).unwrap());
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].key, "timeout_seconds");
+    assert!(
+        w[0].message
+            .contains("7200 s is longer than the shortest time between two firings (3600 s)"),
+        "{}",
+        w[0].message
+    );
+    let fits = "timeout_seconds = 3600\n[schedule]\ncron = \"0 * * * *\"";
+    assert!(schedule_warnings(&parse_x(fits).unwrap()).is_empty());
     // Retries: defaults, and waits that double up to an hour.
     assert_eq!(d.retry, Retry::default());
     let r = parse_x("[schedule]\nevery_minutes = 5\nretries = 5\nretry_delay_seconds = 1000")

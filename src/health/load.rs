@@ -342,7 +342,7 @@ fn gather(
     Option<chrono::DateTime<chrono::Utc>>,
 ) {
     let since_days = match schedule {
-        Some(Schedule::DailyAt { .. }) => {
+        Some(s) if s.counts_missed_slots() => {
             Some(chrono::Utc::now() - chrono::Duration::days(i64::from(th.missed_days_window) + 2))
         }
         _ => None,
@@ -355,7 +355,7 @@ fn gather(
     // it knows is read only when the runs read hold none).
     let any_ok = snapshot.has_last_ok(name);
     // Skipped firings count only for the missed slots of a calendar schedule.
-    let calendar = matches!(schedule, Some(Schedule::DailyAt { .. }));
+    let calendar = schedule.is_some_and(Schedule::counts_missed_slots);
     // A run is read from its end; its start only when the end does not say it or there is none.
     let records_of = snapshot.records(name).ends_first();
     let records_of = if calendar {

@@ -286,7 +286,19 @@ fn stale<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
         // A day's slots: `stale_daily_hours`; slots further apart (weekdays, days of the month)
         // or closer (several a day) move the limit by as much as their longest gap differs from
         // a day's.
-        Schedule::DailyAt { .. } => {
+        // A pattern finer than hourly: its longest gap (a weekend, a night) and then as many of
+        // its shortest as `stale_intervals` allows beyond the first.
+        Schedule::Cron { cron, .. } if !schedule.counts_missed_slots() => {
+            let shortest = i64::from(cron.shortest_gap_seconds()) * 1000;
+            let longest = crate::schedule::longest_gap(
+                schedule,
+                &now.wall.timezone(),
+                now.wall.with_timezone(&Utc),
+            )
+            .map_or(shortest, |g| g.num_milliseconds());
+            (longest + i64::from(th.stale_intervals.saturating_sub(1)) * shortest) as u64
+        }
+        Schedule::DailyAt { .. } | Schedule::Cron { .. } => {
             let day_ms: i64 = 86_400_000;
             let gap_ms = crate::schedule::longest_gap(
                 schedule,
@@ -373,7 +385,7 @@ fn missed_days_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Rea
     let (Some(def), Some(installed)) = (&i.s.definition, i.s.installed_at) else {
         return Vec::new();
     };
-    let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule else {
+    let Some(schedule) = def.schedule.as_ref().filter(|s| s.counts_missed_slots()) else {
         return Vec::new();
     };
     let missed = missed_days(i.s, schedule, installed, i.th, i.now);

@@ -90,11 +90,19 @@ pub fn spec(
             spec.timeout = Some((every_minutes * 60).clamp(SECONDS_MIN, SECONDS_MAX));
         }
         _ => {
-            let text = lines.join("\n");
+            // A cron expression is given as such (a Healthchecks cron check); the rest as the
+            // timer's own OnCalendar lines.
+            let text = match schedule {
+                Schedule::Cron { cron, .. } => cron.numeric(),
+                _ => lines.join("\n"),
+            };
             if text.len() > SCHEDULE_MAX {
+                let what = match schedule {
+                    Schedule::Cron { .. } => "cron expression".to_owned(),
+                    _ => format!("{} OnCalendar lines", lines.len()),
+                };
                 return Err(format!(
-                    "its {} OnCalendar lines are {} characters; Healthchecks takes at most {SCHEDULE_MAX}",
-                    lines.len(),
+                    "its {what}: {} characters; Healthchecks takes at most {SCHEDULE_MAX}",
                     text.len()
                 ));
             }

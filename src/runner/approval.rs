@@ -186,7 +186,8 @@ pub fn why_not(
         }
     }
     // One run per daily slot.
-    if let Some(schedule @ Schedule::DailyAt { .. }) = &def.schedule
+    if let Some(schedule) = &def.schedule
+        && schedule.slotted()
         && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())
         && (schedule::slot_done(slot_at, None, installed.installed_at)
             || history::scheduled_since(log, name.as_str(), slot_at))

@@ -96,6 +96,34 @@ fn schedule_keys(schedule: &Schedule, d: &mut Dictionary) {
             );
         }
         Schedule::AtLogin => {}
+        Schedule::Cron { cron, .. } => {
+            let int = |n: u32| Value::Integer(u64::from(n).into());
+            let entries: Vec<Value> = cron
+                .launchd_entries()
+                .into_iter()
+                .map(|e| {
+                    let mut c = Dictionary::new();
+                    for (key, v) in [
+                        ("Month", e.month),
+                        ("Day", e.day),
+                        ("Weekday", e.weekday),
+                        ("Hour", e.hour),
+                        ("Minute", e.minute),
+                    ] {
+                        if let Some(v) = v {
+                            c.insert(key.into(), int(v));
+                        }
+                    }
+                    Value::Dictionary(c)
+                })
+                .collect();
+            let value = match <[Value; 1]>::try_from(entries) {
+                Ok([one]) => one,
+                Err(many) => Value::Array(many),
+            };
+            d.insert("StartCalendarInterval".into(), value);
+            d.insert("RunAtLoad".into(), Value::Boolean(true));
+        }
         Schedule::DailyAt {
             daily_at,
             weekdays,

@@ -183,7 +183,7 @@ fn sandbox() -> Sandbox {
 }
 
 /// The content of the one file `render NAME --target T --json` names with `suffix`.
-fn rendered(sb: &Sandbox, name: &str, target: &str, suffix: &str) -> String {
+pub fn rendered(sb: &Sandbox, name: &str, target: &str, suffix: &str) -> String {
     let o = sb.run(["render", name, "--target", target, "--json"]);
     assert_code(&o, 0);
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -198,7 +198,12 @@ fn rendered(sb: &Sandbox, name: &str, target: &str, suffix: &str) -> String {
 
 /// The next `n` elapses of all the timer's `OnCalendar=` lines together after `base`, as
 /// `systemd-analyze calendar` computes them in `zone`.
-fn systemd_elapses(timer: &str, zone: &str, base: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
+pub fn systemd_elapses(
+    timer: &str,
+    zone: &str,
+    base: DateTime<Utc>,
+    n: usize,
+) -> Vec<DateTime<Utc>> {
     let exprs: Vec<&str> = timer
         .lines()
         .filter_map(|l| l.strip_prefix("OnCalendar="))

@@ -6,6 +6,7 @@ mod schema;
 
 mod approval;
 mod calendar;
+mod cron;
 mod dashboard;
 mod definitions;
 mod exits;

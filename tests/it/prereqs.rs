@@ -90,12 +90,14 @@ fn script() -> PathBuf {
     repo_root().join("scripts/test-prereqs.sh")
 }
 
-/// The kubernetes-validate requirement the script pins (`KUBERNETES_VALIDATE=…`).
+/// The PyPI packages the script pins (`PYPI_PINS="…"`), as its messages and pip's arguments
+/// write them.
 fn validator_requirement() -> String {
     let text = std::fs::read_to_string(script()).unwrap();
     text.lines()
-        .find_map(|l| l.strip_prefix("KUBERNETES_VALIDATE="))
-        .expect("the script pins kubernetes-validate")
+        .find_map(|l| l.strip_prefix("PYPI_PINS="))
+        .expect("the script pins its PyPI packages")
+        .trim_matches('"')
         .to_owned()
 }
 

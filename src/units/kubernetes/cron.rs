@@ -36,6 +36,11 @@ pub fn cron(schedule: &Schedule) -> Result<Cron, String> {
             days_of_month,
             ..
         } => daily(daily_at, weekdays, days_of_month),
+        // The expression itself, in numbers (the controller's parser takes no names or shortcuts).
+        Schedule::Cron { cron, .. } => Ok(Cron {
+            line: cron.numeric(),
+            interval_seconds: cron.shortest_gap_seconds(),
+        }),
         Schedule::AtLogin => unreachable!("at_login() is true for AtLogin"),
     }
 }

@@ -7,7 +7,11 @@
 //! Pure functions: the caller passes "now" in the zone it means (`chrono::Local` in the program,
 //! a real zone in tests). Nothing here reads a clock, a file or the environment.
 
+pub mod cron;
+
 use std::fmt;
+
+pub use cron::Cron;
 
 use chrono::{
     DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, TimeZone, Timelike, Utc,
@@ -142,6 +146,13 @@ pub enum Schedule {
         #[serde(default, skip_serializing_if = "is_false")]
         at_login: bool,
     },
+    /// A five-field cron expression (docs/cron.md).
+    Cron {
+        cron: Cron,
+        /// It also runs once when the user's service manager starts (`at_login = true`).
+        #[serde(default, skip_serializing_if = "is_false")]
+        at_login: bool,
+    },
     /// Only once each time the user's service manager starts: at login (or at boot, with
     /// lingering), and when it is installed.
     AtLogin,
@@ -191,11 +202,28 @@ impl Schedule {
     /// Whether it runs when the user's service manager starts (login, or boot with lingering).
     pub fn at_login(&self) -> bool {
         match self {
-            Schedule::EveryMinutes { at_login, .. } | Schedule::DailyAt { at_login, .. } => {
-                *at_login
-            }
+            Schedule::EveryMinutes { at_login, .. }
+            | Schedule::DailyAt { at_login, .. }
+            | Schedule::Cron { at_login, .. } => *at_login,
             Schedule::AtLogin => true,
         }
+    }
+
+    /// Whether health counts its missed slots (and the skips that answered them): `daily_at`, and
+    /// a `cron` that fires at most hourly. A finer pattern is judged like `every_minutes`, by the
+    /// age of its last success: a night asleep would otherwise count as dozens of missed slots.
+    pub fn counts_missed_slots(&self) -> bool {
+        match self {
+            Schedule::DailyAt { .. } => true,
+            Schedule::Cron { cron, .. } => cron.shortest_gap_seconds() >= 3600,
+            _ => false,
+        }
+    }
+
+    /// Whether it fires on calendar slots that each run once (`daily_at`, `cron`): the slot guard
+    /// skips a firing whose slot already ran, health counts missed slots.
+    pub fn slotted(&self) -> bool {
+        matches!(self, Schedule::DailyAt { .. } | Schedule::Cron { .. })
     }
 
     /// The shortest time between two of its firings, in seconds (what `jitter_seconds` must stay
@@ -204,6 +232,7 @@ impl Schedule {
         match self {
             Schedule::EveryMinutes { every_minutes, .. } => every_minutes * 60,
             Schedule::AtLogin => 86_400,
+            Schedule::Cron { cron, .. } => cron.shortest_gap_seconds(),
             Schedule::DailyAt { daily_at, .. } => {
                 let mins: Vec<u32> = daily_at.iter().map(|t| t.minutes()).collect();
                 let wrap = mins.first().map_or(1440, |first| first + 1440);
@@ -230,6 +259,7 @@ impl Schedule {
     fn clock_words(&self) -> String {
         match self {
             Schedule::AtLogin => String::new(),
+            Schedule::Cron { cron, .. } => cron.words(),
             Schedule::EveryMinutes {
                 every_minutes,
                 offset_minutes,
@@ -248,25 +278,28 @@ impl Schedule {
                 }
                 let mut days = weekdays.clone();
                 days.sort();
-                let on = match days.as_slice() {
-                    [] => String::new(),
-                    d if d.len() == 7 => String::new(),
-                    [
-                        Weekday::Mon,
-                        Weekday::Tue,
-                        Weekday::Wed,
-                        Weekday::Thu,
-                        Weekday::Fri,
-                    ] => " on weekdays".into(),
-                    [Weekday::Sat, Weekday::Sun] => " on weekends".into(),
-                    d => format!(
-                        " on {}",
-                        d.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
+                let on = match days.len() {
+                    0 | 7 => String::new(),
+                    _ => format!(" on {}", weekday_words(&days)),
                 };
                 format!("daily at {times}{on}")
             }
         }
+    }
+}
+
+/// Some days of the week (sorted, Monday first) in words: "weekdays", "weekends", "mon, wed".
+fn weekday_words(days: &[Weekday]) -> String {
+    match days {
+        [
+            Weekday::Mon,
+            Weekday::Tue,
+            Weekday::Wed,
+            Weekday::Thu,
+            Weekday::Fri,
+        ] => "weekdays".into(),
+        [Weekday::Sat, Weekday::Sun] => "weekends".into(),
+        d => d.iter().map(|d| d.as_str()).collect::<Vec<_>>().join(", "),
     }
 }
 
@@ -350,6 +383,7 @@ pub fn on_calendar(schedule: &Schedule) -> Vec<String> {
             ..
         } if is_grid(*every_minutes) => vec![grid_calendar(*every_minutes, *offset_minutes)],
         Schedule::EveryMinutes { .. } | Schedule::AtLogin => Vec::new(),
+        Schedule::Cron { cron, .. } => cron.on_calendar(),
         Schedule::DailyAt {
             daily_at,
             weekdays,
@@ -546,6 +580,7 @@ impl Next {
 /// longest gap between two days of the month (the 31st: August to October).
 fn search_days(schedule: &Schedule) -> i64 {
     match schedule {
+        Schedule::Cron { cron, .. } => cron.search_days(),
         Schedule::DailyAt { days_of_month, .. } if !days_of_month.is_empty() => 63,
         _ => 8,
     }
@@ -571,6 +606,7 @@ pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> 
             .map(|t| t.with_timezone(&Utc))
             .collect(),
         Schedule::EveryMinutes { .. } | Schedule::AtLogin => Vec::new(),
+        Schedule::Cron { cron, .. } => cron_day_slots(cron, tz, day),
         Schedule::DailyAt {
             daily_at,
             weekdays,
@@ -589,6 +625,39 @@ pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> 
             slots
         }
     }
+}
+
+/// The slots of a cron expression on local `day`: a time of day (fixed minute and hour) as for
+/// `daily_at` ([`resolve_local`]); any other pattern by real minutes, so a minute in a DST gap
+/// does not happen and one in a fold happens twice (as Debian's cron runs it).
+fn cron_day_slots<Tz: TimeZone>(cron: &Cron, tz: &Tz, day: NaiveDate) -> Vec<DateTime<Utc>> {
+    if !cron.matches_day(day) {
+        return Vec::new();
+    }
+    let mut slots: Vec<DateTime<Utc>> = Vec::new();
+    for (hour, minute) in cron.times() {
+        if cron.fixed_time() {
+            let at = TimeOfDay {
+                hour: hour as u8,
+                minute: minute as u8,
+            };
+            slots.extend(resolve_local(tz, day, at));
+            continue;
+        }
+        let Some(naive) = day.and_hms_opt(hour, minute, 0) else {
+            continue;
+        };
+        match tz.from_local_datetime(&naive) {
+            LocalResult::Single(t) => slots.push(t.with_timezone(&Utc)),
+            LocalResult::Ambiguous(a, b) => {
+                slots.extend([a.with_timezone(&Utc), b.with_timezone(&Utc)]);
+            }
+            LocalResult::None => {}
+        }
+    }
+    slots.sort();
+    slots.dedup();
+    slots
 }
 
 /// Every slot of `schedule` in `(from, to]`, oldest first: the one answer to "which slots were due

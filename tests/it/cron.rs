@@ -1,0 +1,400 @@
+//! The `cron` schedule checked against references, not against itself: cronsim (PyPI, which reads
+//! expressions as Debian's cron does; `make test` installs it beside kubernetes-validate) through
+//! scripts/cron_oracle.py, `systemd-analyze calendar` on the timer's own `OnCalendar=` lines, and
+//! the plist's `StartCalendarInterval` entries evaluated minute by minute as launchd documents them
+//! (an entry matches when every key it has does, except that Day and Weekday together match on
+//! either). 45 expressions, seven zones (DST in both hemispheres, 30- and 45-minute offsets, a
+//! 30-minute DST shift), every DST change of 2026 in them.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use chrono::{DateTime, Datelike, NaiveDateTime, TimeZone, Timelike, Utc};
+use chrono_tz::Tz;
+
+use crate::calendar::{rendered, systemd_elapses};
+use crate::harness::*;
+use crate::units::which;
+
+/// Expressions people write: the three of a typical crontab, every syntax, both day rules.
+const EXPRESSIONS: &[&str] = &[
+    "*/10 * * * *",
+    "30 2 * * 1-5",
+    "0 9 1,15 * *",
+    "* * * * *",
+    "0 * * * *",
+    "15 * * * *",
+    "5-55/10 * * * *",
+    "0,30 * * * *",
+    "0 */2 * * *",
+    "30 1-23/3 * * *",
+    "0 9-17 * * mon-fri",
+    "*/15 9-17 * * 1-5",
+    "0 0 * * *",
+    "30 2 * * *",
+    "0 3 * * 0",
+    "0 3 * * 7",
+    "0 3 * * sun",
+    "45 23 * * 5-7",
+    "0 12 1 * *",
+    "0 12 31 * *",
+    "0 6 1 jan,jul *",
+    "0 6 * JAN-MAR MON",
+    "0 0 1,15 * fri",
+    "30 4 13 * 5",
+    "0 8 */2 * *",
+    "0 8 * * */2",
+    "0 2,14 * * *",
+    "10 2 * * 6,0",
+    "0 22 * * 1-5",
+    "59 23 28-31 * *",
+    "0 0 29 2 *",
+    "0 1 * * *",
+    "30 1 * * *",
+    "*/5 2 * * *",
+    "20-40 2 * * *",
+    "0-10/5 1,2,3 * * *",
+    "0 0-6/2 * * sat",
+    "17 */4 1-7 * *",
+    "*/20 * * 3,10 *",
+    "@hourly",
+    "@daily",
+    "@midnight",
+    "@weekly",
+    "@monthly",
+    "@yearly",
+];
+
+const ZONES: &[&str] = &[
+    "Europe/Berlin",
+    "America/New_York",
+    "Asia/Kolkata",
+    "Asia/Kathmandu",
+    "Australia/Adelaide",
+    "Australia/Lord_Howe",
+    "UTC",
+];
+
+/// Every change of offset in 2026 among the zones (UTC), with the zone that changes — but Lord
+/// Howe's: its clock moves by 30 minutes, and cronsim steps an hour field by 3,600 real seconds,
+/// which lands on 01:30 and then 02:30 and so never sees the 02:00 that happens once that night
+/// (`0 */2 * * *`), where cron, which looks at every local minute, runs. The program runs it.
+/// The zone's ordinary days are compared all year, and in June with systemd.
+const CHANGES: &[(&str, &str)] = &[
+    ("America/New_York", "2026-03-08T07:00:00Z"),
+    ("Europe/Berlin", "2026-03-29T01:00:00Z"),
+    ("Australia/Adelaide", "2026-04-04T16:30:00Z"),
+    ("Australia/Adelaide", "2026-10-03T16:30:00Z"),
+    ("Europe/Berlin", "2026-10-25T01:00:00Z"),
+    ("America/New_York", "2026-11-01T06:00:00Z"),
+];
+
+fn utc(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+/// A name per expression: `c0` … `c44`.
+fn name(i: usize) -> String {
+    format!("c{i}")
+}
+
+/// cronsim behind scripts/cron_oracle.py, one process for many questions; `None` when the test
+/// venv is missing (the caller skips, loudly).
+struct Oracle {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Oracle {
+    fn start() -> Option<Self> {
+        let python = repo_root().join("target/kubernetes-validate/bin/python");
+        let ready = python.exists()
+            && Command::new(&python)
+                .args(["-c", "import cronsim"])
+                .output()
+                .is_ok_and(|o| o.status.success());
+        if !ready {
+            return None;
+        }
+        let mut child = Command::new(python)
+            .arg(repo_root().join("scripts/cron_oracle.py"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Some(Self {
+            child,
+            stdin,
+            stdout,
+        })
+    }
+
+    /// cronsim's firings of `expr` in `zone` in `(after, until]`, at most `max`.
+    fn firings(
+        &mut self,
+        expr: &str,
+        zone: &str,
+        after: DateTime<Utc>,
+        until: DateTime<Utc>,
+        max: usize,
+    ) -> Vec<DateTime<Utc>> {
+        let q = serde_json::json!({
+            "expr": expr, "zone": zone, "after": after.timestamp(),
+            "until": until.timestamp(), "max": max,
+        });
+        writeln!(self.stdin, "{q}").unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        let secs: Vec<i64> = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        secs.into_iter()
+            .map(|s| Utc.timestamp_opt(s, 0).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Oracle {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn oracle_or_skip(test: &str) -> Option<Oracle> {
+    let o = Oracle::start();
+    if o.is_none() {
+        skip(
+            test,
+            "cronsim is not in target/kubernetes-validate (make test installs it: scripts/test-prereqs.sh)",
+        );
+    }
+    o
+}
+
+fn sandbox() -> Sandbox {
+    let sb = Sandbox::new();
+    for (i, expr) in EXPRESSIONS.iter().enumerate() {
+        let n = name(i);
+        sb.definition(
+            &n,
+            &format!("name = \"{n}\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{expr}\"\n"),
+        );
+    }
+    sb
+}
+
+fn schedule_of(expr: &str) -> automations::schedule::Schedule {
+    let def = automations::definition::parse(
+        "x.toml",
+        format!("name = \"x\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{expr}\"\n").as_bytes(),
+        &automations::definition::Checks {
+            home: "/nonexistent".into(),
+            data_root: "/nonexistent".into(),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{expr}: {e:?}"));
+    def.schedule.unwrap()
+}
+
+/// The program's slots (what the slot guard, NEXT, health and the dashboard use) are cronsim's:
+/// across every DST change of the year in its zone, and over a whole year in every zone.
+#[test]
+fn the_programs_slots_are_the_cron_librarys_across_every_dst_change() {
+    let Some(mut oracle) =
+        oracle_or_skip("the_programs_slots_are_the_cron_librarys_across_every_dst_change")
+    else {
+        return;
+    };
+    let mut windows: Vec<(&str, DateTime<Utc>, DateTime<Utc>, usize)> = CHANGES
+        .iter()
+        .map(|(zone, at)| {
+            let at = utc(at);
+            (
+                *zone,
+                at - chrono::Duration::hours(3),
+                at + chrono::Duration::hours(27),
+                2000,
+            )
+        })
+        .collect();
+    windows.extend(ZONES.iter().map(|z| {
+        if *z == "Australia/Lord_Howe" {
+            // Between its changes (see CHANGES).
+            (
+                *z,
+                utc("2026-04-06T00:00:00Z"),
+                utc("2026-10-02T00:00:00Z"),
+                400,
+            )
+        } else {
+            (
+                *z,
+                utc("2026-01-01T00:00:00Z"),
+                utc("2027-01-01T00:00:00Z"),
+                400,
+            )
+        }
+    }));
+    let mut compared = 0;
+    for expr in EXPRESSIONS {
+        let schedule = schedule_of(expr);
+        for (zone, from, to, max) in &windows {
+            let want = oracle.firings(expr, zone, *from, *to, *max);
+            let tz: Tz = zone.parse().unwrap();
+            // As far as the library was asked to go.
+            let until = if want.len() == *max {
+                want[max - 1]
+            } else {
+                *to
+            };
+            let got = automations::schedule::slots_between(&schedule, &tz, *from, until);
+            if got != want {
+                let at = got.iter().zip(&want).position(|(g, w)| g != w);
+                let at = at.unwrap_or(got.len().min(want.len()));
+                panic!(
+                    "{expr:?} in {zone} from {from}: firing {at} is {:?} here, {:?} in cronsim ({} and {} firings)",
+                    got.get(at),
+                    want.get(at),
+                    got.len(),
+                    want.len()
+                );
+            }
+            compared += got.len();
+        }
+    }
+    assert!(compared > 50_000, "only {compared} firings compared");
+}
+
+/// systemd fires where cronsim says: the rendered timer's `OnCalendar=` lines, by
+/// `systemd-analyze calendar --iterations`, in June (no zone changes its offset then; what systemd
+/// does in a DST change is docs/cron.md's).
+#[test]
+fn systemd_timers_fire_where_the_cron_library_says() {
+    if which("systemd-analyze").is_none() {
+        return skip(
+            "systemd_timers_fire_where_the_cron_library_says",
+            "systemd-analyze is not installed (apt-get install systemd)",
+        );
+    }
+    let Some(mut oracle) = oracle_or_skip("systemd_timers_fire_where_the_cron_library_says") else {
+        return;
+    };
+    let sb = sandbox();
+    let base = utc("2026-06-10T00:00:00Z");
+    let far = utc("2099-01-01T00:00:00Z");
+    for (i, expr) in EXPRESSIONS.iter().enumerate() {
+        let timer = rendered(&sb, &name(i), "systemd", ".timer");
+        for zone in [
+            "Europe/Berlin",
+            "America/New_York",
+            "Asia/Kathmandu",
+            "Australia/Lord_Howe",
+        ] {
+            let want = oracle.firings(expr, zone, base, far, 12);
+            assert_eq!(
+                systemd_elapses(&timer, zone, base, 12),
+                want,
+                "{expr:?} in {zone}:\n{timer}"
+            );
+        }
+    }
+}
+
+/// `list --json`'s next firing is cronsim's next after the moment `list` ran.
+#[test]
+fn list_shows_the_cron_librarys_next_firing() {
+    let Some(mut oracle) = oracle_or_skip("list_shows_the_cron_librarys_next_firing") else {
+        return;
+    };
+    let sb = sandbox();
+    // `list` shows a next firing for what is installed.
+    for i in 0..EXPRESSIONS.len() {
+        sb.install_record(&name(i), Utc::now() - chrono::Duration::days(1));
+    }
+    let far = utc("2099-01-01T00:00:00Z");
+    for zone in ["Europe/Berlin", "Asia/Kolkata", "Australia/Adelaide"] {
+        // Whole seconds: the library counts from the second the time falls in.
+        let before = Utc.timestamp_opt(Utc::now().timestamp() - 1, 0).unwrap();
+        let o = sb.cmd(["list", "--json"]).env("TZ", zone).output().unwrap();
+        let after = Utc::now();
+        assert_code(&o, 0);
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let rows = doc["automations"].as_array().unwrap();
+        assert_eq!(rows.len(), EXPRESSIONS.len());
+        for (i, expr) in EXPRESSIONS.iter().enumerate() {
+            let row = rows.iter().find(|r| r["name"] == name(i).as_str()).unwrap();
+            let next = utc(row["next"].as_str().unwrap_or_else(|| panic!("{row}")));
+            // `list` ran between `before` and `after`: its next is the library's next after
+            // one of those (they differ only when a slot fell while it ran).
+            let early = oracle.firings(expr, zone, before, far, 1);
+            let late = oracle.firings(expr, zone, after, far, 1);
+            assert!(
+                early.first() == Some(&next) || late.first() == Some(&next),
+                "{expr:?} in {zone}: list says {next}, the library {early:?} / {late:?}"
+            );
+        }
+    }
+}
+
+/// Each plist's entries, evaluated minute by minute over two months of local time as launchd
+/// documents them, fire exactly on cronsim's minutes (read in UTC, where no minute repeats).
+#[test]
+fn launchd_plists_fire_on_the_cron_librarys_minutes() {
+    let Some(mut oracle) = oracle_or_skip("launchd_plists_fire_on_the_cron_librarys_minutes")
+    else {
+        return;
+    };
+    let sb = sandbox();
+    let start = utc("2027-01-01T00:00:00Z");
+    let end = start + chrono::Duration::days(62);
+    for (i, expr) in EXPRESSIONS.iter().enumerate() {
+        let plist: plist::Value =
+            plist::from_bytes(rendered(&sb, &name(i), "launchd", ".plist").as_bytes()).unwrap();
+        let dict = plist.as_dictionary().unwrap();
+        assert_eq!(
+            dict.get("RunAtLoad").and_then(plist::Value::as_boolean),
+            Some(true)
+        );
+        let entries: Vec<&plist::Dictionary> = match dict.get("StartCalendarInterval").unwrap() {
+            plist::Value::Array(a) => a.iter().map(|e| e.as_dictionary().unwrap()).collect(),
+            plist::Value::Dictionary(d) => vec![d],
+            other => panic!("{expr}: StartCalendarInterval is {other:?}"),
+        };
+        let key = |e: &plist::Dictionary, k: &str| {
+            e.get(k).map(|v| v.as_unsigned_integer().unwrap() as u32)
+        };
+        let fires = |t: NaiveDateTime| {
+            entries.iter().any(|e| {
+                let day = key(e, "Day").map(|d| d == t.day());
+                let weekday =
+                    key(e, "Weekday").map(|w| w % 7 == t.weekday().num_days_from_sunday());
+                let days = match (day, weekday) {
+                    (Some(a), Some(b)) => a || b,
+                    (a, b) => a.unwrap_or(true) && b.unwrap_or(true),
+                };
+                key(e, "Minute").is_none_or(|m| m == t.minute())
+                    && key(e, "Hour").is_none_or(|h| h == t.hour())
+                    && key(e, "Month").is_none_or(|m| m == t.month())
+                    && days
+            })
+        };
+        let want = oracle.firings(
+            expr,
+            "UTC",
+            start - chrono::Duration::minutes(1),
+            end,
+            100_000,
+        );
+        let mut got = Vec::new();
+        let mut t = start;
+        while t <= end {
+            if fires(t.naive_utc()) {
+                got.push(t);
+            }
+            t += chrono::Duration::minutes(1);
+        }
+        assert_eq!(got, want, "{expr:?}: {} entries", entries.len());
+    }
+}
