@@ -358,12 +358,53 @@ pub enum Command {
     #[command(subcommand)]
     Healthchecks(HealthchecksCommand),
 
+    /// Bring jobs in from elsewhere: `import crontab` turns a crontab's lines into definitions.
+    #[command(subcommand)]
+    Import(ImportCommand),
+
     /// Print a shell completion script.
     ///
     /// Example: automations completions bash > ~/.local/share/bash-completion/completions/automations
     Completions {
         /// The shell to complete for.
         shell: clap_complete::Shell,
+    },
+}
+
+/// `automations import …`.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Turn a crontab's jobs into definitions, one per job line (docs/cron.md).
+    ///
+    /// Prints one row per line: its number, the definition's name, the schedule in words, and
+    /// `imported` or `needs you` with the reason (and what was said about settings such as
+    /// MAILTO or PATH). Then writes automations/<name>.toml for every job, all or nothing: when
+    /// any line needs you, nothing is written unless --partial. NAME=value lines become values in
+    /// the jobs' private env files (<data root>/env/<name>.env, 0600), never definition text.
+    /// Nothing is installed: look, then `automations install --all`. Exits 0 when every job was
+    /// imported, 1 when some need you, 2 when the crontab cannot be read.
+    ///
+    /// Example: automations import crontab --dry-run
+    Crontab {
+        /// The crontab: a file, or - for standard input [default: the output of `crontab -l`].
+        file: Option<PathBuf>,
+        /// Print what would be written and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Write the jobs that can be imported even when other lines need you.
+        #[arg(long)]
+        partial: bool,
+        /// Copy scripts under the home folder that jobs run into the repository's scripts/, so
+        /// they are versioned and pinned (definitions may not name the home folder).
+        #[arg(long)]
+        copy_scripts: bool,
+        /// A system crontab (/etc/crontab, /etc/cron.d/*): a user field follows the schedule;
+        /// other users' jobs are listed as not imported.
+        #[arg(long)]
+        system: bool,
+        /// Print JSON (format version 1) instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 

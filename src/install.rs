@@ -865,7 +865,7 @@ mod tests {
         let mut present = UnitFiles::new();
         assert_eq!(
             stop_wait_present(&present),
-            Duration::from_secs(3600 + 30 + 5)
+            Duration::from_secs(u64::from(crate::definition::MAX_TIMEOUT_SECONDS) + 30 + 5)
         );
         present.insert(
             "l.service".into(),

@@ -34,6 +34,7 @@ pub mod anytype;
 pub mod cli;
 pub mod clock;
 pub mod control;
+pub mod crontab;
 pub mod dashboard;
 pub mod definition;
 pub mod exit;

@@ -10,6 +10,7 @@ pub mod fail;
 mod health;
 mod healthchecks;
 mod http;
+mod import;
 mod install;
 mod keys;
 mod machine;
@@ -20,7 +21,9 @@ mod switches;
 use anyhow::Context;
 use clap::CommandFactory;
 
-use crate::cli::{Cli, Command, Global, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand};
+use crate::cli::{
+    Cli, Command, Global, ImportCommand, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand,
+};
 use crate::definition::{self, Checks, Definition};
 use crate::exit::Exit;
 use crate::names::Name;
@@ -37,6 +40,24 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             Ok(Exit::Success)
         }
         Command::Http(args) => http::http_cmd(&args),
+        Command::Import(ImportCommand::Crontab {
+            file,
+            dry_run,
+            partial,
+            copy_scripts,
+            system,
+            json,
+        }) => import::crontab(
+            &settings(&cli.global)?,
+            file.as_deref(),
+            &import::Options {
+                dry_run,
+                partial,
+                copy_scripts,
+                system,
+                json,
+            },
+        ),
         Command::Dashboard { port, no_open } => {
             dashboard::dashboard(&settings(&cli.global)?, port, no_open)
         }

@@ -294,7 +294,11 @@ fn every_rule_valid_and_invalid() {
             "schedule.cron",
             "has 6 fields; cron has five",
         ),
-        ("[schedule]\ncron = 5", "schedule.cron", "a string of five fields"),
+        (
+            "[schedule]\ncron = 5",
+            "schedule.cron",
+            "a string of five fields",
+        ),
         (
             "[schedule]\ncron = \"0 9 * * *\"\nweekdays = [\"mon\"]",
             "schedule.weekdays",

@@ -398,3 +398,221 @@ fn launchd_plists_fire_on_the_cron_librarys_minutes() {
         assert_eq!(got, want, "{expr:?}: {} entries", entries.len());
     }
 }
+
+/// 25 ordinary job lines (HOME is the sandbox's home), with cron's settings and a secret value.
+const CRONTAB: &str = r#"# m h  dom mon dow   command
+MAILTO=ops@example.com
+SHELL=/bin/bash
+PATH=/usr/local/bin:/usr/bin:/bin
+BACKUP_KEY=hunter2-in-no-definition
+
+# keep the mirror in sync
+*/10 * * * * HOME/bin/sync.sh
+30 2 * * 1-5 HOME/bin/db-dump.sh --gzip
+0 9 1,15 * * HOME/bin/invoice.sh
+*/5 * * * * /usr/bin/curl -fsS https://example.com/ping > /dev/null
+0 * * * * /usr/bin/find /tmp -maxdepth 1 -name 'sess_*' -mmin +60 -delete
+15 3 * * * /usr/sbin/logrotate /etc/logrotate.conf
+@daily /usr/bin/updatedb
+@hourly /usr/bin/true
+@weekly HOME/bin/weekly-report.py
+@monthly /usr/bin/du -sh /srv
+0 0 1 1 * /usr/bin/true
+45 23 * * fri HOME/bin/friday.sh
+0 8-18/2 * * mon-fri /usr/bin/uptime
+5,35 * * * * /usr/bin/date +\%s
+0 12 * jan,jul * /usr/bin/true
+0 6 * * 0 cd /srv && /usr/bin/make clean
+0 6 * * 7 /usr/bin/sync
+20 4 */2 * * /usr/bin/fstrim -a
+0 22 * * 1-5 ~/bin/nightly.sh >> /tmp/nightly.log 2>&1
+0 0 13 * fri /usr/bin/true
+30 1 * * * /usr/bin/rsync -a /srv/ /mnt/backup/
+0 */4 * * * /usr/bin/vnstat -u
+59 23 28-31 * * /usr/bin/true
+@midnight /usr/bin/journalctl --vacuum-time=2weeks
+0 0 29 2 * /usr/bin/true
+"#;
+
+/// The schedule part of a job line: a shortcut, or the first five fields.
+fn schedule_text(line: &str) -> String {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if words[0].starts_with('@') {
+        words[0].to_owned()
+    } else {
+        words[..5].join(" ")
+    }
+}
+
+/// Moving in: 25 real-world lines become 25 definitions that `validate` accepts and that fire
+/// where cronsim says those lines fire; all or nothing; secrets only in private env files.
+#[test]
+fn a_crontab_of_25_lines_moves_in_with_one_command() {
+    let Some(mut oracle) = oracle_or_skip("a_crontab_of_25_lines_moves_in_with_one_command") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.home.join("bin")).unwrap();
+    for s in [
+        "sync.sh",
+        "db-dump.sh",
+        "invoice.sh",
+        "weekly-report.py",
+        "friday.sh",
+        "nightly.sh",
+    ] {
+        write_executable(
+            &sb.home.join("bin").join(s),
+            format!("#!/bin/sh\necho {s}\n"),
+        );
+    }
+    let text = CRONTAB.replace("HOME/", &format!("{}/", sb.home.display()));
+    let file = sb.path("crontab.txt");
+    std::fs::write(&file, &text).unwrap();
+    let file = file.to_str().unwrap();
+    let written = || {
+        std::fs::read_dir(sb.root.join("automations"))
+            .unwrap()
+            .count()
+    };
+
+    // Scripts under home need --copy-scripts: those lines need you, and nothing is written.
+    let o = sb.run(["import", "crontab", file]);
+    assert_code(&o, 1);
+    assert_eq!(
+        stdout(&o).matches("--copy-scripts copies it").count(),
+        6,
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("nothing was written (all or nothing)"));
+    assert_eq!(written(), 0);
+    // A dry run says what would happen and writes nothing.
+    let o = sb.run(["import", "crontab", file, "--copy-scripts", "--dry-run"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("dry run: 25 of 25 job line(s) can be imported"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(written(), 0);
+
+    let o = sb.run(["import", "crontab", file, "--copy-scripts", "--json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["written"], true);
+    let jobs: Vec<&serde_json::Value> = doc["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["name"].is_string())
+        .collect();
+    assert_eq!(jobs.len(), 25);
+    assert!(jobs.iter().all(|j| j["status"] == "imported"), "{doc:#}");
+    assert_eq!(written(), 25);
+    let o = sb.run(["validate"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("25 definitions valid"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The secret is in private env files only; never in a definition or the report.
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("hunter2"));
+    for entry in std::fs::read_dir(sb.root.join("automations")).unwrap() {
+        let t = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(
+            !t.contains("hunter2") && !t.contains(sb.home.to_str().unwrap()),
+            "{t}"
+        );
+    }
+    let env = sb.data.join("env/sync.env");
+    assert_eq!(
+        std::fs::read_to_string(&env).unwrap(),
+        "BACKUP_KEY=hunter2-in-no-definition\n"
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(&env).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert!(sb.root.join("scripts/db-dump.sh").exists());
+
+    // Each definition fires where cronsim says its line does, over a year in Berlin.
+    let lines: Vec<&str> = text.lines().collect();
+    let (from, to) = (utc("2026-01-01T00:00:00Z"), utc("2027-01-01T00:00:00Z"));
+    let tz: Tz = "Europe/Berlin".parse().unwrap();
+    for job in &jobs {
+        let name = job["name"].as_str().unwrap();
+        let line = lines[job["line"].as_u64().unwrap() as usize - 1];
+        let def = automations::definition::parse(
+            &format!("{name}.toml"),
+            &std::fs::read(sb.root.join(format!("automations/{name}.toml"))).unwrap(),
+            &automations::definition::Checks {
+                home: sb.home.clone(),
+                data_root: sb.data.clone(),
+            },
+        )
+        .unwrap();
+        let want = oracle.firings(&schedule_text(line), "Europe/Berlin", from, to, 300);
+        let until = if want.len() == 300 { want[299] } else { to };
+        let got = automations::schedule::slots_between(&def.schedule.unwrap(), &tz, from, until);
+        assert_eq!(got, want, "{name}: {line}");
+    }
+
+    // The copied script runs, pinned at install like any other.
+    let o = sb.run(["run", "sync"]);
+    assert_code(&o, 0);
+    // Importing again changes nothing: every name exists.
+    let o = sb.run(["import", "crontab", file, "--copy-scripts"]);
+    assert_code(&o, 1);
+    assert!(stdout(&o).contains("automations/sync.toml exists already"));
+    assert_eq!(written(), 25);
+}
+
+/// `--partial` writes what can be imported; bad input is exit 2 and names what.
+#[test]
+fn partial_imports_and_unreadable_crontabs() {
+    let sb = Sandbox::new();
+    let file = sb.path("crontab.txt");
+    std::fs::write(
+        &file,
+        "0 0 L * * /usr/bin/true\n5 4 * * * /usr/bin/uptime\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let o = sb.run(["import", "crontab", file, "--partial"]);
+    assert_code(&o, 1);
+    assert!(stdout(&o).contains("`L` and `W`"), "{}", stdout(&o));
+    assert!(sb.root.join("automations/uptime.toml").exists());
+    assert!(!sb.root.join("automations/true.toml").exists());
+
+    std::fs::write(sb.path("bad.txt"), b"0 * * * * /usr/bin/true \xff\n").unwrap();
+    let o = sb.run(["import", "crontab", sb.path("bad.txt").to_str().unwrap()]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("not UTF-8"), "{}", stderr(&o));
+    let o = sb.run(["import", "crontab", "/nonexistent/crontab"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("/nonexistent/crontab"),
+        "{}",
+        stderr(&o)
+    );
+    // Standard input.
+    let mut child = sb
+        .cmd(["import", "crontab", "-", "--dry-run"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"@hourly /usr/bin/hostname\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("every hour"), "{}", stdout(&o));
+}
