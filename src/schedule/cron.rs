@@ -276,12 +276,13 @@ impl Cron {
         self.fixed
     }
 
-    /// How many days back or ahead a slot search must look to find one: the longest run of days
-    /// that do not match, plus one (a year for `@yearly`, four for the 29th of February).
+    /// How many days back or ahead a slot search looks: twice the longest gap between matching
+    /// days and one more, at least 8 (a week), so a window that long holds the longest gap with
+    /// slots on both sides (a weekend; a year for `@yearly`; four for the 29th of February).
     pub fn search_days(&self) -> i64 {
         *self.search.get_or_init(|| {
             if self.months == 0x1ffe && !self.dom_restricted() && !self.dow_restricted() {
-                return 2;
+                return 8;
             }
             let start = NaiveDate::from_ymd_opt(2024, 1, 1).expect("a valid date");
             let (mut longest, mut last) = (0i64, None::<NaiveDate>);
@@ -293,7 +294,7 @@ impl Cron {
                     last = Some(d);
                 }
             }
-            longest.max(1) + 1
+            (longest.max(1) * 2 + 1).max(8)
         })
     }
 

@@ -334,6 +334,42 @@ fn the_stale_limit_follows_the_longest_gap_between_slots() {
     );
 }
 
+/// A cron schedule is judged by its own slots: one at most hourly like `daily_at` (its longest
+/// gap moves the stale limit, its missed slots count); a finer one like `every_minutes` (stale
+/// after its longest gap and two more of its shortest, no missed slots: a night asleep is one
+/// catch-up, not dozens of misses).
+#[test]
+fn cron_schedules_are_judged_by_their_own_slots() {
+    let mut sb = Sandbox::new();
+    sb.env("TZ", "UTC");
+    let cases = [
+        ("weekdays", "30 2 * * 1-5", (30 + 48) * 3_600_000_i64, true),
+        ("sixhourly", "0 */6 * * *", (30 - 18) * 3_600_000, true),
+        ("tenminutes", "*/10 * * * *", 30 * 60_000, false),
+        (
+            "office",
+            "*/15 9-17 * * 1-5",
+            (63 * 60 + 15 + 30) * 60_000,
+            false,
+        ),
+    ];
+    for (name, cron, limit, counts_missed) in cases {
+        sb.definition(
+            name,
+            &format!("name = \"{name}\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{cron}\"\n"),
+        );
+        installed(&sb, name, Utc::now() - Duration::days(30));
+        let v = verdict(&sb, name);
+        assert_eq!(v["figures"]["stale_after_ms"], limit, "{name}: {v}");
+        assert!(rules(&v).contains(&"stale".to_owned()), "{name}: {v}");
+        assert_eq!(
+            v["figures"]["missed_days"].is_number(),
+            counts_missed,
+            "{name}: {v}"
+        );
+    }
+}
+
 #[test]
 fn a_stale_daily_job_and_an_install_that_never_fired() {
     let mut sb = Sandbox::new();

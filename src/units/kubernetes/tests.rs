@@ -97,6 +97,14 @@ fn schedule_and_zone() {
         &cluster(""),
     );
     assert_eq!(v["spec"]["schedule"], "45 6 1 * *");
+    // A cron expression goes as itself, in the numbers the controller's parser takes.
+    let v = rendered(
+        &def("x", "[schedule]\ncron = \"30 2 * jan-mar mon-fri\"\n"),
+        &cluster(""),
+    );
+    assert_eq!(v["spec"]["schedule"], "30 2 * 1-3 1-5");
+    let v = rendered(&def("x", "[schedule]\ncron = \"@weekly\"\n"), &cluster(""));
+    assert_eq!(v["spec"]["schedule"], "0 0 * * 0");
     for (toml, why) in [
         ("[schedule]\nevery_minutes = 7\n", "counts awake time"),
         ("[schedule]\nat_login = true\n", "at login"),
@@ -139,6 +147,47 @@ fn one_run_at_a_time_and_its_deadlines() {
     assert_eq!(deadline("[schedule]\nevery_minutes = 1\n"), 60);
     assert_eq!(deadline("[schedule]\nevery_minutes = 360\n"), 3600);
     assert_eq!(deadline("[schedule]\ndaily_at = \"09:00\"\n"), 3600);
+}
+
+/// A day-long timeout (backups, syncs) reaches every deadline derived from it alike.
+#[test]
+fn a_day_long_timeout_reaches_every_deadline() {
+    let mut d = def(
+        "x",
+        "[schedule]\ncron = \"30 2 * * *\"\nretries = 1\nretry_delay_seconds = 600\n",
+    );
+    d.timeout_seconds = crate::definition::MAX_TIMEOUT_SECONDS;
+    let stop = super::super::stop_timeout(&d);
+    assert_eq!(stop, 2 * 86_400 + 600 + 30);
+    let v = rendered(&d, &cluster(""));
+    assert_eq!(
+        v["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"],
+        stop + 120
+    );
+    let units = crate::units::render(
+        &d,
+        &ns(),
+        &crate::units::tests::awkward_paths(),
+        crate::units::Target::Systemd,
+    );
+    let service = String::from_utf8(units[0].bytes.clone()).unwrap();
+    assert!(
+        service.contains(&format!("TimeoutStartSec={stop}\n")),
+        "{service}"
+    );
+    let units = crate::units::render(
+        &d,
+        &ns(),
+        &crate::units::tests::awkward_paths(),
+        crate::units::Target::Launchd,
+    );
+    let plist: plist::Dictionary = plist::from_bytes(&units[0].bytes).unwrap();
+    assert_eq!(
+        plist
+            .get("ExitTimeOut")
+            .and_then(plist::Value::as_unsigned_integer),
+        Some(u64::from(stop))
+    );
 }
 
 #[test]
