@@ -618,6 +618,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     );
     installed(&sb, "poll", "every_minutes = 7", 60);
     installed(&sb, "hello", "at_login = true", 60);
+    installed(&sb, "dump", "cron = \"30 2 * * mon-fri\"", 600);
     // Scheduled but not installed here: no check.
     sb.definition(
         "draft",
@@ -661,6 +662,10 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     assert!(backup.tags.contains("automations-automations") && backup.desc.contains("The backup"));
     let poll = hc.check("automations_poll");
     assert_eq!((poll.timeout, poll.schedule.clone()), (Some(420), None));
+    // A cron expression is a cron check, in numbers (names written out), with the zone.
+    let dump = hc.check("automations_dump");
+    assert_eq!(dump.schedule.as_deref(), Some("30 2 * * 1-5"));
+    assert_eq!(dump.tz.as_deref(), Some("Europe/Berlin"));
     assert!(
         stdout(&o).contains("automations_gone: left (--prune deletes it)"),
         "{}",
@@ -669,7 +674,9 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
     // `unique` made the create an upsert: a second sync finds everything in step.
     let again = sb.run(["healthchecks", "sync"]);
     assert!(
-        stdout(&again).contains("backup: in step") && stdout(&again).contains("poll: in step"),
+        stdout(&again).contains("backup: in step")
+            && stdout(&again).contains("poll: in step")
+            && stdout(&again).contains("dump: in step"),
         "{}",
         stdout(&again)
     );

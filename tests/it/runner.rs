@@ -641,6 +641,27 @@ fn daily_slot_runs_once_on_schedule_but_manual_runs_always_run() {
     assert_eq!(sb.events("started").len(), 2);
 }
 
+/// A cron schedule has the same slot guard: its latest slot runs once, whatever fires for it.
+#[test]
+fn a_cron_slot_runs_once_on_schedule() {
+    let sb = Sandbox::new();
+    let at = chrono::Local::now() - chrono::Duration::hours(3);
+    sb.definition(
+        "nightly",
+        &format!(
+            "name = \"nightly\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{} {} * * *\"\n",
+            at.format("%M").to_string().trim_start_matches('0').max("0"),
+            at.format("%H").to_string().trim_start_matches('0').max("0"),
+        ),
+    );
+    sb.install_record("nightly", chrono::Utc::now() - chrono::Duration::days(1));
+    assert_code(&sb.run(["run", "nightly", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("started").len(), 1);
+    assert_code(&sb.run(["run", "nightly", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("skipped").last().unwrap()["reason"], "slot_done");
+    assert_eq!(sb.events("started").len(), 1);
+}
+
 /// a list of times keeps one run per slot, and a person's run never consumes a slot:
 /// the firing that follows it still runs (before, a manual run after the slot made the scheduled
 /// one skip as slot_done, and the slot never ran on schedule).
