@@ -392,6 +392,12 @@ pub fn write_durably(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     result
 }
 
+/// Creates a new file at `path` (never one that is there, never through a link) with `mode`,
+/// holding `bytes`, synced: a file that is written once, such as a definition an import makes.
+pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    write_new(path, bytes, mode)?.sync_all()
+}
+
 /// A new file at `path` (never one that is there, never through a link) with `mode`, holding
 /// `bytes`; the caller syncs it as it needs.
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<File> {

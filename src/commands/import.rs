@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -12,6 +12,7 @@ use super::fail::{CmdResult, Fail};
 use crate::crontab::{self, Row, Status};
 use crate::definition::Checks;
 use crate::exit::Exit;
+use crate::fsutil::create_new;
 use crate::settings::{DEFINITIONS_DIR, Settings};
 use crate::text::field;
 
@@ -246,16 +247,4 @@ fn write_row(settings: &Settings, row: &Row, made: &mut Vec<PathBuf>) -> anyhow:
         .with_context(|| format!("writing {DEFINITIONS_DIR}/{name}.toml"))?;
     made.push(path);
     Ok(())
-}
-
-/// A new file (never one that is there, never through a link), synced.
-fn create_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
 }

@@ -117,11 +117,7 @@ fn schedule_keys(schedule: &Schedule, d: &mut Dictionary) {
                     Value::Dictionary(c)
                 })
                 .collect();
-            let value = match <[Value; 1]>::try_from(entries) {
-                Ok([one]) => one,
-                Err(many) => Value::Array(many),
-            };
-            d.insert("StartCalendarInterval".into(), value);
+            d.insert("StartCalendarInterval".into(), one_or_many(entries));
             d.insert("RunAtLoad".into(), Value::Boolean(true));
         }
         Schedule::DailyAt {
@@ -146,14 +142,18 @@ fn schedule_keys(schedule: &Schedule, d: &mut Dictionary) {
                         .map(move |day| calendar_entry(Some(at.hour), at.minute, day))
                 })
                 .collect();
-            // One entry is a dictionary; several, an array (launchd fires at each).
-            let value = match <[Value; 1]>::try_from(entries) {
-                Ok([one]) => one,
-                Err(many) => Value::Array(many),
-            };
-            d.insert("StartCalendarInterval".into(), value);
+            d.insert("StartCalendarInterval".into(), one_or_many(entries));
             d.insert("RunAtLoad".into(), Value::Boolean(true));
         }
+    }
+}
+
+/// Calendar entries as launchd takes them: one entry is a dictionary; several, an array (launchd
+/// fires at each).
+fn one_or_many(entries: Vec<Value>) -> Value {
+    match <[Value; 1]>::try_from(entries) {
+        Ok([one]) => one,
+        Err(many) => Value::Array(many),
     }
 }
 

@@ -289,6 +289,33 @@ fn the_programs_slots_are_the_oracles_across_dst() {
     }
 }
 
+/// Whether launchd fires at local minute `t` for a plist's `StartCalendarInterval`, as its manual
+/// says: an entry matches when every key it has does (Weekday with Sunday 0 or 7), except that an
+/// entry with both Day and Weekday matches on either; a key left out matches every value.
+pub fn launchd_fires(plist: &plist::Dictionary) -> impl Fn(NaiveDateTime) -> bool + '_ {
+    let entries: Vec<&plist::Dictionary> = match plist.get("StartCalendarInterval").unwrap() {
+        plist::Value::Array(a) => a.iter().map(|e| e.as_dictionary().unwrap()).collect(),
+        plist::Value::Dictionary(d) => vec![d],
+        other => panic!("StartCalendarInterval is {other:?}"),
+    };
+    let key =
+        |e: &plist::Dictionary, k: &str| e.get(k).map(|v| v.as_unsigned_integer().unwrap() as u32);
+    move |t: NaiveDateTime| {
+        entries.iter().any(|e| {
+            let day = key(e, "Day").map(|d| d == t.day());
+            let weekday = key(e, "Weekday").map(|w| w % 7 == t.weekday().num_days_from_sunday());
+            let days = match (day, weekday) {
+                (Some(a), Some(b)) => a || b,
+                (a, b) => a.unwrap_or(true) && b.unwrap_or(true),
+            };
+            key(e, "Minute").is_none_or(|m| m == t.minute())
+                && key(e, "Hour").is_none_or(|h| h == t.hour())
+                && key(e, "Month").is_none_or(|m| m == t.month())
+                && days
+        })
+    }
+}
+
 /// launchd fires on the minutes the oracle says: each `StartCalendarInterval` entry matches a
 /// local minute when every key it has (Minute, Hour, Weekday with Sunday 0 or 7, Day) does.
 #[test]
@@ -302,23 +329,7 @@ fn launchd_plists_fire_on_the_oracles_minutes() {
     for (name, _, rule) in CASES {
         let plist: plist::Value =
             plist::from_bytes(rendered(&sb, name, "launchd", ".plist").as_bytes()).unwrap();
-        let dict = plist.as_dictionary().unwrap();
-        let entries: Vec<&plist::Dictionary> = match dict.get("StartCalendarInterval").unwrap() {
-            plist::Value::Array(a) => a.iter().map(|e| e.as_dictionary().unwrap()).collect(),
-            plist::Value::Dictionary(d) => vec![d],
-            other => panic!("{name}: StartCalendarInterval is {other:?}"),
-        };
-        let key = |e: &plist::Dictionary, k: &str| {
-            e.get(k).map(|v| v.as_unsigned_integer().unwrap() as u32)
-        };
-        let fires = |t: NaiveDateTime| {
-            entries.iter().any(|e| {
-                key(e, "Minute").is_none_or(|m| m == t.minute())
-                    && key(e, "Hour").is_none_or(|h| h == t.hour())
-                    && key(e, "Day").is_none_or(|d| d == t.day())
-                    && key(e, "Weekday").is_none_or(|w| w % 7 == t.weekday().num_days_from_sunday())
-            })
-        };
+        let fires = launchd_fires(plist.as_dictionary().unwrap());
         let mut t = start;
         let mut fired = 0;
         while t < start + chrono::Duration::days(62) {
