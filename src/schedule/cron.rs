@@ -221,7 +221,7 @@ impl Cron {
                 "day-of-month {da:?} and day-of-week {wd:?} are both restricted while one starts with `*`, so cron runs only on days that match both; launchd (macOS) cannot say that: restrict one of them and check the other in the script"
             ));
         }
-        let entries = self.launchd_entries().len();
+        let entries = self.launchd_count();
         if entries > MAX_LAUNCHD_ENTRIES {
             // The restricted field with the most values.
             let fields = [
@@ -352,6 +352,29 @@ impl Cron {
         format!("{} ", names.join(","))
     }
 
+    /// How many launchd calendar entries it takes: the product of the restricted fields' sizes,
+    /// the two day fields added (they are apart).
+    fn launchd_count(&self) -> usize {
+        let size = |set: u64, min, max| {
+            if set == full(min, max) {
+                1
+            } else {
+                set.count_ones() as usize
+            }
+        };
+        let days = match (self.dom_restricted(), self.dow_restricted()) {
+            (false, false) => 1,
+            (d, w) => {
+                usize::from(d) * self.days.count_ones() as usize
+                    + usize::from(w) * self.weekdays.count_ones() as usize
+            }
+        };
+        size(self.minutes, 0, 59)
+            * size(u64::from(self.hours), 0, 23)
+            * size(u64::from(self.months), 1, 12)
+            * days
+    }
+
     /// The launchd `StartCalendarInterval` entries: every listed value of each restricted field
     /// (a field that allows everything is left out); day-of-month and day-of-week entries apart,
     /// since launchd runs an entry naming both on either.
@@ -388,9 +411,6 @@ impl Cron {
                             weekday,
                             month,
                         });
-                        if out.len() > MAX_LAUNCHD_ENTRIES {
-                            return out;
-                        }
                     }
                 }
             }
@@ -516,7 +536,7 @@ impl Cron {
             (true, false) => format!(" on {}", dom()),
             (false, true) => format!(" on {}", dow()),
             // Both restricted and neither starts with `*` (the other case is refused): either.
-            (true, true) => format!(" on {} and on {}", dom(), dow()),
+            (true, true) => format!(" on {} or on {}", dom(), dow()),
         }
     }
 }

@@ -79,6 +79,17 @@ pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
         ),
         ("at_login", def("login", "[schedule]\nat_login = true\n")),
         (
+            "cron",
+            def("cron", "[schedule]\ncron = \"30 2 * * 1-5\"\n"),
+        ),
+        (
+            "cron_either_day",
+            def(
+                "crondays",
+                "[schedule]\ncron = \"0 9 1,15 * fri\"\nat_login = true\n",
+            ),
+        ),
+        (
             "every_hour_and_at_login",
             def(
                 "hourly-login",
