@@ -231,11 +231,14 @@ fn job(
             return row;
         }
     };
-    if let (Some(user), Some(me)) = (user, cx.user)
-        && user != me
+    if let Some(user) = user
+        && cx.user != Some(user)
     {
         row.status = Status::NotImported;
-        row.reason = Some(format!("it runs as {user}; import it as that user"));
+        row.reason = Some(match cx.user {
+            Some(_) => format!("it runs as {user}; import it as that user"),
+            None => format!("it runs as {user}, and which user this is cannot be told (set USER)"),
+        });
         return row;
     }
     let cron = match schedule {
