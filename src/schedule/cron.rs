@@ -183,6 +183,13 @@ impl Cron {
         // 7 is Sunday, as 0 is.
         let weekdays = ((raw_weekdays | raw_weekdays >> 7) & 0x7f) as u8;
         let (dom_star, dow_star) = (da.starts_with('*'), wd.starts_with('*'));
+        let mut day_or = !dom_star && !dow_star;
+        let (mut days, mut weekdays) = (days, weekdays);
+        // "Either" with a field that allows every day is every day (`0 0 1 * 0-7`): said so, the
+        // renderers need not know the rule.
+        if day_or && (u64::from(days) == full(1, 31) || weekdays == 0x7f) {
+            (days, weekdays, day_or) = (full(1, 31) as u32, 0x7f, false);
+        }
         let cron = Self {
             text: text.to_owned(),
             fields: parts.map(str::to_owned),
@@ -191,7 +198,7 @@ impl Cron {
             days,
             months,
             weekdays,
-            day_or: !dom_star && !dow_star,
+            day_or,
             fixed: !mi.starts_with('*') && !ho.starts_with('*'),
             search: OnceLock::new(),
         };

@@ -78,10 +78,7 @@ pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
             ),
         ),
         ("at_login", def("login", "[schedule]\nat_login = true\n")),
-        (
-            "cron",
-            def("cron", "[schedule]\ncron = \"30 2 * * 1-5\"\n"),
-        ),
+        ("cron", def("cron", "[schedule]\ncron = \"30 2 * * 1-5\"\n")),
         (
             "cron_either_day",
             def(

@@ -29,8 +29,14 @@ const SHAPES: &[(&str, &str)] = &[
         "[schedule]\nevery_minutes = 15\noffset_minutes = 5\n",
     ),
     ("login", "[schedule]\nat_login = true\n"),
-    ("cron", "[schedule]\ncron = \"*/15 9-17 * jan-mar mon-fri\"\n"),
-    ("crondays", "[schedule]\ncron = \"0 9 1,15 * fri\"\nat_login = true\n"),
+    (
+        "cron",
+        "[schedule]\ncron = \"*/15 9-17 * jan-mar mon-fri\"\n",
+    ),
+    (
+        "crondays",
+        "[schedule]\ncron = \"0 9 1,15 * fri\"\nat_login = true\n",
+    ),
     (
         "hourlylogin",
         "[schedule]\nevery_minutes = 60\nat_login = true\n",

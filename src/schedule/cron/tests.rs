@@ -50,6 +50,12 @@ fn a_day_matches_either_day_field_when_both_are_restricted() {
         c.on_calendar(),
         ["*-*-01,15 09:00:00", "Fri *-*-* 09:00:00"]
     );
+    // Either day field allowing every day makes every day, on every target.
+    let c = cron("0 9 1 * 0-7");
+    assert!((1..=31).all(|d| c.matches_day(day(2027, 1, d))));
+    assert_eq!(c.on_calendar(), ["*-*-* 09:00:00"]);
+    assert_eq!(c.launchd_entries().len(), 1);
+    assert_eq!(c.numeric(), "0 9 * * *");
     // A field that starts with `*` makes it "and".
     let c = cron("0 9 */2 * *");
     assert!(c.matches_day(day(2027, 1, 3)));
@@ -137,7 +143,12 @@ fn launchd_entries_leave_out_what_is_every_value_and_keep_the_day_fields_apart()
     assert_eq!(e.len(), 3);
     assert!(e.iter().all(|e| e.day.is_none() || e.weekday.is_none()));
     assert_eq!(cron("* * * * *").launchd_entries().len(), 1);
-    for expr in ["*/15 9-17 * * 1-5", "0 9 1,15 jan,jul fri", "5,35 * * * *", "0 0 * * *"] {
+    for expr in [
+        "*/15 9-17 * * 1-5",
+        "0 9 1,15 jan,jul fri",
+        "5,35 * * * *",
+        "0 0 * * *",
+    ] {
         let c = cron(expr);
         assert_eq!(c.launchd_count(), c.launchd_entries().len(), "{expr}");
     }
