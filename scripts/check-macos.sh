@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make check-macos: `cargo clippy --all-targets -D warnings` for both Apple targets, on Linux.
+# make check-macos: `cargo clippy -D warnings` for both Apple targets, on Linux: the program for
+# both, its tests too for aarch64.
 #
 # Nothing built here links or runs (there is no Apple SDK); it proves the crate and its tests
 # compile and lint for macOS, so a macOS-only error breaks CI instead of a user's install. The one C
@@ -63,8 +64,12 @@ H
 clang_inc="$(clang -print-resource-dir)/include"
 for t in "${TARGETS[@]}"; do
     var=${t//-/_}
-    echo "check-macos: cargo clippy --all-targets --target $t" >&2
+    # The program for both; its tests for the first only (the same code for a 64-bit Mac either
+    # way: nothing in them depends on the architecture), which spares CI half a minute.
+    what=(--lib --bins)
+    [[ $t == "${TARGETS[0]}" ]] && what=(--all-targets)
+    echo "check-macos: cargo clippy ${what[*]} --target $t" >&2
     env "CC_$var=clang" "CFLAGS_$var=-nostdinc -isystem $clang_inc -I$PWD/$inc -ffreestanding" \
-        "$CARGO" clippy --locked --release --all-targets --target "$t" -- -D warnings
+        "$CARGO" clippy --locked --release "${what[@]}" --target "$t" -- -D warnings
 done
 echo "check-macos: both Apple targets compile and lint clean"
