@@ -1053,8 +1053,9 @@ fn check_days_of_month(r: &mut Report, v: &Value) -> Vec<u8> {
     days
 }
 
-/// What `validate` says about a valid schedule that may not do what its author meant: days of the
-/// month that some months do not have (those months do not fire, as with cron and systemd).
+/// What `validate` says about a valid schedule that may not do what its author meant: a timeout
+/// longer than the time between two firings, days of the month that some months do not have
+/// (those months do not fire, as with cron and systemd).
 pub fn schedule_warnings(def: &Definition) -> Vec<Problem> {
     let mut warnings: Vec<Problem> = overlong_timeout(def).into_iter().collect();
     warnings.extend(late_days(def));

@@ -283,11 +283,8 @@ fn stale<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
         }
         // Logins come when they come: no age is too old.
         Schedule::AtLogin => return Vec::new(),
-        // A day's slots: `stale_daily_hours`; slots further apart (weekdays, days of the month)
-        // or closer (several a day) move the limit by as much as their longest gap differs from
-        // a day's.
-        // A pattern finer than hourly: its longest gap (a weekend, a night) and then as many of
-        // its shortest as `stale_intervals` allows beyond the first.
+        // A cron pattern finer than hourly: its longest gap (a weekend, a night) and then as many
+        // of its shortest as `stale_intervals` allows beyond the first.
         Schedule::Cron { cron, .. } if !schedule.counts_missed_slots() => {
             let shortest = i64::from(cron.shortest_gap_seconds()) * 1000;
             let longest = crate::schedule::longest_gap(
@@ -298,6 +295,9 @@ fn stale<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
             .map_or(shortest, |g| g.num_milliseconds());
             (longest + i64::from(th.stale_intervals.saturating_sub(1)) * shortest) as u64
         }
+        // A day's slots: `stale_daily_hours`; slots further apart (weekdays, days of the month)
+        // or closer (several a day) move the limit by as much as their longest gap differs from
+        // a day's.
         Schedule::DailyAt { .. } | Schedule::Cron { .. } => {
             let day_ms: i64 = 86_400_000;
             let gap_ms = crate::schedule::longest_gap(

@@ -185,7 +185,7 @@ pub fn why_not(
             return Ok(Some((SkipReason::SlotDone, detail)));
         }
     }
-    // One run per daily slot.
+    // One run per calendar slot (`daily_at`, `cron`).
     if let Some(schedule) = &def.schedule
         && schedule.slotted()
         && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())

@@ -4,6 +4,7 @@ mod fixtures;
 mod harness;
 mod schema;
 
+mod a_real_timer;
 mod approval;
 mod calendar;
 mod cron;
