@@ -101,6 +101,9 @@ const CRON_SETTINGS: [(&str, &str); 5] = [
     ("TZ", ""),
 ];
 
+/// The schedule words of an `@reboot` job.
+const AT_LOGIN_WORDS: &str = "at login (@reboot)";
+
 /// Reads the crontab `text` into one row per line that is not blank or a comment.
 pub fn plan(text: &str, cx: &Context<'_>) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -127,7 +130,7 @@ pub fn plan(text: &str, cx: &Context<'_>) -> Vec<Row> {
         let mut row = job(number, line, cx, &env, above.as_deref(), &mut taken);
         // A zone matters to a clock, not to a login.
         if row.status == Status::Imported
-            && !row.files.definition.ends_with(b"at_login = true\n")
+            && row.schedule.as_deref() != Some(AT_LOGIN_WORDS)
             && let Some(z) = &zone_note
         {
             row.notes.push(z.clone());
@@ -253,7 +256,7 @@ fn job(
     };
     row.schedule = Some(match &cron {
         Some(c) => c.words(),
-        None => "at login (@reboot)".into(),
+        None => AT_LOGIN_WORDS.into(),
     });
     let command = match translate_command(command, cx, &mut row) {
         Some(c) => c,

@@ -118,7 +118,7 @@ fn settings_are_said_and_values_go_to_env_files_of_the_jobs_below() {
         "0 1 * * * /usr/bin/true\n\
          MAILTO=ops@example.com\nSHELL=/bin/bash\nPATH=/opt/bin:/usr/bin\nHOME=/elsewhere\n\
          TOKEN = \"a secret value\"\nCRON_TZ=America/New_York\n\
-         0 2 * * * /usr/bin/false\n",
+         0 2 * * * /usr/bin/false\n@reboot /usr/bin/true\n",
         false,
         false,
     );
@@ -145,6 +145,9 @@ fn settings_are_said_and_values_go_to_env_files_of_the_jobs_below() {
         "{def}"
     );
     assert!(below.notes.iter().any(|n| n.contains("America/New_York")));
+    // A zone means nothing to a run at login.
+    assert_eq!(rows[8].status, Status::Imported);
+    assert!(rows[8].notes.is_empty(), "{:?}", rows[8].notes);
 }
 
 #[test]
