@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# make check-macos: `cargo clippy -D warnings` for both Apple targets, on Linux: the program for
-# both, its tests too for aarch64.
+# make check-macos: `cargo clippy --all-targets -D warnings` for both Apple targets, on Linux.
 #
 # Nothing built here links or runs (there is no Apple SDK); it proves the crate and its tests
 # compile and lint for macOS, so a macOS-only error breaks CI instead of a user's install. The one C
@@ -62,14 +61,15 @@ int memcmp(const void *a, const void *b, size_t n);
 H
 
 clang_inc="$(clang -print-resource-dir)/include"
+# Both targets in one cargo run: one target's last crates compile while the other's dependencies
+# do (109 s here, against 114 s for two runs that linted the second target's program only).
+vars=()
+targets=()
 for t in "${TARGETS[@]}"; do
     var=${t//-/_}
-    # The program for both; its tests for the first only (the same code for a 64-bit Mac either
-    # way: nothing in them depends on the architecture), which spares CI half a minute.
-    what=(--lib --bins)
-    [[ $t == "${TARGETS[0]}" ]] && what=(--all-targets)
-    echo "check-macos: cargo clippy ${what[*]} --target $t" >&2
-    env "CC_$var=clang" "CFLAGS_$var=-nostdinc -isystem $clang_inc -I$PWD/$inc -ffreestanding" \
-        "$CARGO" clippy --locked --release "${what[@]}" --target "$t" -- -D warnings
+    vars+=("CC_$var=clang" "CFLAGS_$var=-nostdinc -isystem $clang_inc -I$PWD/$inc -ffreestanding")
+    targets+=(--target "$t")
 done
+echo "check-macos: cargo clippy --all-targets ${targets[*]}" >&2
+env "${vars[@]}" "$CARGO" clippy --locked --release --all-targets "${targets[@]}" -- -D warnings
 echo "check-macos: both Apple targets compile and lint clean"
