@@ -116,15 +116,8 @@ fn read_crontab(file: Option<&Path>) -> anyhow::Result<String> {
                 .context("reading the crontab from standard input")?;
             b
         }
-        Some(p) => {
-            let f = std::fs::File::open(p)
-                .with_context(|| format!("reading the crontab {}", p.display()))?;
-            let mut b = Vec::new();
-            f.take(MAX_CRONTAB + 1)
-                .read_to_end(&mut b)
-                .with_context(|| format!("reading the crontab {}", p.display()))?;
-            b
-        }
+        Some(p) => crate::fsutil::read_following(p, MAX_CRONTAB + 1)
+            .with_context(|| format!("reading the crontab {}", p.display()))?,
         None => {
             let o = std::process::Command::new("crontab")
                 .arg("-l")

@@ -800,8 +800,14 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
             at_login: f.at_login,
         },
     };
-    let (jitter, gap) = (f.jitter, schedule.shortest_gap_seconds());
-    if jitter >= gap {
+    let jitter = f.jitter;
+    // Only a jitter asks for the gap (for a cron it is worked out, and every firing parses this).
+    let gap = if jitter > 0 {
+        schedule.shortest_gap_seconds()
+    } else {
+        0
+    };
+    if jitter > 0 && jitter >= gap {
         r.add(
             "schedule.jitter_seconds",
             format!(

@@ -92,15 +92,14 @@ pub fn spec(
         _ => {
             // A cron expression is given as such (a Healthchecks cron check); the rest as the
             // timer's own OnCalendar lines.
-            let text = match schedule {
-                Schedule::Cron { cron, .. } => cron.numeric(),
-                _ => lines.join("\n"),
+            let (text, what) = match schedule {
+                Schedule::Cron { cron, .. } => (cron.numeric(), "cron expression".to_owned()),
+                _ => (
+                    lines.join("\n"),
+                    format!("{} OnCalendar lines", lines.len()),
+                ),
             };
             if text.len() > SCHEDULE_MAX {
-                let what = match schedule {
-                    Schedule::Cron { .. } => "cron expression".to_owned(),
-                    _ => format!("{} OnCalendar lines", lines.len()),
-                };
                 return Err(format!(
                     "its {what}: {} characters; Healthchecks takes at most {SCHEDULE_MAX}",
                     text.len()

@@ -70,6 +70,11 @@ pub const SHORTCUTS: [(&str, &str); 7] = [
     ("@hourly", "0 * * * *"),
 ];
 
+/// The farthest a matching day can be from any day, in days: the 29th of February, across a
+/// century year without one (2096 to 2104). How far `latest_slot` and `next_firing` may look;
+/// they stop at the first matching day, so the bound costs nothing when there is one.
+pub const HORIZON_DAYS: i64 = 366 * 8 + 1;
+
 /// The most calendar entries a launchd job is given for one expression.
 pub const MAX_LAUNCHD_ENTRIES: usize = 1000;
 
@@ -90,10 +95,10 @@ pub struct Cron {
     weekdays: u8,
     /// Day-of-month and day-of-week both restricted: a day matches when either does.
     day_or: bool,
-    /// Minute and hour fields name fixed values: a time of day (see the module's words on DST).
-    fixed: bool,
-    /// The longest run of days without a matching day, once asked.
+    /// The slot search window (see `search_days`), once asked.
     search: OnceLock<i64>,
+    /// The shortest gap between two firings, once asked (health asks it several times).
+    gap: OnceLock<u32>,
 }
 
 impl PartialEq for Cron {
@@ -199,8 +204,8 @@ impl Cron {
             months,
             weekdays,
             day_or,
-            fixed: !mi.starts_with('*') && !ho.starts_with('*'),
             search: OnceLock::new(),
+            gap: OnceLock::new(),
         };
         cron.check_launchd(da, wd)?;
         cron.check_fires()?;
@@ -278,9 +283,10 @@ impl Cron {
             .flat_map(move |h| bits(self.minutes, 0, 59).map(move |m| (h, m)))
     }
 
-    /// Whether it is a time of day (minute and hour fixed): DST as for `daily_at`.
+    /// Whether it is a time of day (neither the minute nor the hour field starts with `*`): DST
+    /// as for `daily_at`.
     pub fn fixed_time(&self) -> bool {
-        self.fixed
+        !self.fields[0].starts_with('*') && !self.fields[1].starts_with('*')
     }
 
     /// How many days back or ahead a slot search looks: twice the longest gap between matching
@@ -307,14 +313,17 @@ impl Cron {
 
     /// The shortest time between two firings, in seconds (what `jitter_seconds` must stay under).
     pub fn shortest_gap_seconds(&self) -> u32 {
-        let mins: Vec<u32> = self.times().map(|(h, m)| h * 60 + m).collect();
-        let within = mins.windows(2).map(|w| w[1] - w[0]).min();
-        let (first, last) = (mins[0], mins[mins.len() - 1]);
-        // Across midnight: to the next day's first time, or a day later when days are apart.
-        let every_day = (self.months == 0x1ffe && !self.dom_restricted() && !self.dow_restricted())
-            || self.two_days_in_a_row();
-        let across = first + 1440 - last + if every_day { 0 } else { 1440 };
-        within.map_or(across, |w| w.min(across)) * 60
+        *self.gap.get_or_init(|| {
+            let mins: Vec<u32> = self.times().map(|(h, m)| h * 60 + m).collect();
+            let within = mins.windows(2).map(|w| w[1] - w[0]).min();
+            let (first, last) = (mins[0], mins[mins.len() - 1]);
+            // Across midnight: to the next day's first time, or a day later when days are apart.
+            let every_day =
+                (self.months == 0x1ffe && !self.dom_restricted() && !self.dow_restricted())
+                    || self.two_days_in_a_row();
+            let across = first + 1440 - last + if every_day { 0 } else { 1440 };
+            within.map_or(across, |w| w.min(across)) * 60
+        })
     }
 
     /// Whether two consecutive days ever both match (a year and a leap day looked at).

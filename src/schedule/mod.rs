@@ -578,6 +578,15 @@ impl Next {
 
 /// How far slot searches look back or ahead, in days: beyond a week of weekdays, or beyond the
 /// longest gap between two days of the month (the 31st: August to October).
+/// How far a search for the nearest slot (back or ahead) may look: it stops at the first, so for a
+/// cron a fixed bound is cheaper than sizing a window (as `search_days` does, for `longest_gap`).
+fn horizon_days(schedule: &Schedule) -> i64 {
+    match schedule {
+        Schedule::Cron { .. } => cron::HORIZON_DAYS,
+        s => search_days(s),
+    }
+}
+
 fn search_days(schedule: &Schedule) -> i64 {
     match schedule {
         Schedule::Cron { cron, .. } => cron.search_days(),
@@ -724,7 +733,7 @@ pub fn latest_slot<Tz: TimeZone>(schedule: &Schedule, now: &DateTime<Tz>) -> Opt
     let now_utc = now.with_timezone(&Utc);
     // Tomorrow first: a slot of tomorrow's local date can still be before now in UTC terms only
     // when today's date was misjudged, never otherwise; the cost is one day's slots.
-    (-1..=search_days(schedule)).find_map(|back| {
+    (-1..=horizon_days(schedule)).find_map(|back| {
         let day = now.date_naive() - Duration::days(back);
         day_slots(schedule, &tz, day)
             .into_iter()
@@ -762,7 +771,7 @@ pub fn next_firing<Tz: TimeZone>(
     }
     let tz = now.timezone();
     let now_utc = now.with_timezone(&Utc);
-    (0..=search_days(schedule)).find_map(|ahead| {
+    (0..=horizon_days(schedule)).find_map(|ahead| {
         let day = now.date_naive() + Duration::days(ahead);
         day_slots(schedule, &tz, day)
             .into_iter()

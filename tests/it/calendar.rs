@@ -269,15 +269,7 @@ fn the_programs_slots_are_the_oracles_across_dst() {
     let from = Utc.with_ymd_and_hms(2026, 9, 20, 0, 0, 0).unwrap();
     let to = Utc.with_ymd_and_hms(2026, 11, 5, 0, 0, 0).unwrap();
     for (name, _, rule) in CASES {
-        let def = automations::definition::parse(
-            &format!("{name}.toml"),
-            &std::fs::read(sb.root.join(format!("automations/{name}.toml"))).unwrap(),
-            &automations::definition::Checks {
-                home: "/nonexistent".into(),
-                data_root: "/nonexistent".into(),
-            },
-        )
-        .unwrap();
+        let def = sb.parsed(name);
         let schedule = def.schedule.unwrap();
         for zone in ZONES {
             let tz: Tz = zone.parse().unwrap();

@@ -524,15 +524,7 @@ fn a_crontab_of_25_lines_moves_in_with_one_command() {
     for job in &jobs {
         let name = job["name"].as_str().unwrap();
         let line = lines[job["line"].as_u64().unwrap() as usize - 1];
-        let def = automations::definition::parse(
-            &format!("{name}.toml"),
-            &std::fs::read(sb.root.join(format!("automations/{name}.toml"))).unwrap(),
-            &automations::definition::Checks {
-                home: sb.home.clone(),
-                data_root: sb.data.clone(),
-            },
-        )
-        .unwrap();
+        let def = sb.parsed(name);
         let want = oracle.firings(&schedule_text(line), "Europe/Berlin", from, to, 300);
         let until = if want.len() == 300 { want[299] } else { to };
         let got = automations::schedule::slots_between(&def.schedule.unwrap(), &tz, from, until);

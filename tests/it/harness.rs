@@ -131,6 +131,18 @@ impl Sandbox {
         self.bin.clone()
     }
 
+    /// `automations/<name>.toml` parsed as the program parses it, with this sandbox's home and
+    /// data root.
+    pub fn parsed(&self, name: &str) -> automations::definition::Definition {
+        let bytes = std::fs::read(self.root.join(format!("automations/{name}.toml"))).unwrap();
+        let checks = automations::definition::Checks {
+            home: self.home.clone(),
+            data_root: self.data.clone(),
+        };
+        automations::definition::parse(&format!("{name}.toml"), &bytes, &checks)
+            .unwrap_or_else(|e| panic!("{name}: {e:?}"))
+    }
+
     /// Writes `automations/<name>.toml`.
     pub fn definition(&self, name: &str, toml: &str) -> &Self {
         std::fs::write(
