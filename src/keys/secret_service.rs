@@ -6,8 +6,7 @@
 
 use std::collections::HashMap;
 
-use secret_service::EncryptionType;
-use secret_service::blocking::SecretService;
+use dbus_secret_service::{EncryptionType, Error, Item, SecretService};
 
 use super::{DEADLINE, KeyError, KeyStore, Secret, with_deadline};
 use crate::names::Label;
@@ -25,29 +24,29 @@ impl SecretServiceStore {
     }
 }
 
-fn map(e: secret_service::Error) -> KeyError {
+fn map(e: Error) -> KeyError {
     match e {
-        secret_service::Error::Locked => KeyError::Locked,
-        secret_service::Error::Unavailable => {
-            KeyError::Unavailable("no Secret Service on the session bus".into())
-        }
-        secret_service::Error::Prompt | secret_service::Error::PromptDisconnected => {
-            KeyError::Locked
-        }
-        secret_service::Error::Zbus(e) => KeyError::Unavailable(e.to_string()),
+        Error::Locked | Error::Prompt => KeyError::Locked,
+        Error::Unavailable => KeyError::Unavailable("no Secret Service on the session bus".into()),
+        // No session bus, or nothing owning org.freedesktop.secrets on it.
+        Error::Dbus(e) => KeyError::Unavailable(
+            e.message()
+                .or(e.name())
+                .unwrap_or("the session bus did not answer")
+                .to_owned(),
+        ),
         other => KeyError::Failed(other.to_string()),
     }
 }
 
-fn connect() -> Result<SecretService<'static>, KeyError> {
-    SecretService::connect(EncryptionType::Dh).map_err(map)
+/// A session encrypted with Diffie-Hellman key exchange (the secret never crosses the bus in
+/// clear); a prompt (a locked item) is dismissed at once, since no one may be there to answer it.
+fn connect() -> Result<SecretService, KeyError> {
+    SecretService::connect_with_max_prompt_timeout(EncryptionType::Dh, 0).map_err(map)
 }
 
 /// The items of `label`: the unlocked ones, or `Locked` when any is locked.
-fn items<'a>(
-    ss: &'a SecretService<'a>,
-    label: &str,
-) -> Result<Vec<secret_service::blocking::Item<'a>>, KeyError> {
+fn items<'a>(ss: &'a SecretService, label: &str) -> Result<Vec<Item<'a>>, KeyError> {
     let found = ss
         .search_items(HashMap::from([(ATTRIBUTE, label)]))
         .map_err(map)?;
