@@ -668,11 +668,14 @@ pub fn fast_run(args: &[std::ffi::OsString]) -> Option<Cli> {
 /// the command line).
 fn trigger_parser() -> impl clap::builder::TypedValueParser<Value = Trigger> {
     use clap::builder::TypedValueParser as _;
-    clap::builder::PossibleValuesParser::new(Trigger::ALL.map(|t| {
+    // `path` and `after` are never given: a unit's firing says `schedule`, and the runner reads
+    // what started the unit (docs/triggers.md).
+    let given = [Trigger::Manual, Trigger::Schedule, Trigger::Dashboard];
+    clap::builder::PossibleValuesParser::new(given.map(|t| {
         clap::builder::PossibleValue::new(t.as_str()).help(match t {
-            Trigger::Manual => "A person, from the command line",
-            Trigger::Schedule => "launchd or systemd",
+            Trigger::Schedule => "launchd or systemd (a timer, a watched path or a chain)",
             Trigger::Dashboard => "The dashboard",
+            _ => "A person, from the command line",
         })
     }))
     .map(|word: String| Trigger::from_word(&word).expect("one of the possible values"))

@@ -68,6 +68,9 @@ pub struct RunView {
     pub status: Status,
     /// Why it was skipped.
     pub reason: Option<SkipReason>,
+    /// The firing a chained one followed (or would have, when skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<crate::runlog::Upstream>,
     #[serde(skip)]
     pub started: Option<Started>,
     #[serde(skip)]
@@ -115,6 +118,7 @@ fn started_view(
         at,
         status,
         reason: None,
+        after: s.after.clone(),
         started: Some(s),
         finished,
     }
@@ -183,6 +187,7 @@ impl<I: Iterator<Item = Record>> Iterator for Runs<'_, I> {
                             at,
                             status: Status::of(f.outcome),
                             reason: None,
+                            after: None,
                             started: None,
                             finished: Some(f),
                         });
@@ -201,6 +206,7 @@ impl<I: Iterator<Item = Record>> Iterator for Runs<'_, I> {
                         at: r.at,
                         status: Status::Skipped,
                         reason: Some(s.reason),
+                        after: s.after,
                         started: None,
                         finished: None,
                     });

@@ -106,6 +106,7 @@ pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachineP
         bin: utf8("binary", bin)?,
         root: utf8("repository root", &settings.root)?,
         data_root: utf8("data root", &settings.data_root)?,
+        home: utf8("home", &settings.home)?,
     };
     paths.check().map_err(|e| anyhow!(e))?;
     Ok(paths)
@@ -718,10 +719,10 @@ fn record_finding(
                 why: format!("automations/{name}.toml is gone"),
             });
         }
-        Some(d) if d.schedule.is_none() => {
+        Some(d) if !units::has_units(d) => {
             return Some(Finding::Orphaned {
                 label,
-                why: format!("automations/{name}.toml has no schedule any more"),
+                why: format!("automations/{name}.toml has no schedule or trigger any more"),
             });
         }
         Some(d) => d,

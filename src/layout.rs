@@ -117,6 +117,26 @@ impl Layout {
         self.installed_dir().join(format!("{name}.json"))
     }
 
+    /// Chain requests waiting for their automation's unit to start it, one file each.
+    pub fn chain_requests(&self) -> PathBuf {
+        self.state().join("after")
+    }
+
+    /// The chain request waiting for `name`: the upstream firing that should start it.
+    pub fn chain_request(&self, name: &str) -> PathBuf {
+        self.chain_requests().join(format!("{name}.json"))
+    }
+
+    /// When each automation's event-started firings (paths, chains) of the last hour started.
+    pub fn event_firings_dir(&self) -> PathBuf {
+        self.state().join("events")
+    }
+
+    /// When `name`'s event-started firings of the last hour started.
+    pub fn event_firings(&self, name: &str) -> PathBuf {
+        self.event_firings_dir().join(format!("{name}.json"))
+    }
+
     /// What came of each automation's Healthchecks pings.
     pub fn pings_dir(&self) -> PathBuf {
         self.state().join("healthchecks")

@@ -114,7 +114,7 @@ pub fn entry<'a>(
     let installed_word = match installed {
         Some(i) if i.changed => Some(InstallWord::Changed),
         Some(_) => Some(InstallWord::Yes),
-        None if d.schedule.is_some() => Some(InstallWord::No),
+        None if crate::units::has_units(d) => Some(InstallWord::No),
         None => None,
     };
     ListEntry {
@@ -150,10 +150,14 @@ pub fn entry<'a>(
 /// A definition's schedule for people, with what changes when it runs: its jitter and retries
 /// ("daily at 02:30, up to 10 min later, 2 retries"), or "manual only".
 pub fn schedule_words(d: &Definition) -> String {
+    let events = d.trigger.as_ref().map(|t| t.words());
     let Some(schedule) = &d.schedule else {
-        return "manual only".into();
+        return events.unwrap_or_else(|| "manual only".into());
     };
     let mut words = schedule.words();
+    if let Some(e) = events {
+        words.push_str(&format!(", and {e}"));
+    }
     if d.jitter_seconds > 0 {
         let j = d.jitter_seconds;
         let up_to = if j.is_multiple_of(60) {

@@ -39,6 +39,9 @@ use hc::{client as api, remote_checks};
 /// and the installed automations whose definitions cannot be read now, whose checks stay theirs.
 struct Installed {
     defs: Vec<Definition>,
+    /// Installed automations started only by their `[trigger]`: no check is made for them (a
+    /// check expects pings on a schedule).
+    event_only: Vec<Name>,
     unreadable: Vec<sync::Unreadable>,
     /// The definitions that exist but are invalid (`--prune` refuses while there are any).
     invalid: Vec<String>,
@@ -52,6 +55,13 @@ fn installed(
     let loaded = definition::load_all(&settings.definitions_dir(), &Checks::of(settings))?;
     let records = State::new(&settings.data_root).install_records()?;
     let wanted = |n: &Name| only.is_none_or(|o| o == n);
+    let event_only: Vec<Name> = loaded
+        .definitions
+        .iter()
+        .filter(|d| d.schedule.is_none() && d.trigger.is_some())
+        .filter(|d| records.contains_key(&d.name) && wanted(&d.name))
+        .map(|d| d.name.clone())
+        .collect();
     let defs: Vec<Definition> = loaded
         .definitions
         .into_iter()
@@ -61,7 +71,7 @@ fn installed(
     let mut unreadable = Vec::new();
     let mut invalid = Vec::new();
     for name in records.keys().filter(|n| wanted(n)) {
-        if defs.iter().any(|d| &d.name == name) {
+        if defs.iter().any(|d| &d.name == name) || event_only.contains(name) {
             continue;
         }
         let file = format!("automations/{name}.toml");
@@ -94,6 +104,7 @@ fn installed(
     if let Some(n) = only
         && defs.is_empty()
         && unreadable.is_empty()
+        && event_only.is_empty()
     {
         return Err(Fail::new(
             Exit::BadInput,
@@ -104,6 +115,7 @@ fn installed(
     }
     Ok(Installed {
         defs,
+        event_only,
         unreadable,
         invalid,
     })
@@ -177,7 +189,12 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
     for line in &plan {
         outln!("  {}", line.words());
     }
-    if plan.is_empty() {
+    for name in &inst.event_only {
+        outln!(
+            "  {name}: no check: it is started only by its [trigger] (paths, chains), so there is no schedule to expect pings on"
+        );
+    }
+    if plan.is_empty() && inst.event_only.is_empty() {
         outln!("  no scheduled automation is installed here");
     }
     if dry_run {

@@ -33,11 +33,11 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
     if all {
         let defs: Vec<Definition> = valid_definitions(settings)?
             .into_iter()
-            .filter(|d| d.schedule.is_some())
+            .filter(crate::units::has_units)
             .collect();
         if defs.is_empty() {
             return Err(bad(
-                "no definition has a [schedule]: nothing to install".into()
+                "no definition has a [schedule] or [trigger]: nothing to install".into(),
             ));
         }
         return Ok(defs);
@@ -48,9 +48,9 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
             continue;
         }
         let def = one_definition(settings, name)?;
-        if def.schedule.is_none() {
+        if !crate::units::has_units(&def) {
             return Err(bad(format!(
-                "{name} has no [schedule]: there is nothing to install (run it with `automations run {name}`)"
+                "{name} has no [schedule] or [trigger]: there is nothing to install (run it with `automations run {name}`)"
             )));
         }
         defs.push(def);

@@ -192,7 +192,7 @@ pub fn render(
             let files = units::render(&def, &settings.namespace, &paths, target);
             if files.is_empty() {
                 return Err(bad(format!(
-                    "{name} has no [schedule]: there is no unit to render"
+                    "{name} has no [schedule] or [trigger]: there is no unit to render"
                 )));
             }
             let agents = settings.agents_dir_of(match target {

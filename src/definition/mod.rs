@@ -16,6 +16,9 @@ use crate::names::{EnvName, FactName, Name, truncate};
 use crate::schedule::{Cron, Schedule, TimeOfDay, Weekday};
 use crate::settings::DEFINITIONS_DIR;
 
+pub mod trigger;
+pub use trigger::{PathEvent, Triggers};
+
 /// Definition files larger than this are refused unread.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;
 /// The largest `timeout_seconds`.
@@ -82,6 +85,8 @@ pub struct Definition {
     pub jitter_seconds: u32,
     /// How a failed scheduled firing is tried again.
     pub retry: Retry,
+    /// What else starts it: watched paths, other automations' firings (`[trigger]`).
+    pub trigger: Option<Triggers>,
     /// Hex sha256 of the file's bytes (what `started` records and install pins).
     pub sha256: String,
 }
@@ -207,6 +212,8 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
         }
     }
     loaded.definitions.sort_by(|a, b| a.name.cmp(&b.name));
+    let root = dir.parent().unwrap_or(dir);
+    trigger::relations(&mut loaded, root, &checks.home);
     Ok(loaded)
 }
 
@@ -300,6 +307,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             schedule: f.schedule,
             jitter_seconds: f.jitter_seconds,
             retry: f.retry,
+            trigger: f.trigger,
             sha256: hex_sha256(bytes),
         }),
         _ => Err(r.problems),
@@ -359,6 +367,7 @@ struct Fields {
     schedule: Option<Schedule>,
     jitter_seconds: u32,
     retry: Retry,
+    trigger: Option<Triggers>,
 }
 
 /// Walks every key of `table`, reporting each problem (unknown keys included) and the missing
@@ -376,6 +385,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         schedule: None,
         jitter_seconds: 0,
         retry: Retry::default(),
+        trigger: None,
     };
     for (key, value) in table {
         match key.as_str() {
@@ -409,6 +419,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
                     f.retry = k.retry;
                 }
             }
+            "trigger" => f.trigger = trigger::check(r, value, checks),
             other => r.add(other, "unknown key"),
         }
     }

@@ -849,3 +849,243 @@ fn fuzz_mutated_definitions_never_panic() {
     check_outcome(&[0xff, 0xfe, 0x00]);
     assert!(cases >= 1000, "only {cases} cases ran");
 }
+
+#[test]
+fn trigger_tables_are_modelled_with_their_defaults() {
+    let d = parse_x("[trigger]\npaths = [\"{root}/inbox\", \"~/Documents/Inbox\"]\n").unwrap();
+    let t = d.trigger.unwrap();
+    assert_eq!(t.paths, ["{root}/inbox", "~/Documents/Inbox"]);
+    assert_eq!(t.on, PathEvent::Changed);
+    assert_eq!(t.settle_seconds, trigger::DEFAULT_SETTLE_SECONDS);
+    assert_eq!(t.max_per_hour, trigger::DEFAULT_MAX_PER_HOUR);
+    assert_eq!(t.words(), "when inbox/ or Inbox/ changes");
+    let d = parse_x(
+        "[schedule]\ndaily_at = \"02:00\"\n[trigger]\npaths = [\"/home/alice/q\"]\non = \"not_empty\"\nsettle_seconds = 0\nmax_per_hour = 10\nafter_success = [\"backup\"]\nafter_failure = [\"backup\", \"sync\"]\n",
+    )
+    .unwrap();
+    assert!(d.schedule.is_some());
+    let t = d.trigger.unwrap();
+    assert_eq!(
+        (t.on, t.settle_seconds, t.max_per_hour),
+        (PathEvent::NotEmpty, 0, 10)
+    );
+    assert_eq!(
+        t.words(),
+        "when q/ holds files, after backup succeeds, after backup or sync fails"
+    );
+    assert!(t.follows("backup", true) && t.follows("sync", false) && !t.follows("sync", true));
+    assert_eq!(t.upstreams().count(), 2);
+}
+
+#[test]
+fn trigger_rules() {
+    let cases: &[(&str, &str, &str)] = &[
+        ("[trigger]\n", "trigger", "starts nothing"),
+        ("trigger = 1\n", "trigger", "expected a table"),
+        (
+            "[trigger]\npaths = [\"{root}/a\"]\nwhen = 1\n",
+            "trigger.when",
+            "unknown key",
+        ),
+        ("[trigger]\npaths = []\n", "trigger.paths", "is empty"),
+        (
+            "[trigger]\npaths = [\"inbox\"]\n",
+            "trigger.paths",
+            "relative",
+        ),
+        (
+            "[trigger]\npaths = [\"/etc/x\"]\n",
+            "trigger.paths",
+            "outside the home folder",
+        ),
+        (
+            "[trigger]\npaths = [\"~\"]\n",
+            "trigger.paths",
+            "whole repository or home",
+        ),
+        (
+            "[trigger]\npaths = [\"{root}\"]\n",
+            "trigger.paths",
+            "whole repository or home",
+        ),
+        (
+            "[trigger]\npaths = [\"~bob/x\"]\n",
+            "trigger.paths",
+            "`~user` is not read",
+        ),
+        (
+            "[trigger]\npaths = [\"~/a/../b\"]\n",
+            "trigger.paths",
+            "`..`",
+        ),
+        ("[trigger]\npaths = [\"~/in*\"]\n", "trigger.paths", "globs"),
+        (
+            "[trigger]\npaths = [\"~/a\\nb\"]\n",
+            "trigger.paths",
+            "control character",
+        ),
+        (
+            "[trigger]\npaths = [\"~/a\", \"~/a\"]\n",
+            "trigger.paths",
+            "listed twice",
+        ),
+        (
+            "[trigger]\npaths = [\"/srv/data/automations/state\"]\n",
+            "trigger.paths",
+            "outside the home folder",
+        ),
+        (
+            "[trigger]\npaths = [\"~/a\"]\non = \"created\"\n",
+            "trigger.on",
+            "not a change",
+        ),
+        (
+            "[trigger]\npaths = [\"~/a\"]\nsettle_seconds = 601\n",
+            "trigger.settle_seconds",
+            "out of range",
+        ),
+        (
+            "[trigger]\npaths = [\"~/a\"]\nmax_per_hour = 0\n",
+            "trigger.max_per_hour",
+            "out of range",
+        ),
+        (
+            "[trigger]\nafter_success = [\"Bad Name\"]\n",
+            "trigger.after_success",
+            "Bad Name",
+        ),
+        (
+            "[trigger]\nafter_failure = [\"a\", \"a\"]\n",
+            "trigger.after_failure",
+            "listed twice",
+        ),
+        (
+            "[trigger]\nafter_success = [\"a\"]\non = \"changed\"\n",
+            "trigger.on",
+            "there are none",
+        ),
+        (
+            "[trigger]\nafter_success = [\"a\"]\nsettle_seconds = 3\n",
+            "trigger.settle_seconds",
+            "there are none",
+        ),
+    ];
+    for (extra, key, needle) in cases {
+        refused(parse_x(extra), key, needle);
+    }
+    // The data root is refused when it lies inside the home folder.
+    let inside = Checks {
+        home: PathBuf::from("/home/alice"),
+        data_root: PathBuf::from("/home/alice/.local/share/automations"),
+    };
+    let text = format!("{BASE}[trigger]\npaths = [\"~/.local/share/automations/state\"]\n");
+    let problems = parse("x.toml", text.as_bytes(), &inside).unwrap_err();
+    assert!(
+        problems[0].message.contains("inside the data root"),
+        "{problems:?}"
+    );
+}
+
+/// Writes `files` (name, text) into a fresh repository's definitions folder, loads them all, and
+/// returns the problems found and the names that stayed valid.
+fn load_folder(files: &[(&str, &str)]) -> (Vec<String>, Vec<String>, tempfile::TempDir) {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("automations");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(d.path().join("inbox")).unwrap();
+    for (name, extra) in files {
+        let text = format!("name = \"{name}\"\ncommand = [\"true\"]\n{extra}");
+        std::fs::write(dir.join(format!("{name}.toml")), text).unwrap();
+    }
+    let checks = Checks {
+        home: d.path().join("home"),
+        data_root: d.path().join("data"),
+    };
+    let loaded = load_all(&dir, &checks).unwrap();
+    let problems = loaded.problems.iter().map(ToString::to_string).collect();
+    let names = loaded
+        .definitions
+        .iter()
+        .map(|d| d.name.to_string())
+        .collect();
+    (problems, names, d)
+}
+
+#[test]
+fn chains_name_real_automations_other_than_themselves_and_never_loop() {
+    let (problems, names, _d) = load_folder(&[
+        ("backup", ""),
+        ("offsite", "[trigger]\nafter_success = [\"backup\"]\n"),
+        ("self", "[trigger]\nafter_failure = [\"self\"]\n"),
+        ("ghost", "[trigger]\nafter_success = [\"nobody\"]\n"),
+        ("a", "[trigger]\nafter_success = [\"b\"]\n"),
+        ("b", "[trigger]\nafter_failure = [\"c\"]\n"),
+        ("c", "[trigger]\nafter_success = [\"a\"]\n"),
+    ]);
+    assert_eq!(names, ["backup", "offsite"], "{problems:#?}");
+    let all = problems.join("\n");
+    assert!(
+        all.contains("automations/self.toml: trigger.after_failure: \"self\" is this automation"),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "automations/ghost.toml: trigger.after_success: \"nobody\" is not an automation here"
+        ),
+        "{all}"
+    );
+    // The loop is printed from each of its members, upstream first.
+    assert!(
+        all.contains("automations/a.toml: trigger: its chain loops: a → c → b → a"),
+        "{all}"
+    );
+    assert!(
+        all.contains("automations/b.toml: trigger: its chain loops: b → a → c → b"),
+        "{all}"
+    );
+    assert!(
+        all.contains("automations/c.toml: trigger: its chain loops"),
+        "{all}"
+    );
+    // A self-chain is said once, not as a loop too.
+    assert!(!all.contains("self → self"), "{all}");
+}
+
+#[test]
+fn watched_paths_need_their_folder_and_must_be_files_or_folders() {
+    let (problems, names, d) = load_folder(&[
+        (
+            "ok",
+            "[trigger]\npaths = [\"{root}/inbox\", \"{root}/inbox/new.pdf\"]\n",
+        ),
+        (
+            "nofolder",
+            "[trigger]\npaths = [\"{root}/missing/inbox\"]\n",
+        ),
+        ("fifo", "[trigger]\npaths = [\"{root}/inbox/pipe\"]\n"),
+    ]);
+    // The FIFO is made after the first load, so the first load takes it as a file to come.
+    assert_eq!(names, ["fifo", "ok"], "{problems:#?}");
+    assert!(
+        problems.iter().any(|p| p.starts_with(
+            "automations/nofolder.toml: trigger.paths: \"{root}/missing/inbox\": its folder "
+        ) && p.contains("does not exist")),
+        "{problems:#?}"
+    );
+    nix::unistd::mkfifo(
+        &d.path().join("inbox/pipe"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let checks = Checks {
+        home: d.path().join("home"),
+        data_root: d.path().join("data"),
+    };
+    let loaded = load_all(&d.path().join("automations"), &checks).unwrap();
+    let all: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
+    assert!(
+        all.iter()
+            .any(|p| p.contains("fifo.toml: trigger.paths") && p.contains("is a FIFO")),
+        "{all:#?}"
+    );
+}

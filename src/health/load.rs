@@ -173,7 +173,7 @@ fn judge<R: Send>(
                 subject.not_approved = subject
                     .definition
                     .as_ref()
-                    .filter(|d| d.schedule.is_some())
+                    .filter(|d| crate::units::has_units(d))
                     .and_then(|d| crate::pins::check(Some(r), d, &settings.root))
                     .map(|m| m.words(n.as_str()));
             }
@@ -246,13 +246,7 @@ fn subject(
     th: &super::Thresholds,
     pauses: Option<&BTreeSet<Name>>,
 ) -> anyhow::Result<Subject> {
-    let (runs, acked_at) = gather(
-        snapshot,
-        settings,
-        name.as_str(),
-        th,
-        definition.as_ref().and_then(|d| d.schedule.as_ref()),
-    );
+    let (runs, acked_at) = gather(snapshot, settings, name.as_str(), th, definition.as_ref());
     let mut unreadable = Vec::new();
     // Only a pause file that is there is read (a listing told which are). One that cannot be read
     // makes this automation's verdict unknown, naming it; the others are not held up by it.
@@ -313,6 +307,7 @@ fn runs_of(
             at: ok.at,
             status: crate::history::Status::Ok,
             reason: None,
+            after: None,
             started: None,
             finished: Some(f),
         });
@@ -336,11 +331,12 @@ fn gather(
     settings: &Settings,
     name: &str,
     th: &super::Thresholds,
-    schedule: Option<&Schedule>,
+    def: Option<&crate::definition::Definition>,
 ) -> (
     Vec<crate::history::RunView>,
     Option<chrono::DateTime<chrono::Utc>>,
 ) {
+    let schedule = def.and_then(|d| d.schedule.as_ref());
     let since_days = match schedule {
         Some(s) if s.counts_missed_slots() => {
             Some(chrono::Utc::now() - chrono::Duration::days(i64::from(th.missed_days_window) + 2))
@@ -354,8 +350,10 @@ fn gather(
     // An automation the index knows no success of has none to look for (and the line of the one
     // it knows is read only when the runs read hold none).
     let any_ok = snapshot.has_last_ok(name);
-    // Skipped firings count only for the missed slots of a calendar schedule.
-    let calendar = schedule.is_some_and(Schedule::counts_missed_slots);
+    // Skipped firings count only for the missed slots of a calendar schedule, and for the cap
+    // and the chains of event-started ones.
+    let calendar = schedule.is_some_and(Schedule::counts_missed_slots)
+        || def.is_some_and(|d| d.trigger.is_some());
     // A run is read from its end; its start only when the end does not say it or there is none.
     let records_of = snapshot.records(name).ends_first();
     let records_of = if calendar {

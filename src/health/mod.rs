@@ -26,6 +26,7 @@
 //!   of the window's calls;
 //! - **failing streak**: `auto_pause_after` failures in a row since the last resume (an outbound
 //!   automation is paused for it; a local one is only marked degraded);
+//! - **rate limited**: event-started firings skipped past `max_per_hour` in the last hour;
 //! - **paused automatically**; a **definition that is invalid**; a name with **no definition**
 //!   whose unit still fires and fails.
 //!
@@ -127,6 +128,8 @@ pub enum Rule {
     Unreadable,
     /// Its Healthchecks pings failed several times in a row: the outside watch is blind to it.
     PingsFailing,
+    /// Event-started firings were skipped past its `max_per_hour` within the last hour.
+    RateLimited,
 }
 
 impl Rule {
@@ -151,6 +154,7 @@ impl Rule {
             Rule::NoRuns => "no runs yet",
             Rule::Unreadable => "its state cannot be read",
             Rule::PingsFailing => "its Healthchecks pings fail",
+            Rule::RateLimited => "fired too often, firings skipped",
         }
     }
 }

@@ -45,7 +45,7 @@ fn since_ack(s: &Subject, r: &RunView) -> bool {
 pub type Check<Tz> = fn(&Input<'_, Tz>, &mut Figures) -> Vec<Reason>;
 
 /// Every rule, in the order its reasons are listed.
-pub fn table<Tz: TimeZone>() -> [Check<Tz>; 13] {
+pub fn table<Tz: TimeZone>() -> [Check<Tz>; 14] {
     [
         definition_invalid,
         no_definition,
@@ -60,7 +60,34 @@ pub fn table<Tz: TimeZone>() -> [Check<Tz>; 13] {
         headline,
         outside_calls,
         pings_failing,
+        rate_limited,
     ]
+}
+
+/// Its event-started firings (watched paths, chains) went past `max_per_hour` within the last
+/// hour: some were skipped, and whatever fires it that often needs a look.
+fn rate_limited<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason> {
+    let hour_ago = i.now.wall.with_timezone(&Utc) - Duration::hours(1);
+    let skipped =
+        i.s.runs
+            .iter()
+            .filter(|r| r.reason == Some(crate::runlog::SkipReason::RateLimited))
+            .filter(|r| parse_stamp(&r.at).is_some_and(|t| t > hour_ago))
+            .count();
+    if skipped == 0 {
+        return Vec::new();
+    }
+    let cap =
+        i.s.definition
+            .as_ref()
+            .and_then(|d| d.trigger.as_ref())
+            .map_or(0, |t| t.max_per_hour);
+    reason(
+        Rule::RateLimited,
+        format!(
+            "{skipped} event firing(s) skipped in the last hour past its max_per_hour ({cap}): something changes its watched paths (or runs what it follows) that often"
+        ),
+    )
 }
 
 /// Its Healthchecks pings failed [`PINGS_FAILING_AFTER`] times in a row or more: whatever happens
@@ -253,14 +280,31 @@ pub fn unknown(s: &Subject) -> Option<Reason> {
     None
 }
 
-/// A scheduled automation that is not installed on this machine, never or no longer: whatever its
-/// past runs were, it is `unknown (not installed)`.
+/// A scheduled or event-started automation that is not installed on this machine, never or no
+/// longer: whatever its past runs were, it is `unknown (not installed)`. One a chain tried to
+/// start says so.
 pub fn not_installed(s: &Subject) -> Option<Reason> {
-    let scheduled = s.definition.as_ref().is_some_and(|d| d.schedule.is_some());
-    (scheduled && s.installed_at.is_none()).then(|| Reason {
+    let def = s.definition.as_ref()?;
+    if !crate::units::has_units(def) || s.installed_at.is_some() {
+        return None;
+    }
+    let what = if def.schedule.is_some() {
+        "scheduled"
+    } else {
+        "started by its [trigger]"
+    };
+    let chained = s.runs.iter().find_map(|r| {
+        (r.status == Status::Skipped && r.trigger == Trigger::After)
+            .then(|| r.after.as_ref().map(|u| u.name.clone()))
+            .flatten()
+    });
+    let chain = chained.map_or_else(String::new, |up| {
+        format!(" (the chain from {up} skipped it)")
+    });
+    Some(Reason {
         rule: Rule::NotInstalled,
         detail: format!(
-            "scheduled, but not installed on this machine: make automations-install NAME={}",
+            "{what}, but not installed on this machine{chain}: make automations-install NAME={}",
             s.name
         ),
     })

@@ -33,6 +33,7 @@ fn ok_run(id: &str, boot: &str, awake_ms: u64) -> RunView {
         at: "2026-11-30T10:00:00.000Z".into(),
         status: Status::Ok,
         reason: None,
+        after: None,
         started: Some(serde_json::from_value(started).unwrap()),
         finished: Some(serde_json::from_value(finished).unwrap()),
     }

@@ -19,11 +19,21 @@ pub enum Trigger {
     Schedule,
     /// The dashboard.
     Dashboard,
+    /// A watched file or folder changed (the `[trigger]` table's `paths`).
+    Path,
+    /// Another automation's firing ended (`after_success` / `after_failure`).
+    After,
 }
 
 impl Trigger {
     /// Every trigger.
-    pub const ALL: [Trigger; 3] = [Trigger::Manual, Trigger::Schedule, Trigger::Dashboard];
+    pub const ALL: [Trigger; 5] = [
+        Trigger::Manual,
+        Trigger::Schedule,
+        Trigger::Dashboard,
+        Trigger::Path,
+        Trigger::After,
+    ];
 
     /// The trigger `word` names (the log's word for it).
     pub fn from_word(word: &str) -> Option<Self> {
@@ -36,8 +46,25 @@ impl Trigger {
             Trigger::Manual => "manual",
             Trigger::Schedule => "schedule",
             Trigger::Dashboard => "dashboard",
+            Trigger::Path => "path",
+            Trigger::After => "after",
         }
     }
+
+    /// Whether no person asked for it: the service manager started it (a schedule, a watched
+    /// path, a chain). Such a firing runs only what was installed, retries, and is recorded even
+    /// when its definition is broken.
+    pub fn unattended(self) -> bool {
+        matches!(self, Trigger::Schedule | Trigger::Path | Trigger::After)
+    }
+}
+
+/// The firing a chained one follows: the upstream automation, its run and how it ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Upstream {
+    pub name: String,
+    pub run: String,
+    pub outcome: Outcome,
 }
 
 /// How a run that started ended.
@@ -74,8 +101,11 @@ pub enum SkipReason {
     DefinitionChanged,
     /// A scheduled firing whose pinned script differs from the one installed.
     ScriptChanged,
-    /// A scheduled firing with no install record (with pins) to check against.
+    /// A scheduled firing with no install record (with pins) to check against; or a chained one
+    /// whose automation is not installed, so its unit cannot be started.
     NotInstalled,
+    /// An event-started firing past its automation's `max_per_hour`.
+    RateLimited,
 }
 
 impl SkipReason {
@@ -89,6 +119,7 @@ impl SkipReason {
             SkipReason::DefinitionChanged => "definition_changed",
             SkipReason::ScriptChanged => "script_changed",
             SkipReason::NotInstalled => "not_installed",
+            SkipReason::RateLimited => "rate_limited",
         }
     }
 }
@@ -138,6 +169,12 @@ pub struct Started {
     /// and how many of its processes this firing ended before it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<EndedRun>,
+    /// A path-started firing: the paths whose change started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    /// A chained firing: the firing it follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Upstream>,
 }
 
 /// Processes of an earlier, killed firing ended by this one before it started.
@@ -196,6 +233,9 @@ pub struct Finished {
 pub struct Skipped {
     pub trigger: Trigger,
     pub reason: SkipReason,
+    /// A chained firing's: the firing it would have followed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Upstream>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

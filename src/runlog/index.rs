@@ -825,6 +825,7 @@ mod tests {
             Event::Skipped(Skipped {
                 trigger: Trigger::Manual,
                 reason,
+                after: None,
             }),
             Utc::now(),
         )

@@ -13,6 +13,7 @@ fn skipped(reason: SkipReason) -> Event {
     Event::Skipped(Skipped {
         trigger: Trigger::Manual,
         reason,
+        after: None,
     })
 }
 
@@ -27,6 +28,8 @@ fn started(run: &str) -> Event {
         attempt: None,
         first_run: None,
         ended: None,
+        paths: None,
+        after: None,
     })
 }
 

@@ -75,7 +75,7 @@ pub fn approved(
     warn: bool,
 ) -> Result<Approval, RunError> {
     let name = &def.name;
-    let scheduled = trigger == Trigger::Schedule;
+    let scheduled = trigger.unattended();
     let record = match state.install_record(name) {
         Ok(r) => r,
         Err(e) if scheduled && warn => {
@@ -134,7 +134,7 @@ pub fn held_back(
     if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
         return Ok(Some((SkipReason::Paused, format!(": {}", p.reason))));
     }
-    if trigger != Trigger::Schedule {
+    if !trigger.unattended() {
         return Ok(None);
     }
     // What runs unattended is what was installed: nothing of a changed definition or script.

@@ -117,7 +117,7 @@ fn command(
     // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
     let vars = env::RunVars {
         run_id: firing.first_run,
-        trigger: firing.trigger.as_str(),
+        trigger: firing.cause.trigger.as_str(),
         result_file: &scratch.result(),
         http_log: &scratch.http_log(),
         tmpdir: &scratch.tmp(),

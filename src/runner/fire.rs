@@ -19,7 +19,7 @@ use crate::clock;
 use crate::definition::Definition;
 use crate::keys;
 use crate::redact::Redactor;
-use crate::runlog::{Event, Finished, Outcome, RunLog, Skipped, Started, Trigger};
+use crate::runlog::{Event, Finished, Outcome, RunLog, Skipped, Started};
 use crate::settings::Settings;
 use crate::state::State;
 
@@ -44,7 +44,7 @@ pub(super) fn fire(
     // 5. started, written here and made durable by the keeper while this process goes on (the
     //    first attempt's; see `attempt`).
     let retry = &def.retry;
-    let retrying = firing.trigger == Trigger::Schedule && retry.retries > 0;
+    let retrying = firing.cause.trigger.unattended() && retry.retries > 0;
     let started_at = Utc::now();
     let event = started(firing, std::process::id(), retrying);
     log.append_unsynced(name.as_str(), event, started_at)
@@ -105,12 +105,8 @@ pub(super) fn fire(
 /// since the last attempt ends the firing here, recorded as a skip (`None`); else what the
 /// attempt runs in.
 fn again(firing: &Firing, log: &RunLog) -> Result<Option<Prepared>, RunError> {
-    let Firing {
-        settings,
-        def,
-        trigger,
-        ..
-    } = *firing;
+    let Firing { settings, def, .. } = *firing;
+    let trigger = firing.cause.trigger;
     let prepared = Prepared::new(settings, def);
     let state = State::new(&settings.data_root);
     let script = Script::Copied(&prepared.copy);
@@ -118,7 +114,11 @@ fn again(firing: &Firing, log: &RunLog) -> Result<Option<Prepared>, RunError> {
     let Some((reason, _)) = approval::held_back(&state, &def.name, trigger, &installed)? else {
         return Ok(Some(prepared));
     };
-    let skipped = Event::Skipped(Skipped { trigger, reason });
+    let skipped = Event::Skipped(Skipped {
+        trigger,
+        reason,
+        after: firing.cause.after.clone(),
+    });
     append(log, &def.name, skipped)?;
     Ok(None)
 }
@@ -177,7 +177,7 @@ struct Begun<'k> {
 fn started(firing: &Firing, pid: u32, numbered: bool) -> Event {
     Event::Started(Started {
         run: firing.run_id.to_owned(),
-        trigger: firing.trigger,
+        trigger: firing.cause.trigger,
         pid,
         definition: Some(firing.def.sha256.clone()),
         clock: clock::now(),
@@ -185,6 +185,8 @@ fn started(firing: &Firing, pid: u32, numbered: bool) -> Event {
         attempt: numbered.then_some(firing.attempt),
         first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
         ended: firing.ended.filter(|_| firing.attempt == 1).cloned(),
+        paths: firing.cause.paths.clone(),
+        after: firing.cause.after.clone(),
     })
 }
 
@@ -261,7 +263,7 @@ fn record(
     finished: Finished,
 ) -> Result<Finished, RunError> {
     let finished = Finished {
-        trigger: Some(firing.trigger),
+        trigger: Some(firing.cause.trigger),
         started_at: Some(crate::runlog::stamp(started_at)),
         attempt: numbered.then_some(firing.attempt),
         first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),

@@ -8,6 +8,8 @@
 
 pub mod after;
 pub mod approval;
+pub mod cause;
+mod chain;
 pub mod env;
 pub mod execute;
 mod fire;
@@ -34,6 +36,7 @@ use crate::settings::Settings;
 use crate::state::State;
 
 use approval::{Prepared, Script};
+pub use cause::Cause;
 use execute::failed_before_start;
 use supervise::Signals;
 
@@ -80,28 +83,25 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
         ControlFlow::Continue(def) => def,
         ControlFlow::Break(report) => return Ok(report),
     };
+    // What started it, when a unit did (a watched path, a chain, its timer).
+    let cause = cause::of(settings, &def, trigger);
+    let cause = &cause;
     let state = State::new(&settings.data_root);
-    // 2–3 before the lock, then the jitter wait.
-    let (signals, jitter) = match before_the_lock(settings, &log, &state, &def, trigger)? {
+    // 2–3 before the lock, then the jitter or settle wait.
+    let (signals, jitter) = match before_the_lock(settings, &log, &state, &def, cause)? {
         ControlFlow::Continue(ready) => ready,
         ControlFlow::Break(report) => return Ok(report),
     };
     // 4. The lock.
     let Some(lock) = take_lock(settings, name)? else {
-        let busy = skip(
-            &log,
-            name,
-            trigger,
-            SkipReason::AlreadyRunning,
-            String::new(),
-        )?;
+        let busy = skip(&log, name, cause, SkipReason::AlreadyRunning, String::new())?;
         return Ok(told(settings, &def, busy));
     };
     let UnderTheLock {
         prepared,
         ended,
         installed,
-    } = match under_the_lock(settings, &log, &state, &def, trigger, &lock)? {
+    } = match under_the_lock(settings, &log, &state, &def, cause, &lock)? {
         ControlFlow::Continue(ready) => ready,
         ControlFlow::Break(report) => return Ok(told(settings, &def, report)),
     };
@@ -115,7 +115,7 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
         settings,
         def: &def,
         run_id: &run_id,
-        trigger,
+        cause,
         jitter,
         attempt: 1,
         first_run: &run_id,
@@ -132,6 +132,8 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
     if let Some(p) = pings {
         p.end(&finished);
     }
+    // The automations that follow this one, once its end is on disk (docs/triggers.md).
+    chain::start_followers(settings, &log, &def, &finished);
     // 12. After the run: auto-pause and notifications (docs/health.md); their failures print to
     //     stderr and never change the outcome recorded above.
     let after = after::after_run(settings, &def, &finished);
@@ -155,18 +157,25 @@ fn before_the_lock(
     log: &RunLog,
     state: &State,
     def: &Definition,
-    trigger: Trigger,
+    cause: &Cause,
 ) -> Result<ControlFlow<Report, (Signals, Option<std::time::Duration>)>, RunError> {
     let name = &def.name;
+    let trigger = cause.trigger;
     // A scheduled firing runs only what was installed; a person's run goes ahead and is told.
     let early = approval::approved(settings, state, def, trigger, Script::OnDisk, true)?;
     if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &early)? {
-        let report = told(settings, def, skip(log, name, trigger, reason, detail)?);
+        let report = told(settings, def, skip(log, name, cause, reason, detail)?);
         return Ok(ControlFlow::Break(report));
     }
     let mut signals = Signals::install().map_err(|e| {
         RunError::Io(anyhow::Error::new(e).context("cannot install signal handlers"))
     })?;
+    if trigger == Trigger::Path {
+        return Ok(match settle(settings, log, def, cause, signals)? {
+            ControlFlow::Continue(signals) => ControlFlow::Continue((signals, None)),
+            ControlFlow::Break(report) => ControlFlow::Break(report),
+        });
+    }
     if trigger != Trigger::Schedule || def.jitter_seconds == 0 {
         return Ok(ControlFlow::Continue((signals, None)));
     }
@@ -183,7 +192,7 @@ fn before_the_lock(
             .stop_requested()
             .map_or("a signal".into(), |signal| signal.to_string());
         let detail = format!(": stopped by {sig} during its jitter wait, before it ran");
-        let report = skip(log, name, trigger, SkipReason::Stopped, detail)?;
+        let report = skip(log, name, cause, SkipReason::Stopped, detail)?;
         return Ok(ControlFlow::Break(report));
     }
     Ok(ControlFlow::Continue((signals, Some(wait))))
@@ -198,11 +207,12 @@ fn under_the_lock(
     log: &RunLog,
     state: &State,
     def: &Definition,
-    trigger: Trigger,
+    cause: &Cause,
     lock: &locks::RunLock,
 ) -> Result<ControlFlow<Report, UnderTheLock>, RunError> {
+    let trigger = cause.trigger;
     let ended = match lock.interrupted() {
-        Some(prev) => match end_survivors(log, &def.name, trigger, prev)? {
+        Some(prev) => match end_survivors(log, &def.name, cause, prev)? {
             ControlFlow::Continue(ended) => ended,
             ControlFlow::Break(report) => return Ok(ControlFlow::Break(report)),
         },
@@ -212,7 +222,11 @@ fn under_the_lock(
     let script = Script::Copied(&prepared.copy);
     let installed = approval::approved(settings, state, def, trigger, script, false)?;
     if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &installed)? {
-        let report = skip(log, &def.name, trigger, reason, detail)?;
+        let report = skip(log, &def.name, cause, reason, detail)?;
+        return Ok(ControlFlow::Break(report));
+    }
+    if let Some(detail) = past_the_cap(settings, def, cause) {
+        let report = skip(log, &def.name, cause, SkipReason::RateLimited, detail)?;
         return Ok(ControlFlow::Break(report));
     }
     Ok(ControlFlow::Continue(UnderTheLock {
@@ -240,7 +254,7 @@ fn definition_or_record(
 ) -> Result<ControlFlow<Report, Definition>, RunError> {
     let e = match definition::load_one(&settings.definitions_dir(), name, &Checks::of(settings)) {
         Ok(def) => return Ok(ControlFlow::Continue(def)),
-        Err(e) if trigger == Trigger::Schedule => e,
+        Err(e) if trigger.unattended() => e,
         Err(e) => return Err(RunError::Definition(e)),
     };
     let class = match e {
@@ -250,6 +264,9 @@ fn definition_or_record(
     let report = record_unstartable(log, name, trigger, None, class, &e.to_string())?;
     if let Report::Finished { finished, .. } = &report {
         crate::healthchecks::ping::unstarted(settings, name, finished);
+    }
+    if cause::by_path_unit() {
+        cool_down();
     }
     Ok(ControlFlow::Break(report))
 }
@@ -285,7 +302,7 @@ fn take_lock(settings: &Settings, name: &Name) -> Result<Option<locks::RunLock>,
 fn end_survivors(
     log: &RunLog,
     name: &Name,
-    trigger: Trigger,
+    cause: &Cause,
     prev: &str,
 ) -> Result<ControlFlow<Report, Option<crate::runlog::EndedRun>>, RunError> {
     let marker = run_marker(prev);
@@ -300,8 +317,7 @@ fn end_survivors(
             ": {} process(es) of the killed run {prev} outlived SIGKILL; it does not start beside them",
             done.left
         );
-        return skip(log, name, trigger, SkipReason::AlreadyRunning, detail)
-            .map(ControlFlow::Break);
+        return skip(log, name, cause, SkipReason::AlreadyRunning, detail).map(ControlFlow::Break);
     }
     if done.ended == 0 {
         return Ok(ControlFlow::Continue(None));
@@ -342,12 +358,89 @@ fn append_at(
 fn skip(
     log: &RunLog,
     name: &Name,
-    trigger: Trigger,
+    cause: &Cause,
     reason: SkipReason,
     detail: String,
 ) -> Result<Report, RunError> {
-    append(log, name, Event::Skipped(Skipped { trigger, reason }))?;
+    let skipped = Skipped {
+        trigger: cause.trigger,
+        reason,
+        after: cause.after.clone(),
+    };
+    append(log, name, Event::Skipped(skipped))?;
+    if cause.cool_down {
+        cool_down();
+    }
     Ok(Report::Skipped { reason, detail })
+}
+
+/// How long a path-started firing that did not run (a skip, a broken definition) holds its unit
+/// before it ends. The manager starts it again at once while a queue folder holds files: without
+/// it a paused automation would write skips as fast as it could, and systemd's own trigger limit
+/// (200 starts in 2 s) would stop the watch for good (docs/triggers.md).
+pub const COOL_DOWN: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Waits [`COOL_DOWN`], or until asked to stop.
+fn cool_down() {
+    match Signals::install() {
+        Ok(mut signals) => {
+            signals.wait_for_stop(COOL_DOWN);
+        }
+        Err(_) => std::thread::sleep(COOL_DOWN),
+    }
+}
+
+/// A path-started firing waits until its paths have been quiet for `settle_seconds` (at most
+/// three times that while they keep changing): one firing for a burst of changes. What it goes on
+/// with, or the skip recorded when a stop came during the wait.
+fn settle(
+    settings: &Settings,
+    log: &RunLog,
+    def: &Definition,
+    cause: &Cause,
+    mut signals: Signals,
+) -> Result<ControlFlow<Report, Signals>, RunError> {
+    let settle_seconds = def.trigger.as_ref().map_or(0, |t| t.settle_seconds);
+    let settle = std::time::Duration::from_secs(u64::from(settle_seconds));
+    let paths = cause::watched(settings, def);
+    let limit = std::time::Instant::now() + settle * 3;
+    loop {
+        let left = cause::settle_left(&paths, settle, std::time::SystemTime::now());
+        let until_limit = limit.saturating_duration_since(std::time::Instant::now());
+        let wait = left.min(until_limit);
+        if wait.is_zero() {
+            return Ok(ControlFlow::Continue(signals));
+        }
+        if signals.wait_for_stop(wait) {
+            let detail = ": stopped during its settle wait, before it ran".to_owned();
+            let report = skip(log, &def.name, cause, SkipReason::Stopped, detail)?;
+            return Ok(ControlFlow::Break(report));
+        }
+    }
+}
+
+/// Why an event-started firing (a path, a chain) may not run: past its `max_per_hour`. A count
+/// that cannot be kept is said on stderr and does not hold the firing back.
+fn past_the_cap(settings: &Settings, def: &Definition, cause: &Cause) -> Option<String> {
+    let (Some(tr), Trigger::Path | Trigger::After) = (&def.trigger, cause.trigger) else {
+        return None;
+    };
+    let layout = crate::layout::Layout::new(&settings.data_root);
+    match cause::count_event_firing(&layout, def.name.as_str(), tr.max_per_hour, Utc::now()) {
+        Ok(true) => None,
+        Ok(false) => Some(format!(
+            ": {} event-started firings in the last hour, its max_per_hour",
+            tr.max_per_hour
+        )),
+        Err(e) => {
+            errln!(
+                "automations: {}: cannot count its event firings in {}: {e}",
+                def.name,
+                layout.event_firings_dir().display()
+            );
+            None
+        }
+    }
 }
 
 /// Records a run whose command could not start at all: `started` + `finished` failed.
@@ -375,6 +468,8 @@ fn record_unstartable(
             attempt: None,
             first_run: None,
             ended: None,
+            paths: None,
+            after: None,
         }),
         started_at,
     )?;
@@ -410,7 +505,7 @@ struct Firing<'a> {
     settings: &'a Settings,
     def: &'a Definition,
     run_id: &'a str,
-    trigger: Trigger,
+    cause: &'a Cause,
     /// The jitter delay it waited, if it waited.
     jitter: Option<std::time::Duration>,
     /// 1, then 2… when a failed firing is tried again.

@@ -88,6 +88,9 @@ fn next(reason: SkipReason, name: &Name) -> String {
         SkipReason::SlotDone => {
             format!("; this slot already ran: `automations run {name}` runs it now")
         }
+        SkipReason::RateLimited => {
+            format!("; `automations run {name}` runs it now, or raise max_per_hour in [trigger]")
+        }
         SkipReason::DefinitionChanged | SkipReason::ScriptChanged | SkipReason::NotInstalled => {
             String::new()
         }

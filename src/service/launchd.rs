@@ -184,6 +184,12 @@ impl ServiceManager for Launchd {
         self.bootout(label, stop_wait)
     }
 
+    fn start(&self, label: &Label) -> Result<(), ExecError> {
+        self.program
+            .run(&["kickstart", &self.service(label)])
+            .map(|_| ())
+    }
+
     fn files_changed(&self) -> Result<(), ExecError> {
         Ok(())
     }

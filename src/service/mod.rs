@@ -70,6 +70,10 @@ pub trait ServiceManager {
         stop_wait: Duration,
     ) -> Result<(), ExecError>;
 
+    /// Starts `label`'s firing now, without waiting for it (systemd: `start --no-block` of its
+    /// service; launchd: `kickstart`): how a chain starts the automation that follows.
+    fn start(&self, label: &Label) -> Result<(), ExecError>;
+
     /// Tells the manager unit files were removed or restored (systemd: daemon-reload).
     fn files_changed(&self) -> Result<(), ExecError>;
 

@@ -29,6 +29,17 @@ impl Systemd {
     }
 }
 
+/// The units that start a service: its timer, its path unit.
+const ARMS: [&str; 2] = ["timer", "path"];
+
+/// The timer and path units of `label` whose files are in `agents_dir`.
+fn arms(label: &Label, agents_dir: &Path) -> Vec<String> {
+    ARMS.iter()
+        .map(|k| format!("{label}.{k}"))
+        .filter(|unit| agents_dir.join(unit).exists())
+        .collect()
+}
+
 impl ServiceManager for Systemd {
     fn manager(&self) -> Manager {
         Manager::Systemd
@@ -38,19 +49,28 @@ impl ServiceManager for Systemd {
         self.reachable().map_err(PreflightError::Unreachable)
     }
 
+    /// Loaded means: the service is loaded, and each of its timer and path units that exists is
+    /// enabled and active (a chain-only automation has neither).
     fn loaded(&self, labels: &[Label]) -> Result<BTreeSet<Label>, ExecError> {
         if labels.is_empty() {
             return Ok(BTreeSet::new());
         }
-        let timers: Vec<String> = labels.iter().map(|l| format!("{l}.timer")).collect();
+        let units: Vec<String> = labels
+            .iter()
+            .flat_map(|l| {
+                ARMS.iter()
+                    .chain(["service"].iter())
+                    .map(move |k| format!("{l}.{k}"))
+            })
+            .collect();
         let mut args = vec![
             "show",
             "--property=Id,LoadState,UnitFileState,ActiveState",
             "--",
         ];
-        args.extend(timers.iter().map(String::as_str));
+        args.extend(units.iter().map(String::as_str));
         let out = self.user(&args)?;
-        let mut loaded = BTreeSet::new();
+        let mut state: std::collections::BTreeMap<String, (bool, bool)> = Default::default();
         for block in out.split("\n\n") {
             let prop = |k: &str| {
                 block
@@ -58,40 +78,56 @@ impl ServiceManager for Systemd {
                     .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
                     .unwrap_or("")
             };
-            let ok = prop("LoadState") == "loaded"
-                && prop("UnitFileState") == "enabled"
-                && prop("ActiveState") == "active";
-            if let Some(label) = labels.iter().find(|l| format!("{l}.timer") == prop("Id"))
-                && ok
-            {
-                loaded.insert(label.clone());
-            }
+            let exists = prop("LoadState") == "loaded";
+            let armed = prop("UnitFileState") == "enabled" && prop("ActiveState") == "active";
+            state.insert(prop("Id").to_owned(), (exists, armed));
         }
-        Ok(loaded)
+        let of = |unit: String| state.get(&unit).copied().unwrap_or((false, false));
+        Ok(labels
+            .iter()
+            .filter(|l| {
+                let (service, _) = of(format!("{l}.service"));
+                service
+                    && ARMS.iter().all(|k| {
+                        let (exists, armed) = of(format!("{l}.{k}"));
+                        !exists || armed
+                    })
+            })
+            .cloned()
+            .collect())
     }
 
     fn load(
         &self,
         label: &Label,
-        _agents_dir: &Path,
+        agents_dir: &Path,
         changed: bool,
         _stop_wait: Duration,
     ) -> Result<(), ExecError> {
-        let timer = format!("{label}.timer");
         if changed {
             self.user(&["daemon-reload"])?;
+            // A timer or path unit the definition no longer has (its file is gone) stops too.
+            for k in ARMS {
+                let unit = format!("{label}.{k}");
+                if !agents_dir.join(&unit).exists() {
+                    let _ = self.user(&["stop", &unit]);
+                }
+            }
         }
-        self.user(&["enable", "--now", &timer])?;
-        if changed {
-            // A timer that was already running keeps its old schedule until restarted.
-            self.user(&["restart", &timer])?;
+        for arm in arms(label, agents_dir) {
+            self.user(&["enable", "--now", &arm])?;
+            if changed {
+                // A timer that was already running keeps its old schedule until restarted; a path
+                // unit its old paths.
+                self.user(&["restart", &arm])?;
+            }
         }
         if self.loaded(std::slice::from_ref(label))?.contains(label) {
             Ok(())
         } else {
             Err(ExecError {
-                command: format!("systemctl --user enable --now {timer}"),
-                what: "left the timer inactive".into(),
+                command: format!("systemctl --user enable --now {label}.timer/.path"),
+                what: "left the unit inactive".into(),
                 code: None,
                 stderr: String::new(),
             })
@@ -102,10 +138,12 @@ impl ServiceManager for Systemd {
     fn unload(
         &self,
         label: &Label,
-        _agents_dir: &Path,
+        agents_dir: &Path,
         _stop_wait: Duration,
     ) -> Result<(), ExecError> {
-        self.user(&["disable", "--now", &format!("{label}.timer")])?;
+        for arm in arms(label, agents_dir) {
+            self.user(&["disable", "--now", &arm])?;
+        }
         self.user(&["stop", &format!("{label}.service")])?;
         // A service whose last run failed would stay listed as `not-found failed` once its files
         // are gone; forgetting that is part of the uninstall (an error here changes nothing).
@@ -113,8 +151,14 @@ impl ServiceManager for Systemd {
             "reset-failed",
             &format!("{label}.service"),
             &format!("{label}.timer"),
+            &format!("{label}.path"),
         ]);
         Ok(())
+    }
+
+    fn start(&self, label: &Label) -> Result<(), ExecError> {
+        self.user(&["start", "--no-block", &format!("{label}.service")])
+            .map(|_| ())
     }
 
     fn files_changed(&self) -> Result<(), ExecError> {

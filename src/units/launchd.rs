@@ -6,12 +6,13 @@
 //! grid (`schedule::is_grid`) becomes an array of `StartCalendarInterval` entries, one per point, so
 //! slots missed in sleep coalesce into one run on wake. Any other `every_minutes` becomes
 //! `StartInterval`, which counts awake time and does not fire on wake (the header says so).
+//! Watched paths become `WatchPaths` or `QueueDirectories` (docs/triggers.md).
 //! `ExitTimeOut` is the run's timeout plus the backstop, so launchd never cuts the runner's own
 //! tree kill short.
 
 use plist::{Dictionary, Value};
 
-use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
+use super::{MachinePaths, UnitFile, header_text, notes, program_arguments, stop_timeout};
 use crate::definition::Definition;
 use crate::names::{Label, Namespace};
 use crate::schedule::{Schedule, Weekday};
@@ -40,15 +41,14 @@ pub fn plist(
     let mut env = Dictionary::new();
     env.insert("PATH".into(), FIXED_PATH.into());
     d.insert("EnvironmentVariables".into(), Value::Dictionary(env));
-    let schedule = def
-        .schedule
-        .as_ref()
-        .expect("render() only renders scheduled definitions");
-    schedule_keys(schedule, &mut d);
-    if schedule.at_login() {
-        // launchd runs it when the agent loads: at login, and at install.
-        d.insert("RunAtLoad".into(), Value::Boolean(true));
+    if let Some(schedule) = &def.schedule {
+        schedule_keys(schedule, &mut d);
+        if schedule.at_login() {
+            // launchd runs it when the agent loads: at login, and at install.
+            d.insert("RunAtLoad".into(), Value::Boolean(true));
+        }
     }
+    watch_keys(def, paths, &mut d);
     // The machine's data root, or its placeholder in units/: a path either way.
     let log = crate::layout::Layout::new(&paths.data_root)
         .launchd_log(def.name.as_str())
@@ -69,7 +69,7 @@ pub fn plist(
     xml.push(b'\n');
     UnitFile {
         name: format!("{label}.plist"),
-        bytes: with_header(xml, &header_text(def), awake_note(def).as_deref()),
+        bytes: with_header(xml, &header_text(def), &notes(def)),
     }
 }
 
@@ -148,6 +148,25 @@ fn schedule_keys(schedule: &Schedule, d: &mut Dictionary) {
     }
 }
 
+/// `[trigger]`'s watched paths: `WatchPaths` (any change) or `QueueDirectories` (fires while a
+/// folder holds files), as absolute paths: launchd expands neither `~` nor variables. A chain
+/// needs no key: the upstream's runner kickstarts the job.
+fn watch_keys(def: &Definition, paths: &MachinePaths, d: &mut Dictionary) {
+    let Some(tr) = def.trigger.as_ref().filter(|t| !t.paths.is_empty()) else {
+        return;
+    };
+    let watched: Vec<Value> = tr
+        .paths
+        .iter()
+        .map(|p| super::machine_path(p, paths).into())
+        .collect();
+    let key = match tr.on {
+        crate::definition::PathEvent::NotEmpty => "QueueDirectories",
+        _ => "WatchPaths",
+    };
+    d.insert(key.into(), Value::Array(watched));
+}
+
 /// Calendar entries as launchd takes them: one entry is a dictionary; several, an array (launchd
 /// fires at each).
 fn one_or_many(entries: Vec<Value>) -> Value {
@@ -188,9 +207,9 @@ fn calendar_entry(hour: Option<u8>, minute: u8, day: Option<Day>) -> Value {
 
 /// Inserts the header (and a note) as XML comments before `<plist`; `--` cannot appear inside a
 /// comment.
-fn with_header(xml: Vec<u8>, header: &str, note: Option<&str>) -> Vec<u8> {
+fn with_header(xml: Vec<u8>, header: &str, notes: &[String]) -> Vec<u8> {
     let mut comment = format!("<!-- {} -->\n", header.replace("--", "- -"));
-    if let Some(n) = note {
+    for n in notes {
         comment.push_str(&format!("<!-- {} -->\n", n.replace("--", "- -")));
     }
     let at = xml.windows(6).position(|w| w == b"<plist").unwrap_or(0);

@@ -52,7 +52,7 @@ impl Target {
     pub fn extensions(self) -> &'static [&'static str] {
         match self {
             Target::Launchd => &[".plist"],
-            Target::Systemd => &[".service", ".timer"],
+            Target::Systemd => &[".service", ".timer", ".path"],
         }
     }
 }
@@ -66,10 +66,29 @@ pub const BACKSTOP_SECONDS: u32 = 30;
 pub fn stop_timeout(def: &Definition) -> u32 {
     let attempts = def.retry.retries + 1;
     let waits = def.retry.total_delay().as_secs() as u32;
-    def.jitter_seconds + attempts * def.timeout_seconds + waits + BACKSTOP_SECONDS
+    // A path-started firing may wait for its paths to settle, and a skipped one of a queue
+    // folder holds its unit a while (docs/triggers.md).
+    let events = def
+        .trigger
+        .as_ref()
+        .filter(|t| !t.paths.is_empty())
+        .map_or(0, |t| {
+            3 * t.settle_seconds + crate::runner::COOL_DOWN.as_secs() as u32
+        });
+    def.jitter_seconds + attempts * def.timeout_seconds + waits + events + BACKSTOP_SECONDS
 }
 
-/// A second header line for an interval that counts awake time, so the unit itself says it.
+/// The header lines after the first: what else starts it, and an interval that counts awake
+/// time, so the unit itself says them.
+fn notes(def: &Definition) -> Vec<String> {
+    let events = def
+        .trigger
+        .as_ref()
+        .map(|t| format!("Also started {} (docs/triggers.md).", t.words()));
+    events.into_iter().chain(awake_note(def)).collect()
+}
+
+/// A header line for an interval that counts awake time.
 fn awake_note(def: &Definition) -> Option<String> {
     match def.schedule {
         Some(crate::schedule::Schedule::EveryMinutes { every_minutes, .. })
@@ -90,6 +109,8 @@ pub const BIN_PLACEHOLDER: &str = "@BIN@";
 pub const ROOT_PLACEHOLDER: &str = "@ROOT@";
 /// The placeholder for the data root in portable units.
 pub const DATA_ROOT_PLACEHOLDER: &str = "@DATA_ROOT@";
+/// The placeholder for the home folder in portable units (launchd's watched paths).
+pub const HOME_PLACEHOLDER: &str = "@HOME@";
 
 /// The machine paths a unit names, or their placeholders.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +121,8 @@ pub struct MachinePaths {
     pub root: String,
     /// The private data root.
     pub data_root: String,
+    /// The user's home folder.
+    pub home: String,
 }
 
 impl MachinePaths {
@@ -109,6 +132,7 @@ impl MachinePaths {
             bin: BIN_PLACEHOLDER.into(),
             root: ROOT_PLACEHOLDER.into(),
             data_root: DATA_ROOT_PLACEHOLDER.into(),
+            home: HOME_PLACEHOLDER.into(),
         }
     }
 
@@ -118,6 +142,7 @@ impl MachinePaths {
             ("binary", &self.bin),
             ("repository root", &self.root),
             ("data root", &self.data_root),
+            ("home", &self.home),
         ] {
             if p.chars().any(char::is_control) {
                 return Err(format!(
@@ -143,20 +168,37 @@ pub struct UnitFile {
     pub bytes: Vec<u8>,
 }
 
-/// The files of `def` for `target`; empty when the definition has no schedule.
+/// Whether the service manager starts `def` at all: it has a schedule or a `[trigger]`.
+pub fn has_units(def: &Definition) -> bool {
+    def.schedule.is_some() || def.trigger.is_some()
+}
+
+/// The files of `def` for `target`; empty when the definition is run by hand only.
 pub fn render(
     def: &Definition,
     namespace: &Namespace,
     paths: &MachinePaths,
     target: Target,
 ) -> Vec<UnitFile> {
-    if def.schedule.is_none() {
+    if !has_units(def) {
         return Vec::new();
     }
     let label = Label::new(namespace, &def.name);
     match target {
         Target::Launchd => vec![launchd::plist(def, namespace, &label, paths)],
-        Target::Systemd => systemd::pair(def, namespace, &label, paths).to_vec(),
+        Target::Systemd => systemd::units(def, namespace, &label, paths),
+    }
+}
+
+/// A watched path of a definition (`{root}/…`, `~/…` or absolute) on the machine `paths`
+/// describes.
+pub fn machine_path(p: &str, paths: &MachinePaths) -> String {
+    if let Some(rest) = p.strip_prefix(crate::definition::PLACEHOLDER_ROOT) {
+        format!("{}{rest}", paths.root)
+    } else if let Some(rest) = p.strip_prefix('~') {
+        format!("{}{rest}", paths.home)
+    } else {
+        p.to_owned()
     }
 }
 

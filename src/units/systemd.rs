@@ -12,21 +12,22 @@
 
 use std::fmt::Write as _;
 
-use super::{MachinePaths, UnitFile, awake_note, header_text, program_arguments, stop_timeout};
+use super::{MachinePaths, UnitFile, header_text, notes, program_arguments, stop_timeout};
 use crate::definition::Definition;
 use crate::names::{Label, Namespace};
 use crate::schedule::Schedule;
 use crate::settings::FIXED_PATH_LINUX as FIXED_PATH;
 
-/// The service and the timer of `def`.
-pub fn pair(
+/// The units of `def`: its service; its timer when it has a schedule; its path unit when it
+/// watches paths. (A chain starts the service itself.)
+pub fn units(
     def: &Definition,
     namespace: &Namespace,
     label: &Label,
     paths: &MachinePaths,
-) -> [UnitFile; 2] {
+) -> Vec<UnitFile> {
     let mut header = format!("# {}\n", header_text(def));
-    if let Some(note) = awake_note(def) {
+    for note in notes(def) {
         header.push_str(&format!("# {note}\n"));
     }
     let mut service = header.clone();
@@ -46,11 +47,61 @@ pub fn pair(
         stop_timeout(def),
     );
 
+    let mut units = vec![UnitFile {
+        name: format!("{label}.service"),
+        bytes: service.into_bytes(),
+    }];
+    if let Some(schedule) = &def.schedule {
+        units.push(timer(def, label, schedule, header.clone()));
+    }
+    if let Some(tr) = def.trigger.as_ref().filter(|t| !t.paths.is_empty()) {
+        units.push(path_unit(def, label, tr, paths, header));
+    }
+    units
+}
+
+/// The path unit: one `PathChanged=` / `PathModified=` / `DirectoryNotEmpty=` line per watched
+/// path, starting the service. A home path is written with `%h`, which the user's manager expands
+/// to the home folder, so `units/` says the same on every machine. Nothing is created for it
+/// (`MakeDirectory=no`): a missing folder is the definition's error, not a folder to make.
+fn path_unit(
+    def: &Definition,
+    label: &Label,
+    tr: &crate::definition::Triggers,
+    paths: &MachinePaths,
+    header: String,
+) -> UnitFile {
+    let mut unit = header;
+    let _ = write!(
+        unit,
+        "[Unit]\nDescription={}\n\n[Path]\n",
+        escape_specifiers(&format!("automations: {} ({})", def.name, tr.words()))
+    );
+    let key = match tr.on {
+        crate::definition::PathEvent::Changed => "PathChanged",
+        crate::definition::PathEvent::Modified => "PathModified",
+        crate::definition::PathEvent::NotEmpty => "DirectoryNotEmpty",
+    };
+    for p in &tr.paths {
+        let line = match p.strip_prefix("~/") {
+            Some(rest) => format!("%h/{}", escape_specifiers(rest)),
+            None => escape_specifiers(&super::machine_path(p, paths)),
+        };
+        let _ = writeln!(unit, "{key}={line}");
+    }
+    let _ = write!(
+        unit,
+        "Unit={label}.service\nMakeDirectory=no\n\n[Install]\nWantedBy=paths.target\n"
+    );
+    UnitFile {
+        name: format!("{label}.path"),
+        bytes: unit.into_bytes(),
+    }
+}
+
+/// The timer of a scheduled definition.
+fn timer(def: &Definition, label: &Label, schedule: &Schedule, header: String) -> UnitFile {
     let mut timer = header;
-    let schedule = def
-        .schedule
-        .as_ref()
-        .expect("render() only renders scheduled definitions");
     let _ = write!(
         timer,
         "[Unit]\nDescription={}\n\n[Timer]\n",
@@ -83,16 +134,10 @@ pub fn pair(
         timer,
         "AccuracySec=1s\n\n[Install]\nWantedBy=timers.target\n"
     );
-    [
-        UnitFile {
-            name: format!("{label}.service"),
-            bytes: service.into_bytes(),
-        },
-        UnitFile {
-            name: format!("{label}.timer"),
-            bytes: timer.into_bytes(),
-        },
-    ]
+    UnitFile {
+        name: format!("{label}.timer"),
+        bytes: timer.into_bytes(),
+    }
 }
 
 /// systemd refuses an executable path holding quotes, backslashes or control characters, though

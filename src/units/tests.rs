@@ -116,6 +116,7 @@ pub(crate) fn awkward_paths() -> MachinePaths {
         bin: "/opt/My Tools/100% \"auto\" & <bin>/automations".into(),
         root: "/srv/Répertoire & <repo> 50%/it's".into(),
         data_root: "/var/lib/données 100%/<data> & \"x\"".into(),
+        home: "/home/ünï 100% & <me>".into(),
     }
 }
 

@@ -74,6 +74,8 @@ impl Fixture {
                     attempt: None,
                     first_run: None,
                     ended: None,
+                    paths: None,
+                    after: None,
                 }),
                 at,
             )
@@ -143,6 +145,7 @@ impl Fixture {
                 Event::Skipped(Skipped {
                     trigger: Trigger::Schedule,
                     reason: SkipReason::Paused,
+                    after: None,
                 }),
                 at,
             )
@@ -1562,6 +1565,8 @@ fn jitter_retries_and_the_last_success_are_said_as_they_are() {
                 attempt: None,
                 first_run: None,
                 ended: None,
+                paths: None,
+                after: None,
             }),
             Utc::now() - Duration::minutes(30),
         )

@@ -22,5 +22,6 @@ mod repo;
 mod runlog;
 mod runner;
 mod systemd;
+mod triggers;
 mod units;
 mod webdriver;

@@ -63,7 +63,7 @@ impl UserManager {
             .unwrap()
     }
 
-    fn systemctl(&self, args: &[&str]) -> Output {
+    pub(crate) fn systemctl(&self, args: &[&str]) -> Output {
         self.user("systemctl", args)
     }
 
@@ -97,7 +97,7 @@ impl UserManager {
     }
 
     /// Waits (at most 60 s) until `unit` is neither active nor activating: its firing has ended.
-    fn wait_inactive(&self, unit: &str) {
+    pub(crate) fn wait_inactive(&self, unit: &str) {
         let until = Instant::now() + Duration::from_secs(60);
         loop {
             let state = self.prop(unit, "ActiveState");
@@ -492,7 +492,7 @@ if [ -e "$dir/fail-verb" ] && [ "$1" = "$(cat "$dir/fail-verb")" ]; then
 fi
 if [ "$1" = show ]; then
     for u in "$@"; do
-        case "$u" in *.timer) printf 'Id=%s\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n' "$u";; esac
+        case "$u" in *.timer|*.service) printf 'Id=%s\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n' "$u";; esac
     done
 fi
 exit 0

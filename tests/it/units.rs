@@ -45,7 +45,30 @@ const SHAPES: &[(&str, &str)] = &[
         "jittered",
         "[schedule]\ndaily_at = \"08:30\"\njitter_seconds = 900\n",
     ),
+    (
+        "watched",
+        "[trigger]\npaths = [\"{root}/in box\", \"~/Documents/Inbox\"]\nsettle_seconds = 2\n",
+    ),
+    (
+        "queue",
+        "[schedule]\ndaily_at = \"08:00\"\n[trigger]\npaths = [\"{root}/queue\"]\non = \"not_empty\"\n",
+    ),
+    (
+        "chained",
+        "[trigger]\nafter_success = [\"daily\"]\nafter_failure = [\"every\"]\n",
+    ),
 ];
+
+/// The systemd units a shape renders: a service, its timer when scheduled, its path unit when
+/// it watches paths.
+fn systemd_units(name: &str) -> usize {
+    match name {
+        "watched" => 2,
+        "queue" => 3,
+        "chained" => 1,
+        _ => 2,
+    }
+}
 
 /// A sandbox whose root, data root and binary live under paths with a space, `%`, `&`, `<`, a
 /// non-ASCII letter and (when `quotes`) quotes, which systemd refuses in an executable's path.
@@ -66,6 +89,7 @@ fn awkward(quotes: bool) -> Awkward {
     let root = base.join("repo");
     let data = base.join("data");
     std::fs::create_dir_all(root.join("automations")).unwrap();
+    std::fs::create_dir_all(sb.home.join("Documents")).unwrap();
     let bin = stable_bin(&base.join("bin dir"));
     sb.bin = bin.clone();
     for (name, schedule) in SHAPES {
@@ -117,7 +141,7 @@ fn every_rendered_systemd_pair_passes_systemd_analyze_verify() {
     for a in [awkward(false), awkward(true)] {
         for (name, _) in SHAPES {
             let files = render(&a, name, "systemd");
-            assert_eq!(files.len(), 2);
+            assert_eq!(files.len(), systemd_units(name), "{name}");
             let dir = a.sb.path(&format!("units-{name}"));
             std::fs::create_dir_all(&dir).unwrap();
             let mut paths = Vec::new();
@@ -177,9 +201,15 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
         assert_eq!(ours, theirs, "{name}");
         assert_eq!(theirs["ProgramArguments"][0], a.bin.to_str().unwrap());
         assert_eq!(theirs["WorkingDirectory"], a.root.to_str().unwrap());
-        // The default timeout (300 s) plus the 30 s backstop, plus the jitter's delay.
-        let jitter = if *name == "jittered" { 900 } else { 0 };
-        assert_eq!(theirs["ExitTimeOut"], 330 + jitter, "{name}");
+        // The default timeout (300 s) plus the 30 s backstop, plus the jitter's delay, plus a
+        // watcher's settle wait (three times settle_seconds) and its cool-down (60 s).
+        let extra = match *name {
+            "jittered" => 900,
+            "watched" => 3 * 2 + 60,
+            "queue" => 3 * 5 + 60,
+            _ => 0,
+        };
+        assert_eq!(theirs["ExitTimeOut"], 330 + extra, "{name}");
         let calendar = &theirs["StartCalendarInterval"];
         match *name {
             "every" => {
@@ -202,6 +232,36 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
                 );
             }
             "offset" => assert_eq!(each(calendar, "Minute"), [5, 20, 35, 50]),
+            "watched" => {
+                let home = a.sb.home.to_str().unwrap();
+                assert_eq!(
+                    theirs["WatchPaths"],
+                    serde_json::json!([
+                        format!("{}/in box", a.root.display()),
+                        format!("{home}/Documents/Inbox")
+                    ])
+                );
+                assert!(calendar.is_null() && theirs.get("RunAtLoad").is_none());
+                assert!(content.contains("Also started when in box/ or Inbox/ changes"));
+            }
+            "queue" => {
+                let queue = format!("{}/queue", a.root.display());
+                assert_eq!(theirs["QueueDirectories"], serde_json::json!([queue]));
+                assert!(theirs.get("WatchPaths").is_none());
+                assert_eq!(theirs["RunAtLoad"], true);
+            }
+            "chained" => {
+                // Nothing of its own starts it: the upstream's runner kickstarts it.
+                for key in [
+                    "StartCalendarInterval",
+                    "StartInterval",
+                    "WatchPaths",
+                    "RunAtLoad",
+                ] {
+                    assert!(theirs.get(key).is_none(), "{key}");
+                }
+                assert!(content.contains("Also started after daily succeeds, after every fails"));
+            }
             "awake" => {
                 assert_eq!(theirs["StartInterval"], 420);
                 assert!(calendar.is_null());

@@ -321,6 +321,11 @@ pub fn cronjob(
         .schedule
         .as_ref()
         .ok_or_else(|| "it has no [schedule]".to_owned())?;
+    if def.trigger.is_some() {
+        return Err(
+            "it also starts on [trigger] (watched paths, another automation's end), which a cluster neither watches nor chains: a CronJob cannot say it".into(),
+        );
+    }
     let cron = cron::cron(schedule)?;
     let pod = pod(def, namespace, cluster);
     let labels = labels(&def.name, namespace);
@@ -417,6 +422,7 @@ fn container(
         bin: BIN_IN_IMAGE.into(),
         root: ROOT_IN_IMAGE.into(),
         data_root: DATA_ROOT_IN_POD.into(),
+        home: String::new(),
     };
     let mut argv = program_arguments(def, namespace, &paths);
     let bin = argv.remove(0);

@@ -112,6 +112,14 @@ fn schedule_and_zone() {
             "[schedule]\nevery_minutes = 10\nat_login = true\n",
             "at login",
         ),
+        (
+            "[schedule]\nevery_minutes = 10\n[trigger]\nafter_success = [\"y\"]\n",
+            "neither watches nor chains",
+        ),
+        (
+            "[schedule]\nevery_minutes = 10\n[trigger]\npaths = [\"{root}/inbox\"]\n",
+            "[trigger]",
+        ),
     ] {
         let e = render(&def("x", toml), &ns(), &cluster("")).unwrap_err();
         assert!(e.contains(why), "{toml}: {e}");

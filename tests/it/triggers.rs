@@ -1,0 +1,344 @@
+//! `[trigger]` (docs/triggers.md) against a real, private systemd user manager: watched folders
+//! through `.path` units, queue folders, and chains started through the followers' own units.
+
+use std::time::{Duration, Instant};
+
+use crate::harness::*;
+use crate::systemd::{UserManager, assert_pty_ok, shipped};
+
+/// Waits (at most 60 s) until `done(sb)` holds, saying what the log held if it never does.
+#[track_caller]
+fn wait_until(sb: &Sandbox, what: &str, done: impl Fn(&Sandbox) -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while !done(sb) {
+        assert!(
+            Instant::now() < until,
+            "{what}: not seen within 60 s; run log: {:#?}",
+            sb.log_lines()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The `finished` events of `name`.
+fn finished(sb: &Sandbox, name: &str) -> Vec<serde_json::Value> {
+    sb.events("finished")
+        .into_iter()
+        .filter(|f| f["name"] == name)
+        .collect()
+}
+
+/// `name`'s events of the run log, in order, as their kinds.
+fn kinds(sb: &Sandbox, name: &str) -> Vec<String> {
+    sb.log_lines()
+        .into_iter()
+        .filter(|l| l["name"] == name)
+        .map(|l| l["event"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Runs never overlap: every `started` of `name` is followed by its `finished` before the next.
+#[track_caller]
+fn assert_one_at_a_time(sb: &Sandbox, name: &str) {
+    let mut open = false;
+    for k in kinds(sb, name) {
+        match k.as_str() {
+            "started" => {
+                assert!(
+                    !open,
+                    "two runs of {name} overlapped: {:#?}",
+                    sb.log_lines()
+                );
+                open = true;
+            }
+            "finished" => open = false,
+            _ => {}
+        }
+    }
+    assert!(!open, "a run of {name} never finished");
+}
+
+/// Waits until the service of `name` has been inactive through `quiet` (its path unit started
+/// nothing more in that time), at most 60 s.
+fn wait_idle(m: &UserManager, sb: &Sandbox, name: &str, quiet: Duration) {
+    let service = format!("local.automations.{name}.service");
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let before = sb.log_lines().len();
+        let inactive = |m: &UserManager| {
+            let s = m.prop(&service, "ActiveState");
+            s == "inactive" || s == "failed"
+        };
+        if inactive(m) {
+            std::thread::sleep(quiet);
+            if inactive(m) && sb.log_lines().len() == before {
+                return;
+            }
+        }
+        assert!(Instant::now() < until, "{service} never settled");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs() {
+    let test = "a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs";
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    let inbox = sb.root.join("inbox");
+    std::fs::create_dir(&inbox).unwrap();
+    sb.definition(
+        "inbox",
+        "name = \"inbox\"\ncommand = [\"sh\", \"-c\", \"ls {root}/inbox | wc -l\"]\n[trigger]\npaths = [\"{root}/inbox\"]\nsettle_seconds = 1\n",
+    );
+    let r = crate::systemd::install(&sb, "inbox");
+    assert_pty_ok(&r);
+    let path_unit = "local.automations.inbox.path";
+    assert_eq!(m.prop(path_unit, "ActiveState"), "active", "{}", r.output);
+    assert_eq!(m.prop(path_unit, "UnitFileState"), "enabled");
+    assert!(
+        !sb.home
+            .join(".config/systemd/user/local.automations.inbox.timer")
+            .exists()
+    );
+    // Nothing fired at install.
+    assert!(finished(&sb, "inbox").is_empty());
+
+    std::fs::write(inbox.join("a.pdf"), "x").unwrap();
+    wait_until(&sb, "a run of inbox", |sb| finished(sb, "inbox").len() == 1);
+    wait_idle(&m, &sb, "inbox", Duration::from_secs(2));
+    let started = sb.events("started");
+    let s = started.iter().find(|s| s["name"] == "inbox").unwrap();
+    assert_eq!(s["trigger"], "path", "{s}");
+    let paths = s["paths"].as_array().unwrap();
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.as_str().unwrap().ends_with("/inbox")),
+        "{s}"
+    );
+    assert_eq!(finished(&sb, "inbox").len(), 1, "one change, one run");
+    assert_eq!(finished(&sb, "inbox")[0]["outcome"], "ok");
+
+    // A burst of 1,000 files in about a second: a handful of runs, one at a time.
+    for i in 0..1000 {
+        std::fs::write(inbox.join(format!("f{i}.txt")), "x").unwrap();
+    }
+    wait_until(&sb, "a run for the burst", |sb| {
+        finished(sb, "inbox").len() >= 2
+    });
+    wait_idle(&m, &sb, "inbox", Duration::from_secs(3));
+    let runs = finished(&sb, "inbox").len();
+    assert!(
+        (2..=6).contains(&runs),
+        "1,000 files made {runs} runs: {:#?}",
+        sb.log_lines()
+    );
+    assert_one_at_a_time(&sb, "inbox");
+    // The last run saw every file: settle waited for the burst to end.
+    let last = finished(&sb, "inbox").pop().unwrap();
+    assert_eq!(
+        last["stdout_tail"].as_str().unwrap().trim(),
+        "1001",
+        "{last}"
+    );
+    // The watch is still armed (the OS's trigger limit was not hit).
+    assert_eq!(m.prop(path_unit, "ActiveState"), "active");
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn a_queue_folder_is_drained_one_file_a_run_and_then_stops_firing() {
+    let test = "a_queue_folder_is_drained_one_file_a_run_and_then_stops_firing";
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    let queue = sb.root.join("queue");
+    let done = sb.root.join("done");
+    std::fs::create_dir(&queue).unwrap();
+    std::fs::create_dir(&done).unwrap();
+    write_executable(
+        &sb.root.join("scripts/take-one.sh"),
+        "#!/bin/sh\nset -e\nf=$(ls \"$1\" | head -n 1)\nmv \"$1/$f\" \"$2/\"\necho \"took $f\"\n",
+    );
+    sb.definition(
+        "drain",
+        "name = \"drain\"\ncommand = [\"scripts/take-one.sh\", \"{root}/queue\", \"{root}/done\"]\n[trigger]\npaths = [\"{root}/queue\"]\non = \"not_empty\"\nsettle_seconds = 0\n",
+    );
+    assert_pty_ok(&crate::systemd::install(&sb, "drain"));
+    for f in ["1", "2", "3"] {
+        std::fs::write(queue.join(f), f).unwrap();
+    }
+    wait_until(&sb, "the queue drained", |sb| {
+        finished(sb, "drain").len() >= 3
+    });
+    wait_idle(&m, &sb, "drain", Duration::from_secs(2));
+    assert_eq!(std::fs::read_dir(&queue).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(&done).unwrap().count(), 3);
+    let runs = finished(&sb, "drain");
+    assert_eq!(
+        runs.len(),
+        3,
+        "one run per file, none once empty: {runs:#?}"
+    );
+    assert!(
+        runs.iter()
+            .all(|f| f["outcome"] == "ok" && f["trigger"] == "path")
+    );
+    assert_one_at_a_time(&sb, "drain");
+    assert_eq!(
+        m.prop("local.automations.drain.path", "ActiveState"),
+        "active"
+    );
+    sb.assert_log_verifies();
+}
+
+#[test]
+fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
+    let test = "chains_start_followers_through_their_own_units_and_say_what_did_not_start";
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    let fail_flag = sb.path("backup-fails");
+    write_executable(
+        &sb.root.join("scripts/backup.sh"),
+        format!(
+            "#!/bin/sh\nif [ -e '{}' ]; then echo disk full >&2; exit 3; fi\necho backed up\n",
+            fail_flag.display()
+        ),
+    );
+    write_executable(
+        &sb.root.join("scripts/offsite.sh"),
+        "#!/bin/sh\necho synced\n",
+    );
+    sb.definition(
+        "backup",
+        "name = \"backup\"\ncommand = [\"scripts/backup.sh\"]\n",
+    );
+    sb.definition(
+        "offsite",
+        "name = \"offsite\"\ncommand = [\"scripts/offsite.sh\"]\n[trigger]\nafter_success = [\"backup\"]\n",
+    );
+    sb.definition(
+        "cleanup",
+        "name = \"cleanup\"\ncommand = [\"sh\", \"-c\", \"echo cleaned\"]\n[trigger]\nafter_failure = [\"backup\"]\n",
+    );
+    sb.definition(
+        "report",
+        "name = \"report\"\ncommand = [\"true\"]\n[trigger]\nafter_success = [\"backup\"]\n",
+    );
+    let r = run_on_pty(
+        sb.cmd(["install", "offsite", "cleanup"]),
+        "Type y to confirm",
+        "y",
+    );
+    assert_pty_ok(&r);
+    // A chain-only automation has a service and nothing that arms it.
+    let agents = sb.home.join(".config/systemd/user");
+    assert!(agents.join("local.automations.offsite.service").exists());
+    assert!(!agents.join("local.automations.offsite.timer").exists());
+    assert!(!agents.join("local.automations.offsite.path").exists());
+
+    // backup ok → offsite runs, naming backup's run; cleanup does not.
+    assert_code(&sb.run(["run", "backup"]), 0);
+    let backup_run = finished(&sb, "backup")[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    wait_until(&sb, "offsite after backup", |sb| {
+        finished(sb, "offsite").len() == 1
+    });
+    m.wait_inactive("local.automations.offsite.service");
+    let s = sb
+        .events("started")
+        .into_iter()
+        .find(|s| s["name"] == "offsite")
+        .unwrap();
+    assert_eq!(s["trigger"], "after", "{s}");
+    assert_eq!(s["after"]["name"], "backup");
+    assert_eq!(s["after"]["run"], backup_run.as_str());
+    assert_eq!(s["after"]["outcome"], "ok");
+    assert_eq!(finished(&sb, "offsite")[0]["outcome"], "ok");
+    // report follows too but is not installed: a recorded skip, named by health.
+    let skip = sb
+        .events("skipped")
+        .into_iter()
+        .find(|s| s["name"] == "report")
+        .unwrap_or_else(|| panic!("{:#?}", sb.log_lines()));
+    assert_eq!(skip["reason"], "not_installed");
+    assert_eq!(skip["trigger"], "after");
+    assert_eq!(skip["after"]["name"], "backup");
+    let h = sb.run(["health", "--json"]);
+    let health: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    let report = health["automations"]
+        .as_array()
+        .and_then(|a| a.iter().find(|v| v["name"] == "report"))
+        .unwrap_or_else(|| panic!("{health}"));
+    assert!(
+        report
+            .to_string()
+            .contains("the chain from backup skipped it"),
+        "{report}"
+    );
+
+    // backup failing → cleanup runs and offsite does not.
+    std::fs::write(&fail_flag, "").unwrap();
+    assert_code(&sb.run(["run", "backup"]), 1);
+    wait_until(&sb, "cleanup after the failure", |sb| {
+        finished(sb, "cleanup").len() == 1
+    });
+    m.wait_inactive("local.automations.cleanup.service");
+    let s = sb
+        .events("started")
+        .into_iter()
+        .find(|s| s["name"] == "cleanup")
+        .unwrap();
+    assert_eq!(s["after"]["outcome"], "failed", "{s}");
+    assert_eq!(finished(&sb, "offsite").len(), 1);
+
+    // An edited follower script is skipped exactly as a scheduled firing would be.
+    std::fs::remove_file(&fail_flag).unwrap();
+    write_executable(
+        &sb.root.join("scripts/offsite.sh"),
+        "#!/bin/sh\necho edited\n",
+    );
+    assert_code(&sb.run(["run", "backup"]), 0);
+    wait_until(&sb, "offsite's skip", |sb| {
+        sb.events("skipped")
+            .iter()
+            .any(|s| s["name"] == "offsite" && s["reason"] == "script_changed")
+    });
+    let skip = sb
+        .events("skipped")
+        .into_iter()
+        .find(|s| s["name"] == "offsite")
+        .unwrap();
+    assert_eq!(skip["trigger"], "after");
+    assert_eq!(
+        finished(&sb, "offsite").len(),
+        1,
+        "the edited script never ran"
+    );
+    m.wait_inactive("local.automations.offsite.service");
+
+    // A follower whose unit was stopped by hand is started by the next chain all the same.
+    write_executable(
+        &sb.root.join("scripts/offsite.sh"),
+        "#!/bin/sh\necho synced\n",
+    );
+    assert_pty_ok(&crate::systemd::install(&sb, "offsite"));
+    assert!(
+        m.systemctl(&["stop", "local.automations.offsite.service"])
+            .status
+            .success()
+    );
+    assert_code(&sb.run(["run", "backup"]), 0);
+    wait_until(&sb, "offsite after reinstall", |sb| {
+        finished(sb, "offsite").len() == 2
+    });
+    sb.assert_log_verifies();
+}
