@@ -129,8 +129,13 @@ pub fn leave_request(layout: &Layout, name: &str, upstream: &Upstream) -> std::i
     fsutil::write_private(&layout.chain_request(name), &bytes)
 }
 
-/// Takes the request waiting for `name`, if one does: renamed away first, so two starts never
-/// both take it.
+/// How old a chain request may be and still name why a unit started: the upstream starts the
+/// unit right after leaving it, so an older one was left behind (its start folded into a firing
+/// already under way) and says nothing of this one.
+const REQUEST_FRESH: chrono::Duration = chrono::Duration::minutes(10);
+
+/// Takes the request waiting for `name`, if a fresh one does: renamed away first, so two starts
+/// never both take it.
 fn take_request(layout: &Layout, name: &str) -> Option<Upstream> {
     let path = layout.chain_request(name);
     let taken = path.with_extension(format!("taken-{}", std::process::id()));
@@ -140,11 +145,9 @@ fn take_request(layout: &Layout, name: &str) -> Option<Upstream> {
         .flatten();
     let _ = std::fs::remove_file(&taken);
     let req: Request = serde_json::from_slice(&bytes?).ok()?;
-    Some(req.upstream)
+    let at = crate::runlog::parse_stamp(&req.at)?;
+    (Utc::now() - at < REQUEST_FRESH).then_some(req.upstream)
 }
-
-/// The longest a settle wait goes on while the paths keep changing.
-pub const SETTLE_LIMIT: Duration = Duration::from_secs(2 * trigger::MAX_SETTLE_SECONDS as u64);
 
 /// How much longer a path-started firing waits for its paths to be quiet for `settle`: the
 /// newest change among `paths` (and, for a folder, its entries) must be `settle` old.
@@ -261,7 +264,16 @@ mod tests {
             outcome: crate::runlog::Outcome::Ok,
         };
         leave_request(&layout, "offsite", &up).unwrap();
-        assert_eq!(take_request(&layout, "offsite"), Some(up));
+        assert_eq!(take_request(&layout, "offsite"), Some(up.clone()));
         assert_eq!(take_request(&layout, "offsite"), None);
+        // One left behind long ago says nothing of this start, and is gone once looked at.
+        let stale = Request {
+            upstream: up,
+            at: crate::runlog::stamp(Utc::now() - chrono::Duration::minutes(11)),
+        };
+        let path = layout.chain_request("offsite");
+        std::fs::write(&path, serde_json::to_vec(&stale).unwrap()).unwrap();
+        assert_eq!(take_request(&layout, "offsite"), None);
+        assert!(!path.exists());
     }
 }

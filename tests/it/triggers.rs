@@ -189,10 +189,25 @@ fn a_queue_folder_is_drained_one_file_a_run_and_then_stops_firing() {
             .all(|f| f["outcome"] == "ok" && f["trigger"] == "path")
     );
     assert_one_at_a_time(&sb, "drain");
+    let path_unit = "local.automations.drain.path";
+    assert_eq!(m.prop(path_unit, "ActiveState"), "active");
+
+    // Files that land while the watch is down (the machine off, the manager stopped) are found
+    // when it comes back: the folder is checked again, and drained.
+    assert!(m.systemctl(&["stop", path_unit]).status.success());
+    std::fs::write(queue.join("4"), "4").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
     assert_eq!(
-        m.prop("local.automations.drain.path", "ActiveState"),
-        "active"
+        finished(&sb, "drain").len(),
+        3,
+        "nothing fires while the watch is down"
     );
+    assert!(m.systemctl(&["start", path_unit]).status.success());
+    wait_until(&sb, "the file that came while it was down", |sb| {
+        finished(sb, "drain").len() == 4
+    });
+    wait_idle(&m, &sb, "drain", Duration::from_secs(2));
+    assert_eq!(std::fs::read_dir(&queue).unwrap().count(), 0);
     sb.assert_log_verifies();
 }
 
@@ -340,5 +355,114 @@ fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
     wait_until(&sb, "offsite after reinstall", |sb| {
         finished(sb, "offsite").len() == 2
     });
+    sb.assert_log_verifies();
+}
+
+/// A firing of `name` as its unit starts it, with `env` set as the service manager would.
+fn unit_firing(sb: &Sandbox, name: &str, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = sb.cmd(["run", name, "--trigger", "schedule"]);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Leaves the request a chain from `upstream`'s run `run` leaves for `name` (as its runner does).
+fn chain_request(sb: &Sandbox, name: &str, upstream: &str, run: &str) {
+    let dir = sb.data.join("state/after");
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let req = serde_json::json!({
+        "upstream": {"name": upstream, "run": run, "outcome": "ok"},
+        "at": at,
+    });
+    std::fs::write(dir.join(format!("{name}.json")), req.to_string()).unwrap();
+}
+
+/// What the service manager says started a unit is what `started.trigger` records, and the
+/// event-started firings past `max_per_hour` are skipped (`rate_limited`) and make the automation
+/// degraded, while a person's run is never counted.
+#[test]
+fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
+    let mut sb = shipped();
+    let fake = sb.path("fake");
+    crate::systemd::fake_systemctl(&fake);
+    sb.env("PATH", &format!("{}:/usr/bin:/bin", fake.display()));
+    std::fs::create_dir(sb.root.join("inbox")).unwrap();
+    sb.definition("backup", "name = \"backup\"\ncommand = [\"true\"]\n");
+    sb.definition(
+        "watch",
+        "name = \"watch\"\ncommand = [\"sh\", \"-c\", \"echo $AUTOMATION_TRIGGER\"]\n[schedule]\nevery_minutes = 60\n[trigger]\npaths = [\"{root}/inbox\"]\nsettle_seconds = 0\nmax_per_hour = 2\nafter_success = [\"backup\"]\n",
+    );
+    assert_pty_ok(&crate::systemd::install(&sb, "watch"));
+
+    // Its timer: a scheduled firing.
+    let o = unit_firing(
+        &sb,
+        "watch",
+        &[("TRIGGER_UNIT", "local.automations.watch.timer")],
+    );
+    assert_code(&o, 0);
+    let inbox = sb.root.join("inbox").display().to_string();
+    // Its path unit: a path firing naming the path.
+    let o = unit_firing(
+        &sb,
+        "watch",
+        &[
+            ("TRIGGER_UNIT", "local.automations.watch.path"),
+            ("TRIGGER_PATH", inbox.as_str()),
+        ],
+    );
+    assert_code(&o, 0);
+    // A chain's request: a chained firing naming the upstream's run.
+    chain_request(&sb, "watch", "backup", "r-1");
+    assert_code(&unit_firing(&sb, "watch", &[]), 0);
+    let started: Vec<serde_json::Value> = sb
+        .events("started")
+        .into_iter()
+        .filter(|s| s["name"] == "watch")
+        .collect();
+    let triggers: Vec<&str> = started
+        .iter()
+        .map(|s| s["trigger"].as_str().unwrap())
+        .collect();
+    assert_eq!(triggers, ["schedule", "path", "after"]);
+    assert_eq!(started[1]["paths"], serde_json::json!([inbox]));
+    assert_eq!(started[2]["after"]["run"], "r-1");
+    let outputs: Vec<String> = finished(&sb, "watch")
+        .iter()
+        .map(|f| f["stdout_tail"].as_str().unwrap().trim().to_owned())
+        .collect();
+    assert_eq!(
+        outputs,
+        ["schedule", "path", "after"],
+        "AUTOMATION_TRIGGER says it too"
+    );
+    // The request was taken: a later start by hand is no chain.
+    assert!(!sb.data.join("state/after/watch.json").exists());
+
+    // Two event firings this hour: the third is past max_per_hour = 2.
+    chain_request(&sb, "watch", "backup", "r-2");
+    let o = unit_firing(&sb, "watch", &[]);
+    assert_code(&o, 0);
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(said.contains("rate_limited") && said.contains("max_per_hour"), "{said}");
+    let skip = sb.events("skipped").pop().unwrap();
+    assert_eq!(skip["reason"], "rate_limited");
+    assert_eq!(skip["trigger"], "after");
+    assert_eq!(skip["after"]["run"], "r-2");
+    assert_eq!(finished(&sb, "watch").len(), 3);
+    // A person's run and a scheduled firing are not event firings: never capped.
+    assert_code(&sb.run(["run", "watch"]), 0);
+    assert_eq!(finished(&sb, "watch").len(), 4);
+
+    let h = sb.run(["health", "--json", "watch"]);
+    let doc: serde_json::Value = serde_json::from_slice(&h.stdout).unwrap();
+    let text = doc.to_string();
+    assert!(
+        text.contains("\"rate_limited\"") && text.contains("degraded"),
+        "{text}"
+    );
+    assert!(text.contains("past its max_per_hour (2)"), "{text}");
     sb.assert_log_verifies();
 }
