@@ -624,6 +624,12 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
         "draft",
         "name = \"draft\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
     );
+    // Started only by its [trigger]: installed, but nothing to expect pings on.
+    sb.definition(
+        "follow",
+        "name = \"follow\"\ncommand = [\"true\"]\n[trigger]\nafter_success = [\"backup\"]\n",
+    );
+    sb.install_record("follow", chrono::Utc::now());
 
     let dry = sb.run(["healthchecks", "sync", "--dry-run"]);
     assert_code(&dry, 0);
@@ -632,6 +638,7 @@ fn sync_creates_updates_and_prunes_checks_with_the_timers_own_schedule() {
         "backup: create (schedule \"Mon,Fri *-*-* 08:00:00 | Mon,Fri *-*-* 18:30:00\" in Europe/Berlin, grace 930 s)",
         "poll: create (every 420 s (awake-time interval), grace 390 s)",
         "hello: no check: it runs only at login",
+        "follow: no check: it is started only by its [trigger]",
         "automations_gone: orphaned",
         "dry run: nothing changed",
     ] {

@@ -147,6 +147,34 @@ fn a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_ru
     // The watch is still armed (the OS's trigger limit was not hit).
     assert_eq!(m.prop(path_unit, "ActiveState"), "active");
     sb.assert_log_verifies();
+
+    // `list` says what starts it; the drift check knows the .path file, and uninstall takes it.
+    let list = stdout(&sb.run(["list"]));
+    assert!(list.contains("when inbox/ changes"), "{list}");
+    assert_code(&sb.run(["units"]), 0);
+    let portable = sb.root.join("units/systemd/local.automations.inbox.path");
+    let portable = std::fs::read_to_string(portable).unwrap();
+    assert!(
+        portable.contains("PathChanged=@ROOT@/inbox\n"),
+        "{portable}"
+    );
+    let check = sb.run(["check"]);
+    assert_code(&check, 0);
+    let file = sb
+        .home
+        .join(".config/systemd/user/local.automations.inbox.path");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("MakeDirectory=no", "MakeDirectory=yes")).unwrap();
+    let check = sb.run(["check"]);
+    assert_ne!(check.status.code(), Some(0));
+    assert!(
+        stdout(&check).contains("local.automations.inbox"),
+        "{}",
+        stdout(&check)
+    );
+    assert_pty_ok(&crate::systemd::uninstall(&sb, "inbox"));
+    assert!(!file.exists());
+    assert_eq!(m.prop(path_unit, "LoadState"), "not-found");
 }
 
 #[test]
@@ -446,7 +474,10 @@ fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
     let o = unit_firing(&sb, "watch", &[]);
     assert_code(&o, 0);
     let said = format!("{}{}", stdout(&o), stderr(&o));
-    assert!(said.contains("rate_limited") && said.contains("max_per_hour"), "{said}");
+    assert!(
+        said.contains("rate_limited") && said.contains("max_per_hour"),
+        "{said}"
+    );
     let skip = sb.events("skipped").pop().unwrap();
     assert_eq!(skip["reason"], "rate_limited");
     assert_eq!(skip["trigger"], "after");
