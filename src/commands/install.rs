@@ -173,7 +173,7 @@ pub fn install(
         if plan.is_empty() {
             outln!("{} is already installed and up to date", plan.label);
         } else {
-            let words = def.schedule.as_ref().map(|s| s.words()).unwrap_or_default();
+            let words = crate::views::schedule_words(def);
             outln!(
                 "install {} ({words}) running {}:",
                 plan.label,

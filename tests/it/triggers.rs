@@ -280,6 +280,12 @@ fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
         "y",
     );
     assert_pty_ok(&r);
+    assert!(
+        r.output
+            .contains("install local.automations.offsite (after backup succeeds) running"),
+        "{}",
+        r.output
+    );
     // A chain-only automation has a service and nothing that arms it.
     let agents = sb.home.join(".config/systemd/user");
     assert!(agents.join("local.automations.offsite.service").exists());
