@@ -719,7 +719,7 @@ fn record_finding(
                 why: format!("automations/{name}.toml is gone"),
             });
         }
-        Some(d) if !units::has_units(d) => {
+        Some(d) if !d.has_units() => {
             return Some(Finding::Orphaned {
                 label,
                 why: format!("automations/{name}.toml has no schedule or trigger any more"),

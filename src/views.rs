@@ -114,7 +114,7 @@ pub fn entry<'a>(
     let installed_word = match installed {
         Some(i) if i.changed => Some(InstallWord::Changed),
         Some(_) => Some(InstallWord::Yes),
-        None if crate::units::has_units(d) => Some(InstallWord::No),
+        None if d.has_units() => Some(InstallWord::No),
         None => None,
     };
     ListEntry {

@@ -33,7 +33,7 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
     if all {
         let defs: Vec<Definition> = valid_definitions(settings)?
             .into_iter()
-            .filter(crate::units::has_units)
+            .filter(Definition::has_units)
             .collect();
         if defs.is_empty() {
             return Err(bad(
@@ -48,7 +48,7 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
             continue;
         }
         let def = one_definition(settings, name)?;
-        if !crate::units::has_units(&def) {
+        if !def.has_units() {
             return Err(bad(format!(
                 "{name} has no [schedule] or [trigger]: there is nothing to install (run it with `automations run {name}`)"
             )));

@@ -118,7 +118,7 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
                         dt { "State" }
                         dd data-field="state" { (state_words(c, entry.as_ref(), def.is_some())) }
                         dt { "Schedule" }
-                        dd { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) @if !c.installed && def.is_some_and(crate::units::has_units) { " · not installed" } }
+                        dd { (entry.as_ref().map_or("no definition".to_owned(), |e| e.schedule_words.clone())) @if !c.installed && def.is_some_and(crate::definition::Definition::has_units) { " · not installed" } }
                         dt { "Next" }
                         dd data-field="next" { (entry.as_ref().and_then(|e| e.next_words.clone()).unwrap_or_else(|| "-".into())) }
                         dt { "Last run" }

@@ -91,6 +91,14 @@ pub struct Definition {
     pub sha256: String,
 }
 
+impl Definition {
+    /// Whether the service manager starts it at all (a schedule, a `[trigger]`), so it has units
+    /// to install; else it is run by hand only.
+    pub fn has_units(&self) -> bool {
+        self.schedule.is_some() || self.trigger.is_some()
+    }
+}
+
 /// What a failed attempt is, for `retry_on`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

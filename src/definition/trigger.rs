@@ -19,6 +19,9 @@ pub const DEFAULT_SETTLE_SECONDS: u32 = 5;
 pub const MAX_SETTLE_SECONDS: u32 = 600;
 /// `max_per_hour` when the table does not say.
 pub const DEFAULT_MAX_PER_HOUR: u32 = 60;
+/// How long a path-started firing that did not run holds its unit before it ends (see
+/// `runner::COOL_DOWN`); the unit's stop timeout leaves room for it.
+pub const COOL_DOWN_SECONDS: u32 = 60;
 /// The largest `max_per_hour`: below systemd's trigger limit for a path unit (200 starts in
 /// 2 s), which would otherwise stop the watch for good (docs/triggers.md).
 pub const MAX_PER_HOUR: u32 = 150;

@@ -173,7 +173,7 @@ fn judge<R: Send>(
                 subject.not_approved = subject
                     .definition
                     .as_ref()
-                    .filter(|d| crate::units::has_units(d))
+                    .filter(|d| d.has_units())
                     .and_then(|d| crate::pins::check(Some(r), d, &settings.root))
                     .map(|m| m.words(n.as_str()));
             }

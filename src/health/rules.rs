@@ -285,7 +285,7 @@ pub fn unknown(s: &Subject) -> Option<Reason> {
 /// start says so.
 pub fn not_installed(s: &Subject) -> Option<Reason> {
     let def = s.definition.as_ref()?;
-    if !crate::units::has_units(def) || s.installed_at.is_some() {
+    if !def.has_units() || s.installed_at.is_some() {
         return None;
     }
     let what = if def.schedule.is_some() {

@@ -378,7 +378,8 @@ fn skip(
 /// before it ends. The manager starts it again at once while a queue folder holds files: without
 /// it a paused automation would write skips as fast as it could, and systemd's own trigger limit
 /// (200 starts in 2 s) would stop the watch for good (docs/triggers.md).
-pub const COOL_DOWN: std::time::Duration = std::time::Duration::from_secs(60);
+pub const COOL_DOWN: std::time::Duration =
+    std::time::Duration::from_secs(definition::trigger::COOL_DOWN_SECONDS as u64);
 
 /// Waits [`COOL_DOWN`], or until asked to stop.
 fn cool_down() {

@@ -73,7 +73,7 @@ pub fn stop_timeout(def: &Definition) -> u32 {
         .as_ref()
         .filter(|t| !t.paths.is_empty())
         .map_or(0, |t| {
-            3 * t.settle_seconds + crate::runner::COOL_DOWN.as_secs() as u32
+            3 * t.settle_seconds + crate::definition::trigger::COOL_DOWN_SECONDS
         });
     def.jitter_seconds + attempts * def.timeout_seconds + waits + events + BACKSTOP_SECONDS
 }
@@ -168,11 +168,6 @@ pub struct UnitFile {
     pub bytes: Vec<u8>,
 }
 
-/// Whether the service manager starts `def` at all: it has a schedule or a `[trigger]`.
-pub fn has_units(def: &Definition) -> bool {
-    def.schedule.is_some() || def.trigger.is_some()
-}
-
 /// The files of `def` for `target`; empty when the definition is run by hand only.
 pub fn render(
     def: &Definition,
@@ -180,7 +175,7 @@ pub fn render(
     paths: &MachinePaths,
     target: Target,
 ) -> Vec<UnitFile> {
-    if !has_units(def) {
+    if !def.has_units() {
         return Vec::new();
     }
     let label = Label::new(namespace, &def.name);
