@@ -162,6 +162,7 @@ fn judge<R: Send>(
     };
     // Ping records are read only for the automations that have one (one listing).
     let pinged = crate::state::pinged_names(&settings.data_root)?;
+    let stopped = stopped_watches(settings, loaded, &installs, only);
     let now = now();
     let one = |n: &Name| -> anyhow::Result<R> {
         let definition = definitions.get(n).map(|d| (*d).clone());
@@ -181,6 +182,7 @@ fn judge<R: Send>(
             None => {}
         }
         subject.invalid = invalid.contains(n.as_str());
+        subject.watch_stopped = stopped.get(n).cloned();
         if pinged.contains(n) {
             match crate::state::read_pings(&settings.data_root, n.as_str()) {
                 Ok(p) => subject.pings = p,
@@ -192,6 +194,39 @@ fn judge<R: Send>(
     };
     crate::parallel::map(&names, PER_WORKER, one)
         .into_iter()
+        .collect()
+}
+
+/// The installed automations whose path watch the service manager stopped for good, with why:
+/// one query, made only when an installed automation watches paths. A manager that does not
+/// answer tells nothing here (`doctor` is where that is said).
+fn stopped_watches(
+    settings: &Settings,
+    loaded: &definition::Loaded,
+    installs: &Installs,
+    only: Option<&Name>,
+) -> std::collections::HashMap<Name, String> {
+    let watching: Vec<&Name> = loaded
+        .definitions
+        .iter()
+        .filter(|d| d.trigger.as_ref().is_some_and(|t| !t.paths.is_empty()))
+        .filter(|d| matches!(installs.get(&d.name), Some(Ok(_))))
+        .filter(|d| only.is_none_or(|o| *o == d.name))
+        .map(|d| &d.name)
+        .collect();
+    if watching.is_empty() {
+        return Default::default();
+    }
+    let labels: Vec<crate::names::Label> = watching.iter().map(|n| settings.label(n)).collect();
+    let stopped = crate::service::for_manager(settings.manager)
+        .stopped_watches(&labels)
+        .unwrap_or_default();
+    stopped
+        .into_iter()
+        .filter_map(|(label, why)| {
+            let i = labels.iter().position(|l| *l == label)?;
+            Some((watching[i].clone(), why))
+        })
         .collect()
 }
 
@@ -269,6 +304,7 @@ fn subject(
         unreadable,
         not_approved: None,
         pings: None,
+        watch_stopped: None,
         runs,
     })
 }

@@ -27,6 +27,7 @@
 //! - **failing streak**: `auto_pause_after` failures in a row since the last resume (an outbound
 //!   automation is paused for it; a local one is only marked degraded);
 //! - **rate limited**: event-started firings skipped past `max_per_hour` in the last hour;
+//! - **watch stopped**: the service manager stopped watching its paths for good;
 //! - **paused automatically**; a **definition that is invalid**; a name with **no definition**
 //!   whose unit still fires and fails.
 //!
@@ -73,6 +74,9 @@ pub struct Subject {
     pub unreadable: Vec<String>,
     /// What came of its Healthchecks pings, when it has pinged.
     pub pings: Option<crate::state::Pings>,
+    /// Why the service manager stopped its path watch for good, when it did
+    /// (`trigger-limit-hit`).
+    pub watch_stopped: Option<String>,
     /// Its runs, newest first (skips included), as far back as the rules need.
     pub runs: Vec<RunView>,
 }
@@ -130,6 +134,8 @@ pub enum Rule {
     PingsFailing,
     /// Event-started firings were skipped past its `max_per_hour` within the last hour.
     RateLimited,
+    /// The service manager stopped watching its paths (systemd's trigger limit).
+    WatchStopped,
 }
 
 impl Rule {
@@ -155,6 +161,7 @@ impl Rule {
             Rule::Unreadable => "its state cannot be read",
             Rule::PingsFailing => "its Healthchecks pings fail",
             Rule::RateLimited => "fired too often, firings skipped",
+            Rule::WatchStopped => "its folder watch stopped",
         }
     }
 }

@@ -45,7 +45,7 @@ fn since_ack(s: &Subject, r: &RunView) -> bool {
 pub type Check<Tz> = fn(&Input<'_, Tz>, &mut Figures) -> Vec<Reason>;
 
 /// Every rule, in the order its reasons are listed.
-pub fn table<Tz: TimeZone>() -> [Check<Tz>; 14] {
+pub fn table<Tz: TimeZone>() -> [Check<Tz>; 15] {
     [
         definition_invalid,
         no_definition,
@@ -61,7 +61,23 @@ pub fn table<Tz: TimeZone>() -> [Check<Tz>; 14] {
         outside_calls,
         pings_failing,
         rate_limited,
+        watch_stopped,
     ]
+}
+
+/// The service manager stopped watching its paths for good (systemd's trigger limit): nothing
+/// starts it from them until it is installed again, and no firing would say so.
+fn watch_stopped<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason> {
+    match &i.s.watch_stopped {
+        Some(why) => reason(
+            Rule::WatchStopped,
+            format!(
+                "the service manager stopped watching its paths ({why}): make automations-install NAME={} watches them again",
+                i.s.name
+            ),
+        ),
+        None => Vec::new(),
+    }
 }
 
 /// Its event-started firings (watched paths, chains) went past `max_per_hour` within the last

@@ -184,6 +184,10 @@ impl ServiceManager for Launchd {
         self.bootout(label, stop_wait)
     }
 
+    fn stopped_watches(&self, _labels: &[Label]) -> Result<Vec<(Label, String)>, ExecError> {
+        Ok(Vec::new())
+    }
+
     fn start(&self, label: &Label) -> Result<(), ExecError> {
         self.program
             .run(&["kickstart", &self.service(label)])

@@ -74,6 +74,10 @@ pub trait ServiceManager {
     /// service; launchd: `kickstart`): how a chain starts the automation that follows.
     fn start(&self, label: &Label) -> Result<(), ExecError>;
 
+    /// Among `labels`, the watches (systemd path units) the manager stopped for good, each with
+    /// why (`trigger-limit-hit`). One query for all; launchd has no such state.
+    fn stopped_watches(&self, labels: &[Label]) -> Result<Vec<(Label, String)>, ExecError>;
+
     /// Tells the manager unit files were removed or restored (systemd: daemon-reload).
     fn files_changed(&self) -> Result<(), ExecError>;
 

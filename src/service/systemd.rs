@@ -156,6 +156,34 @@ impl ServiceManager for Systemd {
         Ok(())
     }
 
+    /// A path unit that is `failed` stopped watching (systemd keeps it so until it is started
+    /// again); its `Result` says why.
+    fn stopped_watches(&self, labels: &[Label]) -> Result<Vec<(Label, String)>, ExecError> {
+        if labels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let units: Vec<String> = labels.iter().map(|l| format!("{l}.path")).collect();
+        let mut args = vec!["show", "--property=Id,ActiveState,Result", "--"];
+        args.extend(units.iter().map(String::as_str));
+        let out = self.user(&args)?;
+        let mut stopped = Vec::new();
+        for block in out.split("\n\n") {
+            let prop = |k: &str| {
+                block
+                    .lines()
+                    .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
+                    .unwrap_or("")
+            };
+            if prop("ActiveState") != "failed" {
+                continue;
+            }
+            if let Some(label) = labels.iter().find(|l| format!("{l}.path") == prop("Id")) {
+                stopped.push((label.clone(), prop("Result").to_owned()));
+            }
+        }
+        Ok(stopped)
+    }
+
     fn start(&self, label: &Label) -> Result<(), ExecError> {
         self.user(&["start", "--no-block", &format!("{label}.service")])
             .map(|_| ())

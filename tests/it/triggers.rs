@@ -503,3 +503,64 @@ fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
     assert!(text.contains("past its max_per_hour (2)"), "{text}");
     sb.assert_log_verifies();
 }
+
+/// systemd stops a path unit for good once its trigger limit is hit; no firing comes to say so, so
+/// `health` asks the manager, names it, and a reinstall watches the paths again.
+#[test]
+fn a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it() {
+    let test = "a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it";
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    let inbox = sb.root.join("inbox");
+    std::fs::create_dir(&inbox).unwrap();
+    sb.definition(
+        "inbox",
+        "name = \"inbox\"\ncommand = [\"true\"]\n[trigger]\npaths = [\"{root}/inbox\"]\nsettle_seconds = 0\n",
+    );
+    assert_pty_ok(&crate::systemd::install(&sb, "inbox"));
+    let path_unit = "local.automations.inbox.path";
+    // A drop-in of the person's own makes the limit one start a minute, so a second change hits it.
+    let dropin = sb
+        .home
+        .join(".config/systemd/user/local.automations.inbox.path.d");
+    std::fs::create_dir_all(&dropin).unwrap();
+    std::fs::write(
+        dropin.join("limit.conf"),
+        "[Path]\nTriggerLimitIntervalSec=10min\nTriggerLimitBurst=1\n",
+    )
+    .unwrap();
+    assert!(m.systemctl(&["daemon-reload"]).status.success());
+    assert!(m.systemctl(&["restart", path_unit]).status.success());
+    let verdict = |sb: &Sandbox| {
+        let o = sb.run(["health", "--json", "inbox"]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(!verdict(&sb).contains("watch_stopped"));
+
+    std::fs::write(inbox.join("a"), "a").unwrap();
+    wait_until(&sb, "the first run", |sb| finished(sb, "inbox").len() == 1);
+    m.wait_inactive("local.automations.inbox.service");
+    std::fs::write(inbox.join("b"), "b").unwrap();
+    let until = Instant::now() + Duration::from_secs(60);
+    while m.prop(path_unit, "ActiveState") != "failed" {
+        assert!(Instant::now() < until, "the trigger limit was never hit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(m.prop(path_unit, "Result"), "trigger-limit-hit");
+    let v = verdict(&sb);
+    assert!(
+        v.contains("\"watch_stopped\"")
+            && v.contains("trigger-limit-hit")
+            && v.contains("degraded"),
+        "{v}"
+    );
+
+    // Reinstalling (its files unchanged) starts the watch again, and health is quiet about it.
+    std::fs::remove_dir_all(&dropin).unwrap();
+    assert!(m.systemctl(&["daemon-reload"]).status.success());
+    assert_pty_ok(&crate::systemd::install(&sb, "inbox"));
+    assert_eq!(m.prop(path_unit, "ActiveState"), "active");
+    assert!(!verdict(&sb).contains("watch_stopped"));
+}
