@@ -142,6 +142,26 @@ pub fn privacy_folder(home: &Path, path: &Path) -> Option<&'static str> {
     .map(|(_, name)| name)
 }
 
+/// The watched paths of `defs` inside a folder macOS privacy protection guards, as (automation,
+/// path as written, folder).
+pub fn watched_in_privacy_folders<'d>(
+    home: &Path,
+    root: &Path,
+    defs: &'d [Definition],
+) -> Vec<(&'d str, &'d str, &'static str)> {
+    let mut found = Vec::new();
+    for d in defs {
+        let Some(tr) = &d.trigger else { continue };
+        for p in &tr.paths {
+            let at = crate::definition::trigger::resolve(p, root, home);
+            if let Some(folder) = privacy_folder(home, &at) {
+                found.push((d.name.as_str(), p.as_str(), folder));
+            }
+        }
+    }
+    found
+}
+
 /// One file of a plan.
 #[derive(Clone, Debug)]
 pub struct FileChange {
@@ -859,6 +879,43 @@ mod tests {
         ] {
             assert_eq!(privacy_folder(home, Path::new(p)), want, "{p}");
         }
+    }
+
+    #[test]
+    fn watched_paths_in_privacy_folders_are_named() {
+        let checks = crate::definition::Checks {
+            home: PathBuf::from("/Users/al"),
+            data_root: PathBuf::from("/Users/al/Library/Application Support/automations"),
+        };
+        let def = |name: &str, paths: &str| {
+            let text =
+                format!("name = \"{name}\"\ncommand = [\"true\"]\n[trigger]\npaths = {paths}\n");
+            crate::definition::parse(&format!("{name}.toml"), text.as_bytes(), &checks).unwrap()
+        };
+        let defs = [
+            def("inbox", "[\"~/Documents/Inbox\", \"~/src/queue\"]"),
+            def("dl", "[\"/Users/al/Downloads\"]"),
+            def("repo", "[\"{root}/inbox\"]"),
+        ];
+        let found = watched_in_privacy_folders(
+            Path::new("/Users/al"),
+            Path::new("/Users/al/src/repo"),
+            &defs,
+        );
+        assert_eq!(
+            found,
+            [
+                ("inbox", "~/Documents/Inbox", "~/Documents"),
+                ("dl", "/Users/al/Downloads", "~/Downloads"),
+            ]
+        );
+        // A repository inside a guarded folder makes its {root} paths guarded too.
+        let found = watched_in_privacy_folders(
+            Path::new("/Users/al"),
+            Path::new("/Users/al/Desktop/repo"),
+            &defs[2..],
+        );
+        assert_eq!(found, [("repo", "{root}/inbox", "~/Desktop")]);
     }
 
     #[test]

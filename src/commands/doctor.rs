@@ -215,14 +215,17 @@ fn privacy_folders(c: &Ctx) -> Vec<Line> {
         return Vec::new();
     }
     let mut lines = Vec::new();
-    privacy_warnings(c.settings, &mut |w| {
+    let defs = super::load_all(c.settings)
+        .map(|l| l.definitions)
+        .unwrap_or_default();
+    privacy_warnings(c.settings, &defs, &mut |w| {
         lines.push(Line(Level::Warn, "privacy folders", w))
     });
     if lines.is_empty() {
         lines.push(Line(
             Level::Ok,
             "privacy folders",
-            "the root and the data root are outside folders macOS guards".into(),
+            "the root, the data root and watched paths are outside folders macOS guards".into(),
         ));
     }
     lines

@@ -207,7 +207,8 @@ pub fn install(
     };
     require_terminal(&question)?;
     preflight(manager.as_ref())?;
-    privacy_warnings(settings, &mut |w| errln!("warning: {w}"));
+    let installing: Vec<Definition> = plans.iter().map(|(d, _)| (*d).clone()).collect();
+    privacy_warnings(settings, &installing, &mut |w| errln!("warning: {w}"));
     if !confirm(&question)? {
         outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);

@@ -280,9 +280,20 @@ pub(super) fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
 }
 
 /// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
-pub(super) fn privacy_warnings(settings: &Settings, warn: &mut dyn FnMut(String)) {
+pub(super) fn privacy_warnings(
+    settings: &Settings,
+    defs: &[Definition],
+    warn: &mut dyn FnMut(String),
+) {
     if settings.manager != Manager::Launchd {
         return;
+    }
+    for (name, path, folder) in
+        install::watched_in_privacy_folders(&settings.home, &settings.root, defs)
+    {
+        warn(format!(
+            "{name} watches {path}, inside {folder}, which macOS privacy protection guards: launchd may start it, but reading there gets \"Operation not permitted\" unless its binary has Full Disk Access (System Settings → Privacy & Security; docs/triggers.md)"
+        ));
     }
     for (what, path) in [
         ("repository root", &settings.root),
