@@ -29,6 +29,14 @@ impl Systemd {
     }
 }
 
+/// The value of `key` in one unit's block of `systemctl show` (`Key=value` lines); "" when absent.
+fn property<'b>(block: &'b str, key: &str) -> &'b str {
+    block
+        .lines()
+        .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+        .unwrap_or("")
+}
+
 /// The units that start a service: its timer, its path unit.
 const ARMS: [&str; 2] = ["timer", "path"];
 
@@ -72,12 +80,7 @@ impl ServiceManager for Systemd {
         let out = self.user(&args)?;
         let mut state: std::collections::BTreeMap<String, (bool, bool)> = Default::default();
         for block in out.split("\n\n") {
-            let prop = |k: &str| {
-                block
-                    .lines()
-                    .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
-                    .unwrap_or("")
-            };
+            let prop = |k: &str| property(block, k);
             let exists = prop("LoadState") == "loaded";
             let armed = prop("UnitFileState") == "enabled" && prop("ActiveState") == "active";
             state.insert(prop("Id").to_owned(), (exists, armed));
@@ -168,12 +171,7 @@ impl ServiceManager for Systemd {
         let out = self.user(&args)?;
         let mut stopped = Vec::new();
         for block in out.split("\n\n") {
-            let prop = |k: &str| {
-                block
-                    .lines()
-                    .find_map(|l| l.strip_prefix(k).and_then(|r| r.strip_prefix('=')))
-                    .unwrap_or("")
-            };
+            let prop = |k: &str| property(block, k);
             if prop("ActiveState") != "failed" {
                 continue;
             }

@@ -80,19 +80,33 @@ fn wait_idle(m: &UserManager, sb: &Sandbox, name: &str, quiet: Duration) {
     }
 }
 
-#[test]
-fn a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs() {
-    let test = "a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs";
+/// A sandbox with a private manager and an `inbox` automation running `command` when
+/// `{root}/inbox` changes (settling `settle` seconds), not yet installed; the folder.
+fn watching_inbox(
+    test: &str,
+    command: &str,
+    settle: u32,
+) -> Option<(Sandbox, UserManager, std::path::PathBuf)> {
     let mut sb = shipped();
-    let Some(m) = UserManager::start(&mut sb, test) else {
-        return;
-    };
+    let m = UserManager::start(&mut sb, test)?;
     let inbox = sb.root.join("inbox");
     std::fs::create_dir(&inbox).unwrap();
     sb.definition(
         "inbox",
-        "name = \"inbox\"\ncommand = [\"sh\", \"-c\", \"ls {root}/inbox | wc -l\"]\n[trigger]\npaths = [\"{root}/inbox\"]\nsettle_seconds = 1\n",
+        &format!(
+            "name = \"inbox\"\ncommand = {command}\n[trigger]\npaths = [\"{{root}}/inbox\"]\nsettle_seconds = {settle}\n"
+        ),
     );
+    Some((sb, m, inbox))
+}
+
+#[test]
+fn a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs() {
+    let test = "a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs";
+    let command = "[\"sh\", \"-c\", \"ls {root}/inbox | wc -l\"]";
+    let Some((sb, m, inbox)) = watching_inbox(test, command, 1) else {
+        return;
+    };
     let r = crate::systemd::install(&sb, "inbox");
     assert_pty_ok(&r);
     let path_unit = "local.automations.inbox.path";
@@ -509,16 +523,9 @@ fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
 #[test]
 fn a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it() {
     let test = "a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it";
-    let mut sb = shipped();
-    let Some(m) = UserManager::start(&mut sb, test) else {
+    let Some((sb, m, inbox)) = watching_inbox(test, "[\"true\"]", 0) else {
         return;
     };
-    let inbox = sb.root.join("inbox");
-    std::fs::create_dir(&inbox).unwrap();
-    sb.definition(
-        "inbox",
-        "name = \"inbox\"\ncommand = [\"true\"]\n[trigger]\npaths = [\"{root}/inbox\"]\nsettle_seconds = 0\n",
-    );
     assert_pty_ok(&crate::systemd::install(&sb, "inbox"));
     let path_unit = "local.automations.inbox.path";
     // A drop-in of the person's own makes the limit one start a minute, so a second change hits it.
