@@ -66,8 +66,8 @@ pub const BACKSTOP_SECONDS: u32 = 30;
 pub fn stop_timeout(def: &Definition) -> u32 {
     let attempts = def.retry.retries + 1;
     let waits = def.retry.total_delay().as_secs() as u32;
-    // A path-started firing may wait for its paths to settle, and a skipped one of a queue
-    // folder holds its unit a while (docs/triggers.md).
+    // A path-started firing may wait for its paths to settle, and one that does not run holds
+    // its unit a while (docs/triggers.md).
     let events = def
         .trigger
         .as_ref()
