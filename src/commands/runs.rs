@@ -253,6 +253,25 @@ fn jitter_ms(view: &history::RunView) -> Option<u64> {
         .filter(|ms| *ms > 0)
 }
 
+/// What started a run, for `show`: its trigger, and for a chained or path-started one the
+/// upstream firing or the paths.
+fn trigger_words(view: &history::RunView) -> String {
+    let paths = view.started.as_ref().and_then(|s| s.paths.as_ref());
+    match (&view.after, paths) {
+        (Some(up), _) => format!(
+            "after {} (its run {}, {})",
+            field(&up.name),
+            field(&up.run),
+            up.outcome.as_str()
+        ),
+        (None, Some(paths)) => {
+            let paths: Vec<_> = paths.iter().map(|p| field(p)).collect();
+            format!("path ({})", paths.join(", "))
+        }
+        _ => view.trigger.as_str().to_owned(),
+    }
+}
+
 /// `show`'s text: the run's fields, its outside calls, then its output tails.
 fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
     writeln!(
@@ -261,7 +280,7 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
         field(view.run.as_deref().unwrap_or("-"))
     )?;
     writeln!(out, "name      {}", field(&view.name))?;
-    writeln!(out, "trigger   {}", view.trigger.as_str())?;
+    writeln!(out, "trigger   {}", trigger_words(view))?;
     if let Some((attempt, firing)) = attempt_of(view) {
         writeln!(out, "attempt   {attempt} (of the firing {})", field(firing))?;
     }

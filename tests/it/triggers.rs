@@ -464,6 +464,11 @@ fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
         ],
     );
     assert_code(&o, 0);
+    let shown = stdout(&sb.run(["show", "watch"]));
+    assert!(
+        shown.contains(&format!("trigger   path ({inbox})")),
+        "{shown}"
+    );
     // A chain's request: a chained firing naming the upstream's run.
     chain_request(&sb, "watch", "backup", "r-1");
     assert_code(&unit_firing(&sb, "watch", &[]), 0);
@@ -487,6 +492,11 @@ fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
         outputs,
         ["schedule", "path", "after"],
         "AUTOMATION_TRIGGER says it too"
+    );
+    let shown = stdout(&sb.run(["show", "watch"]));
+    assert!(
+        shown.contains("trigger   after backup (its run r-1, ok)"),
+        "{shown}"
     );
     // The request was taken: a later start by hand is no chain.
     assert!(!sb.data.join("state/after/watch.json").exists());
