@@ -11,10 +11,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::definition::{Definition, trigger};
-use crate::fsutil;
 use crate::layout::Layout;
 use crate::runlog::{Trigger, Upstream};
 use crate::settings::{Manager, Settings};
+use crate::state::{self, StateError};
 
 /// Set by systemd in a service a timer or path unit started: that unit's name.
 const TRIGGER_UNIT: &str = "TRIGGER_UNIT";
@@ -29,8 +29,6 @@ pub struct Cause {
     pub paths: Option<Vec<String>>,
     /// A chained firing's upstream firing.
     pub after: Option<Upstream>,
-    /// A path-started firing: one that is skipped holds its unit a while (see `runner::COOL_DOWN`).
-    pub cool_down: bool,
 }
 
 impl Cause {
@@ -40,7 +38,6 @@ impl Cause {
             trigger,
             paths: None,
             after: None,
-            cool_down: false,
         }
     }
 }
@@ -67,7 +64,6 @@ pub fn of(settings: &Settings, def: &Definition, trigger: Trigger) -> Cause {
             trigger: Trigger::After,
             paths: None,
             after: Some(up),
-            cool_down: false,
         };
     }
     // launchd says nothing of why it started a job: a job that watches paths and has no
@@ -98,7 +94,6 @@ fn path_cause(settings: &Settings, def: &Definition) -> Cause {
         trigger: Trigger::Path,
         paths: Some(paths),
         after: None,
-        cool_down: true,
     }
 }
 
@@ -120,13 +115,12 @@ struct Request {
 }
 
 /// Leaves a request for `name`'s next unit start: the firing `upstream` ended and it follows.
-pub fn leave_request(layout: &Layout, name: &str, upstream: &Upstream) -> std::io::Result<()> {
+pub fn leave_request(layout: &Layout, name: &str, upstream: &Upstream) -> Result<(), StateError> {
     let req = Request {
         upstream: upstream.clone(),
         at: crate::runlog::stamp(Utc::now()),
     };
-    let bytes = serde_json::to_vec(&req).map_err(std::io::Error::other)?;
-    fsutil::write_private(&layout.chain_request(name), &bytes)
+    state::write_json(&layout.chain_request(name), &req)
 }
 
 /// How old a chain request may be and still name why a unit started: the upstream starts the
@@ -140,11 +134,9 @@ fn take_request(layout: &Layout, name: &str) -> Option<Upstream> {
     let path = layout.chain_request(name);
     let taken = path.with_extension(format!("taken-{}", std::process::id()));
     std::fs::rename(&path, &taken).ok()?;
-    let bytes = fsutil::read_in_data_root(&taken, fsutil::SMALL_FILE)
-        .ok()
-        .flatten();
+    let req = state::read_json::<Request>(&taken).ok().flatten();
     let _ = std::fs::remove_file(&taken);
-    let req: Request = serde_json::from_slice(&bytes?).ok()?;
+    let req = req?;
     let at = crate::runlog::parse_stamp(&req.at)?;
     (Utc::now() - at < REQUEST_FRESH).then_some(req.upstream)
 }
@@ -182,17 +174,15 @@ struct Fired {
 }
 
 /// Counts this event-started firing of `name` against `max_per_hour` (under its lock): `false`,
-/// and nothing counted, when it would be past the cap.
+/// and nothing counted, when it would be past the cap. A count that cannot be read starts again.
 pub fn count_event_firing(
     layout: &Layout,
     name: &str,
     max_per_hour: u32,
     now: DateTime<Utc>,
-) -> std::io::Result<bool> {
+) -> Result<bool, StateError> {
     let path = layout.event_firings(name);
-    let mut fired: Fired = fsutil::read_in_data_root(&path, fsutil::SMALL_FILE)?
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut fired: Fired = state::read_json(&path).ok().flatten().unwrap_or_default();
     let hour_ago = now - chrono::Duration::hours(1);
     fired
         .at
@@ -201,8 +191,7 @@ pub fn count_event_firing(
         return Ok(false);
     }
     fired.at.push(crate::runlog::stamp(now));
-    let bytes = serde_json::to_vec(&fired).map_err(std::io::Error::other)?;
-    fsutil::write_private(&path, &bytes)?;
+    state::write_json(&path, &fired)?;
     Ok(true)
 }
 

@@ -6,7 +6,7 @@ use chrono::Utc;
 
 use crate::definition::{self, Checks, Definition};
 use crate::layout::Layout;
-use crate::locks::{self, Acquired};
+use crate::locks;
 use crate::names::{Label, Name};
 use crate::runlog::{Event, Finished, Outcome, RunLog, SkipReason, Skipped, Trigger, Upstream};
 use crate::settings::Settings;
@@ -77,17 +77,14 @@ fn start_one(
         ));
     }
     // Busy: the manager would fold this start into the running one, and nothing would say so.
-    if let Ok(Acquired::Busy) = locks::try_acquire(&settings.data_root, name) {
+    // Looked at without taking its lock, which a firing of its own starting now would meet.
+    if locks::holder(&settings.data_root, name).is_some() {
         skip(SkipReason::AlreadyRunning)?;
         return Err("it is still running its previous firing".into());
     }
     let layout = Layout::new(&settings.data_root);
-    crate::runner::cause::leave_request(&layout, name.as_str(), upstream).map_err(|e| {
-        format!(
-            "cannot leave its request in {}: {e}",
-            layout.chain_requests().display()
-        )
-    })?;
+    crate::runner::cause::leave_request(&layout, name.as_str(), upstream)
+        .map_err(|e| format!("cannot leave its request: {}", crate::exit::chain_text(&e)))?;
     let label = Label::new(&settings.namespace, name);
     manager.start(&label).map_err(|e| {
         let _ = crate::fsutil::remove_if_exists(&layout.chain_request(name.as_str()));

@@ -368,7 +368,8 @@ fn skip(
         after: cause.after.clone(),
     };
     append(log, name, Event::Skipped(skipped))?;
-    if cause.cool_down {
+    // The manager starts a path-started firing again at once while a queue folder holds files.
+    if cause.trigger == Trigger::Path {
         cool_down();
     }
     Ok(Report::Skipped { reason, detail })
@@ -435,9 +436,9 @@ fn past_the_cap(settings: &Settings, def: &Definition, cause: &Cause) -> Option<
         )),
         Err(e) => {
             errln!(
-                "automations: {}: cannot count its event firings in {}: {e}",
+                "automations: {}: cannot count its event firings: {}",
                 def.name,
-                layout.event_firings_dir().display()
+                crate::exit::chain_text(&e)
             );
             None
         }

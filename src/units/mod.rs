@@ -10,6 +10,8 @@ pub mod launchd;
 pub mod portable;
 pub mod systemd;
 
+use std::path::Path;
+
 use crate::definition::Definition;
 use crate::names::{Label, Namespace};
 use crate::settings::Manager;
@@ -188,13 +190,10 @@ pub fn render(
 /// A watched path of a definition (`{root}/…`, `~/…` or absolute) on the machine `paths`
 /// describes.
 pub fn machine_path(p: &str, paths: &MachinePaths) -> String {
-    if let Some(rest) = p.strip_prefix(crate::definition::PLACEHOLDER_ROOT) {
-        format!("{}{rest}", paths.root)
-    } else if let Some(rest) = p.strip_prefix('~') {
-        format!("{}{rest}", paths.home)
-    } else {
-        p.to_owned()
-    }
+    let (root, home) = (Path::new(&paths.root), Path::new(&paths.home));
+    crate::definition::trigger::resolve(p, root, home)
+        .display()
+        .to_string()
 }
 
 /// The argv a unit runs: `<bin> run <name> --trigger schedule --root … --data-root … --namespace …`.
