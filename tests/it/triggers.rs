@@ -28,6 +28,15 @@ fn finished(sb: &Sandbox, name: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The first `kind` event of `name` (`started`, `skipped`…), saying the log if there is none.
+#[track_caller]
+fn first(sb: &Sandbox, kind: &str, name: &str) -> serde_json::Value {
+    sb.events(kind)
+        .into_iter()
+        .find(|e| e["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} of {name}: {:#?}", sb.log_lines()))
+}
+
 /// `name`'s events of the run log, in order, as their kinds.
 fn kinds(sb: &Sandbox, name: &str) -> Vec<String> {
     sb.log_lines()
@@ -318,22 +327,14 @@ fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
         finished(sb, "offsite").len() == 1
     });
     m.wait_inactive("local.automations.offsite.service");
-    let s = sb
-        .events("started")
-        .into_iter()
-        .find(|s| s["name"] == "offsite")
-        .unwrap();
+    let s = first(&sb, "started", "offsite");
     assert_eq!(s["trigger"], "after", "{s}");
     assert_eq!(s["after"]["name"], "backup");
     assert_eq!(s["after"]["run"], backup_run.as_str());
     assert_eq!(s["after"]["outcome"], "ok");
     assert_eq!(finished(&sb, "offsite")[0]["outcome"], "ok");
     // report follows too but is not installed: a recorded skip, named by health.
-    let skip = sb
-        .events("skipped")
-        .into_iter()
-        .find(|s| s["name"] == "report")
-        .unwrap_or_else(|| panic!("{:#?}", sb.log_lines()));
+    let skip = first(&sb, "skipped", "report");
     assert_eq!(skip["reason"], "not_installed");
     assert_eq!(skip["trigger"], "after");
     assert_eq!(skip["after"]["name"], "backup");
@@ -357,11 +358,7 @@ fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
         finished(sb, "cleanup").len() == 1
     });
     m.wait_inactive("local.automations.cleanup.service");
-    let s = sb
-        .events("started")
-        .into_iter()
-        .find(|s| s["name"] == "cleanup")
-        .unwrap();
+    let s = first(&sb, "started", "cleanup");
     assert_eq!(s["after"]["outcome"], "failed", "{s}");
     assert_eq!(finished(&sb, "offsite").len(), 1);
 
@@ -377,11 +374,7 @@ fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
             .iter()
             .any(|s| s["name"] == "offsite" && s["reason"] == "script_changed")
     });
-    let skip = sb
-        .events("skipped")
-        .into_iter()
-        .find(|s| s["name"] == "offsite")
-        .unwrap();
+    let skip = first(&sb, "skipped", "offsite");
     assert_eq!(skip["trigger"], "after");
     assert_eq!(
         finished(&sb, "offsite").len(),
@@ -562,11 +555,8 @@ fn a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it() {
     wait_until(&sb, "the first run", |sb| finished(sb, "inbox").len() == 1);
     m.wait_inactive("local.automations.inbox.service");
     std::fs::write(inbox.join("b"), "b").unwrap();
-    let until = Instant::now() + Duration::from_secs(60);
-    while m.prop(path_unit, "ActiveState") != "failed" {
-        assert!(Instant::now() < until, "the trigger limit was never hit");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    m.wait_inactive(path_unit);
+    assert_eq!(m.prop(path_unit, "ActiveState"), "failed");
     assert_eq!(m.prop(path_unit, "Result"), "trigger-limit-hit");
     let v = verdict(&sb);
     assert!(
