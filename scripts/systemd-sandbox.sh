@@ -1,6 +1,7 @@
 #!/bin/sh
 # Starts a private systemd user manager for tests (tests/it/systemd.rs uses it): a private mount
-# namespace whose /run/systemd is a tmpfs holding the system/ folder systemd insists on, a private
+# namespace whose /run/systemd is a tmpfs holding the system/ folder systemd insists on and the
+# inaccessible/ nodes PID 1 makes at boot (which sandboxing settings mount over hidden paths), a private
 # XDG_RUNTIME_DIR, a temporary HOME, and a cgroup of its own. From outside, with the same HOME and
 # XDG_RUNTIME_DIR, `systemctl --user` reaches it. Stop it with SIGTERM: the manager stops its
 # units, anything left in its cgroup is killed, and the cgroup is removed.
@@ -39,6 +40,9 @@ fi
 
 unshare -m --propagation private sh -c '
     mount -t tmpfs tmpfs /run/systemd && mkdir -p /run/systemd/system &&
+    mkdir -m 0000 -p /run/systemd/inaccessible/dir && touch /run/systemd/inaccessible/reg &&
+    chmod 0000 /run/systemd/inaccessible/reg && mkfifo -m 0000 /run/systemd/inaccessible/fifo &&
+    mknod -m 0000 /run/systemd/inaccessible/chr c 0 0 && mknod -m 0000 /run/systemd/inaccessible/blk b 0 0 &&
     exec env -i HOME="$1" XDG_RUNTIME_DIR="$2" USER="$(id -un)" LOGNAME="$(id -un)" \
         PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 /lib/systemd/systemd --user
 ' sh "$home" "$runtime" &

@@ -71,6 +71,9 @@ pub struct RunView {
     /// The firing a chained one followed (or would have, when skipped).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<crate::runlog::Upstream>,
+    /// A skip for a busy lock group: the group and the automation that held it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<crate::runlog::HeldBy>,
     #[serde(skip)]
     pub started: Option<Started>,
     #[serde(skip)]
@@ -119,6 +122,7 @@ fn started_view(
         status,
         reason: None,
         after: s.after.clone(),
+        held_by: None,
         started: Some(s),
         finished,
     }
@@ -188,6 +192,7 @@ impl<I: Iterator<Item = Record>> Iterator for Runs<'_, I> {
                             status: Status::of(f.outcome),
                             reason: None,
                             after: None,
+                            held_by: None,
                             started: None,
                             finished: Some(f),
                         });
@@ -207,6 +212,7 @@ impl<I: Iterator<Item = Record>> Iterator for Runs<'_, I> {
                         status: Status::Skipped,
                         reason: Some(s.reason),
                         after: s.after,
+                        held_by: s.held_by,
                         started: None,
                         finished: None,
                     });

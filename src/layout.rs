@@ -12,6 +12,8 @@
 //!   state/healthchecks/<name>.json   what came of the pings                   state
 //!   state/verdicts/                  the last verdicts notified               notify
 //!   locks/<name>.lock                one run at a time                        locks
+//!   locks/<name>.queue, locks/groups/<group>.lock  the one waiter; shared lock groups  locks
+//!   state/replaced/<name>.json       who replaced a running firing            runner::overlap
 //!   scratch/<name>/                  a run's TMPDIR, script copy, result file, HTTP log  runner
 //!   env/<name>.env                   private variables for scheduled runs     runner
 //!   health.toml, notify.toml, healthchecks.toml, spaces.json   private settings
@@ -170,6 +172,21 @@ impl Layout {
     /// `name`'s run lock.
     pub fn lock(&self, name: &str) -> PathBuf {
         self.locks().join(format!("{name}.lock"))
+    }
+
+    /// The one place a firing of `name` waits in (`overlap = "queue"`).
+    pub fn queue_lock(&self, name: &str) -> PathBuf {
+        self.locks().join(format!("{name}.queue"))
+    }
+
+    /// The lock of the group `group` (`lock = "…"` in definitions).
+    pub fn group_lock(&self, group: &str) -> PathBuf {
+        self.locks().join("groups").join(format!("{group}.lock"))
+    }
+
+    /// The note a replacing firing leaves for the one it stops (`overlap = "replace"`).
+    pub fn replaced_note(&self, name: &str) -> PathBuf {
+        self.state().join("replaced").join(format!("{name}.json"))
     }
 
     /// Every automation's scratch folder.

@@ -95,6 +95,57 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
     Ok(Acquired::Held(RunLock { file, interrupted }))
 }
 
+/// A held lock that only keeps others out — a lock group's, or the one place a queued firing
+/// waits in — naming its holder; released when dropped.
+#[derive(Debug)]
+pub struct Plain {
+    file: File,
+}
+
+impl Drop for Plain {
+    fn drop(&mut self) {
+        // Explicit, as for a run lock: the keeper shares this open file description.
+        let _ = self.file.unlock();
+    }
+}
+
+/// Room for the holder's name, after the pid's line.
+const WHO_WIDTH: usize = 64;
+
+/// Tries to take the lock at `path` without waiting; `None` when another process holds it. The
+/// holder writes its pid and `who` (its automation) into it.
+pub fn try_plain(path: &Path, who: &str) -> io::Result<Option<Plain>> {
+    let file = fsutil::open_or_create_private(path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    let line = format!(
+        "{:<10}\n{:<w$}\n",
+        std::process::id(),
+        who,
+        w = WHO_WIDTH - 1
+    );
+    file.write_all_at(line.as_bytes(), 0)?;
+    Ok(Some(Plain { file }))
+}
+
+/// The pid and the name written by whoever holds the lock at `path`, if it is held. Never takes
+/// the lock on Linux.
+pub fn plain_holder(path: &Path) -> Option<(u32, String)> {
+    let file = fsutil::open_in_data_root(path, std::fs::OpenOptions::new().read(true)).ok()?;
+    let mut room = [0u8; 11 + WHO_WIDTH];
+    let n = file.read_at(&mut room, 0).unwrap_or(0);
+    let who = String::from_utf8_lossy(&room[..n])
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    Some((owner(file)?, who))
+}
+
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
 pub fn holder(data_root: &Path, name: &Name) -> Option<u32> {
     let file = fsutil::open_in_data_root(
@@ -178,5 +229,23 @@ mod tests {
         };
         assert_eq!(last.interrupted(), None);
         assert_eq!(holder(d.path(), &n), Some(std::process::id()));
+    }
+
+    #[test]
+    fn a_plain_lock_names_its_holder_and_is_exclusive() {
+        let d = tempfile::tempdir().unwrap();
+        let at = d.path().join("locks/groups/disk.lock");
+        assert_eq!(plain_holder(&at), None);
+        let held = try_plain(&at, "backup").unwrap().expect("free");
+        assert_eq!(
+            plain_holder(&at),
+            Some((std::process::id(), "backup".to_owned()))
+        );
+        assert!(try_plain(&at, "repack").unwrap().is_none());
+        drop(held);
+        assert_eq!(plain_holder(&at), None);
+        let again = try_plain(&at, "repack").unwrap().expect("free again");
+        assert_eq!(plain_holder(&at).map(|h| h.1), Some("repack".to_owned()));
+        drop(again);
     }
 }

@@ -1,6 +1,7 @@
 //! `automations doctor`: is this machine ready to run its automations? A table of checks, each a
 //! small function that says `ok`, `warn` or `fail` with the fix (STYLE 25: a new check is one
-//! function and one line in [`CHECKS`]). Doctor only looks; it never creates or changes anything.
+//! function and one line in [`CHECKS`]). Doctor only looks; it never creates or changes anything
+//! (but the throwaway copies in the temp folder that measure a sandbox's exposure).
 
 use std::path::Path;
 
@@ -39,6 +40,7 @@ const CHECKS: &[Check] = &[
     binaries,
     data_root,
     privacy_folders,
+    sandboxes,
     definitions_and_drift,
 ];
 
@@ -227,6 +229,36 @@ fn privacy_folders(c: &Ctx) -> Vec<Line> {
             "privacy folders",
             "the root, the data root and watched paths are outside folders macOS guards".into(),
         ));
+    }
+    lines
+}
+
+/// Each sandboxed automation's exposure as `systemd-analyze security` rates its service, without
+/// and with the sandbox; on macOS, that install refuses it.
+fn sandboxes(c: &Ctx) -> Vec<Line> {
+    let defs = super::load_all(c.settings)
+        .map(|l| l.definitions)
+        .unwrap_or_default();
+    let bin = std::env::current_exe().unwrap_or_default();
+    let Ok(paths) = crate::install::machine_paths(c.settings, &bin) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for def in defs.iter().filter(|d| d.policy.sandbox) {
+        let name = &def.name;
+        lines.push(match super::machine::sandbox_exposure(c.settings, def, &paths) {
+            None => Line(
+                Level::Warn,
+                "sandbox",
+                format!("{name}: [sandbox] strict has no launchd equivalent; install refuses it on macOS"),
+            ),
+            Some(Ok((before, after))) => Line(
+                Level::Ok,
+                "sandbox",
+                format!("{name}: exposure {after} (systemd-analyze security; {before} without it)"),
+            ),
+            Some(Err(why)) => Line(Level::Warn, "sandbox", format!("{name}: {why}")),
+        });
     }
     lines
 }

@@ -40,14 +40,23 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
                 "no definition has a [schedule] or [trigger]: nothing to install".into(),
             ));
         }
+        if settings.manager == Manager::Launchd
+            && let Some(def) = defs.iter().find(|d| d.policy.sandbox)
+        {
+            return Err(unsandboxable(&def.name));
+        }
         return Ok(defs);
     }
     let mut defs: Vec<Definition> = Vec::new();
     for name in names {
+
         if defs.iter().any(|d| &d.name == name) {
             continue;
         }
         let def = one_definition(settings, name)?;
+        if settings.manager == Manager::Launchd && def.policy.sandbox {
+            return Err(unsandboxable(name));
+        }
         if !def.has_units() {
             return Err(bad(format!(
                 "{name} has no [schedule] or [trigger]: there is nothing to install (run it with `automations run {name}`)"
@@ -56,6 +65,14 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
         defs.push(def);
     }
     Ok(defs)
+}
+
+/// A sandboxed automation on macOS: launchd has nothing that confines a job the way systemd's
+/// sandbox does, and running it unconfined would quietly drop what its definition asks for.
+fn unsandboxable(name: &Name) -> Fail {
+    bad(format!(
+        "{name} asks for [sandbox] level = \"strict\", which launchd cannot give (macOS has no per-job equivalent of systemd's sandbox): nothing installed. Remove [sandbox] from automations/{name}.toml to run it unconfined here (docs/policies.md)"
+    ))
 }
 
 /// The binary the units run, put in place by this install (`--install-binary`, which
@@ -180,6 +197,14 @@ pub fn install(
                 bin.display()
             );
             out!("{}", plan.describe());
+            let paths = install::machine_paths(settings, &bin)?;
+            match super::machine::sandbox_exposure(settings, def, &paths) {
+                Some(Ok((before, after))) => outln!(
+                    "  sandbox: exposure {after} (systemd-analyze security; {before} without it)"
+                ),
+                Some(Err(why)) => outln!("  sandbox: exposure not measured: {why}"),
+                None => {}
+            }
             plans.push((def, plan));
         }
     }

@@ -425,3 +425,77 @@ pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
     }
     Ok(if clean { Exit::Success } else { Exit::Failure })
 }
+
+/// The exposure `systemd-analyze security` gives the service of a sandboxed `def` as it would be
+/// without its sandbox and as it is rendered ("9.8 UNSAFE" → "2.5 OK"): two throwaway copies in
+/// the temp folder, read offline (no unit is loaded). `None` for a definition without a sandbox
+/// or on a machine without systemd; the reason when the tool could not say.
+pub fn sandbox_exposure(
+    settings: &Settings,
+    def: &Definition,
+    paths: &units::MachinePaths,
+) -> Option<Result<(String, String), String>> {
+    if !def.policy.sandbox || settings.manager != Manager::Systemd {
+        return None;
+    }
+    let mut open = def.clone();
+    open.policy.sandbox = false;
+    let dir = std::env::temp_dir().join(format!(
+        "automations-exposure-{}-{}",
+        std::process::id(),
+        def.name
+    ));
+    let measured = (|| {
+        crate::fsutil::private_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let before = exposure_of(settings, &open, paths, &dir)?;
+        let after = exposure_of(settings, def, paths, &dir)?;
+        Ok((before, after))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(measured)
+}
+
+/// `systemd-analyze security --offline=yes --user` on `def`'s rendered service: its last line's
+/// level ("2.5 OK").
+fn exposure_of(
+    settings: &Settings,
+    def: &Definition,
+    paths: &units::MachinePaths,
+    dir: &Path,
+) -> Result<String, String> {
+    let files = units::render(def, &settings.namespace, paths, units::Target::Systemd);
+    let service = files
+        .iter()
+        .find(|f| f.name.ends_with(".service"))
+        .ok_or("no service rendered")?;
+    let at = dir.join(&service.name);
+    std::fs::write(&at, &service.bytes).map_err(|e| format!("{}: {e}", at.display()))?;
+    let mut cmd = std::process::Command::new("systemd-analyze");
+    cmd.args(["security", "--offline=yes", "--user", "--no-pager"])
+        .arg(&at)
+        .stdin(std::process::Stdio::null());
+    // It asks for the user's runtime folder even offline.
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        cmd.env("XDG_RUNTIME_DIR", dir);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run systemd-analyze: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.split_once("Overall exposure level for ")?.1.split_once(": "))
+        .map(|(_, level)| {
+            level
+                .split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .ok_or_else(|| {
+            let err = String::from_utf8_lossy(&out.stderr);
+            format!(
+                "systemd-analyze security said no exposure: {}",
+                err.lines().last().unwrap_or("no output")
+            )
+        })
+}

@@ -146,7 +146,10 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
             &r.reason,
             r.finished.as_ref().and_then(|f| f.error.as_ref()),
         ) {
-            (Some(reason), _) => format!("skipped ({})", reason.as_str()),
+            (Some(reason), _) => match &r.held_by {
+                Some(h) => format!("skipped ({}, {} held by {})", reason.as_str(), field(&h.lock), field(&h.name)),
+                None => format!("skipped ({})", reason.as_str()),
+            },
             (None, Some(e)) if r.status != Status::Ok => {
                 format!("{} ({})", r.status.as_str(), field(&e.class))
             }
@@ -292,7 +295,20 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
             ms as f64 / 1000.0
         )?;
     }
-    writeln!(out, "status    {}", view.status.as_str())?;
+    match (&view.reason, &view.held_by) {
+        (Some(reason), Some(h)) => writeln!(
+            out,
+            "status    skipped ({}): its lock group {} was held by {}",
+            reason.as_str(),
+            field(&h.lock),
+            field(&h.name)
+        )?,
+        (Some(reason), None) => writeln!(out, "status    skipped ({})", reason.as_str())?,
+        _ => writeln!(out, "status    {}", view.status.as_str())?,
+    }
+    if let Some(by) = view.finished.as_ref().and_then(|f| f.replaced_by.as_deref()) {
+        writeln!(out, "replaced  by the run {}", field(by))?;
+    }
     let Some(f) = &view.finished else {
         return Ok(());
     };

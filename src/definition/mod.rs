@@ -16,7 +16,9 @@ use crate::names::{EnvName, FactName, Name, truncate};
 use crate::schedule::{Cron, Schedule, TimeOfDay, Weekday};
 use crate::settings::DEFINITIONS_DIR;
 
+pub mod policy;
 pub mod trigger;
+pub use policy::{IoClass, Limits, Overlap, Policy};
 pub use trigger::{PathEvent, Triggers};
 
 /// Definition files larger than this are refused unread.
@@ -87,6 +89,8 @@ pub struct Definition {
     pub retry: Retry,
     /// What else starts it: watched paths, other automations' firings (`[trigger]`).
     pub trigger: Option<Triggers>,
+    /// Overlap, lock group, limits and sandbox (docs/policies.md).
+    pub policy: Policy,
     /// Hex sha256 of the file's bytes (what `started` records and install pins).
     pub sha256: String,
 }
@@ -222,6 +226,7 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
     loaded.definitions.sort_by(|a, b| a.name.cmp(&b.name));
     let root = dir.parent().unwrap_or(dir);
     trigger::relations(&mut loaded, root, &checks.home);
+    policy::relations(&mut loaded, root, &checks.home);
     Ok(loaded)
 }
 
@@ -316,6 +321,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             jitter_seconds: f.jitter_seconds,
             retry: f.retry,
             trigger: f.trigger,
+            policy: f.policy,
             sha256: hex_sha256(bytes),
         }),
         _ => Err(r.problems),
@@ -376,6 +382,7 @@ struct Fields {
     jitter_seconds: u32,
     retry: Retry,
     trigger: Option<Triggers>,
+    policy: Policy,
 }
 
 /// Walks every key of `table`, reporting each problem (unknown keys included) and the missing
@@ -394,6 +401,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         jitter_seconds: 0,
         retry: Retry::default(),
         trigger: None,
+        policy: Policy::default(),
     };
     for (key, value) in table {
         match key.as_str() {
@@ -428,9 +436,15 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
                 }
             }
             "trigger" => f.trigger = trigger::check(r, value, checks),
+            "overlap" => f.policy.overlap = policy::check_overlap(r, value),
+            "lock" => f.policy.lock = policy::check_lock(r, value),
+            "writes" => f.policy.writes = policy::check_writes(r, value, checks),
+            "limits" => f.policy.limits = policy::check_limits(r, value),
+            "sandbox" => f.policy.sandbox = policy::check_sandbox(r, value),
             other => r.add(other, "unknown key"),
         }
     }
+    policy::combined(r, &f.policy, f.timeout_seconds, f.schedule.as_ref());
     if !table.contains_key("name") {
         r.add("name", format!("missing; add name = {stem:?}"));
     }
@@ -1095,11 +1109,15 @@ fn overlong_timeout(def: &Definition) -> Option<Problem> {
         return None;
     }
     let gap = schedule.shortest_gap_seconds();
+    let then = match def.policy.overlap {
+        Overlap::Replace => "is stopped by the next firing (overlap = \"replace\")",
+        _ => "makes the next firing skip (it is still running)",
+    };
     (def.timeout_seconds > gap).then(|| Problem {
         file: format!("{DEFINITIONS_DIR}/{}.toml", def.name),
         key: "timeout_seconds".into(),
         message: format!(
-            "warning: {} s is longer than the shortest time between two firings ({gap} s): a run that takes that long makes the next firing skip (it is still running)",
+            "warning: {} s is longer than the shortest time between two firings ({gap} s): a run that takes that long {then}",
             def.timeout_seconds
         ),
     })

@@ -344,6 +344,7 @@ fn runs_of(
             status: crate::history::Status::Ok,
             reason: None,
             after: None,
+            held_by: None,
             started: None,
             finished: Some(f),
         });

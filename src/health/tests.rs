@@ -34,6 +34,7 @@ fn ok_run(id: &str, boot: &str, awake_ms: u64) -> RunView {
         status: Status::Ok,
         reason: None,
         after: None,
+        held_by: None,
         started: Some(serde_json::from_value(started).unwrap()),
         finished: Some(serde_json::from_value(finished).unwrap()),
     }
@@ -90,4 +91,25 @@ fn a_stopped_run_neither_counts_nor_ends_a_failing_streak() {
         with_status(ok_run("r1", "B", 1), Status::Ok),
     ];
     assert_eq!(failing_streak(&runs, None), (2, vec!["command failed"]));
+}
+
+/// A run the kernel killed for memory is named so in the streak (and so in health and in
+/// notifications), not as a plain "command failed".
+#[test]
+fn a_run_killed_for_memory_is_named_out_of_memory() {
+    let mut oom = with_status(ok_run("r2", "B", 2), Status::Failed);
+    if let Some(f) = oom.finished.as_mut() {
+        f.error = Some(crate::runlog::ErrorInfo {
+            class: "out_of_memory".into(),
+            detail: "killed by the kernel: its tree reached memory_max (64M)".into(),
+        });
+    }
+    let runs = vec![
+        oom,
+        with_status(ok_run("r1", "B", 1), Status::Failed),
+    ];
+    let (streak, kinds) = failing_streak(&runs, None);
+    assert_eq!(streak, 2);
+    assert!(kinds.contains(&"out of memory (memory_max)"), "{kinds:?}");
+    assert!(kinds.contains(&"command failed"), "{kinds:?}");
 }

@@ -106,6 +106,8 @@ pub enum SkipReason {
     NotInstalled,
     /// An event-started firing past its automation's `max_per_hour`.
     RateLimited,
+    /// `overlap = "queue"`: a firing already waits for the running one.
+    AlreadyQueued,
 }
 
 impl SkipReason {
@@ -120,6 +122,7 @@ impl SkipReason {
             SkipReason::ScriptChanged => "script_changed",
             SkipReason::NotInstalled => "not_installed",
             SkipReason::RateLimited => "rate_limited",
+            SkipReason::AlreadyQueued => "already_queued",
         }
     }
 }
@@ -227,6 +230,9 @@ pub struct Finished {
     pub attempt: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_run: Option<String>,
+    /// A run stopped by a firing with `overlap = "replace"` (class `replaced`): that firing's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,6 +242,16 @@ pub struct Skipped {
     /// A chained firing's: the firing it would have followed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Upstream>,
+    /// Busy because of its lock group: the group, and the automation that held it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<HeldBy>,
+}
+
+/// Which automation held a lock group when a firing met it busy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldBy {
+    pub lock: String,
+    pub name: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -826,6 +826,7 @@ mod tests {
                 trigger: Trigger::Manual,
                 reason,
                 after: None,
+                held_by: None,
             }),
             Utc::now(),
         )

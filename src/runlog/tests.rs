@@ -14,6 +14,7 @@ fn skipped(reason: SkipReason) -> Event {
         trigger: Trigger::Manual,
         reason,
         after: None,
+        held_by: None,
     })
 }
 
@@ -610,6 +611,7 @@ fn the_fast_parse_agrees_with_the_derived_one() {
         started_at: None,
         attempt: None,
         first_run: None,
+        replaced_by: None,
     };
     for event in [
         started("r1"),

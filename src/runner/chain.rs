@@ -61,6 +61,7 @@ fn start_one(
             trigger: Trigger::After,
             reason,
             after: Some(upstream.clone()),
+            held_by: None,
         };
         log.append(name.as_str(), Event::Skipped(skipped), Utc::now())
             .map_err(|e| format!("its skip could not be recorded: {e}"))

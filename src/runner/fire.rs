@@ -118,6 +118,7 @@ fn again(firing: &Firing, log: &RunLog) -> Result<Option<Prepared>, RunError> {
         trigger,
         reason,
         after: firing.cause.after.clone(),
+        held_by: None,
     });
     append(log, &def.name, skipped)?;
     Ok(None)
@@ -262,6 +263,18 @@ fn record(
     numbered: bool,
     finished: Finished,
 ) -> Result<Finished, RunError> {
+    let mut finished = finished;
+    // Stopped by a firing that took its place (`overlap = "replace"`): said so, and which.
+    if finished.outcome == Outcome::Stopped
+        && let Some((by, whose)) =
+            super::overlap::replaced_by(&firing.settings.layout(), firing.def.name.as_str())
+    {
+        finished.error = Some(crate::runlog::ErrorInfo {
+            class: "replaced".into(),
+            detail: format!("stopped to make way for a firing of {whose} (run {by}); overlap = \"replace\""),
+        });
+        finished.replaced_by = Some(by);
+    }
     let finished = Finished {
         trigger: Some(firing.cause.trigger),
         started_at: Some(crate::runlog::stamp(started_at)),

@@ -14,6 +14,8 @@ pub mod env;
 pub mod execute;
 mod fire;
 pub mod keeper;
+pub mod limits;
+pub mod overlap;
 mod report;
 pub mod result;
 pub mod scratch;
@@ -29,7 +31,7 @@ use chrono::Utc;
 use crate::clock;
 use crate::definition::{self, Checks, Definition, LoadError};
 use crate::fsutil;
-use crate::locks::{self, Acquired};
+use crate::locks;
 use crate::names::Name;
 use crate::runlog::{Event, RunLog, SkipReason, Skipped, Started, Trigger};
 use crate::settings::Settings;
@@ -88,14 +90,21 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
     let cause = &cause;
     let state = State::new(&settings.data_root);
     // 2–3 before the lock, then the jitter or settle wait.
-    let (signals, jitter) = match before_the_lock(settings, &log, &state, &def, cause)? {
+    let (mut signals, jitter) = match before_the_lock(settings, &log, &state, &def, cause)? {
         ControlFlow::Continue(ready) => ready,
         ControlFlow::Break(report) => return Ok(report),
     };
-    // 4. The lock.
-    let Some(lock) = take_lock(settings, name)? else {
-        let busy = skip(&log, name, cause, SkipReason::AlreadyRunning, String::new())?;
-        return Ok(told(settings, &def, busy));
+    // 4. The lock, and its group's, by the definition's overlap policy (docs/policies.md).
+    let overlap::Held {
+        lock,
+        group,
+        run_id: replacing,
+    } = match overlap::acquire(settings, &def, &mut signals)? {
+        Ok(held) => held,
+        Err(busy) => {
+            let report = skip_held(&log, name, cause, busy)?;
+            return Ok(told(settings, &def, report));
+        }
     };
     let UnderTheLock {
         prepared,
@@ -107,7 +116,7 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
     };
     // 5–11, then the lock goes before anything slow: a firing never waits on this one's pings,
     // look or messages.
-    let run_id = new_run_id(Utc::now());
+    let run_id = replacing.unwrap_or_else(|| new_run_id(Utc::now()));
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
     let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, installed, &run_id);
@@ -126,6 +135,7 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
     // Whatever became of it, its tree is gone now; it is recorded (durable by `conclude`, or by
     // the next append).
     let _ = lock.clear();
+    drop(group);
     drop(lock);
     let finished = finished?;
     // The end ping to Healthchecks (bounded; never changes the outcome).
@@ -284,18 +294,6 @@ pub fn conclude(code: u8) {
     }
 }
 
-/// Step 4: the automation's lock; `None` when another firing holds it.
-fn take_lock(settings: &Settings, name: &Name) -> Result<Option<locks::RunLock>, RunError> {
-    use anyhow::Context as _;
-    let lock_path = locks::path(&settings.data_root, name);
-    match locks::try_acquire(&settings.data_root, name)
-        .with_context(|| format!("cannot take the lock {}", lock_path.display()))?
-    {
-        Acquired::Held(l) => Ok(Some(l)),
-        Acquired::Busy => Ok(None),
-    }
-}
-
 /// Ends what the killed firing `prev` left running. `Continue` with what was ended (said on
 /// stderr, recorded in this firing's `started`); `Break` with the recorded skip when some of it
 /// outlived SIGKILL: no second run starts beside it.
@@ -362,10 +360,34 @@ fn skip(
     reason: SkipReason,
     detail: String,
 ) -> Result<Report, RunError> {
+    let busy = overlap::Busy {
+        reason,
+        detail,
+        held_by: None,
+    };
+    skip_held(log, name, cause, busy)
+}
+
+/// A skip, naming the automation that held the lock group when that was why.
+fn skip_held(
+    log: &RunLog,
+    name: &Name,
+    cause: &Cause,
+    busy: overlap::Busy,
+) -> Result<Report, RunError> {
+    let overlap::Busy {
+        reason,
+        mut detail,
+        held_by,
+    } = busy;
+    if let Some(h) = &held_by {
+        detail = format!(": lock group {:?} held by {}{detail}", h.lock, h.name);
+    }
     let skipped = Skipped {
         trigger: cause.trigger,
         reason,
         after: cause.after.clone(),
+        held_by,
     };
     append(log, name, Event::Skipped(skipped))?;
     // The manager starts a path-started firing again at once while a queue folder holds files.

@@ -82,7 +82,7 @@ fn next(reason: SkipReason, name: &Name) -> String {
         SkipReason::Stopped => {
             "; `automations resume-all` lets every automation run again".to_owned()
         }
-        SkipReason::AlreadyRunning => {
+        SkipReason::AlreadyRunning | SkipReason::AlreadyQueued => {
             format!("; `automations runs {name}` shows the run under way")
         }
         SkipReason::SlotDone => {

@@ -61,6 +61,7 @@ pub fn plist(
         "ExitTimeOut".into(),
         Value::Integer(u64::from(stop_timeout(def)).into()),
     );
+    limit_keys(def, &mut d);
 
     let mut xml = Vec::new();
     Value::Dictionary(d)
@@ -69,8 +70,55 @@ pub fn plist(
     xml.push(b'\n');
     UnitFile {
         name: format!("{label}.plist"),
-        bytes: with_header(xml, &header_text(def), &notes(def)),
+        bytes: with_header(xml, &header_text(def), &launchd_notes(def)),
     }
+}
+
+/// `[limits]` where launchd has an equivalent: `Nice`, and low-priority I/O for `io = "idle"` or
+/// `"low"` (docs/policies.md says what is approximate).
+fn limit_keys(def: &Definition, d: &mut Dictionary) {
+    let limits = &def.policy.limits;
+    if let Some(n) = limits.nice {
+        d.insert("Nice".into(), Value::Integer(i64::from(n).into()));
+    }
+    match limits.io {
+        Some(crate::definition::IoClass::Idle) => {
+            d.insert("LowPriorityIO".into(), Value::Boolean(true));
+            d.insert("LowPriorityBackgroundIO".into(), Value::Boolean(true));
+        }
+        Some(crate::definition::IoClass::Low) => {
+            d.insert("LowPriorityIO".into(), Value::Boolean(true));
+        }
+        Some(crate::definition::IoClass::Normal) | None => {}
+    }
+}
+
+/// The header's notes, and what of the definition's policies launchd does not enforce.
+fn launchd_notes(def: &Definition) -> Vec<String> {
+    let mut out = notes(def);
+    let limits = &def.policy.limits;
+    let ignored: Vec<&str> = [
+        ("memory_max", limits.memory_max.is_some()),
+        ("cpu_quota", limits.cpu_quota.is_some()),
+        ("tasks_max", limits.tasks_max.is_some()),
+    ]
+    .iter()
+    .filter(|(_, set)| *set)
+    .map(|(k, _)| *k)
+    .collect();
+    if !ignored.is_empty() {
+        out.push(format!(
+            "[limits] {}: launchd has no equivalent for a job's whole tree; not enforced on macOS (docs/policies.md).",
+            ignored.join(", ")
+        ));
+    }
+    if def.policy.sandbox {
+        out.push(
+            "[sandbox] strict: launchd has no equivalent; install refuses this automation on macOS (docs/policies.md)."
+                .into(),
+        );
+    }
+    out
 }
 
 /// The keys that say when launchd fires `schedule`: calendar entries for a wall-clock grid and

@@ -77,7 +77,18 @@ pub fn stop_timeout(def: &Definition) -> u32 {
         .map_or(0, |t| {
             3 * t.settle_seconds + crate::definition::trigger::COOL_DOWN_SECONDS
         });
-    def.jitter_seconds + attempts * def.timeout_seconds + waits + events + BACKSTOP_SECONDS
+    // A queued firing may wait a timeout for the running one; a replacing one, for it to stop.
+    let overlap = match def.policy.overlap {
+        crate::definition::Overlap::Skip => 0,
+        crate::definition::Overlap::Queue => def.timeout_seconds,
+        crate::definition::Overlap::Replace => crate::definition::policy::REPLACE_WAIT_SECONDS,
+    };
+    def.jitter_seconds
+        + attempts * def.timeout_seconds
+        + waits
+        + events
+        + overlap
+        + BACKSTOP_SECONDS
 }
 
 /// The header lines after the first: what else starts it, and an interval that counts awake

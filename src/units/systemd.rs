@@ -47,6 +47,8 @@ pub fn units(
         stop_timeout(def),
     );
 
+    service.push_str(&policy_lines(def, paths));
+
     let mut units = vec![UnitFile {
         name: format!("{label}.service"),
         bytes: service.into_bytes(),
@@ -58,6 +60,87 @@ pub fn units(
         units.push(path_unit(def, label, tr, paths, header));
     }
     units
+}
+
+/// `[limits]` and `[sandbox]` as service settings (docs/policies.md); nothing without them.
+/// `OOMPolicy=continue` keeps the runner alive when the kernel kills a process of the tree for
+/// memory, so it can record the run (`out_of_memory`) instead of the manager stopping the unit.
+fn policy_lines(def: &Definition, paths: &MachinePaths) -> String {
+    use crate::definition::IoClass;
+    let mut out = String::new();
+    let limits = &def.policy.limits;
+    if let Some(m) = &limits.memory_max {
+        let _ = write!(
+            out,
+            "MemoryMax={}\nMemorySwapMax=0\nOOMPolicy=continue\n",
+            m.bytes
+        );
+    }
+    if let Some(q) = limits.cpu_quota {
+        let _ = writeln!(out, "CPUQuota={q}%");
+    }
+    if let Some(n) = limits.nice {
+        let _ = writeln!(out, "Nice={n}");
+    }
+    match limits.io {
+        Some(IoClass::Idle) => out.push_str("IOSchedulingClass=idle\n"),
+        Some(IoClass::Low) => out.push_str("IOSchedulingClass=best-effort\nIOSchedulingPriority=7\n"),
+        Some(IoClass::Normal) => {
+            out.push_str("IOSchedulingClass=best-effort\nIOSchedulingPriority=4\n");
+        }
+        None => {}
+    }
+    if let Some(t) = limits.tasks_max {
+        let _ = writeln!(out, "TasksMax={t}");
+    }
+    if def.policy.sandbox {
+        out.push_str(SANDBOX);
+        // The runner writes the data root (log, locks, scratch); the command, its writes. A
+        // missing one (`-`) is left out rather than failing the start: the write is refused then.
+        let mut writable = vec![escape_specifiers(&paths.data_root)];
+        for w in &def.policy.writes {
+            writable.push(match w.strip_prefix("~/") {
+                Some(rest) => format!("%h/{}", escape_specifiers(rest)),
+                None => escape_specifiers(&super::machine_path(w, paths)),
+            });
+        }
+        let list: Vec<String> = writable.iter().map(|p| path_word(&format!("-{p}"))).collect();
+        let _ = writeln!(out, "ReadWritePaths={}", list.join(" "));
+    }
+    out
+}
+
+/// `[sandbox] level = "strict"`: everything read-only but the data root and `writes`, and what
+/// else holds for a user's service without breaking the runner (docs/policies.md).
+const SANDBOX: &str = "ProtectSystem=strict
+ProtectHome=read-only
+PrivateTmp=yes
+NoNewPrivileges=yes
+RestrictSUIDSGID=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+LockPersonality=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+PrivateDevices=yes
+CapabilityBoundingSet=
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallErrorNumber=EPERM
+";
+
+/// A path in a space-separated list: quoted when it holds white space or quotes.
+fn path_word(p: &str) -> String {
+    if p.chars().any(|c| c.is_whitespace() || c == '"' || c == '\\') {
+        format!("\"{}\"", p.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        p.to_owned()
+    }
 }
 
 /// The path unit: one `PathChanged=` / `PathModified=` / `DirectoryNotEmpty=` line per watched

@@ -109,6 +109,20 @@ impl Sandbox {
             .prefix(&format!("{SANDBOX_PREFIX}{}-", std::process::id()))
             .tempdir()
             .unwrap();
+        Self::in_dir(dir)
+    }
+
+    /// As [`Sandbox::new`], under cargo's target/tmp instead of /tmp: for a unit with
+    /// `PrivateTmp=yes`, which hides /tmp (and a repository there) from its service.
+    pub fn outside_tmp() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{SANDBOX_PREFIX}{}-", std::process::id()))
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        Self::in_dir(dir)
+    }
+
+    fn in_dir(dir: tempfile::TempDir) -> Self {
         let root = dir.path().join("repo");
         let home = dir.path().join("home");
         let data = dir.path().join("data");

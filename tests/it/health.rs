@@ -107,6 +107,7 @@ impl Fixture {
                         started_at: Some(automations::runlog::stamp(at)),
                         attempt: None,
                         first_run: None,
+                        replaced_by: None,
                     }),
                     at + Duration::milliseconds(duration_ms as i64),
                 )
@@ -146,6 +147,7 @@ impl Fixture {
                     trigger: Trigger::Schedule,
                     reason: SkipReason::Paused,
                     after: None,
+                    held_by: None,
                 }),
                 at,
             )

@@ -17,6 +17,7 @@ mod healthchecks;
 mod http;
 mod keys;
 mod kubernetes;
+mod policies;
 mod prereqs;
 mod repo;
 mod runlog;

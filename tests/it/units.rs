@@ -57,6 +57,14 @@ const SHAPES: &[(&str, &str)] = &[
         "chained",
         "[trigger]\nafter_success = [\"daily\"]\nafter_failure = [\"every\"]\n",
     ),
+    (
+        "limited",
+        "overlap = \"queue\"\nlock = \"disk\"\n[schedule]\ndaily_at = \"02:00\"\n[limits]\nmemory_max = \"1.5G\"\ncpu_quota = \"250%\"\nnice = 19\nio = \"low\"\ntasks_max = 64\n",
+    ),
+    (
+        "sandboxed",
+        "overlap = \"replace\"\nwrites = [\"~/Documents\", \"{root}/automations\"]\n[schedule]\nevery_minutes = 30\n[limits]\nio = \"idle\"\n[sandbox]\nlevel = \"strict\"\n",
+    ),
 ];
 
 /// The systemd units a shape renders: a service, its timer when scheduled, its path unit when

@@ -326,6 +326,25 @@ pub fn cronjob(
             "it also starts on [trigger] (watched paths, another automation's end), which a cluster neither watches nor chains: a CronJob cannot say it".into(),
         );
     }
+    let concurrency = match def.policy.overlap {
+        crate::definition::Overlap::Skip => "Forbid",
+        crate::definition::Overlap::Replace => "Replace",
+        crate::definition::Overlap::Queue => {
+            return Err(
+                "its overlap = \"queue\" has no CronJob equivalent (concurrencyPolicy is Allow, Forbid or Replace): use \"skip\" or \"replace\"".into(),
+            );
+        }
+    };
+    if def.policy.lock.is_some() && cluster.data_claim.is_none() {
+        return Err(
+            "its lock group is a lock in the data root, which pods share only through a claim: set data_claim in kubernetes.toml".into(),
+        );
+    }
+    if !def.policy.writes.is_empty() {
+        return Err(
+            "its writes names folders of this machine, which a pod does not have (a pod writes only its data root; its file system is read-only already)".into(),
+        );
+    }
     let cron = cron::cron(schedule)?;
     let pod = pod(def, namespace, cluster);
     let labels = labels(&def.name, namespace);
@@ -360,7 +379,7 @@ pub fn cronjob(
         spec: Some(CronJobSpec {
             schedule: cron.line,
             time_zone: Some(cluster.time_zone.clone()),
-            concurrency_policy: Some("Forbid".into()),
+            concurrency_policy: Some(concurrency.into()),
             starting_deadline_seconds: Some(i64::from(starting_deadline)),
             successful_jobs_history_limit: Some(HISTORY_LIMIT),
             failed_jobs_history_limit: Some(HISTORY_LIMIT),
@@ -433,17 +452,7 @@ fn container(
         args: Some(argv),
         working_dir: Some(ROOT_IN_IMAGE.into()),
         env: Some(container_env(def, cluster)),
-        resources: Some(ResourceRequirements {
-            requests: Some(BTreeMap::from([
-                ("cpu".into(), Quantity(cluster.cpu_request.clone())),
-                ("memory".into(), Quantity(cluster.memory_request.clone())),
-            ])),
-            limits: Some(BTreeMap::from([(
-                "memory".into(),
-                Quantity(cluster.memory_limit.clone()),
-            )])),
-            ..Default::default()
-        }),
+        resources: Some(resources(def, cluster)),
         security_context: Some(SecurityContext {
             allow_privilege_escalation: Some(false),
             capabilities: Some(Capabilities {
@@ -458,6 +467,36 @@ fn container(
             ..Default::default()
         }),
         volume_mounts: Some(mounts),
+        ..Default::default()
+    }
+}
+
+/// The container's requests and limits: `kubernetes.toml`'s, with the definition's `[limits]`
+/// over them (`memory_max` the memory limit, and the request when it is lower; `cpu_quota` a CPU
+/// limit in millicores). nice, io and tasks_max have no container equivalent.
+fn resources(def: &Definition, cluster: &Cluster) -> ResourceRequirements {
+    let limits = &def.policy.limits;
+    let mut request_memory = Quantity(cluster.memory_request.clone());
+    let mut limit = BTreeMap::from([(
+        "memory".to_owned(),
+        Quantity(cluster.memory_limit.clone()),
+    )]);
+    if let Some(m) = &limits.memory_max {
+        let bytes = m.bytes.to_string();
+        if rules::quantity_bytes(&cluster.memory_request).is_none_or(|r| r > m.bytes) {
+            request_memory = Quantity(bytes.clone());
+        }
+        limit.insert("memory".into(), Quantity(bytes));
+    }
+    if let Some(q) = limits.cpu_quota {
+        limit.insert("cpu".into(), Quantity(format!("{}m", q * 10)));
+    }
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".into(), Quantity(cluster.cpu_request.clone())),
+            ("memory".into(), request_memory),
+        ])),
+        limits: Some(limit),
         ..Default::default()
     }
 }

@@ -70,6 +70,34 @@ pub fn is_quantity(s: &str) -> bool {
         && SUFFIXES.contains(&suffix)
 }
 
+/// The bytes a memory quantity means (`"256Mi"`, `"1G"`, `"300000000"`), when it is one.
+pub fn quantity_bytes(s: &str) -> Option<u64> {
+    if !is_quantity(s) {
+        return None;
+    }
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(end);
+    let scale: f64 = match suffix {
+        "" => 1.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        _ => return None,
+    };
+    Some((number.parse::<f64>().ok()? * scale) as u64)
+}
+
 /// A label value: at most 63 of alphanumerics, '-', '_' and '.', starting and ending alphanumeric.
 fn is_label_value(s: &str) -> bool {
     let b = s.as_bytes();
