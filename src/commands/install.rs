@@ -49,7 +49,6 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
     }
     let mut defs: Vec<Definition> = Vec::new();
     for name in names {
-
         if defs.iter().any(|d| &d.name == name) {
             continue;
         }
@@ -506,5 +505,62 @@ fn linger_warning(settings: &Settings) {
         errln!(
             "warning: lingering is off for {user}: the timer fires only while you are logged in; `loginctl enable-linger {user}` makes it fire after boot too"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{OsFacts, Overrides};
+
+    /// A sandboxed automation on macOS is refused before anything is planned, by name and with the
+    /// way out; an unsandboxed one is not.
+    #[test]
+    fn launchd_refuses_a_sandboxed_automation() {
+        let d = tempfile::tempdir().unwrap();
+        let (home, root) = (d.path().join("home"), d.path().join("repo"));
+        std::fs::create_dir_all(root.join("automations")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            root.join("automations/boxed.toml"),
+            "name = \"boxed\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"03:00\"\n[sandbox]\nlevel = \"strict\"\n",
+        )
+        .unwrap();
+        std::fs::write(
+            root.join("automations/open.toml"),
+            "name = \"open\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"03:00\"\n",
+        )
+        .unwrap();
+        let flags = Overrides {
+            root: Some(root.clone()),
+            data_root: Some(d.path().join("data")),
+            ..Overrides::default()
+        };
+        let mac = Settings::resolve(
+            &flags,
+            &OsFacts::new(home.clone(), root.clone(), Manager::Launchd, vec![]),
+        )
+        .unwrap();
+        let boxed = Name::new("boxed").unwrap();
+        for refused in [
+            to_install(&mac, std::slice::from_ref(&boxed), false),
+            to_install(&mac, &[], true),
+        ] {
+            let e = format!("{:#}", refused.expect_err("refused").error);
+            assert!(
+                e.contains(
+                    "boxed asks for [sandbox] level = \"strict\", which launchd cannot give"
+                ),
+                "{e}"
+            );
+            assert!(
+                e.contains("Remove [sandbox] from automations/boxed.toml"),
+                "{e}"
+            );
+        }
+        assert!(to_install(&mac, &[Name::new("open").unwrap()], false).is_ok());
+        let linux =
+            Settings::resolve(&flags, &OsFacts::new(home, root, Manager::Systemd, vec![])).unwrap();
+        assert!(to_install(&linux, &[boxed], false).is_ok());
     }
 }

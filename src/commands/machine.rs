@@ -483,7 +483,11 @@ fn exposure_of(
         .map_err(|e| format!("cannot run systemd-analyze: {e}"))?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
-        .find_map(|l| l.split_once("Overall exposure level for ")?.1.split_once(": "))
+        .find_map(|l| {
+            l.split_once("Overall exposure level for ")?
+                .1
+                .split_once(": ")
+        })
         .map(|(_, level)| {
             level
                 .split_whitespace()

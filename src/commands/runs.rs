@@ -147,7 +147,12 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
             r.finished.as_ref().and_then(|f| f.error.as_ref()),
         ) {
             (Some(reason), _) => match &r.held_by {
-                Some(h) => format!("skipped ({}, {} held by {})", reason.as_str(), field(&h.lock), field(&h.name)),
+                Some(h) => format!(
+                    "skipped ({}, {} held by {})",
+                    reason.as_str(),
+                    field(&h.lock),
+                    field(&h.name)
+                ),
                 None => format!("skipped ({})", reason.as_str()),
             },
             (None, Some(e)) if r.status != Status::Ok => {
@@ -306,7 +311,11 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
         (Some(reason), None) => writeln!(out, "status    skipped ({})", reason.as_str())?,
         _ => writeln!(out, "status    {}", view.status.as_str())?,
     }
-    if let Some(by) = view.finished.as_ref().and_then(|f| f.replaced_by.as_deref()) {
+    if let Some(by) = view
+        .finished
+        .as_ref()
+        .and_then(|f| f.replaced_by.as_deref())
+    {
         writeln!(out, "replaced  by the run {}", field(by))?;
     }
     let Some(f) = &view.finished else {

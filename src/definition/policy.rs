@@ -159,7 +159,10 @@ pub(super) fn check_lock(r: &mut Report, value: &Value) -> Option<Name> {
     match Name::new(s) {
         Ok(n) => Some(n),
         Err(e) => {
-            r.add("lock", format!("a lock group is named like an automation: {e}"));
+            r.add(
+                "lock",
+                format!("a lock group is named like an automation: {e}"),
+            );
             None
         }
     }
@@ -177,7 +180,10 @@ pub(super) fn check_writes(r: &mut Report, value: &Value, checks: &super::Checks
         );
     }
     if items.len() > MAX_WRITES {
-        r.add("writes", format!("{} paths; at most {MAX_WRITES}", items.len()));
+        r.add(
+            "writes",
+            format!("{} paths; at most {MAX_WRITES}", items.len()),
+        );
     }
     let mut out: Vec<String> = Vec::new();
     for p in items {
@@ -209,11 +215,7 @@ fn check_write_path(p: &str, checks: &super::Checks) -> Result<(), String> {
         }
         rest
     } else if p.starts_with('/') {
-        if Path::new(p) == checks.home {
-            ""
-        } else {
-            p
-        }
+        if Path::new(p) == checks.home { "" } else { p }
     } else {
         return Err(format!(
             "relative; write \"{PLACEHOLDER_ROOT}/…\" for the repository, \"~/…\" for the home folder, or an absolute path"
@@ -386,7 +388,10 @@ pub(super) fn check_sandbox(r: &mut Report, value: &Value) -> bool {
         }
     }
     if !t.contains_key("level") {
-        r.add("sandbox.level", "missing; write level = \"strict\" (or remove the table)");
+        r.add(
+            "sandbox.level",
+            "missing; write level = \"strict\" (or remove the table)",
+        );
     }
     strict
 }
@@ -436,7 +441,10 @@ pub fn relations(loaded: &mut Loaded, root: &Path, home: &Path) {
                 Err(e) => format!("cannot be read ({}): {e}", at.display()),
             };
             let file = format!("{}.toml", def.name);
-            bad.push((def.name.clone(), problem(&file, "writes", format!("{p:?} {why}"))));
+            bad.push((
+                def.name.clone(),
+                problem(&file, "writes", format!("{p:?} {why}")),
+            ));
         }
     }
     if bad.is_empty() {

@@ -1114,7 +1114,10 @@ level = "strict"
     assert_eq!(p.overlap, Overlap::Queue);
     assert_eq!(p.lock.as_ref().map(Name::as_str), Some("disk"));
     assert_eq!(p.writes, ["~/Backups", "{root}/out", "/srv/backups"]);
-    assert_eq!(p.limits.memory_max.as_ref().map(|m| m.bytes), Some(512 << 20));
+    assert_eq!(
+        p.limits.memory_max.as_ref().map(|m| m.bytes),
+        Some(512 << 20)
+    );
     assert_eq!(p.limits.cpu_quota, Some(50));
     assert_eq!(p.limits.nice, Some(10));
     assert_eq!(p.limits.io, Some(IoClass::Idle));
@@ -1124,48 +1127,133 @@ level = "strict"
     assert!(parse_x("").unwrap().policy.is_default());
     let off = parse_x("[sandbox]\nlevel = \"off\"\n").unwrap();
     assert!(!off.policy.sandbox);
-    assert_eq!(parse_x("overlap = \"replace\"\n").unwrap().policy.overlap, Overlap::Replace);
+    assert_eq!(
+        parse_x("overlap = \"replace\"\n").unwrap().policy.overlap,
+        Overlap::Replace
+    );
 }
 
 #[test]
 fn policy_mistakes_are_located() {
-    refused(parse_x("overlap = \"wait\"\n"), "overlap", "\"skip\", \"queue\" or \"replace\"");
+    refused(
+        parse_x("overlap = \"wait\"\n"),
+        "overlap",
+        "\"skip\", \"queue\" or \"replace\"",
+    );
     refused(parse_x("overlap = 1\n"), "overlap", "expected a string");
-    refused(parse_x("lock = \"Disk Lock\"\n"), "lock", "named like an automation");
-    refused(parse_x("[limits]\nmemory_max = \"lots\"\n"), "limits.memory_max", "is not a size");
-    refused(parse_x("[limits]\nmemory_max = \"1M\"\n"), "limits.memory_max", "below 32 MiB");
-    refused(parse_x("[limits]\nnice = 40\n"), "limits.nice", "out of range 0..=19");
-    refused(parse_x("[limits]\nnice = -5\n"), "limits.nice", "out of range 0..=19");
-    refused(parse_x("[limits]\ncpu_quota = 50\n"), "limits.cpu_quota", "a percentage");
-    refused(parse_x("[limits]\ncpu_quota = \"0%\"\n"), "limits.cpu_quota", "1% to 10000%");
-    refused(parse_x("[limits]\nio = \"fast\"\n"), "limits.io", "\"idle\", \"low\" or \"normal\"");
-    refused(parse_x("[limits]\ntasks_max = 2\n"), "limits.tasks_max", "out of range 8..=");
-    refused(parse_x("[limits]\nswap = 1\n"), "limits.swap", "unknown key");
+    refused(
+        parse_x("lock = \"Disk Lock\"\n"),
+        "lock",
+        "named like an automation",
+    );
+    refused(
+        parse_x("[limits]\nmemory_max = \"lots\"\n"),
+        "limits.memory_max",
+        "is not a size",
+    );
+    refused(
+        parse_x("[limits]\nmemory_max = \"1M\"\n"),
+        "limits.memory_max",
+        "below 32 MiB",
+    );
+    refused(
+        parse_x("[limits]\nnice = 40\n"),
+        "limits.nice",
+        "out of range 0..=19",
+    );
+    refused(
+        parse_x("[limits]\nnice = -5\n"),
+        "limits.nice",
+        "out of range 0..=19",
+    );
+    refused(
+        parse_x("[limits]\ncpu_quota = 50\n"),
+        "limits.cpu_quota",
+        "a percentage",
+    );
+    refused(
+        parse_x("[limits]\ncpu_quota = \"0%\"\n"),
+        "limits.cpu_quota",
+        "1% to 10000%",
+    );
+    refused(
+        parse_x("[limits]\nio = \"fast\"\n"),
+        "limits.io",
+        "\"idle\", \"low\" or \"normal\"",
+    );
+    refused(
+        parse_x("[limits]\ntasks_max = 2\n"),
+        "limits.tasks_max",
+        "out of range 8..=",
+    );
+    refused(
+        parse_x("[limits]\nswap = 1\n"),
+        "limits.swap",
+        "unknown key",
+    );
     refused(parse_x("[limits]\n"), "limits", "sets nothing");
-    refused(parse_x("[sandbox]\nlevel = \"paranoid\"\n"), "sandbox.level", "\"off\" or \"strict\"");
+    refused(
+        parse_x("[sandbox]\nlevel = \"paranoid\"\n"),
+        "sandbox.level",
+        "\"off\" or \"strict\"",
+    );
     refused(parse_x("[sandbox]\n"), "sandbox.level", "missing");
-    refused(parse_x("[sandbox]\nlevel = \"strict\"\nwrites = [\"/x\"]\n"), "sandbox.writes", "unknown key");
+    refused(
+        parse_x("[sandbox]\nlevel = \"strict\"\nwrites = [\"/x\"]\n"),
+        "sandbox.writes",
+        "unknown key",
+    );
     let strict = "[sandbox]\nlevel = \"strict\"\n";
     let writes = |w: &str| parse_x(&format!("writes = [{w}]\n{strict}"));
-    refused(writes("\"~\""), "writes", "names the whole repository, home folder");
-    refused(writes("\"/home/alice\""), "writes", "names the whole repository, home folder");
-    refused(writes("\"/\""), "writes", "names the whole repository, home folder");
-    refused(writes("\"{root}\""), "writes", "names the whole repository, home folder");
+    refused(
+        writes("\"~\""),
+        "writes",
+        "names the whole repository, home folder",
+    );
+    refused(
+        writes("\"/home/alice\""),
+        "writes",
+        "names the whole repository, home folder",
+    );
+    refused(
+        writes("\"/\""),
+        "writes",
+        "names the whole repository, home folder",
+    );
+    refused(
+        writes("\"{root}\""),
+        "writes",
+        "names the whole repository, home folder",
+    );
     refused(writes("\"Backups\""), "writes", "relative");
     refused(writes("\"~/a/../b\""), "writes", "`..` step");
     refused(writes("\"~/B*\""), "writes", "globs");
     refused(writes("\"~/a\", \"~/a\""), "writes", "listed twice");
-    refused(writes("\"/srv/data/automations/x\""), "writes", "inside the data root");
+    refused(
+        writes("\"/srv/data/automations/x\""),
+        "writes",
+        "inside the data root",
+    );
     refused(writes(""), "writes", "is empty");
-    refused(parse_x("writes = [\"~/Backups\"]\n"), "writes", "only means something in a sandbox");
+    refused(
+        parse_x("writes = [\"~/Backups\"]\n"),
+        "writes",
+        "only means something in a sandbox",
+    );
     refused(
         parse_x("overlap = \"queue\"\ntimeout_seconds = 1200\n[schedule]\nevery_minutes = 15\n"),
         "overlap",
         "longer than the shortest time between two firings (900 s)",
     );
     // Skip and replace may overrun (validate warns); queue within the interval is fine.
-    assert!(parse_x("overlap = \"replace\"\ntimeout_seconds = 1200\n[schedule]\nevery_minutes = 15\n").is_ok());
-    assert!(parse_x("overlap = \"queue\"\ntimeout_seconds = 600\n[schedule]\nevery_minutes = 15\n").is_ok());
+    assert!(
+        parse_x("overlap = \"replace\"\ntimeout_seconds = 1200\n[schedule]\nevery_minutes = 15\n")
+            .is_ok()
+    );
+    assert!(
+        parse_x("overlap = \"queue\"\ntimeout_seconds = 600\n[schedule]\nevery_minutes = 15\n")
+            .is_ok()
+    );
 }
 
 #[test]

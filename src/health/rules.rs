@@ -571,7 +571,11 @@ fn kinds(r: &RunView) -> Vec<(u8, &'static str)> {
             }
         }
     }
-    let class = r.finished.as_ref().and_then(|f| f.error.as_ref()).map(|e| e.class.as_str());
+    let class = r
+        .finished
+        .as_ref()
+        .and_then(|f| f.error.as_ref())
+        .map(|e| e.class.as_str());
     if class == Some("out_of_memory") {
         out.push((5, "out of memory (memory_max)"));
         return out;

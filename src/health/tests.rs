@@ -104,10 +104,7 @@ fn a_run_killed_for_memory_is_named_out_of_memory() {
             detail: "killed by the kernel: its tree reached memory_max (64M)".into(),
         });
     }
-    let runs = vec![
-        oom,
-        with_status(ok_run("r1", "B", 1), Status::Failed),
-    ];
+    let runs = vec![oom, with_status(ok_run("r1", "B", 1), Status::Failed)];
     let (streak, kinds) = failing_streak(&runs, None);
     assert_eq!(streak, 2);
     assert!(kinds.contains(&"out of memory (memory_max)"), "{kinds:?}");

@@ -410,7 +410,7 @@ pub fn unstarted(settings: &Settings, name: &Name, finished: &Finished) {
 pub fn skipped(settings: &Settings, def: &Definition, reason: SkipReason, detail: &str) {
     let name = &def.name;
     let ping = match reason {
-        SkipReason::AlreadyRunning => Ping::Log,
+        SkipReason::AlreadyRunning | SkipReason::AlreadyQueued => Ping::Log,
         SkipReason::DefinitionChanged | SkipReason::ScriptChanged | SkipReason::NotInstalled => {
             Ping::Fail
         }

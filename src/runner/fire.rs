@@ -271,7 +271,9 @@ fn record(
     {
         finished.error = Some(crate::runlog::ErrorInfo {
             class: "replaced".into(),
-            detail: format!("stopped to make way for a firing of {whose} (run {by}); overlap = \"replace\""),
+            detail: format!(
+                "stopped to make way for a firing of {whose} (run {by}); overlap = \"replace\""
+            ),
         });
         finished.replaced_by = Some(by);
     }

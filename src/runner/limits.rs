@@ -101,9 +101,14 @@ impl ByHand {
 /// N bytes failed", "out of memory").
 pub fn said_out_of_memory(stderr_tail: &str) -> bool {
     let lower = stderr_tail.to_ascii_lowercase();
-    ["memoryerror", "cannot allocate memory", "out of memory", "memory allocation of"]
-        .iter()
-        .any(|w| lower.contains(w))
+    [
+        "memoryerror",
+        "cannot allocate memory",
+        "out of memory",
+        "memory allocation of",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// The kernel's count of processes killed for memory in the runner's own cgroup, when it can be
@@ -117,7 +122,11 @@ pub fn oom_kills() -> Option<u64> {
     };
     let mut places: Vec<PathBuf> = Vec::new();
     if let Some(v1) = group(":memory:") {
-        places.push(PathBuf::from("/sys/fs/cgroup/memory").join(v1).join("memory.oom_control"));
+        places.push(
+            PathBuf::from("/sys/fs/cgroup/memory")
+                .join(v1)
+                .join("memory.oom_control"),
+        );
     }
     if let Some(v2) = own.lines().find_map(|l| l.strip_prefix("0::")) {
         let v2 = v2.trim_start_matches('/');
@@ -127,8 +136,10 @@ pub fn oom_kills() -> Option<u64> {
     }
     places.iter().find_map(|p| {
         let text = std::fs::read_to_string(p).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("oom_kill ").and_then(|n| n.trim().parse().ok()))
+        text.lines().find_map(|l| {
+            l.strip_prefix("oom_kill ")
+                .and_then(|n| n.trim().parse().ok())
+        })
     })
 }
 
@@ -152,8 +163,14 @@ mod tests {
         let b = ByHand::of(&limits).expect("something to apply");
         assert!(b.limits_memory());
         let words = b.words(&limits);
-        assert!(words.contains("nice 10, io idle, memory_max 64M per process"), "{words}");
-        assert!(words.ends_with("cpu_quota and tasks_max only its installed unit enforces"), "{words}");
+        assert!(
+            words.contains("nice 10, io idle, memory_max 64M per process"),
+            "{words}"
+        );
+        assert!(
+            words.ends_with("cpu_quota and tasks_max only its installed unit enforces"),
+            "{words}"
+        );
         let unit_only = Limits {
             cpu_quota: Some(50),
             ..Limits::default()
@@ -164,8 +181,12 @@ mod tests {
     #[test]
     fn out_of_memory_is_read_from_what_programs_say() {
         assert!(said_out_of_memory("Traceback …\nMemoryError\n"));
-        assert!(said_out_of_memory("dd: memory exhausted: Cannot allocate memory"));
-        assert!(said_out_of_memory("memory allocation of 1048576 bytes failed"));
+        assert!(said_out_of_memory(
+            "dd: memory exhausted: Cannot allocate memory"
+        ));
+        assert!(said_out_of_memory(
+            "memory allocation of 1048576 bytes failed"
+        ));
         assert!(!said_out_of_memory("error: disk full"));
     }
 }

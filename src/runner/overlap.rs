@@ -164,7 +164,10 @@ fn try_both(
     };
     let at = settings.layout().group_lock(group.as_str());
     match locks::try_plain(&at, def.name.as_str()).map_err(|e| {
-        io(e).context(format!("cannot take the lock group's lock {}", at.display()))
+        io(e).context(format!(
+            "cannot take the lock group's lock {}",
+            at.display()
+        ))
     })? {
         Some(g) => Ok(Ok((lock, Some(g)))),
         None => {

@@ -84,7 +84,9 @@ fn policy_lines(def: &Definition, paths: &MachinePaths) -> String {
     }
     match limits.io {
         Some(IoClass::Idle) => out.push_str("IOSchedulingClass=idle\n"),
-        Some(IoClass::Low) => out.push_str("IOSchedulingClass=best-effort\nIOSchedulingPriority=7\n"),
+        Some(IoClass::Low) => {
+            out.push_str("IOSchedulingClass=best-effort\nIOSchedulingPriority=7\n")
+        }
         Some(IoClass::Normal) => {
             out.push_str("IOSchedulingClass=best-effort\nIOSchedulingPriority=4\n");
         }
@@ -104,7 +106,10 @@ fn policy_lines(def: &Definition, paths: &MachinePaths) -> String {
                 None => escape_specifiers(&super::machine_path(w, paths)),
             });
         }
-        let list: Vec<String> = writable.iter().map(|p| path_word(&format!("-{p}"))).collect();
+        let list: Vec<String> = writable
+            .iter()
+            .map(|p| path_word(&format!("-{p}")))
+            .collect();
         let _ = writeln!(out, "ReadWritePaths={}", list.join(" "));
     }
     out
@@ -136,7 +141,9 @@ SystemCallErrorNumber=EPERM
 
 /// A path in a space-separated list: quoted when it holds white space or quotes.
 fn path_word(p: &str) -> String {
-    if p.chars().any(|c| c.is_whitespace() || c == '"' || c == '\\') {
+    if p.chars()
+        .any(|c| c.is_whitespace() || c == '"' || c == '\\')
+    {
         format!("\"{}\"", p.replace('\\', "\\\\").replace('"', "\\\""))
     } else {
         p.to_owned()

@@ -26,7 +26,6 @@ pub(crate) fn ns() -> Namespace {
 /// The schedule shapes the snapshots cover.
 pub(crate) fn shapes() -> Vec<(&'static str, Definition)> {
     vec![
-
         (
             "every_minutes",
             def("every", "[schedule]\nevery_minutes = 5\n"),
@@ -252,7 +251,12 @@ fn limits_and_the_sandbox_reach_each_manager_as_far_as_it_has_them() {
         "writes = [\"~/Backups\"]\n[schedule]\nevery_minutes = 30\n[limits]\nmemory_max = \"64M\"\nnice = 5\nio = \"low\"\n[sandbox]\nlevel = \"strict\"\n",
     );
     let paths = MachinePaths::portable();
-    let service = String::from_utf8(systemd::units(&d, &ns(), &Label::new(&ns(), &d.name), &paths)[0].bytes.clone()).unwrap();
+    let service = String::from_utf8(
+        systemd::units(&d, &ns(), &Label::new(&ns(), &d.name), &paths)[0]
+            .bytes
+            .clone(),
+    )
+    .unwrap();
     for line in [
         "MemoryMax=67108864\n",
         "MemorySwapMax=0\n",
@@ -266,21 +270,48 @@ fn limits_and_the_sandbox_reach_each_manager_as_far_as_it_has_them() {
     ] {
         assert!(service.contains(line), "{line:?} missing from\n{service}");
     }
-    assert!(!service.contains("CPUQuota") && !service.contains("TasksMax"), "{service}");
+    assert!(
+        !service.contains("CPUQuota") && !service.contains("TasksMax"),
+        "{service}"
+    );
     // Without policies, none of it: today's units are unchanged.
     let plain = def("plain", "[schedule]\nevery_minutes = 30\n");
-    let plain = String::from_utf8(systemd::units(&plain, &ns(), &Label::new(&ns(), &plain.name), &paths)[0].bytes.clone()).unwrap();
-    for key in ["MemoryMax", "OOMPolicy", "Nice", "IOScheduling", "Protect", "ReadWritePaths"] {
+    let plain = String::from_utf8(
+        systemd::units(&plain, &ns(), &Label::new(&ns(), &plain.name), &paths)[0]
+            .bytes
+            .clone(),
+    )
+    .unwrap();
+    for key in [
+        "MemoryMax",
+        "OOMPolicy",
+        "Nice",
+        "IOScheduling",
+        "Protect",
+        "ReadWritePaths",
+    ] {
         assert!(!plain.contains(key), "{key} in\n{plain}");
     }
     // launchd: Nice and low-priority I/O; the rest is said in the header, not pretended.
     let plist = launchd::plist(&d, &ns(), &Label::new(&ns(), &d.name), &paths);
     let v: plist::Value = plist::from_bytes(&plist.bytes).unwrap();
     let dict = v.as_dictionary().unwrap();
-    assert_eq!(dict.get("Nice").and_then(plist::Value::as_signed_integer), Some(5));
-    assert_eq!(dict.get("LowPriorityIO").and_then(plist::Value::as_boolean), Some(true));
+    assert_eq!(
+        dict.get("Nice").and_then(plist::Value::as_signed_integer),
+        Some(5)
+    );
+    assert_eq!(
+        dict.get("LowPriorityIO").and_then(plist::Value::as_boolean),
+        Some(true)
+    );
     assert!(dict.get("LowPriorityBackgroundIO").is_none());
     let text = String::from_utf8(plist.bytes).unwrap();
-    assert!(text.contains("[limits] memory_max: launchd has no equivalent"), "{text}");
-    assert!(text.contains("[sandbox] strict: launchd has no equivalent; install refuses"), "{text}");
+    assert!(
+        text.contains("[limits] memory_max: launchd has no equivalent"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[sandbox] strict: launchd has no equivalent; install refuses"),
+        "{text}"
+    );
 }

@@ -91,20 +91,34 @@ fn two_automations_sharing_a_lock_never_overlap_over_20_rounds() {
     };
     const ROUNDS: usize = 20;
     for round in 1..=ROUNDS {
-        let o = m.systemctl(&["start", "--no-block", &service("backup"), &service("repack")]);
+        let o = m.systemctl(&[
+            "start",
+            "--no-block",
+            &service("backup"),
+            &service("repack"),
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         wait_until(&sb, "both runs of the round", |sb| {
-            of(sb, "finished", "backup").len() == round && of(sb, "finished", "repack").len() == round
+            of(sb, "finished", "backup").len() == round
+                && of(sb, "finished", "repack").len() == round
         });
         m.wait_inactive(&service("backup"));
         m.wait_inactive(&service("repack"));
     }
     // Every firing ran (queued, none skipped), and no two runs were ever under way together.
-    assert!(sb.events("skipped").is_empty(), "{:#?}", sb.events("skipped"));
+    assert!(
+        sb.events("skipped").is_empty(),
+        "{:#?}",
+        sb.events("skipped")
+    );
     let mut all = intervals(&sb, "backup");
     all.extend(intervals(&sb, "repack"));
     assert_eq!(all.len(), 2 * ROUNDS);
-    assert!(of(&sb, "finished", "backup").iter().all(|f| f["outcome"] == "ok"));
+    assert!(
+        of(&sb, "finished", "backup")
+            .iter()
+            .all(|f| f["outcome"] == "ok")
+    );
     all.sort();
     for pair in all.windows(2) {
         assert!(
@@ -127,7 +141,9 @@ fn queue_waits_for_the_running_one_and_keeps_one_waiting() {
         return;
     };
     m.systemctl(&["start", "--no-block", &service("first")]);
-    wait_until(&sb, "first's start", |sb| !of(sb, "started", "first").is_empty());
+    wait_until(&sb, "first's start", |sb| {
+        !of(sb, "started", "first").is_empty()
+    });
     m.systemctl(&["start", "--no-block", &service("second")]);
     wait_until(&sb, "second waiting", |sb| {
         sb.data.join("locks/second.queue").exists()
@@ -145,19 +161,34 @@ fn queue_waits_for_the_running_one_and_keeps_one_waiting() {
     let skipped = of(&sb, "skipped", "second");
     assert_eq!(skipped.len(), 1, "{skipped:#?}");
     assert_eq!(skipped[0]["reason"], "already_queued");
-    assert!(of(&sb, "started", "second").is_empty(), "second ran beside first");
+    assert!(
+        of(&sb, "started", "second").is_empty(),
+        "second ran beside first"
+    );
     std::fs::write(sb.root.join("go"), "").unwrap();
-    wait_until(&sb, "second's run", |sb| !of(sb, "finished", "second").is_empty());
+    wait_until(&sb, "second's run", |sb| {
+        !of(sb, "finished", "second").is_empty()
+    });
     let out = person.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     m.wait_inactive(&service("second"));
     let first = &intervals(&sb, "first")[0];
     let second = intervals(&sb, "second");
     assert_eq!(second.len(), 1, "{second:?}");
-    assert!(first.1 <= second[0].0, "second started before first ended: {first:?} {second:?}");
+    assert!(
+        first.1 <= second[0].0,
+        "second started before first ended: {first:?} {second:?}"
+    );
     assert_eq!(of(&sb, "finished", "second")[0]["outcome"], "ok");
     let runs = stdout(&sb.run(["runs", "second"]));
-    assert!(runs.contains("skipped (already_queued, disk held by first)"), "{runs}");
+    assert!(
+        runs.contains("skipped (already_queued, disk held by first)"),
+        "{runs}"
+    );
 }
 
 #[test]
@@ -174,19 +205,33 @@ fn replace_stops_the_running_one_records_why_and_runs() {
         return;
     };
     m.systemctl(&["start", "--no-block", &service("stale")]);
-    wait_until(&sb, "stale's start", |sb| !of(sb, "started", "stale").is_empty());
+    wait_until(&sb, "stale's start", |sb| {
+        !of(sb, "started", "stale").is_empty()
+    });
     // One that skips a busy group says who held it.
     let o = sb.run(["run", "polite"]);
     assert_code(&o, 0);
     let skip = &of(&sb, "skipped", "polite")[0];
     assert_eq!(skip["reason"], "already_running");
-    assert_eq!(skip["held_by"], serde_json::json!({"lock": "disk", "name": "stale"}));
-    assert!(stdout(&o).contains("lock group \"disk\" held by stale"), "{}", stdout(&o));
+    assert_eq!(
+        skip["held_by"],
+        serde_json::json!({"lock": "disk", "name": "stale"})
+    );
+    assert!(
+        stdout(&o).contains("lock group \"disk\" held by stale"),
+        "{}",
+        stdout(&o)
+    );
     let runs = stdout(&sb.run(["runs", "polite"]));
-    assert!(runs.contains("skipped (already_running, disk held by stale)"), "{runs}");
+    assert!(
+        runs.contains("skipped (already_running, disk held by stale)"),
+        "{runs}"
+    );
 
     m.systemctl(&["start", "--no-block", &service("fresh")]);
-    wait_until(&sb, "fresh's run", |sb| !of(sb, "finished", "fresh").is_empty());
+    wait_until(&sb, "fresh's run", |sb| {
+        !of(sb, "finished", "fresh").is_empty()
+    });
     m.wait_inactive(&service("fresh"));
     let stale = &of(&sb, "finished", "stale")[0];
     let fresh = &of(&sb, "finished", "fresh")[0];
@@ -197,8 +242,10 @@ fn replace_stops_the_running_one_records_why_and_runs() {
     assert!(stale["at"].as_str() <= fresh["started_at"].as_str());
     let show = stdout(&sb.run(["show", stale["run"].as_str().unwrap()]));
     assert!(
-        show.contains(&format!("replaced  by the run {}", fresh["run"].as_str().unwrap()))
-            && show.contains("error     replaced: stopped to make way for a firing of fresh"),
+        show.contains(&format!(
+            "replaced  by the run {}",
+            fresh["run"].as_str().unwrap()
+        )) && show.contains("error     replaced: stopped to make way for a firing of fresh"),
         "{show}"
     );
     // No process of the stopped run is left.
@@ -218,7 +265,9 @@ fn memory_enforced(m: &UserManager) -> Result<(), String> {
     }
     let mut seen = Vec::new();
     for mount in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"] {
-        let at = std::path::Path::new(mount).join(&group).join("cgroup.controllers");
+        let at = std::path::Path::new(mount)
+            .join(&group)
+            .join("cgroup.controllers");
         if let Ok(c) = std::fs::read_to_string(&at) {
             if c.split_whitespace().any(|w| w == "memory") {
                 return Ok(());
@@ -228,7 +277,11 @@ fn memory_enforced(m: &UserManager) -> Result<(), String> {
     }
     Err(format!(
         "no memory controller for its group {group}: not in the v1 memory hierarchy, and {}",
-        if seen.is_empty() { "no cgroup v2 group".to_owned() } else { seen.join("; ") }
+        if seen.is_empty() {
+            "no cgroup v2 group".to_owned()
+        } else {
+            seen.join("; ")
+        }
     ))
 }
 
@@ -257,7 +310,12 @@ fn a_job_past_memory_max_is_recorded_out_of_memory() {
             for f in &ends {
                 assert_eq!(f["outcome"], "failed", "{f:#}");
                 assert_eq!(f["error"]["class"], "out_of_memory", "{f:#}");
-                assert!(f["error"]["detail"].as_str().unwrap().starts_with("killed by the kernel"));
+                assert!(
+                    f["error"]["detail"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("killed by the kernel")
+                );
             }
             let health = stdout(&sb.run(["health", "hog"]));
             assert!(
@@ -272,7 +330,10 @@ fn a_job_past_memory_max_is_recorded_out_of_memory() {
             );
             m.systemctl(&["start", &service("hog")]);
             let f = &of(&sb, "finished", "hog")[0];
-            assert_eq!(f["outcome"], "ok", "the manager enforced MemoryMax after all: {f:#}");
+            assert_eq!(
+                f["outcome"], "ok",
+                "the manager enforced MemoryMax after all: {f:#}"
+            );
         }
     }
     // A person's run: the runner applies the limit itself (an address-space rlimit).
@@ -286,7 +347,9 @@ fn a_job_past_memory_max_is_recorded_out_of_memory() {
     let f = of(&sb, "finished", "hog").pop().unwrap();
     assert_eq!(f["trigger"], "manual");
     assert_eq!(f["error"]["class"], "out_of_memory", "{f:#}");
-    assert!(stdout(&sb.run(["show", "hog"])).contains("error     out_of_memory: could not get more memory: its tree reached memory_max (64M)"));
+    assert!(stdout(&sb.run(["show", "hog"])).contains(
+        "error     out_of_memory: could not get more memory: its tree reached memory_max (64M)"
+    ));
 }
 
 #[test]
@@ -327,7 +390,10 @@ fn a_strict_sandbox_writes_only_where_it_may() {
         .filter_map(|w| w.parse().ok())
         .collect();
     assert_eq!(levels.len(), 2, "{exposure}");
-    assert!(levels[0] < levels[1], "the sandbox should lower the exposure: {exposure}");
+    assert!(
+        levels[0] < levels[1],
+        "the sandbox should lower the exposure: {exposure}"
+    );
     assert_eq!(m.prop(&service("boxed"), "ProtectSystem"), "strict");
     m.systemctl(&["start", &service("boxed")]);
     let f = &of(&sb, "finished", "boxed").pop().unwrap_or_else(|| {
@@ -336,14 +402,19 @@ fn a_strict_sandbox_writes_only_where_it_may() {
     });
     assert_eq!(f["outcome"], "failed", "{f:#}");
     assert!(
-        f["stderr_tail"].as_str().unwrap().contains("Read-only file system"),
+        f["stderr_tail"]
+            .as_str()
+            .unwrap()
+            .contains("Read-only file system"),
         "{f:#}"
     );
-    assert_eq!(std::fs::read_to_string(sb.home.join("Backups/ok")).unwrap(), "kept\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.home.join("Backups/ok")).unwrap(),
+        "kept\n"
+    );
     assert!(!sb.home.join("elsewhere").exists());
     // The runner itself still wrote its log, and doctor says the same exposure.
     assert_eq!(of(&sb, "started", "boxed").len(), 1);
     let doctor = stdout(&sb.run(["doctor"]));
     assert!(doctor.contains("sandbox: boxed: exposure"), "{doctor}");
 }
-

@@ -210,11 +210,14 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
         assert_eq!(theirs["ProgramArguments"][0], a.bin.to_str().unwrap());
         assert_eq!(theirs["WorkingDirectory"], a.root.to_str().unwrap());
         // The default timeout (300 s) plus the 30 s backstop, plus the jitter's delay, plus a
-        // watcher's settle wait (three times settle_seconds) and its cool-down (60 s).
+        // watcher's settle wait (three times settle_seconds) and its cool-down (60 s), plus a
+        // queued firing's wait (its timeout) or a replacing one's (30 s).
         let extra = match *name {
             "jittered" => 900,
             "watched" => 3 * 2 + 60,
             "queue" => 3 * 5 + 60,
+            "limited" => 300,
+            "sandboxed" => 30,
             _ => 0,
         };
         assert_eq!(theirs["ExitTimeOut"], 330 + extra, "{name}");
@@ -274,6 +277,24 @@ fn every_plist_parses_back_the_same_with_plist_and_plistlib() {
                 assert_eq!(theirs["StartInterval"], 420);
                 assert!(calendar.is_null());
                 assert!(content.contains("counts awake time; does not fire on wake"));
+            }
+            "limited" => {
+                assert_eq!(theirs["RunAtLoad"], true);
+                assert_eq!(theirs["Nice"], 19);
+                assert_eq!(theirs["LowPriorityIO"], true);
+                assert!(theirs.get("LowPriorityBackgroundIO").is_none());
+                assert!(content.contains(
+                    "[limits] memory_max, cpu_quota, tasks_max: launchd has no equivalent"
+                ));
+            }
+            "sandboxed" => {
+                assert_eq!(each(calendar, "Minute"), [0, 30]);
+                assert_eq!(theirs["LowPriorityIO"], true);
+                assert_eq!(theirs["LowPriorityBackgroundIO"], true);
+                assert!(
+                    content
+                        .contains("[sandbox] strict: launchd has no equivalent; install refuses")
+                );
             }
             _ => assert_eq!(theirs["RunAtLoad"], true, "{name}"),
         }

@@ -477,10 +477,7 @@ fn container(
 fn resources(def: &Definition, cluster: &Cluster) -> ResourceRequirements {
     let limits = &def.policy.limits;
     let mut request_memory = Quantity(cluster.memory_request.clone());
-    let mut limit = BTreeMap::from([(
-        "memory".to_owned(),
-        Quantity(cluster.memory_limit.clone()),
-    )]);
+    let mut limit = BTreeMap::from([("memory".to_owned(), Quantity(cluster.memory_limit.clone()))]);
     if let Some(m) = &limits.memory_max {
         let bytes = m.bytes.to_string();
         if rules::quantity_bytes(&cluster.memory_request).is_none_or(|r| r > m.bytes) {

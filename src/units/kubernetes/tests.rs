@@ -742,7 +742,10 @@ fn first_difference(at: &str, a: &serde_json::Value, b: &serde_json::Value) -> O
 fn overlap_and_limits_become_the_cronjob_s_policy_and_resources() {
     let c = cluster("memory_request = \"256Mi\"\nmemory_limit = \"1Gi\"");
     let v = rendered(
-        &def("x", "overlap = \"replace\"\n[schedule]\nevery_minutes = 5\n[limits]\nmemory_max = \"128M\"\ncpu_quota = \"150%\"\nnice = 5\n"),
+        &def(
+            "x",
+            "overlap = \"replace\"\n[schedule]\nevery_minutes = 5\n[limits]\nmemory_max = \"128M\"\ncpu_quota = \"150%\"\nnice = 5\n",
+        ),
         &c,
     );
     assert_eq!(v["spec"]["concurrencyPolicy"], "Replace");
@@ -753,16 +756,41 @@ fn overlap_and_limits_become_the_cronjob_s_policy_and_resources() {
         json!({"requests": {"cpu": "50m", "memory": "134217728"}, "limits": {"cpu": "1500m", "memory": "134217728"}})
     );
     // A limit above the cluster's request keeps that request.
-    let v = rendered(&def("x", "[schedule]\nevery_minutes = 5\n[limits]\nmemory_max = \"2G\"\n"), &c);
+    let v = rendered(
+        &def(
+            "x",
+            "[schedule]\nevery_minutes = 5\n[limits]\nmemory_max = \"2G\"\n",
+        ),
+        &c,
+    );
     let res = &v["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["resources"];
     assert_eq!(res["requests"]["memory"], "256Mi");
     assert_eq!(res["limits"]["memory"], "2147483648");
     assert_eq!(v["spec"]["concurrencyPolicy"], "Forbid");
-    let queued = render(&def("x", "overlap = \"queue\"\n[schedule]\nevery_minutes = 5\n"), &ns(), &c);
-    assert!(queued.unwrap_err().contains("\"queue\" has no CronJob equivalent"));
-    let writes = render(&def("x", "writes = [\"~/b\"]\n[schedule]\nevery_minutes = 5\n[sandbox]\nlevel = \"strict\"\n"), &ns(), &c);
+    let queued = render(
+        &def("x", "overlap = \"queue\"\n[schedule]\nevery_minutes = 5\n"),
+        &ns(),
+        &c,
+    );
+    assert!(
+        queued
+            .unwrap_err()
+            .contains("\"queue\" has no CronJob equivalent")
+    );
+    let writes = render(
+        &def(
+            "x",
+            "writes = [\"~/b\"]\n[schedule]\nevery_minutes = 5\n[sandbox]\nlevel = \"strict\"\n",
+        ),
+        &ns(),
+        &c,
+    );
     assert!(writes.unwrap_err().contains("a pod does not have"));
     let grouped = def("x", "lock = \"disk\"\n[schedule]\nevery_minutes = 5\n");
-    assert!(render(&grouped, &ns(), &c).unwrap_err().contains("set data_claim"));
+    assert!(
+        render(&grouped, &ns(), &c)
+            .unwrap_err()
+            .contains("set data_claim")
+    );
     assert!(render(&grouped, &ns(), &cluster("data_claim = \"d\"")).is_ok());
 }
