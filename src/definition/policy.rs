@@ -5,7 +5,7 @@
 //! [`check_*`](check_overlap) read one file's keys; [`relations`] checks what needs the machine
 //! (that every `writes` entry exists).
 
-use std::path::{Component, Path};
+use std::path::Path;
 
 use serde::Serialize;
 use toml::Value;
@@ -207,13 +207,8 @@ fn check_write_path(p: &str, checks: &super::Checks) -> Result<(), String> {
             "globs, quotes, white space, `%` and `$` are not read; name the folder itself".into(),
         );
     }
-    let rest = if let Some(rest) = p.strip_prefix(PLACEHOLDER_ROOT) {
-        rest
-    } else if let Some(rest) = p.strip_prefix('~') {
-        if !rest.is_empty() && !rest.starts_with('/') {
-            return Err("`~user` is not read; write \"~/…\" for your home folder".into());
-        }
-        rest
+    let rest = if let Some(rest) = super::trigger::anchored(p) {
+        rest?
     } else if p.starts_with('/') {
         if Path::new(p) == checks.home { "" } else { p }
     } else {
@@ -227,12 +222,7 @@ fn check_write_path(p: &str, checks: &super::Checks) -> Result<(), String> {
                 .into(),
         );
     }
-    if Path::new(rest)
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
-    {
-        return Err("has a `.` or `..` step; write the plain path".into());
-    }
+    super::trigger::plain_steps(rest)?;
     let resolved = super::trigger::resolve(p, Path::new("/nonexistent-root"), &checks.home);
     if resolved.starts_with(&checks.data_root) {
         return Err(format!(

@@ -243,6 +243,32 @@ fn check_paths(r: &mut Report, key: &str, v: &Value, checks: &super::Checks) -> 
     out
 }
 
+/// A path written from the repository (`{root}/…`) or the home folder (`~/…`): what follows the
+/// anchor; `None` for any other path; `~user` refused.
+pub(super) fn anchored(p: &str) -> Option<Result<&str, String>> {
+    if let Some(rest) = p.strip_prefix(PLACEHOLDER_ROOT) {
+        return Some(Ok(rest));
+    }
+    let rest = p.strip_prefix('~')?;
+    if !rest.is_empty() && !rest.starts_with('/') {
+        return Some(Err(
+            "`~user` is not read; write \"~/…\" for your home folder".into(),
+        ));
+    }
+    Some(Ok(rest))
+}
+
+/// Refuses `.` and `..` steps.
+pub(super) fn plain_steps(rest: &str) -> Result<(), String> {
+    if Path::new(rest)
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+    {
+        return Err("has a `.` or `..` step; write the plain path".into());
+    }
+    Ok(())
+}
+
 fn check_path(p: &str, checks: &super::Checks) -> Result<(), String> {
     if p.chars().any(char::is_control) || p.trim() != p {
         return Err("holds a control character or starts or ends with white space".into());
@@ -250,13 +276,8 @@ fn check_path(p: &str, checks: &super::Checks) -> Result<(), String> {
     if p.contains(['*', '?', '[', '%', '$']) {
         return Err("globs, `%` and `$` are not read; name the file or folder itself".into());
     }
-    let rest = if let Some(rest) = p.strip_prefix(PLACEHOLDER_ROOT) {
-        rest
-    } else if let Some(rest) = p.strip_prefix('~') {
-        if !rest.is_empty() && !rest.starts_with('/') {
-            return Err("`~user` is not read; write \"~/…\" for your home folder".into());
-        }
-        rest
+    let rest = if let Some(rest) = anchored(p) {
+        rest?
     } else if p.starts_with('/') {
         let inside_home = Path::new(p).starts_with(&checks.home);
         if !inside_home {
@@ -276,12 +297,7 @@ fn check_path(p: &str, checks: &super::Checks) -> Result<(), String> {
             "names the whole repository or home folder; watch one folder or file inside it".into(),
         );
     }
-    if Path::new(rest)
-        .components()
-        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
-    {
-        return Err("has a `.` or `..` step; write the plain path".into());
-    }
+    plain_steps(rest)?;
     let resolved = resolve(p, Path::new("/nonexistent-root"), &checks.home);
     if resolved.starts_with(&checks.data_root) {
         return Err(format!(

@@ -1,24 +1,9 @@
 //! Policies for a shared machine (docs/policies.md) against a real, private systemd user manager:
 //! lock groups, `overlap = "queue"` and `"replace"`, `[limits]` and `[sandbox]`.
 
-use std::time::{Duration, Instant};
-
 use crate::harness::*;
 use crate::systemd::UserManager;
-
-/// Waits (at most 60 s) until `done(sb)` holds, saying what the log held if it never does.
-#[track_caller]
-fn wait_until(sb: &Sandbox, what: &str, done: impl Fn(&Sandbox) -> bool) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while !done(sb) {
-        assert!(
-            Instant::now() < until,
-            "{what}: not seen within 60 s; run log: {:#?}",
-            sb.log_lines()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use crate::triggers::wait_until;
 
 /// The `kind` events of `name`.
 fn of(sb: &Sandbox, kind: &str, name: &str) -> Vec<serde_json::Value> {

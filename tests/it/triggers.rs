@@ -8,7 +8,7 @@ use crate::systemd::{UserManager, assert_pty_ok, shipped};
 
 /// Waits (at most 60 s) until `done(sb)` holds, saying what the log held if it never does.
 #[track_caller]
-fn wait_until(sb: &Sandbox, what: &str, done: impl Fn(&Sandbox) -> bool) {
+pub(crate) fn wait_until(sb: &Sandbox, what: &str, done: impl Fn(&Sandbox) -> bool) {
     let until = Instant::now() + Duration::from_secs(60);
     while !done(sb) {
         assert!(
