@@ -131,19 +131,18 @@ pub fn try_plain(path: &Path, who: &str) -> io::Result<Option<Plain>> {
     Ok(Some(Plain { file }))
 }
 
-/// The pid and the name written by whoever holds the lock at `path`, if it is held. Never takes
-/// the lock on Linux.
-pub fn plain_holder(path: &Path) -> Option<(u32, String)> {
+/// Whoever holds the lock at `path`, if it is held: its pid, the name it wrote, and the pid it
+/// wrote (which differs from the first while a new holder has not yet written its own). Never
+/// takes the lock on Linux.
+pub fn plain_holder(path: &Path) -> Option<(u32, String, Option<u32>)> {
     let file = fsutil::open_in_data_root(path, std::fs::OpenOptions::new().read(true)).ok()?;
     let mut room = [0u8; 11 + WHO_WIDTH];
     let n = file.read_at(&mut room, 0).unwrap_or(0);
-    let who = String::from_utf8_lossy(&room[..n])
-        .lines()
-        .nth(1)
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
-    Some((owner(file)?, who))
+    let text = String::from_utf8_lossy(&room[..n]).into_owned();
+    let mut lines = text.lines();
+    let written = lines.next().and_then(|l| l.trim().parse().ok());
+    let who = lines.next().unwrap_or_default().trim().to_owned();
+    Some((owner(file)?, who, written))
 }
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.
@@ -237,10 +236,8 @@ mod tests {
         let at = d.path().join("locks/groups/disk.lock");
         assert_eq!(plain_holder(&at), None);
         let held = try_plain(&at, "backup").unwrap().expect("free");
-        assert_eq!(
-            plain_holder(&at),
-            Some((std::process::id(), "backup".to_owned()))
-        );
+        let me = std::process::id();
+        assert_eq!(plain_holder(&at), Some((me, "backup".to_owned(), Some(me))));
         assert!(try_plain(&at, "repack").unwrap().is_none());
         drop(held);
         assert_eq!(plain_holder(&at), None);

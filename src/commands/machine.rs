@@ -440,19 +440,36 @@ pub fn sandbox_exposure(
     }
     let mut open = def.clone();
     open.policy.sandbox = false;
-    let dir = std::env::temp_dir().join(format!(
-        "automations-exposure-{}-{}",
-        std::process::id(),
-        def.name
-    ));
+    // A folder of its own, made here: never one found there, where another user could have put
+    // links.
+    let dir = match fresh_private_dir() {
+        Ok(d) => d,
+        Err(e) => return Some(Err(format!("cannot make a folder in the temp folder: {e}"))),
+    };
     let measured = (|| {
-        crate::fsutil::private_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let before = exposure_of(settings, &open, paths, &dir)?;
-        let after = exposure_of(settings, def, paths, &dir)?;
+        let before = exposure_of(settings, &open, paths, &dir, "before")?;
+        let after = exposure_of(settings, def, paths, &dir, "after")?;
         Ok((before, after))
     })();
     let _ = std::fs::remove_dir_all(&dir);
     Some(measured)
+}
+
+/// A new 0700 folder in the temp folder with an unguessable name; one already there is not used.
+fn fresh_private_dir() -> std::io::Result<PathBuf> {
+    use std::hash::{BuildHasher, Hasher};
+    use std::os::unix::fs::DirBuilderExt;
+    let mut last = std::io::Error::other("no free name");
+    for _ in 0..8 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let dir = std::env::temp_dir().join(format!("automations-exposure-{:016x}", h.finish()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// `systemd-analyze security --offline=yes --user` on `def`'s rendered service: its last line's
@@ -462,14 +479,23 @@ fn exposure_of(
     def: &Definition,
     paths: &units::MachinePaths,
     dir: &Path,
+    which: &str,
 ) -> Result<String, String> {
     let files = units::render(def, &settings.namespace, paths, units::Target::Systemd);
     let service = files
         .iter()
         .find(|f| f.name.ends_with(".service"))
         .ok_or("no service rendered")?;
-    let at = dir.join(&service.name);
-    std::fs::write(&at, &service.bytes).map_err(|e| format!("{}: {e}", at.display()))?;
+    // Each copy in a folder of its own, under the unit's own name (the tool reports by it).
+    let own = dir.join(which);
+    std::fs::create_dir(&own).map_err(|e| format!("{}: {e}", own.display()))?;
+    let at = own.join(&service.name);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&at)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &service.bytes))
+        .map_err(|e| format!("{}: {e}", at.display()))?;
     let mut cmd = std::process::Command::new("systemd-analyze");
     cmd.args(["security", "--offline=yes", "--user", "--no-pager"])
         .arg(&at)

@@ -277,7 +277,7 @@ pub(super) fn check_limits(r: &mut Report, value: &Value) -> Limits {
 /// `"512M"`, `"2G"`, `"1.5G"` or a number of bytes.
 fn check_memory(r: &mut Report, key: &str, v: &Value) -> Option<Memory> {
     let parsed = match v {
-        Value::Integer(i) if *i > 0 => Ok((i.to_string(), *i as u64)),
+        Value::Integer(i) if *i > 0 && *i <= 1 << 50 => Ok((i.to_string(), *i as u64)),
         Value::String(s) => parse_memory(s).map(|b| (s.clone(), b)),
         Value::Integer(i) => Err(format!("{i} is not a size")),
         v => {

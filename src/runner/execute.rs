@@ -70,11 +70,14 @@ pub(super) fn execute(
             std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || b.apply());
         }
     }
+    // The kernel's kills for memory in the unit's own cgroup (a person's run shares the cgroup of
+    // their terminal, whose count says nothing of this run).
     let oom_before = def
         .policy
         .limits
         .memory_max
         .as_ref()
+        .filter(|_| firing.cause.trigger.unattended())
         .and_then(|_| super::limits::oom_kills());
     let sup = supervise::supervise(
         &mut cmd,
@@ -102,7 +105,7 @@ pub(super) fn execute(
     let facts = result::read(&scratch.result());
     let mut finished = finish(firing.run_id, def, &program, sup, facts, &redactor);
     if let Some(m) = &def.policy.limits.memory_max
-        && finished.outcome != Outcome::Ok
+        && finished.outcome == Outcome::Failed
     {
         let killed = oom_before.is_some_and(|b| super::limits::oom_kills().is_some_and(|a| a > b));
         let said = by_hand.as_ref().is_some_and(|b| b.limits_memory())
@@ -113,7 +116,6 @@ pub(super) fn execute(
             } else {
                 "could not get more memory"
             };
-            finished.outcome = Outcome::Failed;
             finished.error = Some(ErrorInfo {
                 class: "out_of_memory".into(),
                 detail: format!("{how}: its tree reached memory_max ({})", m.written),

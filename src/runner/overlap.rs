@@ -2,8 +2,9 @@
 //! group's, and what a firing does when either is busy — skip (the default), wait in the one
 //! queue place (`queue`), or stop the running firing and take its place (`replace`).
 //!
-//! Locks are always taken in one order, the automation's then its group's, and none is held while
-//! waiting: a waiting firing holds only `locks/<name>.queue`, so readers never see it as running.
+//! Locks are always taken in one order, the automation's then its group's, never by waiting, and
+//! none is held while waiting: a waiting firing holds only `locks/<name>.queue` and looks at a busy
+//! group without taking its automation's lock, so readers do not see it as running.
 
 use std::time::{Duration, Instant};
 
@@ -58,100 +59,154 @@ pub fn acquire(
     signals: &mut Signals,
 ) -> Result<Result<Held, Busy>, RunError> {
     let layout = settings.layout();
-    let policy = &def.policy;
-    let name = def.name.as_str();
     let mut queued: Option<Plain> = None;
-    let mut replacing: Option<(String, Instant)> = None;
+    let mut replacing: Option<Replacing> = None;
     let queue_until = Instant::now() + Duration::from_secs(u64::from(def.timeout_seconds));
     loop {
         let holder = match try_both(settings, def)? {
             Ok((lock, group)) => {
-                let run_id = replacing.map(|(id, _)| id);
-                if run_id.is_some() {
-                    // Claimed by the stopped firing; one that ended by itself first left it.
-                    let _ = crate::fsutil::remove_if_exists(&layout.replaced_note(name));
-                }
+                forget(&layout, replacing.as_ref());
                 return Ok(Ok(Held {
                     lock,
                     group,
-                    run_id,
+                    run_id: replacing.map(|r| r.run_id),
                 }));
             }
             Err(holder) => holder,
         };
-        let held_by = match &holder {
-            Holder::Group { name: holder, .. } => policy.lock.as_ref().map(|g| HeldBy {
+        let waited = match def.policy.overlap {
+            Overlap::Skip => Err((SkipReason::AlreadyRunning, String::new())),
+            Overlap::Queue => queue(&layout, def, &holder, &mut queued, queue_until)?,
+            Overlap::Replace => replace(settings, def, &holder, &mut replacing),
+        };
+        let stopped = || {
+            let detail = ": stopped while it waited for the running firing".to_owned();
+            (SkipReason::Stopped, detail)
+        };
+        let skip = match waited {
+            Ok(()) if signals.wait_for_stop(POLL) => stopped(),
+            Ok(()) => continue,
+            Err(skip) => skip,
+        };
+        // A note left for a firing that then ended by itself (or was never reached) must not
+        // name this one when that automation is stopped later.
+        forget(&layout, replacing.as_ref());
+        let held_by = match holder {
+            Holder::Group { name: holder, .. } => def.policy.lock.as_ref().map(|g| HeldBy {
                 lock: g.to_string(),
-                name: holder.clone(),
+                name: holder,
             }),
             Holder::Own => None,
         };
-        let busy = |reason, detail: String| Busy {
-            reason,
-            detail,
-            held_by: held_by.clone(),
-        };
-        match policy.overlap {
-            Overlap::Skip => return Ok(Err(busy(SkipReason::AlreadyRunning, String::new()))),
-            Overlap::Queue => {
-                if queued.is_none() {
-                    match locks::try_plain(&layout.queue_lock(name), name).map_err(io)? {
-                        Some(place) => queued = Some(place),
-                        None => {
-                            let detail = ": another firing already waits for the running one";
-                            return Ok(Err(busy(SkipReason::AlreadyQueued, detail.into())));
-                        }
-                    }
-                    errln!(
-                        "automations: {name}: {} is running; waiting for it (overlap = \"queue\", at most {} s)",
-                        who(&holder, name),
-                        def.timeout_seconds
-                    );
-                }
-                if Instant::now() >= queue_until {
-                    let detail = format!(
-                        ": waited {} s (its timeout_seconds) and {} was still running",
-                        def.timeout_seconds,
-                        who(&holder, name)
-                    );
-                    return Ok(Err(busy(SkipReason::AlreadyRunning, detail)));
-                }
-            }
-            Overlap::Replace => match &replacing {
-                None => {
-                    let id = new_run_id(chrono::Utc::now());
-                    if let Err(why) = ask_to_stop(settings, def, &holder, &id) {
-                        return Ok(Err(busy(SkipReason::AlreadyRunning, format!(": {why}"))));
-                    }
-                    errln!(
-                        "automations: {name}: stopping {} to run in its place (overlap = \"replace\")",
-                        who(&holder, name)
-                    );
-                    replacing = Some((id, Instant::now() + replace_wait()));
-                }
-                Some((_, until)) if Instant::now() >= *until => {
-                    let detail = format!(
-                        ": {} did not end within {} s of being asked to stop",
-                        who(&holder, name),
-                        replace_wait().as_secs()
-                    );
-                    return Ok(Err(busy(SkipReason::AlreadyRunning, detail)));
-                }
-                Some(_) => {}
-            },
-        }
-        if signals.wait_for_stop(POLL) {
-            let detail = ": stopped while it waited for the running firing".to_owned();
-            return Ok(Err(busy(SkipReason::Stopped, detail)));
-        }
+        return Ok(Err(Busy {
+            reason: skip.0,
+            detail: skip.1,
+            held_by,
+        }));
     }
 }
 
-/// Both locks, in order; or whose was busy (none is kept then).
+/// What one look at busy locks decided: go on waiting, or the skip.
+type Waited = Result<(), (SkipReason, String)>;
+
+/// `queue`: takes the one place to wait in (or is the firing that finds it taken), and waits
+/// until its timeout.
+fn queue(
+    layout: &Layout,
+    def: &Definition,
+    holder: &Holder,
+    queued: &mut Option<Plain>,
+    until: Instant,
+) -> Result<Waited, RunError> {
+    let name = def.name.as_str();
+    if queued.is_none() {
+        let place = locks::try_plain(&layout.queue_lock(name), name).map_err(io)?;
+        let Some(place) = place else {
+            let detail = ": another firing already waits for the running one".to_owned();
+            return Ok(Err((SkipReason::AlreadyQueued, detail)));
+        };
+        *queued = Some(place);
+        errln!(
+            "automations: {name}: {} is running; waiting for it (overlap = \"queue\", at most {} s)",
+            who(holder, name),
+            def.timeout_seconds
+        );
+    }
+    if Instant::now() >= until {
+        let detail = format!(
+            ": waited {} s (its timeout_seconds) and {} was still running",
+            def.timeout_seconds,
+            who(holder, name)
+        );
+        return Ok(Err((SkipReason::AlreadyRunning, detail)));
+    }
+    Ok(Ok(()))
+}
+
+/// `replace`: asks the holder to stop once, then waits for it at most [`replace_wait`].
+fn replace(
+    settings: &Settings,
+    def: &Definition,
+    holder: &Holder,
+    replacing: &mut Option<Replacing>,
+) -> Waited {
+    let name = def.name.as_str();
+    match replacing {
+        None => {
+            let run_id = new_run_id(chrono::Utc::now());
+            let victim = ask_to_stop(settings, def, holder, &run_id)
+                .map_err(|why| (SkipReason::AlreadyRunning, format!(": {why}")))?;
+            errln!(
+                "automations: {name}: stopping {} to run in its place (overlap = \"replace\")",
+                who(holder, name)
+            );
+            *replacing = Some(Replacing {
+                run_id,
+                victim,
+                until: Instant::now() + replace_wait(),
+            });
+            Ok(())
+        }
+        Some(r) if Instant::now() >= r.until => Err((
+            SkipReason::AlreadyRunning,
+            format!(
+                ": {} did not end within {} s of being asked to stop",
+                who(holder, name),
+                replace_wait().as_secs()
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// A replacing firing asked `victim`'s runner to stop: its own run id, and how long it waits.
+struct Replacing {
+    run_id: String,
+    victim: String,
+    until: Instant,
+}
+
+/// Removes the note a replacing firing left, if any.
+fn forget(layout: &Layout, replacing: Option<&Replacing>) {
+    if let Some(r) = replacing {
+        let _ = crate::fsutil::remove_if_exists(&layout.replaced_note(&r.victim));
+    }
+}
+
+/// Both locks, in order; or whose was busy (none is kept then). A busy group is seen without
+/// taking the automation's lock, so a firing waiting for its group does not show as running.
 fn try_both(
     settings: &Settings,
     def: &Definition,
 ) -> Result<Result<(RunLock, Option<Plain>), Holder>, RunError> {
+    let group_at = def
+        .policy
+        .lock
+        .as_ref()
+        .map(|g| settings.layout().group_lock(g.as_str()));
+    if let Some(holder) = group_at.as_deref().and_then(group_holder) {
+        return Ok(Err(holder));
+    }
     let lock = match locks::try_acquire(&settings.data_root, &def.name).map_err(|e| {
         let at = locks::path(&settings.data_root, &def.name);
         io(e).context(format!("cannot take the lock {}", at.display()))
@@ -159,25 +214,30 @@ fn try_both(
         Acquired::Held(l) => l,
         Acquired::Busy => return Ok(Err(Holder::Own)),
     };
-    let Some(group) = &def.policy.lock else {
+    let Some(at) = group_at else {
         return Ok(Ok((lock, None)));
     };
-    let at = settings.layout().group_lock(group.as_str());
-    match locks::try_plain(&at, def.name.as_str()).map_err(|e| {
-        io(e).context(format!(
-            "cannot take the lock group's lock {}",
-            at.display()
-        ))
-    })? {
+    let taken = locks::try_plain(&at, def.name.as_str())
+        .map_err(|e| io(e).context(format!("cannot take the group lock {}", at.display())))?;
+    match taken {
         Some(g) => Ok(Ok((lock, Some(g)))),
-        None => {
-            let (pid, name) = locks::plain_holder(&at).unzip();
-            Ok(Err(Holder::Group {
-                name: name.unwrap_or_default(),
-                pid,
-            }))
-        }
+        None => Ok(Err(group_holder(&at).unwrap_or(Holder::Group {
+            name: String::new(),
+            pid: None,
+        }))),
     }
+}
+
+/// Who holds the group lock at `at`, when it is held; its pid only when the holder has written
+/// its own (the lock table's pid and the file's agree: not a holder that has just let go, nor
+/// one that has not yet named itself).
+fn group_holder(at: &std::path::Path) -> Option<Holder> {
+    let (pid, name, written) = locks::plain_holder(at)?;
+    let named = written == Some(pid);
+    Some(Holder::Group {
+        pid: named.then_some(pid),
+        name: if named { name } else { String::new() },
+    })
 }
 
 /// Who holds it, in words.
@@ -203,13 +263,14 @@ struct Note {
 }
 
 /// Leaves the note, then sends SIGTERM to the runner holding the lock, which ends its tree and
-/// records the run `stopped` (class `replaced`). Why not, when it cannot.
+/// records the run `stopped` (class `replaced`); the automation it stops. Why not, when it cannot
+/// (the note is gone again then).
 fn ask_to_stop(
     settings: &Settings,
     def: &Definition,
     holder: &Holder,
     run_id: &str,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let (victim, pid) = match holder {
         Holder::Own => (
             def.name.to_string(),
@@ -218,8 +279,8 @@ fn ask_to_stop(
         Holder::Group { name, pid } => (name.clone(), *pid),
     };
     let pid = pid
-        .filter(|p| *p > 1 && *p != std::process::id())
-        .ok_or_else(|| format!("cannot tell which process runs {victim}, to replace it"))?;
+        .filter(|p| *p > 1 && *p != std::process::id() && !victim.is_empty())
+        .ok_or_else(|| "cannot tell which process holds the lock, to replace it".to_owned())?;
     let note = Note {
         by: run_id.to_owned(),
         name: def.name.to_string(),
@@ -228,11 +289,17 @@ fn ask_to_stop(
     let at = settings.layout().replaced_note(&victim);
     crate::state::write_json(&at, &note)
         .map_err(|e| format!("cannot leave the note for the run it replaces: {e}"))?;
-    nix::sys::signal::kill(
+    let sent = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
         nix::sys::signal::Signal::SIGTERM,
-    )
-    .map_err(|e| format!("cannot ask {victim}'s runner (pid {pid}) to stop: {e}"))
+    );
+    if let Err(e) = sent {
+        let _ = crate::fsutil::remove_if_exists(&at);
+        return Err(format!(
+            "cannot ask {victim}'s runner (pid {pid}) to stop: {e}"
+        ));
+    }
+    Ok(victim)
 }
 
 /// For a stopped run of `name`: the firing that replaced it (its run id and automation), when a

@@ -112,12 +112,22 @@ impl Sandbox {
         Self::in_dir(dir)
     }
 
-    /// As [`Sandbox::new`], under cargo's target/tmp instead of /tmp: for a unit with
-    /// `PrivateTmp=yes`, which hides /tmp (and a repository there) from its service.
+    /// As [`Sandbox::new`], outside /tmp and /var/tmp: for a unit with `PrivateTmp=yes`, which
+    /// hides them (and a repository there) from its service. Under cargo's target/tmp unless the
+    /// checkout itself is in a temp folder (a fresh clone in /tmp), else under
+    /// /var/lib/automations-it (root only: only the private manager's tests need it).
     pub fn outside_tmp() -> Self {
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let base = if target.starts_with("/tmp") || target.starts_with("/var/tmp") {
+            let base = PathBuf::from("/var/lib/automations-it");
+            std::fs::create_dir_all(&base).unwrap();
+            base
+        } else {
+            target.to_path_buf()
+        };
         let dir = tempfile::Builder::new()
             .prefix(&format!("{SANDBOX_PREFIX}{}-", std::process::id()))
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(base)
             .unwrap();
         Self::in_dir(dir)
     }
