@@ -208,6 +208,43 @@ fn setting(
     row
 }
 
+/// A job line's schedule (`None` for `@reboot`) and command; `None` when it cannot be imported
+/// as this user, with the row's status and reason said.
+fn schedule_and_command<'l>(
+    line: &'l str,
+    cx: &Context<'_>,
+    row: &mut Row,
+) -> Option<(Option<Cron>, &'l str)> {
+    let (schedule, user, command) = match split_job(line, cx.system) {
+        Ok(parts) => parts,
+        Err(why) => {
+            row.reason = Some(why);
+            return None;
+        }
+    };
+    if let Some(user) = user
+        && cx.user != Some(user)
+    {
+        row.status = Status::NotImported;
+        row.reason = Some(match cx.user {
+            Some(_) => format!("it runs as {user}; import it as that user"),
+            None => format!("it runs as {user}, and which user this is cannot be told (set USER)"),
+        });
+        return None;
+    }
+    let cron = match schedule {
+        s if s.eq_ignore_ascii_case("@reboot") => None,
+        s => match Cron::parse(s) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                row.reason = Some(format!("its schedule {s:?}: {e}"));
+                return None;
+            }
+        },
+    };
+    Some((cron, command))
+}
+
 /// One job line.
 fn job(
     number: usize,
@@ -227,32 +264,8 @@ fn job(
         notes: Vec::new(),
         files: Files::default(),
     };
-    let (schedule, user, command) = match split_job(line, cx.system) {
-        Ok(parts) => parts,
-        Err(why) => {
-            row.reason = Some(why);
-            return row;
-        }
-    };
-    if let Some(user) = user
-        && cx.user != Some(user)
-    {
-        row.status = Status::NotImported;
-        row.reason = Some(match cx.user {
-            Some(_) => format!("it runs as {user}; import it as that user"),
-            None => format!("it runs as {user}, and which user this is cannot be told (set USER)"),
-        });
+    let Some((cron, command)) = schedule_and_command(line, cx, &mut row) else {
         return row;
-    }
-    let cron = match schedule {
-        s if s.eq_ignore_ascii_case("@reboot") => None,
-        s => match Cron::parse(s) {
-            Ok(c) => Some(c),
-            Err(e) => {
-                row.reason = Some(format!("its schedule {s:?}: {e}"));
-                return row;
-            }
-        },
     };
     row.schedule = Some(match &cron {
         Some(c) => c.words(),

@@ -720,6 +720,28 @@ impl Finding {
     }
 }
 
+/// What of the paths an install record names is not so any more: its binary gone, the root or
+/// the data root elsewhere.
+fn moved_paths(settings: &Settings, record: &Record) -> Option<String> {
+    let mut moved = Vec::new();
+    if !Path::new(&record.bin).exists() {
+        moved.push(format!("the binary {} is gone", record.bin));
+    }
+    if Some(record.root.as_str()) != settings.root.to_str() {
+        moved.push(format!(
+            "the repository root is now {}",
+            settings.root.display()
+        ));
+    }
+    if Some(record.data_root.as_str()) != settings.data_root.to_str() {
+        moved.push(format!(
+            "the data root is now {}",
+            settings.data_root.display()
+        ));
+    }
+    (!moved.is_empty()).then(|| format!("a path: {}", moved.join("; ")))
+}
+
 /// What is wrong with one recorded install, first finding only (the fix is the same for all):
 /// its definition gone or unscheduled, a unit file gone or edited, the definition changed, a path
 /// moved, or the unit not loaded.
@@ -772,27 +794,8 @@ fn record_finding(
         };
         return Some(Finding::Changed { label, why });
     }
-    let mut moved = Vec::new();
-    if !Path::new(&record.bin).exists() {
-        moved.push(format!("the binary {} is gone", record.bin));
-    }
-    if Some(record.root.as_str()) != settings.root.to_str() {
-        moved.push(format!(
-            "the repository root is now {}",
-            settings.root.display()
-        ));
-    }
-    if Some(record.data_root.as_str()) != settings.data_root.to_str() {
-        moved.push(format!(
-            "the data root is now {}",
-            settings.data_root.display()
-        ));
-    }
-    if !moved.is_empty() {
-        return Some(Finding::Changed {
-            label,
-            why: format!("a path: {}", moved.join("; ")),
-        });
+    if let Some(why) = moved_paths(settings, record) {
+        return Some(Finding::Changed { label, why });
     }
     // Same definition, same paths, files as installed: only a newer renderer can differ (an
     // upgrade that changed the unit, such as the skip status), and a reinstall takes it.

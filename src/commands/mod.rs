@@ -40,6 +40,17 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             Ok(Exit::Success)
         }
         Command::Http(args) => http::http_cmd(&args),
+        Command::Result { facts, headline } => runs::result_cmd(&facts, headline.as_deref()),
+        command => with_settings(command, &settings(&cli.global)?),
+    }
+}
+
+/// The commands that work on this installation's settings.
+fn with_settings(command: Command, s: &Settings) -> CmdResult {
+    match command {
+        Command::Completions { .. } | Command::Http(_) | Command::Result { .. } => {
+            unreachable!("dispatched without settings")
+        }
         Command::Import(ImportCommand::Crontab {
             file,
             dry_run,
@@ -48,7 +59,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             system,
             json,
         }) => import::crontab(
-            &settings(&cli.global)?,
+            s,
             file.as_deref(),
             &import::Options {
                 dry_run,
@@ -58,77 +69,49 @@ pub fn dispatch(cli: Cli) -> CmdResult {
                 json,
             },
         ),
-        Command::Dashboard { port, no_open } => {
-            dashboard::dashboard(&settings(&cli.global)?, port, no_open)
-        }
-        Command::Healthchecks(c) => healthchecks::healthchecks_cmd(&settings(&cli.global)?, c),
-        Command::Notify(NotifyCommand::Test) => notify::test(&settings(&cli.global)?),
-        Command::Notify(NotifyCommand::Look { name }) => {
-            notify::look(&settings(&cli.global)?, name.as_ref())
-        }
-        Command::NotifyKey(NotifyKeyCommand::Store { ntfy }) => {
-            notify::key_store(&settings(&cli.global)?, ntfy)
-        }
-        Command::NotifyKey(NotifyKeyCommand::Check { ntfy }) => {
-            notify::key_check(&settings(&cli.global)?, ntfy)
-        }
-        Command::NotifyKey(NotifyKeyCommand::Delete { ntfy }) => {
-            notify::key_delete(&settings(&cli.global)?, ntfy)
-        }
-        Command::Health { name, json } => {
-            health::health_cmd(&settings(&cli.global)?, name.as_ref(), json)
-        }
-        Command::Validate => definitions::validate(&settings(&cli.global)?),
-        Command::List { json } => definitions::list(&settings(&cli.global)?, json),
-        Command::Run { name, trigger } => runs::run(&settings(&cli.global)?, &name, trigger),
-        Command::Result { facts, headline } => runs::result_cmd(&facts, headline.as_deref()),
-        Command::Runs { name, limit, json } => {
-            runs::runs(&settings(&cli.global)?, name.as_ref(), limit, json)
-        }
-        Command::Show { run, failed, json } => {
-            runs::show(&settings(&cli.global)?, &run, failed, json)
-        }
-        Command::Pause { name, reason } => switches::pause(&settings(&cli.global)?, &name, &reason),
-        Command::Resume { name } => switches::resume(&settings(&cli.global)?, &name),
-        Command::Ack { name, reason } => {
-            switches::ack(&settings(&cli.global)?, &name, reason.as_deref())
-        }
-        Command::StopAll { reason } => switches::stop_all(&settings(&cli.global)?, &reason),
-        Command::ResumeAll => switches::resume_all(&settings(&cli.global)?),
-        Command::Log(LogCommand::Verify { json }) => {
-            runs::log_verify(&settings(&cli.global)?, json)
-        }
-        Command::Units { check } => machine::units(&settings(&cli.global)?, check),
+        Command::Dashboard { port, no_open } => dashboard::dashboard(s, port, no_open),
+        Command::Healthchecks(c) => healthchecks::healthchecks_cmd(s, c),
+        Command::Notify(NotifyCommand::Test) => notify::test(s),
+        Command::Notify(NotifyCommand::Look { name }) => notify::look(s, name.as_ref()),
+        Command::NotifyKey(NotifyKeyCommand::Store { ntfy }) => notify::key_store(s, ntfy),
+        Command::NotifyKey(NotifyKeyCommand::Check { ntfy }) => notify::key_check(s, ntfy),
+        Command::NotifyKey(NotifyKeyCommand::Delete { ntfy }) => notify::key_delete(s, ntfy),
+        Command::Health { name, json } => health::health_cmd(s, name.as_ref(), json),
+        Command::Validate => definitions::validate(s),
+        Command::List { json } => definitions::list(s, json),
+        Command::Run { name, trigger } => runs::run(s, &name, trigger),
+        Command::Runs { name, limit, json } => runs::runs(s, name.as_ref(), limit, json),
+        Command::Show { run, failed, json } => runs::show(s, &run, failed, json),
+        Command::Pause { name, reason } => switches::pause(s, &name, &reason),
+        Command::Resume { name } => switches::resume(s, &name),
+        Command::Ack { name, reason } => switches::ack(s, &name, reason.as_deref()),
+        Command::StopAll { reason } => switches::stop_all(s, &reason),
+        Command::ResumeAll => switches::resume_all(s),
+        Command::Log(LogCommand::Verify { json }) => runs::log_verify(s, json),
+        Command::Units { check } => machine::units(s, check),
         Command::Render {
             name,
             target,
             bin,
             json,
-        } => machine::render(&settings(&cli.global)?, &name, target, bin, json),
+        } => machine::render(s, &name, target, bin, json),
         Command::Install {
             names,
             all,
             dry_run,
             bin,
             install_binary,
-        } => install::install(
-            &settings(&cli.global)?,
-            &names,
-            all,
-            dry_run,
-            bin,
-            install_binary,
-        ),
+        } => install::install(s, &names, all, dry_run, bin, install_binary),
         Command::Uninstall {
             names,
             all,
             dry_run,
-        } => install::uninstall(&settings(&cli.global)?, &names, all, dry_run),
-        Command::Check { json, diff } => machine::check(&settings(&cli.global)?, json, diff),
-        Command::Doctor => doctor::doctor(&settings(&cli.global)?),
-        Command::Key(KeyCommand::Store { name }) => keys::store(&settings(&cli.global)?, &name),
-        Command::Key(KeyCommand::Check { name }) => keys::check(&settings(&cli.global)?, &name),
-        Command::Key(KeyCommand::Delete { name }) => keys::delete(&settings(&cli.global)?, &name),
+        } => install::uninstall(s, &names, all, dry_run),
+        Command::Check { json, diff } => machine::check(s, json, diff),
+        Command::Doctor => doctor::doctor(s),
+        Command::Key(KeyCommand::Store { name }) => keys::store(s, &name),
+        Command::Key(KeyCommand::Check { name }) => keys::check(s, &name),
+        Command::Key(KeyCommand::Delete { name }) => keys::delete(s, &name),
     }
 }
 

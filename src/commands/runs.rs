@@ -280,6 +280,30 @@ fn trigger_words(view: &history::RunView) -> String {
     }
 }
 
+/// `show`'s status line: a skip's reason (and who held its lock group), and the run that
+/// replaced a stopped one.
+fn print_status(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
+    match (&view.reason, &view.held_by) {
+        (Some(reason), Some(h)) => writeln!(
+            out,
+            "status    skipped ({}): its lock group {} was held by {}",
+            reason.as_str(),
+            field(&h.lock),
+            field(&h.name)
+        )?,
+        (Some(reason), None) => writeln!(out, "status    skipped ({})", reason.as_str())?,
+        _ => writeln!(out, "status    {}", view.status.as_str())?,
+    }
+    if let Some(by) = view
+        .finished
+        .as_ref()
+        .and_then(|f| f.replaced_by.as_deref())
+    {
+        writeln!(out, "replaced  by the run {}", field(by))?;
+    }
+    Ok(())
+}
+
 /// `show`'s text: the run's fields, its outside calls, then its output tails.
 fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()> {
     writeln!(
@@ -300,24 +324,7 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
             ms as f64 / 1000.0
         )?;
     }
-    match (&view.reason, &view.held_by) {
-        (Some(reason), Some(h)) => writeln!(
-            out,
-            "status    skipped ({}): its lock group {} was held by {}",
-            reason.as_str(),
-            field(&h.lock),
-            field(&h.name)
-        )?,
-        (Some(reason), None) => writeln!(out, "status    skipped ({})", reason.as_str())?,
-        _ => writeln!(out, "status    {}", view.status.as_str())?,
-    }
-    if let Some(by) = view
-        .finished
-        .as_ref()
-        .and_then(|f| f.replaced_by.as_deref())
-    {
-        writeln!(out, "replaced  by the run {}", field(by))?;
-    }
+    print_status(out, view)?;
     let Some(f) = &view.finished else {
         return Ok(());
     };

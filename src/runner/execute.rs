@@ -58,27 +58,7 @@ pub(super) fn execute(
         return fail("log_sync", unsynced);
     }
     let def = firing.def;
-    // A person's run applies what a process can of [limits] itself (a unit's manager does it).
-    let by_hand = (!firing.cause.trigger.unattended())
-        .then(|| super::limits::ByHand::of(&def.policy.limits))
-        .flatten();
-    if let Some(b) = &by_hand {
-        errln!("automations: {}: {}", def.name, b.words(&def.policy.limits));
-        let b = b.clone();
-        // SAFETY: between fork and exec the child makes system calls only (see `ByHand::apply`).
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || b.apply());
-        }
-    }
-    // The kernel's kills for memory in the unit's own cgroup (a person's run shares the cgroup of
-    // their terminal, whose count says nothing of this run).
-    let oom_before = def
-        .policy
-        .limits
-        .memory_max
-        .as_ref()
-        .filter(|_| firing.cause.trigger.unattended())
-        .and_then(|_| super::limits::oom_kills());
+    let memory = super::limits::Watch::before(def, firing.cause.trigger, &mut cmd);
     let sup = supervise::supervise(
         &mut cmd,
         Duration::from_secs(u64::from(def.timeout_seconds)),
@@ -104,24 +84,7 @@ pub(super) fn execute(
     //     read strictly: a line the command could have forged is counted as invalid.
     let facts = result::read(&scratch.result());
     let mut finished = finish(firing.run_id, def, &program, sup, facts, &redactor);
-    if let Some(m) = &def.policy.limits.memory_max
-        && finished.outcome == Outcome::Failed
-    {
-        let killed = oom_before.is_some_and(|b| super::limits::oom_kills().is_some_and(|a| a > b));
-        let said = by_hand.as_ref().is_some_and(|b| b.limits_memory())
-            && super::limits::said_out_of_memory(&finished.stderr_tail);
-        if killed || said {
-            let how = if killed {
-                "killed by the kernel"
-            } else {
-                "could not get more memory"
-            };
-            finished.error = Some(ErrorInfo {
-                class: "out_of_memory".into(),
-                detail: format!("{how}: its tree reached memory_max ({})", m.written),
-            });
-        }
-    }
+    memory.after(def, &mut finished);
     finished.http =
         crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b))
             .map(Box::new);

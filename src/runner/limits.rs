@@ -96,6 +96,76 @@ impl ByHand {
     }
 }
 
+/// What a run's limits are watched with: what a person's run applies itself, and the unit's
+/// count of kills for memory before the command.
+pub struct Watch {
+    by_hand: Option<ByHand>,
+    oom_before: Option<u64>,
+}
+
+impl Watch {
+    /// Before the spawn: a person's run applies what a process can of `[limits]` to `cmd` (a
+    /// unit's manager does it) and says so; an unattended one with `memory_max` reads its
+    /// cgroup's count (a person's run shares the cgroup of their terminal, whose count says
+    /// nothing of this run).
+    pub fn before(
+        def: &crate::definition::Definition,
+        trigger: crate::runlog::Trigger,
+        cmd: &mut std::process::Command,
+    ) -> Watch {
+        let limits = &def.policy.limits;
+        let by_hand = (!trigger.unattended())
+            .then(|| ByHand::of(limits))
+            .flatten();
+        if let Some(b) = &by_hand {
+            errln!("automations: {}: {}", def.name, b.words(limits));
+            let b = b.clone();
+            // SAFETY: between fork and exec the child makes system calls only (`ByHand::apply`).
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(cmd, move || b.apply());
+            }
+        }
+        let oom_before = limits
+            .memory_max
+            .as_ref()
+            .filter(|_| trigger.unattended())
+            .and_then(|_| oom_kills());
+        Watch {
+            by_hand,
+            oom_before,
+        }
+    }
+
+    /// After the run: a failed run the kernel killed for memory (the count rose), or a person's
+    /// run whose program could not get memory under the rlimit, is `out_of_memory`.
+    pub fn after(
+        &self,
+        def: &crate::definition::Definition,
+        finished: &mut crate::runlog::Finished,
+    ) {
+        let Some(m) = &def.policy.limits.memory_max else {
+            return;
+        };
+        if finished.outcome != crate::runlog::Outcome::Failed {
+            return;
+        }
+        let killed = self
+            .oom_before
+            .is_some_and(|b| oom_kills().is_some_and(|a| a > b));
+        let said = self.by_hand.as_ref().is_some_and(ByHand::limits_memory)
+            && said_out_of_memory(&finished.stderr_tail);
+        let how = match (killed, said) {
+            (true, _) => "killed by the kernel",
+            (false, true) => "could not get more memory",
+            (false, false) => return,
+        };
+        finished.error = Some(crate::runlog::ErrorInfo {
+            class: "out_of_memory".into(),
+            detail: format!("{how}: its tree reached memory_max ({})", m.written),
+        });
+    }
+}
+
 /// Whether a failed run under a memory rlimit failed for it: its program said it could not get
 /// memory (Python's `MemoryError`, libc's "Cannot allocate memory", Rust's "memory allocation of
 /// N bytes failed", "out of memory").

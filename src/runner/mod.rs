@@ -95,16 +95,14 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
         ControlFlow::Break(report) => return Ok(report),
     };
     // 4. The lock, and its group's, by the definition's overlap policy (docs/policies.md).
+    let held = overlap::acquire(settings, &def, &mut signals)?;
     let overlap::Held {
         lock,
         group,
-        run_id: replacing,
-    } = match overlap::acquire(settings, &def, &mut signals)? {
+        run_id,
+    } = match held {
         Ok(held) => held,
-        Err(busy) => {
-            let report = skip_held(&log, name, cause, busy)?;
-            return Ok(told(settings, &def, report));
-        }
+        Err(busy) => return Ok(told(settings, &def, skip_held(&log, name, cause, busy)?)),
     };
     let UnderTheLock {
         prepared,
@@ -116,7 +114,7 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
     };
     // 5–11, then the lock goes before anything slow: a firing never waits on this one's pings,
     // look or messages.
-    let run_id = replacing.unwrap_or_else(|| new_run_id(Utc::now()));
+    let run_id = run_id.unwrap_or_else(|| new_run_id(Utc::now()));
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
     let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, installed, &run_id);

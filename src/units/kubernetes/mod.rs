@@ -326,25 +326,7 @@ pub fn cronjob(
             "it also starts on [trigger] (watched paths, another automation's end), which a cluster neither watches nor chains: a CronJob cannot say it".into(),
         );
     }
-    let concurrency = match def.policy.overlap {
-        crate::definition::Overlap::Skip => "Forbid",
-        crate::definition::Overlap::Replace => "Replace",
-        crate::definition::Overlap::Queue => {
-            return Err(
-                "its overlap = \"queue\" has no CronJob equivalent (concurrencyPolicy is Allow, Forbid or Replace): use \"skip\" or \"replace\"".into(),
-            );
-        }
-    };
-    if def.policy.lock.is_some() && cluster.data_claim.is_none() {
-        return Err(
-            "its lock group is a lock in the data root, which pods share only through a claim: set data_claim in kubernetes.toml".into(),
-        );
-    }
-    if !def.policy.writes.is_empty() {
-        return Err(
-            "its writes names folders of this machine, which a pod does not have (a pod writes only its data root; its file system is read-only already)".into(),
-        );
-    }
+    let concurrency = concurrency_policy(def, cluster)?;
     let cron = cron::cron(schedule)?;
     let pod = pod(def, namespace, cluster);
     let labels = labels(&def.name, namespace);
@@ -399,6 +381,28 @@ pub fn cronjob(
             "its CronJob breaks the API server's rules: {}",
             problems.join("; ")
         ))
+    }
+}
+
+/// The CronJob's `concurrencyPolicy` for the definition's `overlap`, or why its policies cannot
+/// be said in a cluster (docs/policies.md).
+fn concurrency_policy(def: &Definition, cluster: &Cluster) -> Result<&'static str, String> {
+    if def.policy.lock.is_some() && cluster.data_claim.is_none() {
+        return Err(
+            "its lock group is a lock in the data root, which pods share only through a claim: set data_claim in kubernetes.toml".into(),
+        );
+    }
+    if !def.policy.writes.is_empty() {
+        return Err(
+            "its writes names folders of this machine, which a pod does not have (a pod writes only its data root; its file system is read-only already)".into(),
+        );
+    }
+    match def.policy.overlap {
+        crate::definition::Overlap::Skip => Ok("Forbid"),
+        crate::definition::Overlap::Replace => Ok("Replace"),
+        crate::definition::Overlap::Queue => Err(
+            "its overlap = \"queue\" has no CronJob equivalent (concurrencyPolicy is Allow, Forbid or Replace): use \"skip\" or \"replace\"".into(),
+        ),
     }
 }
 
