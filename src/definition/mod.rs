@@ -72,6 +72,8 @@ pub struct Definition {
     pub command: Vec<String>,
     /// The deadline for one run.
     pub timeout_seconds: u32,
+    /// A success shorter than this did not do its work (health's too-short rule).
+    pub expect_min_seconds: Option<u32>,
     /// Calls outside services (auto-pause applies).
     pub outbound: bool,
     /// The fact that is the headline count.
@@ -313,6 +315,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             description: f.description,
             command,
             timeout_seconds: f.timeout_seconds,
+            expect_min_seconds: f.expect_min_seconds,
             outbound: f.outbound,
             headline: f.headline,
             env: f.env,
@@ -374,6 +377,7 @@ struct Fields {
     description: Option<String>,
     command: Option<Vec<String>>,
     timeout_seconds: u32,
+    expect_min_seconds: Option<u32>,
     outbound: bool,
     headline: Option<FactName>,
     env: Vec<EnvName>,
@@ -393,6 +397,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         description: None,
         command: None,
         timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+        expect_min_seconds: None,
         outbound: false,
         headline: None,
         env: Vec::new(),
@@ -414,6 +419,10 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
                 if let Some(t) = check_int(r, "timeout_seconds", value, 1, max) {
                     f.timeout_seconds = t;
                 }
+            }
+            "expect_min_seconds" => {
+                let max = i64::from(MAX_TIMEOUT_SECONDS);
+                f.expect_min_seconds = check_int(r, "expect_min_seconds", value, 1, max);
             }
             "outbound" => match value {
                 Value::Boolean(b) => f.outbound = *b,
@@ -444,7 +453,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
             other => r.add(other, "unknown key"),
         }
     }
-    policy::combined(r, &f.policy, f.timeout_seconds, f.schedule.as_ref());
+    together(r, &f);
     if !table.contains_key("name") {
         r.add("name", format!("missing; add name = {stem:?}"));
     }
@@ -455,6 +464,21 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         );
     }
     f
+}
+
+/// What the keys say together: the policies' combinations, and `expect_min_seconds` below the
+/// timeout.
+fn together(r: &mut Report, f: &Fields) {
+    policy::combined(r, &f.policy, f.timeout_seconds, f.schedule.as_ref());
+    if let Some(min) = f.expect_min_seconds.filter(|m| *m >= f.timeout_seconds) {
+        r.add(
+            "expect_min_seconds",
+            format!(
+                "{min} is not below timeout_seconds ({}): every success would be too short or time out",
+                f.timeout_seconds
+            ),
+        );
+    }
 }
 
 fn check_kind(r: &mut Report, value: &Value) {

@@ -1283,3 +1283,24 @@ fn a_folder_a_sandboxed_automation_writes_must_exist() {
         "{all:#?}"
     );
 }
+
+#[test]
+fn expect_min_seconds_must_be_below_the_timeout() {
+    assert_eq!(
+        parse_x("expect_min_seconds = 1800\ntimeout_seconds = 3600\n")
+            .unwrap()
+            .expect_min_seconds,
+        Some(1800)
+    );
+    assert_eq!(parse_x("").unwrap().expect_min_seconds, None);
+    refused(
+        parse_x("expect_min_seconds = 300\n"),
+        "expect_min_seconds",
+        "is not below timeout_seconds (300)",
+    );
+    refused(
+        parse_x("expect_min_seconds = 0\n"),
+        "expect_min_seconds",
+        "out of range 1..=86400",
+    );
+}

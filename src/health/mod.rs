@@ -136,6 +136,9 @@ pub enum Rule {
     RateLimited,
     /// The service manager stopped watching its paths (systemd's trigger limit).
     WatchStopped,
+    /// The latest run succeeded far sooner than its successes usually take, or than its
+    /// definition's `expect_min_seconds`: a backup done in 3 minutes instead of 50 did not back up.
+    TooShort,
 }
 
 impl Rule {
@@ -162,6 +165,7 @@ impl Rule {
             Rule::PingsFailing => "its Healthchecks pings fail",
             Rule::RateLimited => "fired too often, firings skipped",
             Rule::WatchStopped => "its folder watch stopped",
+            Rule::TooShort => "run too short",
         }
     }
 }

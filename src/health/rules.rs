@@ -45,7 +45,7 @@ fn since_ack(s: &Subject, r: &RunView) -> bool {
 pub type Check<Tz> = fn(&Input<'_, Tz>, &mut Figures) -> Vec<Reason>;
 
 /// Every rule, in the order its reasons are listed.
-pub fn table<Tz: TimeZone>() -> [Check<Tz>; 15] {
+pub fn table<Tz: TimeZone>() -> [Check<Tz>; 16] {
     [
         definition_invalid,
         no_definition,
@@ -56,6 +56,7 @@ pub fn table<Tz: TimeZone>() -> [Check<Tz>; 15] {
         failing_since_ack,
         stale,
         slow,
+        too_short,
         missed_days_rule,
         headline,
         outside_calls,
@@ -63,6 +64,53 @@ pub fn table<Tz: TimeZone>() -> [Check<Tz>; 15] {
         rate_limited,
         watch_stopped,
     ]
+}
+
+/// The latest run succeeded in less than `short_factor` × the median of the successes before it
+/// (once there are `short_min_successes` of them since the last ack), or in less than its
+/// definition's `expect_min_seconds`: it exited 0, but did not do its work.
+fn too_short<Tz: TimeZone>(i: &Input<'_, Tz>, _: &mut Figures) -> Vec<Reason> {
+    let Some(latest) = i.window.iter().find(|r| r.finished.is_some()) else {
+        return Vec::new();
+    };
+    let (Status::Ok, Some(took)) = (latest.status, latest.duration_ms()) else {
+        return Vec::new();
+    };
+    let expected =
+        i.s.definition
+            .as_ref()
+            .and_then(|d| d.expect_min_seconds)
+            .map(|s| u64::from(s) * 1000);
+    if let Some(min) = expected.filter(|min| took < *min) {
+        return reason(
+            Rule::TooShort,
+            format!(
+                "ran {}, expected at least {} (expect_min_seconds)",
+                human_ms(took),
+                human_ms(min)
+            ),
+        );
+    }
+    let mut before: Vec<u64> = i
+        .window
+        .iter()
+        .skip_while(|r| !std::ptr::eq(**r, *latest))
+        .skip(1)
+        .filter(|r| r.status == Status::Ok)
+        .filter_map(|r| r.duration_ms())
+        .collect();
+    if before.len() < i.th.short_min_successes {
+        return Vec::new();
+    }
+    before.sort_unstable();
+    let usual = before[before.len() / 2];
+    if (took as f64) < i.th.short_factor * usual as f64 {
+        return reason(
+            Rule::TooShort,
+            format!("ran {}, usually {}", human_ms(took), human_ms(usual)),
+        );
+    }
+    Vec::new()
 }
 
 /// The service manager stopped watching its paths for good (systemd's trigger limit): nothing

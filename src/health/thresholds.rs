@@ -54,6 +54,10 @@ pub struct Thresholds {
     pub http_share: f64,
     /// Failures in a row that pause an outbound automation (and degrade a local one).
     pub auto_pause_after: u32,
+    /// A success in less than this share of the usual (median) success: too short.
+    pub short_factor: f64,
+    /// Successes needed (since the last ack) before the too-short rule applies.
+    pub short_min_successes: usize,
 }
 
 impl Default for Thresholds {
@@ -73,6 +77,8 @@ impl Default for Thresholds {
             headline_rise_factor: 5.0,
             http_share: 0.25,
             auto_pause_after: 3,
+            short_factor: 0.2,
+            short_min_successes: 10,
         }
     }
 }
@@ -143,6 +149,31 @@ fn parse_table(table: &toml::Table) -> Result<ThresholdSet, Vec<String>> {
     }
 }
 
+/// A factor or share of `key`, in its range; else the problem, said under `name`.
+fn ratio(key: &str, v: &Value, name: &str, problems: &mut Vec<String>) -> Option<f64> {
+    let (lo, hi, lo_open) = match key {
+        "min_success_rate" => (0.0, 1.0, false),
+        "http_share" | "short_factor" => (0.0, 1.0, true),
+        _ => (1.0, 1000.0, true),
+    };
+    let f = match v {
+        Value::Float(f) => *f,
+        Value::Integer(i) => *i as f64,
+        _ => {
+            problems.push(format!("{name}: expected a number"));
+            return None;
+        }
+    };
+    if f <= hi && (f > lo || (!lo_open && f == lo)) {
+        return Some(f);
+    }
+    problems.push(format!(
+        "{name}: {f} is out of range {}{lo}..={hi}",
+        if lo_open { "more than " } else { "" }
+    ));
+    None
+}
+
 /// `base` with the keys of `t` applied; problems named `where.key`.
 fn apply(base: &Thresholds, t: &toml::Table, at: &str, problems: &mut Vec<String>) -> Thresholds {
     let mut th = base.clone();
@@ -173,29 +204,20 @@ fn apply(base: &Thresholds, t: &toml::Table, at: &str, problems: &mut Vec<String
                 int(2, 1000).map(|i| th.headline_min_successes = i as usize)
             }
             "auto_pause_after" => int(1, 1000).map(|i| th.auto_pause_after = i as u32),
-            "min_success_rate" | "slow_factor" | "http_share" | "headline_rise_factor" => {
-                let (lo, hi, lo_open) = match key.as_str() {
-                    "min_success_rate" => (0.0, 1.0, false),
-                    "http_share" => (0.0, 1.0, true),
-                    _ => (1.0, 1000.0, true),
-                };
-                let f = match v {
-                    Value::Float(f) => Some(*f),
-                    Value::Integer(i) => Some(*i as f64),
-                    _ => None,
-                };
-                match f {
-                    Some(f) if f <= hi && (f > lo || (!lo_open && f == lo)) => match key.as_str() {
+            "short_min_successes" => int(2, 1000).map(|i| th.short_min_successes = i as usize),
+            "min_success_rate"
+            | "slow_factor"
+            | "http_share"
+            | "headline_rise_factor"
+            | "short_factor" => {
+                if let Some(f) = ratio(key, v, &name, problems) {
+                    match key.as_str() {
                         "min_success_rate" => th.min_success_rate = f,
                         "slow_factor" => th.slow_factor = f,
                         "http_share" => th.http_share = f,
+                        "short_factor" => th.short_factor = f,
                         _ => th.headline_rise_factor = f,
-                    },
-                    Some(f) => problems.push(format!(
-                        "{name}: {f} is out of range {}{lo}..={hi}",
-                        if lo_open { "more than " } else { "" }
-                    )),
-                    None => problems.push(format!("{name}: expected a number")),
+                    }
                 }
                 Some(())
             }

@@ -1596,3 +1596,63 @@ fn jitter_retries_and_the_last_success_are_said_as_they_are() {
     assert!(row("jittery").contains("  never  "), "{health}");
     assert!(row("manual").contains(" ago (wall clock)"), "{health}");
 }
+
+/// Too short: a success after 10 of about 50 minutes that took a moment did not do its work. It
+/// degrades the automation with the reason in words and notifies once; an ack clears it; and
+/// `expect_min_seconds` says it without any history.
+#[test]
+fn a_success_far_shorter_than_usual_degrades_and_notifies_once() {
+    let (sb, server) = notifying(false, None);
+    write_private(&sb.data.join("health.toml"), "[defaults]\nwindow = 20\n");
+    set_command(&sb, true);
+    let mut fx = Fixture::new(&sb);
+    let t = Utc::now() - Duration::days(11);
+    for i in 0..10 {
+        fx.scheduled(
+            "job",
+            t + Duration::days(i),
+            Some(Outcome::Ok),
+            3_000_000 + 1000 * i as u64,
+        );
+    }
+    assert!(!rules(&verdict(&sb, "job")).contains(&"too_short".to_owned()));
+    // The real runner: `true` takes milliseconds.
+    assert_code(&sb.run(["run", "job"]), 0);
+    let v = verdict(&sb, "job");
+    assert_eq!(v["verdict"], "degraded", "{v}");
+    let d = detail(&v, "too_short");
+    assert!(
+        d.starts_with("ran ") && d.ends_with(", usually 50 min"),
+        "{d}"
+    );
+    let m = messages(&server);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(m[0].contains("run+too+short"), "{}", m[0]);
+    // Another short success: still degraded, not said again.
+    assert_code(&sb.run(["run", "job"]), 0);
+    assert!(rules(&verdict(&sb, "job")).contains(&"too_short".to_owned()));
+    assert_eq!(messages(&server).len(), 1);
+    // "I looked at it": the rule counts successes from the ack, of which there are none yet.
+    assert_code(&sb.run(["ack", "job"]), 0);
+    assert_eq!(verdict(&sb, "job")["verdict"], "healthy");
+    // Declared: a success under expect_min_seconds is too short from the first run.
+    sb.definition(
+        "job",
+        "name = \"job\"\ncommand = [\"true\"]\nexpect_min_seconds = 1800\ntimeout_seconds = 7200\n",
+    );
+    assert_code(&sb.run(["run", "job"]), 0);
+    let d = detail(&verdict(&sb, "job"), "too_short");
+    assert!(
+        d.ends_with(", expected at least 30 min (expect_min_seconds)"),
+        "{d}"
+    );
+    // With fewer than short_min_successes before it, a short success says nothing.
+    let quiet = Sandbox::new();
+    quiet.definition("job", "name = \"job\"\ncommand = [\"true\"]\n");
+    let mut fx = Fixture::new(&quiet);
+    for i in 0..9 {
+        fx.scheduled("job", t + Duration::days(i), Some(Outcome::Ok), 3_000_000);
+    }
+    fx.scheduled("job", t + Duration::days(10), Some(Outcome::Ok), 1000);
+    assert!(!rules(&verdict(&quiet, "job")).contains(&"too_short".to_owned()));
+}
