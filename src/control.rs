@@ -138,6 +138,20 @@ pub struct Stopped {
     pub log_error: Option<String>,
 }
 
+/// Sends SIGTERM to the runner `pid` a lock table named, which ends its command's tree and
+/// records the run as stopped. A holder shown as 0 (outside this pid namespace), 1 or this very
+/// process is no runner to signal (kill(0) would hit this process group): `false`, nothing sent.
+pub fn ask_runner_to_stop(pid: u32) -> nix::Result<bool> {
+    if pid <= 1 || pid == std::process::id() {
+        return Ok(false);
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .map(|()| true)
+}
+
 /// The kill switch: saved first so new firings skip, then every running run is sent SIGTERM —
 /// also when the switch could not be saved (a full disk) — and waited for (bounded).
 pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError> {
@@ -159,14 +173,7 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
                 continue;
             };
             if let Some(pid) = locks::holder(&settings.data_root, &name) {
-                // A holder the lock table shows as 0 (outside this pid namespace) or 1 is no
-                // runner to signal: kill(0) would hit this very process group.
-                if pid > 1 && pid != std::process::id() {
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid as i32),
-                        nix::sys::signal::Signal::SIGTERM,
-                    );
-                }
+                let _ = ask_runner_to_stop(pid);
                 running.push((name, pid));
             }
         }

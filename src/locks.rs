@@ -72,12 +72,9 @@ pub fn path(data_root: &Path, name: &Name) -> PathBuf {
 
 /// Tries to take the lock of `name` without waiting; writes this process's pid into it.
 pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
-    let file = fsutil::open_or_create_private(&path(data_root, name))?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Ok(Acquired::Busy),
-        Err(std::fs::TryLockError::Error(e)) => return Err(e),
-    }
+    let Some(file) = take(&path(data_root, name))? else {
+        return Ok(Acquired::Busy);
+    };
     // The run the last holder left named, if it did not clear it.
     let mut room = [0u8; RUN_WIDTH];
     let n = file.read_at(&mut room, RUN_AT).unwrap_or(0);
@@ -115,12 +112,9 @@ const WHO_WIDTH: usize = 64;
 /// Tries to take the lock at `path` without waiting; `None` when another process holds it. The
 /// holder writes its pid and `who` (its automation) into it.
 pub fn try_plain(path: &Path, who: &str) -> io::Result<Option<Plain>> {
-    let file = fsutil::open_or_create_private(path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-        Err(std::fs::TryLockError::Error(e)) => return Err(e),
-    }
+    let Some(file) = take(path)? else {
+        return Ok(None);
+    };
     let line = format!(
         "{:<10}\n{:<w$}\n",
         std::process::id(),
@@ -143,6 +137,17 @@ pub fn plain_holder(path: &Path) -> Option<(u32, String, Option<u32>)> {
     let written = lines.next().and_then(|l| l.trim().parse().ok());
     let who = lines.next().unwrap_or_default().trim().to_owned();
     Some((owner(file)?, who, written))
+}
+
+/// The lock file at `path` (made private when missing), locked exclusively without waiting;
+/// `None` when another process holds it.
+fn take(path: &Path) -> io::Result<Option<File>> {
+    let file = fsutil::open_or_create_private(path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
 }
 
 /// The pid of the process holding `name`'s lock, if it is held. Never takes the lock on Linux.

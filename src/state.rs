@@ -286,6 +286,17 @@ pub fn forget_pings(data_root: &Path, name: &str) -> Result<(), StateError> {
         .map_err(|e| io_err(&path, e))
 }
 
+/// Takes a one-time JSON state file (a chain's request, a replace note): renamed away first, so
+/// of two takers only one reads it, then read and removed. `None` when there is none (or it does
+/// not read as `T`).
+pub fn take_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Option<T> {
+    let taken = path.with_extension(format!("taken-{}", std::process::id()));
+    std::fs::rename(path, &taken).ok()?;
+    let value = read_json(&taken).ok().flatten();
+    let _ = std::fs::remove_file(&taken);
+    value
+}
+
 /// Reads a JSON state file; a missing file is `None`, an unreadable one an error naming it.
 pub fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, StateError> {
     match fsutil::read_in_data_root(path, fsutil::SMALL_FILE).map_err(|e| io_err(path, e))? {

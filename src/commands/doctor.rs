@@ -252,11 +252,7 @@ fn sandboxes(c: &Ctx) -> Vec<Line> {
                 "sandbox",
                 format!("{name}: [sandbox] strict has no launchd equivalent; install refuses it on macOS"),
             ),
-            Some(Ok((before, after))) => Line(
-                Level::Ok,
-                "sandbox",
-                format!("{name}: exposure {after} (systemd-analyze security; {before} without it)"),
-            ),
+            Some(Ok(exposure)) => Line(Level::Ok, "sandbox", format!("{name}: {exposure}")),
             Some(Err(why)) => Line(Level::Warn, "sandbox", format!("{name}: {why}")),
         });
     }

@@ -183,6 +183,7 @@ pub fn install(
     } else {
         None
     };
+    let paths = install::machine_paths(settings, &bin)?;
     let mut plans = Vec::new();
     for def in &defs {
         let plan = install::plan_install(settings, def, &bin, manager.as_ref())?;
@@ -196,11 +197,8 @@ pub fn install(
                 bin.display()
             );
             out!("{}", plan.describe());
-            let paths = install::machine_paths(settings, &bin)?;
             match super::machine::sandbox_exposure(settings, def, &paths) {
-                Some(Ok((before, after))) => outln!(
-                    "  sandbox: exposure {after} (systemd-analyze security; {before} without it)"
-                ),
+                Some(Ok(exposure)) => outln!("  sandbox: {exposure}"),
                 Some(Err(why)) => outln!("  sandbox: exposure not measured: {why}"),
                 None => {}
             }

@@ -84,13 +84,6 @@ pub struct Limits {
     pub tasks_max: Option<u32>,
 }
 
-impl Limits {
-    /// Whether it sets nothing.
-    pub fn is_empty(&self) -> bool {
-        *self == Limits::default()
-    }
-}
-
 /// A memory size: the definition's words and the bytes they mean (K, M, G, T are powers of 1024,
 /// as systemd reads them).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -111,13 +104,6 @@ pub struct Policy {
     pub limits: Limits,
     /// `[sandbox] level = "strict"`.
     pub sandbox: bool,
-}
-
-impl Policy {
-    /// Whether it says anything beyond the default.
-    pub fn is_default(&self) -> bool {
-        *self == Policy::default()
-    }
 }
 
 /// How long a replacing firing waits for the one it stopped to end (its runner's grace and kill

@@ -1124,7 +1124,7 @@ level = "strict"
     assert_eq!(p.limits.tasks_max, Some(64));
     assert!(p.sandbox);
     // None of it: today's behaviour.
-    assert!(parse_x("").unwrap().policy.is_default());
+    assert_eq!(parse_x("").unwrap().policy, Policy::default());
     let off = parse_x("[sandbox]\nlevel = \"off\"\n").unwrap();
     assert!(!off.policy.sandbox);
     assert_eq!(

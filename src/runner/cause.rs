@@ -131,12 +131,7 @@ const REQUEST_FRESH: chrono::Duration = chrono::Duration::minutes(10);
 /// Takes the request waiting for `name`, if a fresh one does: renamed away first, so two starts
 /// never both take it.
 fn take_request(layout: &Layout, name: &str) -> Option<Upstream> {
-    let path = layout.chain_request(name);
-    let taken = path.with_extension(format!("taken-{}", std::process::id()));
-    std::fs::rename(&path, &taken).ok()?;
-    let req = state::read_json::<Request>(&taken).ok().flatten();
-    let _ = std::fs::remove_file(&taken);
-    let req = req?;
+    let req: Request = state::take_json(&layout.chain_request(name))?;
     let at = crate::runlog::parse_stamp(&req.at)?;
     (Utc::now() - at < REQUEST_FRESH).then_some(req.upstream)
 }

@@ -278,9 +278,8 @@ fn ask_to_stop(
         ),
         Holder::Group { name, pid } => (name.clone(), *pid),
     };
-    let pid = pid
-        .filter(|p| *p > 1 && *p != std::process::id() && !victim.is_empty())
-        .ok_or_else(|| "cannot tell which process holds the lock, to replace it".to_owned())?;
+    let unknown = || "cannot tell which process holds the lock, to replace it".to_owned();
+    let pid = pid.filter(|_| !victim.is_empty()).ok_or_else(unknown)?;
     let note = Note {
         by: run_id.to_owned(),
         name: def.name.to_string(),
@@ -289,28 +288,19 @@ fn ask_to_stop(
     let at = settings.layout().replaced_note(&victim);
     crate::state::write_json(&at, &note)
         .map_err(|e| format!("cannot leave the note for the run it replaces: {e}"))?;
-    let sent = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    if let Err(e) = sent {
-        let _ = crate::fsutil::remove_if_exists(&at);
-        return Err(format!(
-            "cannot ask {victim}'s runner (pid {pid}) to stop: {e}"
-        ));
-    }
-    Ok(victim)
+    let why = match crate::control::ask_runner_to_stop(pid) {
+        Ok(true) => return Ok(victim),
+        Ok(false) => unknown(),
+        Err(e) => format!("cannot ask {victim}'s runner (pid {pid}) to stop: {e}"),
+    };
+    let _ = crate::fsutil::remove_if_exists(&at);
+    Err(why)
 }
 
 /// For a stopped run of `name`: the firing that replaced it (its run id and automation), when a
 /// fresh note says so. The note is taken (renamed away first), so only one run claims it.
 pub fn replaced_by(layout: &Layout, name: &str) -> Option<(String, String)> {
-    let at = layout.replaced_note(name);
-    let taken = at.with_extension("taken");
-    std::fs::rename(&at, &taken).ok()?;
-    let note: Option<Note> = crate::state::read_json(&taken).ok().flatten();
-    let _ = std::fs::remove_file(&taken);
-    let note = note?;
+    let note: Note = crate::state::take_json(&layout.replaced_note(name))?;
     let left = crate::runlog::parse_stamp(&note.at)?;
     let age = chrono::Utc::now().signed_duration_since(left);
     (age < chrono::Duration::seconds(replace_wait().as_secs() as i64 + 30))

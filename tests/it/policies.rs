@@ -175,28 +175,10 @@ fn queue_waits_for_the_running_one_and_keeps_one_waiting() {
         "{runs}"
     );
     // Once it ran, the place to wait in is free for the next firing.
-    #[cfg(target_os = "linux")]
     for lock in ["locks/second.queue", "locks/groups/disk.lock"] {
-        assert!(!held(&sb.data.join(lock)), "{lock} is still held");
+        let holder = automations::locks::plain_holder(&sb.data.join(lock));
+        assert!(holder.is_none(), "{lock} is still held: {holder:?}");
     }
-}
-
-/// Whether some process holds a `flock` on `path` (the kernel's lock table, as `locks.rs` reads it).
-#[cfg(target_os = "linux")]
-fn held(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).unwrap();
-    let dev = meta.dev();
-    let key = format!(
-        "{:02x}:{:02x}:{}",
-        nix::sys::stat::major(dev),
-        nix::sys::stat::minor(dev),
-        meta.ino()
-    );
-    std::fs::read_to_string("/proc/locks")
-        .unwrap()
-        .lines()
-        .any(|l| l.split_ascii_whitespace().nth(5) == Some(key.as_str()))
 }
 
 #[test]
