@@ -105,6 +105,16 @@ printf '[ntfy]\nurl = "http://127.0.0.1:%s/bench"\n' "$(cat "$work/ntfy.port")" 
 chmod 600 "$work/d-look/notify.toml"
 echo "== a failed run with notifications configured (the look after it) vs without, $PAIRED paired iterations"
 (unset AUTOMATIONS_NOTIFY && paired "$work/p-look.json" "$PAIRED" "$(fire fail "$work/d-nolook")" "$(fire fail "$work/d-look")")
+# A run that rewrites the metrics textfile (its own samples merged into the file) against the same
+# run without metrics.toml.
+mkdir -m 700 "$work/d-prom" "$work/d-noprom"
+approve "$work/d-prom"
+approve "$work/d-noprom"
+printf 'textfile = "%s/automations.prom"\n' "$work" >"$work/d-prom/metrics.toml"
+chmod 600 "$work/d-prom/metrics.toml"
+echo "== a run with the metrics textfile vs without, $PAIRED paired iterations"
+paired "$work/p-prom.json" "$PAIRED" "$(fire noop "$work/d-noprom")" "$(fire noop "$work/d-prom")"
+[[ -s $work/automations.prom ]] || { echo "bench: the firings wrote no metrics textfile" >&2; exit 1; }
 # A firing appends and never reads the log: the two should cost the same, so these two near-equal
 # numbers are paired too (one noise wave decided it once: 1.17).
 echo "== appends: run noop with an empty log vs a 1,000,000-line log, $PAIRED paired iterations"
@@ -233,6 +243,11 @@ for r in 1 2 3; do
             "curl -sf -o /dev/null -H '$(cookie "$work/scale-d-$n" "${scale_url[$n]}")' ${scale_url[$n]}" 2>&1 | grep -E '^(Benchmark|  Time)'
     done
 done
+# metrics against health over the same 1,000 automations, paired (their difference is what
+# metrics adds: each automation's firings counted, and its samples written).
+echo "== metrics vs health, 1,000 definitions x 100 runs, $((PAIRED / 10)) paired iterations"
+paired "$work/p-metrics.json" "$((PAIRED / 10))" "$BIN --root $work/scale-1000 --data-root $work/scale-d-1000 health" \
+    "$BIN --root $work/scale-1000 --data-root $work/scale-d-1000 metrics"
 
 # Healthchecks pings: the command's start delay with and without them, and a blackholed ping base.
 echo "== the command's start delay with Healthchecks pings vs without; a blackholed ping base"
@@ -262,11 +277,13 @@ def paired(name, base):
         r = sorted(a / b for a, b in zip(times[i], times[base]))
         return statistics.median(r), r[len(r) // 4], r[3 * len(r) // 4]
     return [statistics.median(t) for t in times], [ratios(i) for i in range(len(times))]
-def spread(r):
-    return f"median of {paired_n} paired ratios (quartiles {r[1]:.2f}-{r[2]:.2f})"
+def spread(r, n=None):
+    return f"median of {n or paired_n} paired ratios (quartiles {r[1]:.2f}-{r[2]:.2f})"
 (run, flock, true, manual), (fire_r, _, _, manual_r) = paired("p-run.json", 1)
 (plain_fail, look_fail), (_, look_r) = paired("p-look.json", 0)
 (empty, million), (_, log_r) = paired("p-log.json", 0)
+(noprom, prom), (_, prom_r) = paired("p-prom.json", 0)
+(health_k, metrics_k), (_, metrics_r) = paired("p-metrics.json", 0)
 scale_rounds = {n: [medians(f"h-scale-{n}-{r}.json") for r in (1, 2, 3)] for n in (10, 100, 1000)}
 scale = {n: [statistics.median(m[i] for m in rs) for i in range(4)] for n, rs in scale_rounds.items()}
 k1, m1 = medians("h-runs.json")
@@ -284,6 +301,10 @@ rows = [
      f"{spread(manual_r)}; {manual:.2f} ms"),
     ("a failed run with notify.toml / without", look_r[0], "<= 1.5", look_r[0] <= 1.5,
      f"{spread(look_r)}; {look_fail:.2f} ms vs {plain_fail:.2f} ms"),
+    ("a run with the metrics textfile / without", prom_r[0], "<= 1.5", prom_r[0] <= 1.5,
+     f"{spread(prom_r)}; {prom:.2f} ms vs {noprom:.2f} ms"),
+    ("metrics / health, 1,000 definitions x 100 runs", metrics_r[0], "<= 1.2", metrics_r[0] <= 1.2,
+     f"{spread(metrics_r, paired_n // 10)}; {metrics_k:.2f} ms vs {health_k:.2f} ms"),
     ("peak RSS of a firing of noop (keeper or runner)", rss_noop / 1024, "<= 6 MiB", rss_noop <= 6144, f"{rss_noop} KiB"),
     ("peak RSS of a firing with 20 MB of output", rss_loud / 1024, "<= 6 MiB", rss_loud <= 6144, f"{rss_loud} KiB"),
     ("peak RSS, 20 MB of output / 2 MB of output", rss_loud_median / rss_some, "<= 1.02",

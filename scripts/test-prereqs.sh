@@ -30,7 +30,11 @@ PREREQS=(
     "chromium             chromium          the dashboard's browser test"
     "chromium-driver      chromedriver      WebDriver for the dashboard's browser test"
     "kubernetes-client|kubectl  kubectl     kubectl kustomize builds kubernetes/ (Debian's, or Google's package)"
+    "prometheus           promtool          promtool check metrics / test rules, and a Prometheus server scraping /metrics"
 )
+# Installed without their recommended packages: prometheus recommends node_exporter and its
+# collectors (smartmontools, nvme-cli, ipmitool…), which no test uses.
+NO_RECOMMENDS=" prometheus "
 
 # From PyPI, in a virtual environment inside target/: kubernetes-validate, with which the
 # Kubernetes tests validate the rendered folder strictly against the oldest supported minor; and
@@ -108,7 +112,14 @@ fi
 
 if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
     echo "test prerequisites: installing $list (apt-get install -y $list)" >&2
-    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; } >&2; then
+    plain=() lean=()
+    for pkg in "${missing[@]}"; do
+        if [[ $NO_RECOMMENDS == *" $pkg "* ]]; then lean+=("$pkg"); else plain+=("$pkg"); fi
+    done
+    install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; }
+    if ! { apt-get update -qq &&
+        { ((${#plain[@]} == 0)) || install "${plain[@]}"; } &&
+        { ((${#lean[@]} == 0)) || install --no-install-recommends "${lean[@]}"; }; } >&2; then
         echo "test prerequisites: apt-get could not install $list; install them and run make test again" >&2
         exit 3
     fi

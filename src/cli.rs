@@ -155,6 +155,27 @@ pub enum Command {
         json: bool,
     },
 
+    /// What Prometheus scrapes: each automation's last run, last success, next run, firings by
+    /// outcome, verdict and pause, in the Prometheus text format (or OpenMetrics).
+    ///
+    /// Read like `health` (the same verdicts). Families: automations_last_run_timestamp_seconds,
+    /// automations_last_success_timestamp_seconds, automations_last_run_duration_seconds,
+    /// automations_next_run_timestamp_seconds, automations_stale_after_seconds,
+    /// automations_runs_total{outcome},
+    /// automations_verdict{verdict}, automations_paused, automations_healthchecks_ping_failures,
+    /// automations_stop_all, automations_info. Never a run's output. For node_exporter's textfile
+    /// collector, name the file in <data root>/metrics.toml (`textfile = "/path/automations.prom"`):
+    /// every firing and every `health` rewrite it. The dashboard serves the same at /metrics
+    /// (docs/metrics.md).
+    ///
+    /// Example: automations metrics --openmetrics
+    Metrics {
+        /// OpenMetrics 1.0 (`_created` with each counter, `# EOF` at the end) instead of the
+        /// Prometheus text format.
+        #[arg(long)]
+        openmetrics: bool,
+    },
+
     /// Pause an automation: its firings are skipped until `resume`.
     ///
     /// Example: automations pause heartbeat --reason "maintenance"

@@ -352,6 +352,21 @@ pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
+/// Replaces `path` with `bytes` by a rename, mode 0644 whatever the umask, without waiting for the
+/// disk: a file this program writes for another user to read (the metrics textfile), rewritten
+/// whole each time, so a reader sees the old one or the new one.
+pub fn replace_readable(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = tmp_sibling(path);
+    let _ = fs::remove_file(&tmp);
+    let result = write_new(&tmp, bytes, 0o644)
+        .and_then(|f| f.set_permissions(fs::Permissions::from_mode(0o644)))
+        .and_then(|()| fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Creates `path` holding `bytes` (0600), whole or not at all, even across a crash; fails with
 /// `AlreadyExists` when anything is at `path` (a link or FIFO there is left alone, never
 /// followed). The new file is written and synced under another name, then linked in place, so

@@ -16,8 +16,10 @@
 //!   state/replaced/<name>.json       who replaced a running firing            runner::overlap
 //!   scratch/<name>/                  a run's TMPDIR, script copy, result file, HTTP log  runner
 //!   env/<name>.env                   private variables for scheduled runs     runner
-//!   health.toml, notify.toml, healthchecks.toml, spaces.json   private settings
+//!   state/metrics.lock               the metrics textfile's writers            metrics
+//!   health.toml, notify.toml, healthchecks.toml, metrics.toml, spaces.json   private settings
 //!   dashboard.token, dashboard-open.html  the dashboard's token and its opening page
+//!   metrics.token                    the bearer token of the dashboard's /metrics  dashboard
 //!   launchd/<name>.log               a LaunchAgent's stdout and stderr        units
 //! ```
 
@@ -92,6 +94,11 @@ impl Layout {
     /// `name`'s index file.
     pub fn index_file(&self, name: &str) -> PathBuf {
         self.index().join(format!("{name}.idx"))
+    }
+
+    /// The lock of the metrics textfile's writers.
+    pub fn metrics_lock(&self) -> PathBuf {
+        self.state().join("metrics.lock")
     }
 
     /// The pauses, one file each.

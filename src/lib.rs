@@ -48,6 +48,7 @@ pub mod install;
 pub mod keys;
 pub mod layout;
 pub mod locks;
+pub mod metrics;
 pub mod names;
 pub mod notify;
 pub mod parallel;

@@ -10,13 +10,36 @@ use crate::health::{self, AgeClock, State};
 use crate::names::Name;
 use crate::settings::Settings;
 
-/// The verdicts of `only` (or every automation), with the thresholds refused as bad input.
+/// The verdicts of `only` (or every automation), with the thresholds refused as bad input. A
+/// look at every automation also rewrites the metrics textfile when `metrics.toml` names one
+/// (from the same pass), saying on stderr when it cannot.
 pub(crate) fn verdicts(
     settings: &Settings,
     only: Option<&Name>,
 ) -> Result<Vec<health::Verdict>, Fail> {
     let src = health::load::Sources::read(settings, only)?;
-    let verdicts = health::load::verdicts(settings, &src, only)?;
+    let textfile = match only {
+        Some(_) => None,
+        None => crate::metrics::textfile::configured(&settings.data_root).unwrap_or_else(|e| {
+            errln!("automations: metrics: {e}");
+            None
+        }),
+    };
+    let verdicts = match textfile {
+        None => health::load::verdicts(settings, &src, only)?,
+        Some(path) => {
+            use crate::metrics::{self, Format, Machine};
+            let machine = Machine::read(settings, &src.snapshot)?;
+            let (all, verdicts): (Vec<_>, Vec<_>) =
+                metrics::collect_with_verdicts(settings, &src, None, &machine, Format::Text)?
+                    .into_iter()
+                    .unzip();
+            if let Err(e) = metrics::textfile::write_all(&path, &all, &machine) {
+                errln!("automations: metrics: {e:#}");
+            }
+            verdicts
+        }
+    };
     // A command that ends next: what was read is left to the exit.
     std::mem::forget(src);
     Ok(verdicts)

@@ -14,6 +14,7 @@ mod import;
 mod install;
 mod keys;
 mod machine;
+mod metrics;
 mod notify;
 mod runs;
 mod switches;
@@ -77,6 +78,7 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         Command::NotifyKey(NotifyKeyCommand::Check { ntfy }) => notify::key_check(s, ntfy),
         Command::NotifyKey(NotifyKeyCommand::Delete { ntfy }) => notify::key_delete(s, ntfy),
         Command::Health { name, json } => health::health_cmd(s, name.as_ref(), json),
+        Command::Metrics { openmetrics } => metrics::metrics(s, openmetrics),
         Command::Validate => definitions::validate(s),
         Command::List { json } => definitions::list(s, json),
         Command::Run { name, trigger } => runs::run(s, &name, trigger),

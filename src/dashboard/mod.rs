@@ -42,6 +42,9 @@ use board::Board;
 
 /// The token file in the data root.
 pub const TOKEN_FILE: &str = "dashboard.token";
+/// The bearer token of `GET /metrics` (docs/metrics.md): a token of its own, since the one who
+/// holds it (Prometheus) may read the samples and do nothing else.
+pub const METRICS_TOKEN_FILE: &str = "metrics.token";
 const COOKIE: &str = "automations_dashboard";
 const APP_JS: &str = include_str!("static/app.js");
 const APP_CSS: &str = include_str!("static/app.css");
@@ -56,9 +59,10 @@ fn random_hex() -> anyhow::Result<String> {
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// The dashboard's token: read, or made (32 random bytes, hex) and kept 0600.
-pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
-    let path = crate::layout::Layout::new(data_root).settings_file(TOKEN_FILE);
+/// The token kept in `file` of the data root (the dashboard's, or /metrics'): read, or made (32
+/// random bytes, hex) and kept 0600.
+pub fn token(data_root: &std::path::Path, file: &str) -> anyhow::Result<String> {
+    let path = crate::layout::Layout::new(data_root).settings_file(file);
     if let Some(bytes) = fsutil::read_private(&path, 1024)
         .with_context(|| format!("cannot read {}", path.display()))?
     {
@@ -75,18 +79,26 @@ pub fn token(data_root: &std::path::Path) -> anyhow::Result<String> {
 
 /// Serves until interrupted.
 pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
-    let token = token(&settings.data_root)?;
+    let metrics_token = token(&settings.data_root, METRICS_TOKEN_FILE)?;
+    let token = token(&settings.data_root, TOKEN_FILE)?;
     let listener = TcpListener::bind(("127.0.0.1", port))
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
     let port = listener.local_addr()?.port();
     let url = format!("http://127.0.0.1:{port}/?token={token}");
     outln!("dashboard: {url}");
+    outln!(
+        "metrics: http://127.0.0.1:{port}/metrics (Authorization: Bearer, the token in {})",
+        crate::layout::Layout::new(&settings.data_root)
+            .settings_file(METRICS_TOKEN_FILE)
+            .display()
+    );
     if open {
         open_browser(&settings.data_root, &url);
     }
     let ctx = Arc::new(Ctx {
         settings: settings.clone(),
         token,
+        metrics_token,
         // The cookie holds a value of this process only: browsers send a cookie to every port
         // of 127.0.0.1, and one that reaches another local server is worthless once this ends.
         session: random_hex()?,
@@ -141,6 +153,7 @@ fn spawn_detached(cmd: &mut std::process::Command) -> std::io::Result<()> {
 struct Ctx {
     settings: Settings,
     token: String,
+    metrics_token: String,
     session: String,
     port: u16,
     exe: PathBuf,
@@ -207,6 +220,9 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
         return text(403, "refused: wrong Host\n");
     }
     let path = request.uri().path();
+    if path == "/metrics" {
+        return metrics(ctx, request);
+    }
     let query = request.uri().query().unwrap_or("");
     // The token once in the URL: set the cookie and drop the token from the address bar. By a page
     // that moves on to `/` itself rather than a 303: a redirect belongs to the navigation that
@@ -268,6 +284,52 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
             action(ctx, p, &String::from_utf8_lossy(request.body()))
         }
         _ => text(404, "not found\n"),
+    }
+}
+
+/// `GET /metrics` with `Authorization: Bearer <the metrics token>`: the samples, in OpenMetrics when
+/// the scraper asks for it (Prometheus does), else the text format. Not the cookie: the page's
+/// visitor has no business here, and the scraper no business elsewhere.
+fn metrics(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
+    if *request.method() != Method::GET {
+        return text(405, "only GET\n");
+    }
+    let authed = get_header(request, "Authorization")
+        .and_then(|a| a.strip_prefix("Bearer "))
+        .is_some_and(|t| same(t.trim(), &ctx.metrics_token));
+    if !authed {
+        let mut r = text(
+            401,
+            "no token: send Authorization: Bearer with the token in <data root>/metrics.token\n",
+        );
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"automations\""),
+        );
+        return r;
+    }
+    let format = match get_header(request, "Accept") {
+        Some(a) if a.contains("application/openmetrics-text") => {
+            crate::metrics::Format::OpenMetrics
+        }
+        _ => crate::metrics::Format::Text,
+    };
+    let s = &ctx.settings;
+    let body = crate::health::load::Sources::read(s, None).and_then(|src| {
+        let m = crate::metrics::Machine::read(s, &src.snapshot)?;
+        let all = crate::metrics::collect(s, &src, None, &m, format)?;
+        Ok(crate::metrics::render(&all, &m, format))
+    });
+    match body {
+        Ok(b) => reply(
+            200,
+            match format {
+                crate::metrics::Format::OpenMetrics => crate::metrics::OPENMETRICS_TYPE,
+                crate::metrics::Format::Text => crate::metrics::TEXT_TYPE,
+            },
+            b,
+        ),
+        Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
     }
 }
 

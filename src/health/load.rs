@@ -128,8 +128,9 @@ pub fn verdicts(
 }
 
 /// Every automation health knows of (defined ones, valid or not, names in the log, installed ones;
-/// with `only`, just that one), read and judged now, each then given to `keep`.
-fn judge<R: Send>(
+/// with `only`, just that one), read and judged now, each then given to `keep` (by the worker that
+/// judged it: what `keep` does not return is dropped there).
+pub fn judge<R: Send>(
     settings: &Settings,
     src: &Sources,
     only: Option<&Name>,
@@ -177,6 +178,12 @@ fn judge<R: Send>(
                     .filter(|d| d.has_units())
                     .and_then(|d| crate::pins::check(Some(r), d, &settings.root))
                     .map(|m| m.words(n.as_str()));
+                subject.fires_on = r.schedule.clone().or_else(|| {
+                    let d = subject.definition.as_ref()?;
+                    d.schedule
+                        .clone()
+                        .filter(|_| subject.not_approved.is_none())
+                });
             }
             Some(Err(e)) => subject.unreadable.push(e.clone()),
             None => {}
@@ -298,6 +305,7 @@ fn subject(
         name: name.to_string(),
         paused,
         installed_at: None,
+        fires_on: None,
         invalid: false,
         definition,
         acked_at,

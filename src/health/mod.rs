@@ -61,6 +61,9 @@ pub struct Subject {
     pub invalid: bool,
     /// When its unit was installed on this machine.
     pub installed_at: Option<DateTime<Utc>>,
+    /// The schedule its installed unit fires on: the one its install recorded, else (an older
+    /// record) its definition's while that is the one approved.
+    pub fires_on: Option<crate::schedule::Schedule>,
     /// Its pause, if paused.
     pub paused: Option<Pause>,
     /// When it was last acknowledged (`ack`) or resumed: the window rules and the failing streak

@@ -38,8 +38,9 @@ const ENTRY: u64 = 16;
 /// The header of an index file: magic, format version, room.
 const HEADER: u64 = 16;
 const MAGIC: &[u8; 4] = b"AIDX";
-/// The index format (files and cursor); another one is rebuilt.
-const FORMAT: u32 = 2;
+/// The index format (files and cursor); another one is rebuilt. 3: a `finished` entry's kind
+/// says its outcome.
+const FORMAT: u32 = 3;
 
 /// One entry: segment id, the first 4 bytes of the line's sha256, and the offset, whose top byte
 /// says what kind of line it is (see [`kind_of`]), so a reader can pass over what it does not need
@@ -49,22 +50,36 @@ type Entry = (u32, u32, u64);
 /// Offsets are below 2^56 (64 PiB): the top byte holds the kind.
 const OFFSET_BITS: u32 = 56;
 const KIND_STARTED: u64 = 1;
+/// A `finished` whose outcome is none of [`OUTCOMES`]' (there is none today).
 const KIND_FINISHED: u64 = 2;
 const KIND_SKIPPED: u64 = 3;
+const KIND_OTHER: u64 = 4;
+/// A `finished` with the outcome `OUTCOMES[i]` is of kind `KIND_OUTCOME + i`.
+const KIND_OUTCOME: u64 = 8;
+/// The outcomes a `finished` entry's kind tells, so they are counted without reading a line.
+pub const OUTCOMES: [&str; 4] = ["ok", "failed", "timeout", "stopped"];
 
-/// The kind byte of a line's event.
-fn kind_of(event: Option<&str>) -> u64 {
+/// The kind byte of a line's event (and a `finished` line's outcome).
+fn kind_of(event: Option<&str>, outcome: Option<&str>) -> u64 {
     match event {
-        Some("started") => 1,
-        Some("finished") => 2,
+        Some("started") => KIND_STARTED,
+        Some("finished") => OUTCOMES
+            .iter()
+            .position(|o| Some(*o) == outcome)
+            .map_or(KIND_FINISHED, |i| KIND_OUTCOME + i as u64),
         Some("skipped") => KIND_SKIPPED,
-        _ => 4,
+        _ => KIND_OTHER,
     }
 }
 
+/// Whether an entry of this kind is a `finished` line.
+fn is_finished(kind: u64) -> bool {
+    kind == KIND_FINISHED || (KIND_OUTCOME..KIND_OUTCOME + OUTCOMES.len() as u64).contains(&kind)
+}
+
 /// An entry's offset with its kind.
-fn tagged(offset: u64, event: Option<&str>) -> u64 {
-    offset | (kind_of(event) << OFFSET_BITS)
+fn tagged(offset: u64, event: Option<&str>, outcome: Option<&str>) -> u64 {
+    offset | (kind_of(event, outcome) << OFFSET_BITS)
 }
 
 /// An entry's offset, without its kind.
@@ -141,6 +156,15 @@ pub struct Snapshot {
     files: std::sync::Mutex<HashMap<u32, std::sync::Arc<File>>>,
     /// Unreadable lines met in the whole log.
     pub unreadable: u64,
+}
+
+/// What the log holds of one automation's firings, by how they ended ([`Snapshot::tally`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// `finished` lines by outcome, in the order of [`OUTCOMES`].
+    pub outcomes: [u64; 4],
+    /// `skipped` lines.
+    pub skipped: u64,
 }
 
 impl Index {
@@ -342,6 +366,15 @@ fn encode(entries: &[Entry]) -> Vec<u8> {
     bytes
 }
 
+/// One entry of an index file (16 bytes, as [`encode`] wrote it).
+fn decode(c: &[u8]) -> Entry {
+    (
+        u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+        u32::from_le_bytes([c[4], c[5], c[6], c[7]]),
+        u64::from_le_bytes([c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]]),
+    )
+}
+
 /// The first four bytes of a line's sha256, as an entry keeps them.
 fn line_hash(line: &[u8]) -> u32 {
     use sha2::Digest;
@@ -417,7 +450,7 @@ fn read_forward(
         match serde_json::from_slice::<Head>(bytes) {
             Ok(h) if !h.name.is_empty() => {
                 if Name::new(h.name).is_ok() {
-                    let entry = (id, short, tagged(line.start, h.event));
+                    let entry = (id, short, tagged(line.start, h.event, h.outcome));
                     found.entry(h.name.to_owned()).or_default().push(entry);
                     if h.event == Some("finished") && h.outcome == Some("ok") {
                         cursor.last_ok.insert(h.name.to_owned(), entry);
@@ -490,6 +523,28 @@ impl Snapshot {
     /// cannot be the index the cursor counted (a wrong header, fewer entries) is rebuilt from the
     /// log first, saying so.
     pub fn records(&self, name: &str) -> Records<'_> {
+        let (path, file, entries) = self.checked_file(name);
+        Records {
+            snapshot: self,
+            name: name.to_owned(),
+            path,
+            file,
+            next: entries,
+            block: Vec::new(),
+            memory: self.memory.get(name).cloned().unwrap_or_default(),
+            seen: std::collections::HashSet::new(),
+            dedupe: self.memory.contains_key(name),
+            cache: None,
+            damaged: false,
+            skips: true,
+            ends_first: false,
+            end_pending: None,
+        }
+    }
+
+    /// `name`'s index file and how many entries of it to read. A file that cannot be the index the
+    /// cursor counted (a wrong header, fewer entries) is rebuilt from the log first, saying so.
+    fn checked_file(&self, name: &str) -> (PathBuf, Option<File>, u64) {
         let path = self.layout.index_file(name);
         let count = self.counts.get(name).copied().unwrap_or(0);
         let mut file = open_index(&path);
@@ -512,22 +567,95 @@ impl Snapshot {
             Some(_) => count,
             None => 0,
         };
-        Records {
-            snapshot: self,
-            name: name.to_owned(),
-            path,
-            file,
-            next: entries,
-            block: Vec::new(),
-            memory: self.memory.get(name).cloned().unwrap_or_default(),
-            seen: std::collections::HashSet::new(),
-            dedupe: self.memory.contains_key(name),
-            cache: None,
-            damaged: false,
-            skips: true,
-            ends_first: false,
-            end_pending: None,
+        (path, file, entries)
+    }
+
+    /// How many of `name`'s `finished` lines the log holds, by outcome, and its `skipped` lines:
+    /// counted from the kinds of its index entries, without reading a line of the log. Entries of
+    /// segments no longer there are not counted (see [`Snapshot::held_since`]).
+    pub fn tally(&self, name: &str) -> Tally {
+        let mut tally = Tally::default();
+        // Entries come in runs of one segment: its presence is looked up once a run.
+        let mut held = (u32::MAX, false);
+        let mut count = |e: &Entry| {
+            if held.0 != e.0 {
+                held = (e.0, self.paths.contains_key(&e.0));
+            }
+            if !held.1 {
+                return;
+            }
+            match e.2 >> OFFSET_BITS {
+                KIND_SKIPPED => tally.skipped += 1,
+                k if (KIND_OUTCOME..KIND_OUTCOME + OUTCOMES.len() as u64).contains(&k) => {
+                    tally.outcomes[(k - KIND_OUTCOME) as usize] += 1;
+                }
+                _ => {}
+            }
+        };
+        // Entries found in memory (a read-only data root) may repeat the file's: only then are
+        // the file's remembered.
+        let memory = self.memory.get(name);
+        let mut seen = std::collections::HashSet::new();
+        self.each_entry(name, |e| {
+            if memory.is_some() {
+                seen.insert((e.0, offset_of(e.2)));
+            }
+            count(e);
+        });
+        for e in memory.into_iter().flatten() {
+            if seen.insert((e.0, offset_of(e.2))) {
+                count(e);
+            }
         }
+        tally
+    }
+
+    /// Every entry of `name`'s index file, oldest first. Most files are read whole in one read
+    /// with their header, which is checked; one that is not what the cursor counted is rebuilt
+    /// first ([`Snapshot::checked_file`]).
+    fn each_entry(&self, name: &str, mut each: impl FnMut(&Entry)) {
+        const BLOCK: u64 = 4096;
+        let count = self.counts.get(name).copied().unwrap_or(0);
+        if count <= BLOCK {
+            let mut bytes = vec![0u8; (HEADER + count * ENTRY) as usize];
+            if let Some(f) = open_index(&self.layout.index_file(name))
+                && f.read_exact_at(&mut bytes, 0).is_ok()
+                && bytes[..HEADER as usize] == header()
+            {
+                bytes[HEADER as usize..]
+                    .chunks_exact(ENTRY as usize)
+                    .for_each(|c| each(&decode(c)));
+                return;
+            }
+        }
+        let (_, file, entries) = self.checked_file(name);
+        let Some(f) = file else { return };
+        let mut buf = vec![0u8; (BLOCK * ENTRY) as usize];
+        let mut at = 0;
+        while at < entries {
+            let n = (entries - at).min(BLOCK);
+            let bytes = &mut buf[..(n * ENTRY) as usize];
+            if f.read_exact_at(bytes, HEADER + at * ENTRY).is_err() {
+                break;
+            }
+            bytes
+                .chunks_exact(ENTRY as usize)
+                .for_each(|c| each(&decode(c)));
+            at += n;
+        }
+    }
+
+    /// When the oldest line the log holds was written (RFC 3339): what [`Snapshot::tally`] counts
+    /// from. It moves forward when retention removes the oldest segment.
+    pub fn held_since(&self) -> Option<String> {
+        let oldest = self.paths.keys().min()?;
+        let file = self.segment(*oldest)?;
+        let line = read_line_at(&file, 0)?;
+        #[derive(Deserialize)]
+        struct At {
+            at: String,
+        }
+        serde_json::from_slice::<At>(&line).ok().map(|a| a.at)
     }
 
     /// Writes `name`'s index file anew from every segment of the log (under the index lock) and
@@ -550,7 +678,11 @@ impl Snapshot {
                 if let Ok(h) = serde_json::from_slice::<Head>(&bytes)
                     && h.name == name
                 {
-                    let entry = (*id, line_hash(&bytes), tagged(line.start, h.event));
+                    let entry = (
+                        *id,
+                        line_hash(&bytes),
+                        tagged(line.start, h.event, h.outcome),
+                    );
                     entries.push(entry);
                     if h.event == Some("finished") && h.outcome == Some("ok") {
                         last_ok = Some(entry);
@@ -656,16 +788,7 @@ impl Records<'_> {
             let mut bytes = vec![0u8; (n * ENTRY) as usize];
             file.read_exact_at(&mut bytes, HEADER + self.next * ENTRY)
                 .ok()?;
-            self.block = bytes
-                .chunks_exact(ENTRY as usize)
-                .map(|c| {
-                    (
-                        u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
-                        u32::from_le_bytes([c[4], c[5], c[6], c[7]]),
-                        u64::from_le_bytes([c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]]),
-                    )
-                })
-                .collect();
+            self.block = bytes.chunks_exact(ENTRY as usize).map(decode).collect();
         }
         self.block.pop()
     }
@@ -796,7 +919,7 @@ impl Iterator for Records<'_> {
                 continue;
             }
             let Some(r) = self.read(e) else { continue };
-            if self.ends_first && kind == KIND_FINISHED {
+            if self.ends_first && is_finished(kind) {
                 let told = matches!(
                     &r.event,
                     super::Event::Finished(f) if f.trigger.is_some() && f.started_at.is_some()
@@ -892,6 +1015,89 @@ mod tests {
                 SkipReason::Paused
             ]
         );
+    }
+
+    fn finish(log: &RunLog, name: &str, outcome: crate::runlog::Outcome) {
+        let finished = crate::runlog::Finished {
+            run: "r".into(),
+            outcome,
+            exit_code: None,
+            signal: None,
+            duration_ms: 1,
+            error: None,
+            stdout_tail: String::new(),
+            stderr_tail: String::new(),
+            dropped: Default::default(),
+            facts: Default::default(),
+            headline: None,
+            http: None,
+            leftover_processes: 0,
+            clock: crate::clock::now(),
+            trigger: None,
+            started_at: None,
+            attempt: None,
+            first_run: None,
+            replaced_by: None,
+        };
+        log.append(name, Event::Finished(finished), Utc::now())
+            .unwrap();
+    }
+
+    #[test]
+    fn the_tally_counts_outcomes_from_the_entries_and_only_what_the_log_still_holds() {
+        use crate::runlog::Outcome;
+        let d = tempfile::tempdir().unwrap();
+        // Few enough segments that retention keeps every one until the test removes the oldest.
+        let log = RunLog::new(d.path()).with_rotation(5000);
+        let index = Index::new(&log);
+        let order = [
+            Outcome::Ok,
+            Outcome::Failed,
+            Outcome::Ok,
+            Outcome::Timeout,
+            Outcome::Stopped,
+        ];
+        for i in 0..20 {
+            finish(&log, "a", order[i % order.len()]);
+            skip(&log, "a", SkipReason::Paused);
+            finish(&log, "b", Outcome::Ok);
+        }
+        let segments = log.segments().len();
+        assert!(
+            (3..=crate::runlog::KEEP_SEGMENTS).contains(&segments),
+            "{segments}"
+        );
+        let s = index.refresh().unwrap();
+        let first_at = s.held_since().unwrap();
+        assert_eq!(
+            s.tally("a"),
+            Tally {
+                outcomes: [8, 4, 4, 4],
+                skipped: 20
+            }
+        );
+        assert_eq!(s.tally("b").outcomes, [20, 0, 0, 0]);
+        assert_eq!(s.tally("never"), Tally::default());
+
+        // Retention removes the oldest segment: what it held is no longer counted, and the count
+        // starts later.
+        let oldest = log.segments().pop().unwrap();
+        let gone = std::fs::read_to_string(&oldest).unwrap();
+        let gone_b = gone
+            .lines()
+            .filter(|l| l.contains("\"name\":\"b\""))
+            .count() as u64;
+        std::fs::remove_file(&oldest).unwrap();
+        let s = index.refresh().unwrap();
+        assert_eq!(s.tally("b").outcomes[0], 20 - gone_b);
+        assert!(gone_b > 0);
+        assert!(s.held_since().unwrap() > first_at);
+
+        // An index file lost: rebuilt from the log, the same counts.
+        let before = s.tally("a");
+        std::fs::remove_file(d.path().join("state/index/a.idx")).unwrap();
+        let s = index.refresh().unwrap();
+        assert_eq!(s.tally("a"), before);
     }
 
     #[test]

@@ -1,9 +1,10 @@
-//! After `finished` (docs/running.md): auto-pause (docs/health.md) and the notification look (docs/health.md).
+//! After `finished` (docs/running.md): auto-pause (docs/health.md), the notification look
+//! (docs/health.md) and the metrics textfile (docs/metrics.md).
 //!
-//! Neither ever changes the run's recorded outcome or its exit status: a failure prints one line
-//! on stderr (which the journal or launchd's log keeps) and is otherwise ignored. Both stay off a
-//! good run's path: auto-pause reads history only when an outbound run failed, and the look
-//! happens only when notifications are configured.
+//! None ever changes the run's recorded outcome or its exit status: a failure prints one line on
+//! stderr (which the journal or launchd's log keeps) and is otherwise ignored. All stay off a good
+//! run's path unless asked for: auto-pause reads history only when an outbound run failed, the look
+//! happens only when notifications are configured, the textfile only when `metrics.toml` names one.
 
 use crate::control;
 use crate::definition::Definition;
@@ -25,7 +26,14 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
     let mut after = After::default();
     let pause_check = def.outbound && finished.outcome != Outcome::Ok;
     let look = crate::notify::enabled(settings);
-    if !pause_check && !look {
+    let textfile = match crate::metrics::textfile::configured(&settings.data_root) {
+        Ok(t) => t,
+        Err(e) => {
+            errln!("automations: metrics: {e}");
+            None
+        }
+    };
+    if !pause_check && !look && textfile.is_none() {
         return after;
     }
     let src = match Sources::of(settings, def.clone()) {
@@ -58,7 +66,35 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
             Err(e) => errln!("automations: {}: notifications: {e:#}", def.name),
         }
     }
+    if let Some(path) = textfile
+        && let Err(e) = metrics_textfile(settings, &src, def, &path)
+    {
+        errln!("automations: {}: metrics: {e:#}", def.name);
+    }
     after
+}
+
+/// Puts this automation's samples now into the metrics textfile: its own verdict, from what was
+/// read for the checks above.
+fn metrics_textfile(
+    settings: &Settings,
+    src: &Sources,
+    def: &Definition,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    use crate::metrics::{self, Format, Machine};
+    let machine = Machine::read(settings, &src.snapshot)?;
+    let Some(own) = metrics::collect(settings, src, Some(&def.name), &machine, Format::Text)?.pop()
+    else {
+        return Ok(());
+    };
+    metrics::textfile::update(
+        path,
+        &settings.layout().metrics_lock(),
+        &own,
+        &machine,
+        || metrics::textfile::all_now(settings, &machine),
+    )
 }
 
 /// Pauses `def`'s automation when its failures in a row since the last resume reach

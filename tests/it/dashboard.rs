@@ -976,7 +976,7 @@ fn the_token_stays_off_command_lines_and_out_of_the_cookie() {
 }
 
 /// Fifty automations in every state .
-fn fifty() -> Sandbox {
+pub(crate) fn fifty() -> Sandbox {
     let mut sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
     for i in 1..=8 {

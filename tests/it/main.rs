@@ -17,6 +17,7 @@ mod healthchecks;
 mod http;
 mod keys;
 mod kubernetes;
+mod metrics;
 mod policies;
 mod prereqs;
 mod repo;

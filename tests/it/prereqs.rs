@@ -150,6 +150,28 @@ fn root_with_apt_installs_exactly_what_is_missing_and_says_so() {
 }
 
 #[test]
+fn prometheus_comes_without_its_recommended_collectors() {
+    let packages = all_packages();
+    let f = Fakes::new(&all_but(&packages, &["curl", "prometheus"]), 0);
+    let o = f.run(&[]);
+    assert_code(&o, 0);
+    let calls = f.apt_calls();
+    assert_eq!(
+        calls[1..],
+        [
+            "install -y -qq curl",
+            "install -y -qq --no-install-recommends prometheus"
+        ],
+        "{calls:?}"
+    );
+    assert!(
+        stderr(&o).contains("installed curl prometheus"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn a_failed_install_stops_before_the_tests() {
     let packages = all_packages();
     let f = Fakes::new(&all_but(&packages, &["dbus"]), 0);

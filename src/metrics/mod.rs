@@ -1,0 +1,529 @@
+//! What Prometheus scrapes (docs/metrics.md): each automation's last run, last success, next run,
+//! firings by outcome, verdict, pause and Healthchecks pings, in the Prometheus text format or in
+//! OpenMetrics, for `automations metrics`, the dashboard's `/metrics` and node_exporter's textfile
+//! collector ([`textfile`]).
+//!
+//! Read through the same pipeline as `health` (one [`health::load::judge`] pass: the verdicts are
+//! health's own), and the firings by outcome from the index's entry kinds, without reading a line
+//! of the log. Every value is a number, a name, a fixed word or the host name: never a run's
+//! output, a reason's detail or anything a command said.
+
+pub mod textfile;
+
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+
+use crate::health::{self, State, Subject, Verdict};
+use crate::names::Name;
+use crate::runlog::index::{OUTCOMES, Snapshot, Tally};
+use crate::settings::Settings;
+
+/// The content type of the Prometheus text format.
+pub const TEXT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The content type of OpenMetrics.
+pub const OPENMETRICS_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// The two ways of writing the same samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format 0.0.4 (what node_exporter's textfile collector reads): a
+    /// counter's `_created` is a gauge family of its own, as the official Python client writes it.
+    Text,
+    /// OpenMetrics 1.0: `_created` belongs to its counter, and the text ends with `# EOF`.
+    OpenMetrics,
+}
+
+/// One automation's samples.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub name: String,
+    /// When its latest run started (one still going included), Unix seconds.
+    pub last_run: Option<f64>,
+    /// When its latest success started.
+    pub last_success: Option<f64>,
+    /// How long its latest finished run took, seconds.
+    pub last_duration: Option<f64>,
+    /// When its installed unit fires next (not while paused).
+    pub next_run: Option<f64>,
+    /// How old its last success may grow before health calls it stale, seconds (scheduled,
+    /// installed automations).
+    pub stale_after: Option<f64>,
+    /// Its firings the log holds, by outcome.
+    pub tally: Tally,
+    pub verdict: State,
+    pub paused: bool,
+    /// Healthchecks pings that failed in a row (0 without pings).
+    pub ping_failures: u32,
+}
+
+/// What is one per data root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Machine {
+    pub namespace: String,
+    pub host: String,
+    pub version: &'static str,
+    /// The kill switch is on.
+    pub stop_all: bool,
+    /// When the oldest line the log holds was written: where the firing counters start.
+    pub counted_since: Option<f64>,
+}
+
+impl Machine {
+    /// This data root's: the kill switch read now, the log's oldest line from `snapshot`.
+    pub fn read(settings: &Settings, snapshot: &Snapshot) -> anyhow::Result<Self> {
+        Ok(Self {
+            namespace: settings.namespace.as_str().to_owned(),
+            host: crate::notify::host(),
+            version: env!("CARGO_PKG_VERSION"),
+            stop_all: crate::state::State::new(&settings.data_root)
+                .stopped()?
+                .is_some(),
+            counted_since: snapshot.held_since().as_deref().and_then(seconds),
+        })
+    }
+}
+
+/// Unix seconds of an RFC 3339 time.
+fn seconds(at: &str) -> Option<f64> {
+    crate::runlog::parse_stamp(at).map(unix)
+}
+
+fn unix(t: DateTime<Utc>) -> f64 {
+    t.timestamp_millis() as f64 / 1000.0
+}
+
+/// The samples of one judged automation.
+pub fn row(
+    subject: &Subject,
+    verdict: &Verdict,
+    tally: Tally,
+    now: &health::Now<chrono::Local>,
+) -> Row {
+    let last = subject
+        .runs
+        .iter()
+        .find(|r| r.status != crate::history::Status::Skipped);
+    let next_run = subject
+        .fires_on
+        .as_ref()
+        .filter(|_| subject.paused.is_none())
+        .and_then(|schedule| {
+            let jitter = subject.definition.as_ref().map_or(0, |d| d.jitter_seconds);
+            let last_start = last.and_then(|r| crate::runlog::parse_stamp(&r.at));
+            crate::schedule::next_run(schedule, &subject.name, jitter, &now.wall, last_start)
+        })
+        .and_then(|(next, _)| next.instant())
+        .map(unix);
+    Row {
+        name: subject.name.clone(),
+        last_run: last.and_then(|r| seconds(&r.at)),
+        last_success: verdict.figures.last_success.as_deref().and_then(seconds),
+        last_duration: verdict
+            .figures
+            .last_duration_ms
+            .map(|ms| ms as f64 / 1000.0),
+        next_run,
+        stale_after: verdict.figures.stale_after_ms.map(|ms| ms as f64 / 1000.0),
+        tally,
+        verdict: verdict.verdict,
+        paused: subject.paused.is_some(),
+        ping_failures: subject.pings.as_ref().map_or(0, |p| p.failures_in_row),
+    }
+}
+
+/// One automation's samples, written out family by family (by the worker that judged it, so the
+/// formatting is shared among the cores as the reading is).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Samples {
+    name: String,
+    /// The lines of each family of [`FAMILIES`].
+    families: Vec<String>,
+}
+
+impl Samples {
+    /// `row`'s samples in `format`.
+    pub fn of(row: &Row, m: &Machine, format: Format) -> Self {
+        let labels = own_labels(&row.name, m);
+        Self {
+            name: row.name.clone(),
+            families: FAMILIES
+                .iter()
+                .map(|family| {
+                    let mut lines = String::new();
+                    samples(family, row, m, format, &labels, &mut lines);
+                    lines
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The samples of `only` (or of every automation health knows of), by name, in `format`.
+pub fn collect(
+    settings: &Settings,
+    src: &health::load::Sources,
+    only: Option<&Name>,
+    m: &Machine,
+    format: Format,
+) -> anyhow::Result<Vec<Samples>> {
+    Ok(collect_with_verdicts(settings, src, only, m, format)?
+        .into_iter()
+        .map(|(samples, _)| samples)
+        .collect())
+}
+
+/// [`collect`] with each automation's verdict, from the one pass (`health` writes the textfile
+/// and prints the verdicts).
+pub fn collect_with_verdicts(
+    settings: &Settings,
+    src: &health::load::Sources,
+    only: Option<&Name>,
+    m: &Machine,
+    format: Format,
+) -> anyhow::Result<Vec<(Samples, Verdict)>> {
+    let now = health::load::now();
+    health::load::judge(settings, src, only, |subject, verdict| {
+        let tally = src.snapshot.tally(&subject.name);
+        let row = row(&subject, &verdict, tally, &now);
+        (Samples::of(&row, m, format), verdict)
+    })
+}
+
+/// What a family holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Which {
+    LastRun,
+    LastSuccess,
+    LastDuration,
+    NextRun,
+    StaleAfter,
+    Runs,
+    RunsCreated,
+    Verdict,
+    Paused,
+    PingFailures,
+}
+
+/// One family of samples per automation: its name (without `_total` for a counter), type and help.
+struct Family {
+    which: Which,
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+}
+
+/// The families of each automation, in the order they are written.
+const FAMILIES: [Family; 10] = [
+    Family {
+        which: Which::LastRun,
+        name: "automations_last_run_timestamp_seconds",
+        kind: "gauge",
+        help: "When the automation's latest run started (one still running included).",
+    },
+    Family {
+        which: Which::LastSuccess,
+        name: "automations_last_success_timestamp_seconds",
+        kind: "gauge",
+        help: "When the automation's latest successful run started.",
+    },
+    Family {
+        which: Which::LastDuration,
+        name: "automations_last_run_duration_seconds",
+        kind: "gauge",
+        help: "How long the automation's latest finished run took.",
+    },
+    Family {
+        which: Which::NextRun,
+        name: "automations_next_run_timestamp_seconds",
+        kind: "gauge",
+        help: "When the automation's installed unit fires next (absent while paused or not installed).",
+    },
+    Family {
+        which: Which::StaleAfter,
+        name: "automations_stale_after_seconds",
+        kind: "gauge",
+        help: "How old the automation's last success may grow before health calls it stale (its schedule's interval with health.toml's slack).",
+    },
+    Family {
+        which: Which::Runs,
+        name: "automations_runs",
+        kind: "counter",
+        help: "Firings the run log holds, by outcome (skipped: did not run).",
+    },
+    Family {
+        which: Which::RunsCreated,
+        name: "automations_runs_created",
+        kind: "gauge",
+        help: "When automations_runs_total started counting: the oldest line the run log holds.",
+    },
+    Family {
+        which: Which::Verdict,
+        name: "automations_verdict",
+        kind: "gauge",
+        help: "The automation's health verdict: 1 on the current one (healthy, degraded, unknown).",
+    },
+    Family {
+        which: Which::Paused,
+        name: "automations_paused",
+        kind: "gauge",
+        help: "1 when the automation is paused (by hand or automatically).",
+    },
+    Family {
+        which: Which::PingFailures,
+        name: "automations_healthchecks_ping_failures",
+        kind: "gauge",
+        help: "Healthchecks pings of the automation that failed in a row.",
+    },
+];
+
+const STOP_ALL: Family = Family {
+    which: Which::Paused,
+    name: "automations_stop_all",
+    kind: "gauge",
+    help: "1 while the kill switch (automations stop-all) holds every firing of this namespace.",
+};
+const INFO: Family = Family {
+    which: Which::Paused,
+    name: "automations",
+    kind: "info",
+    help: "The automations binary and the machine it reports on.",
+};
+
+/// A label value with `\`, `"` and newlines escaped, as both formats want.
+fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The labels every sample of `name` starts with.
+fn own_labels(name: &str, m: &Machine) -> String {
+    format!(
+        "automation=\"{}\",namespace=\"{}\"",
+        escape(name),
+        escape(&m.namespace)
+    )
+}
+
+/// A sample's value: a whole number as one (counts, 0 and 1, whole seconds), else as Rust writes
+/// a float (the shortest form that reads back the same).
+struct Value(f64);
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = self.0;
+        if v.fract() == 0.0 && v.abs() < 1e15 {
+            write!(f, "{}", v as i64)
+        } else {
+            write!(f, "{v}")
+        }
+    }
+}
+
+/// The sample lines of `family` for one automation (whose own labels are `labels`), appended to
+/// `out`.
+fn samples(
+    family: &Family,
+    row: &Row,
+    m: &Machine,
+    format: Format,
+    labels: &str,
+    out: &mut String,
+) {
+    let mut line = |suffix: &str, extra: &dyn std::fmt::Display, value: f64| {
+        let _ = writeln!(
+            out,
+            "{}{suffix}{{{labels}{extra}}} {}",
+            family.name,
+            Value(value)
+        );
+    };
+    let value = match family.which {
+        Which::LastRun => row.last_run,
+        Which::LastSuccess => row.last_success,
+        Which::LastDuration => row.last_duration,
+        Which::NextRun => row.next_run,
+        Which::StaleAfter => row.stale_after,
+        Which::Paused => Some(f64::from(u8::from(row.paused))),
+        Which::PingFailures => Some(f64::from(row.ping_failures)),
+        Which::Runs => {
+            for (outcome, count) in outcomes(&row.tally) {
+                let extra = Extra("outcome", outcome);
+                line("_total", &extra, count as f64);
+                if format == Format::OpenMetrics
+                    && let Some(since) = m.counted_since
+                {
+                    line("_created", &extra, since);
+                }
+            }
+            None
+        }
+        Which::RunsCreated => {
+            if let Some(since) = m.counted_since.filter(|_| format == Format::Text) {
+                for (outcome, _) in outcomes(&row.tally) {
+                    line("", &Extra("outcome", outcome), since);
+                }
+            }
+            None
+        }
+        Which::Verdict => {
+            for state in [State::Healthy, State::Degraded, State::Unknown] {
+                let value = f64::from(u8::from(row.verdict == state));
+                line("", &Extra("verdict", state.as_str()), value);
+            }
+            None
+        }
+    };
+    if let Some(v) = value {
+        line("", &"", v);
+    }
+}
+
+/// `,name="value"` after an automation's own labels (the values are fixed words).
+struct Extra(&'static str, &'static str);
+
+impl std::fmt::Display for Extra {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, ",{}=\"{}\"", self.0, self.1)
+    }
+}
+
+/// A tally by outcome word: `OUTCOMES`, then `skipped`.
+fn outcomes(t: &Tally) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    OUTCOMES
+        .iter()
+        .copied()
+        .zip(t.outcomes.iter().copied())
+        .chain(std::iter::once(("skipped", t.skipped)))
+}
+
+/// A family's name in `format`: in the text format a counter's family is named with `_total`
+/// (there is no other way to say it), and an info is a gauge named `_info`.
+fn family_name(family: &Family, format: Format) -> (String, &'static str) {
+    match (format, family.kind) {
+        (Format::Text, "counter") => (format!("{}_total", family.name), "counter"),
+        (Format::Text, "info") => (format!("{}_info", family.name), "gauge"),
+        _ => (family.name.to_owned(), family.kind),
+    }
+}
+
+/// Whether `family` is written in `format` (`_created` is a family of its own only in the text
+/// format).
+fn written(family: &Family, format: Format) -> bool {
+    !(family.which == Which::RunsCreated && format == Format::OpenMetrics)
+}
+
+/// Every family with its `# HELP` and `# TYPE` and what `each` writes of it, then the data
+/// root's own: the kill switch and the info.
+fn render_with(m: &Machine, format: Format, mut each: impl FnMut(usize, &mut String)) -> String {
+    let mut out = String::with_capacity(4096);
+    let header = |family: &Family, out: &mut String| {
+        let (name, kind) = family_name(family, format);
+        let _ = writeln!(out, "# HELP {name} {}", family.help);
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+    };
+    for (i, family) in FAMILIES.iter().enumerate() {
+        if written(family, format) {
+            header(family, &mut out);
+            each(i, &mut out);
+        }
+    }
+    header(&STOP_ALL, &mut out);
+    let _ = writeln!(
+        out,
+        "{}{{namespace=\"{}\"}} {}",
+        STOP_ALL.name,
+        escape(&m.namespace),
+        u8::from(m.stop_all)
+    );
+    header(&INFO, &mut out);
+    let _ = writeln!(
+        out,
+        "{}_info{{host=\"{}\",namespace=\"{}\",version=\"{}\"}} 1",
+        INFO.name,
+        escape(&m.host),
+        escape(&m.namespace),
+        escape(m.version)
+    );
+    if format == Format::OpenMetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+/// The samples of every automation (in their order: by name) and of the data root, in the
+/// `format` they were written in.
+pub fn render(all: &[Samples], m: &Machine, format: Format) -> String {
+    let size: usize = all.iter().flat_map(|s| &s.families).map(String::len).sum();
+    let mut first = true;
+    render_with(m, format, |i, out| {
+        if std::mem::take(&mut first) {
+            out.reserve(size + 4096);
+        }
+        for samples in all {
+            out.push_str(&samples.families[i]);
+        }
+    })
+}
+
+/// A text-format document written before (`old`, a textfile) with one automation's samples
+/// replaced by `new` (written in the text format), and the data root's own written anew; the other automations' samples are kept as
+/// they were, but their counters' start (which is the whole log's) is brought up to date. Lines
+/// that are none of ours are dropped. The same document [`render`] writes when every automation's
+/// samples are the ones given.
+pub fn merge(old: &str, new: &Samples, m: &Machine) -> String {
+    // Per family: each automation's lines, by name, as `render` orders them.
+    let mut kept: Vec<std::collections::BTreeMap<String, String>> =
+        FAMILIES.iter().map(|_| Default::default()).collect();
+    let ns = format!("namespace=\"{}\"", escape(&m.namespace));
+    for line in old.lines().filter(|l| !l.starts_with('#')) {
+        let Some((metric, rest)) = line.split_once('{') else {
+            continue;
+        };
+        let Some(i) = FAMILIES
+            .iter()
+            .position(|f| written(f, Format::Text) && family_name(f, Format::Text).0 == metric)
+        else {
+            continue;
+        };
+        // Ours: the automation label first (a name never holds a quote), this namespace second.
+        let Some((name, labels)) = rest
+            .strip_prefix("automation=\"")
+            .and_then(|r| r.split_once("\","))
+            .filter(|(_, labels)| labels.starts_with(&ns))
+        else {
+            continue;
+        };
+        if name == escape(&new.name) {
+            continue;
+        }
+        let lines = kept[i].entry(name.to_owned()).or_default();
+        match (FAMILIES[i].which, m.counted_since, line.rsplit_once(' ')) {
+            (Which::RunsCreated, Some(since), Some((series, _))) => {
+                let _ = writeln!(lines, "{series} {since}");
+            }
+            _ => {
+                let _ = writeln!(lines, "{metric}{{automation=\"{name}\",{labels}");
+            }
+        }
+    }
+    for (i, lines) in new.families.iter().enumerate() {
+        kept[i].insert(escape(&new.name), lines.clone());
+    }
+    render_with(m, Format::Text, |i, out| {
+        for lines in kept[i].values() {
+            out.push_str(lines);
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,123 @@
+use super::*;
+
+fn machine() -> Machine {
+    Machine {
+        namespace: "automations".into(),
+        host: "box".into(),
+        version: "0.1.0",
+        stop_all: false,
+        counted_since: Some(1_700_000_000.0),
+    }
+}
+
+fn row(name: &str) -> Row {
+    Row {
+        name: name.into(),
+        last_run: Some(1_700_000_100.5),
+        last_success: Some(1_700_000_100.5),
+        last_duration: Some(2.25),
+        next_run: None,
+        stale_after: Some(7200.0),
+        tally: Tally {
+            outcomes: [3, 1, 0, 0],
+            skipped: 2,
+        },
+        verdict: State::Healthy,
+        paused: false,
+        ping_failures: 0,
+    }
+}
+
+/// The document of `rows` in `format`.
+fn doc(rows: &[Row], m: &Machine, format: Format) -> String {
+    let all: Vec<Samples> = rows.iter().map(|r| Samples::of(r, m, format)).collect();
+    render(&all, m, format)
+}
+
+#[test]
+fn label_values_are_escaped() {
+    assert_eq!(escape(r#"a\b"c"#), r#"a\\b\"c"#);
+    assert_eq!(escape("a\nb"), r"a\nb");
+    let mut m = machine();
+    m.host = "we\"ird\\host\n".into();
+    let text = doc(&[], &m, Format::Text);
+    assert!(
+        text.contains(
+            r#"automations_info{host="we\"ird\\host\n",namespace="automations",version="0.1.0"} 1"#
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_text_format_gives_created_its_own_family_and_openmetrics_ends_with_eof() {
+    let text = doc(&[row("backup")], &machine(), Format::Text);
+    assert!(
+        text.contains("# TYPE automations_runs_total counter\n"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "automations_runs_total{automation=\"backup\",namespace=\"automations\",outcome=\"ok\"} 3\n"
+    ));
+    assert!(text.contains("# TYPE automations_runs_created gauge\n"));
+    assert!(text.contains("automations_runs_created{automation=\"backup\",namespace=\"automations\",outcome=\"skipped\"} 1700000000\n"));
+    assert!(text.contains("# TYPE automations_info gauge\n"));
+    assert!(!text.contains("# EOF"));
+    // Absent values are absent series, not zeros.
+    assert!(!text.contains("automations_next_run_timestamp_seconds{"));
+
+    let om = doc(&[row("backup")], &machine(), Format::OpenMetrics);
+    assert!(om.contains("# TYPE automations_runs counter\n"), "{om}");
+    assert!(om.contains("automations_runs_created{automation=\"backup\",namespace=\"automations\",outcome=\"failed\"} 1700000000\n"));
+    assert!(!om.contains("# TYPE automations_runs_created"));
+    assert!(om.contains("# TYPE automations info\n"));
+    assert!(om.ends_with("# EOF\n"));
+}
+
+#[test]
+fn the_verdict_is_one_on_the_current_state_only() {
+    let mut r = row("sync");
+    r.verdict = State::Degraded;
+    let text = doc(&[r], &machine(), Format::Text);
+    let verdicts: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("automations_verdict{"))
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "automations_verdict{automation=\"sync\",namespace=\"automations\",verdict=\"healthy\"} 0",
+            "automations_verdict{automation=\"sync\",namespace=\"automations\",verdict=\"degraded\"} 1",
+            "automations_verdict{automation=\"sync\",namespace=\"automations\",verdict=\"unknown\"} 0",
+        ]
+    );
+}
+
+#[test]
+fn a_merge_renews_one_automation_and_keeps_the_others() {
+    let m = machine();
+    let old = doc(
+        &[row("alpha"), row("beta"), row("beta-2")],
+        &m,
+        Format::Text,
+    );
+    let mut beta = row("beta");
+    beta.tally.outcomes[0] = 4;
+    beta.verdict = State::Degraded;
+    let mut later = m.clone();
+    later.counted_since = Some(1_700_000_050.0);
+    later.stop_all = true;
+    let merged = merge(&old, &Samples::of(&beta, &later, Format::Text), &later);
+    // The same as writing all three now, but for the others' samples, which are as they were
+    // except for their counters' start.
+    let whole = doc(&[row("alpha"), beta, row("beta-2")], &later, Format::Text);
+    assert_eq!(merged, whole);
+    // Lines of another namespace or of nobody are dropped.
+    let foreign = format!(
+        "{old}automations_paused{{automation=\"x\",namespace=\"other\"}} 1\nnode_load1 3\n"
+    );
+    assert_eq!(
+        merge(&foreign, &Samples::of(&row("beta"), &m, Format::Text), &m),
+        old
+    );
+}
