@@ -352,9 +352,10 @@ pub enum Command {
 
     /// A local web page: every automation at a glance, and run now, pause, resume, stop-all.
     ///
-    /// Listens on 127.0.0.1 only and prints one line, `dashboard: http://127.0.0.1:PORT/?token=…`
-    /// (the token is kept 0600 in the data root; the page then holds it in an HttpOnly cookie), and
-    /// opens it in the browser unless --no-open. Runs until interrupted.
+    /// Listens on 127.0.0.1 only and prints `dashboard: http://127.0.0.1:PORT/?token=…` (the token
+    /// is kept 0600 in the data root; the page then holds it in an HttpOnly cookie), and opens it in
+    /// the browser unless --no-open; then where Prometheus scrapes /metrics (with the bearer token
+    /// in <data root>/metrics.token). Runs until interrupted.
     ///
     /// Example: automations dashboard --port 8400
     Dashboard {
