@@ -76,6 +76,7 @@ pub fn pause(settings: &Settings, name: &Name, by: By, why: &str) -> Result<Paus
             now,
         )
         .map_err(anyhow::Error::from)?;
+    crate::metrics::textfile::refresh(settings, Some(name));
     Ok(pause)
 }
 
@@ -96,6 +97,7 @@ pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
             Utc::now(),
         )
         .map_err(anyhow::Error::from)?;
+    crate::metrics::textfile::refresh(settings, Some(name));
     Ok(true)
 }
 
@@ -121,6 +123,7 @@ pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), Co
             "warning: the ack is recorded, but its failed Healthchecks pings are not reset: {e}"
         );
     }
+    crate::metrics::textfile::refresh(settings, Some(name));
     Ok(())
 }
 
@@ -204,6 +207,7 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
     {
         out.log_error = Some(crate::exit::chain_text(&e));
     }
+    crate::metrics::textfile::refresh(settings, None);
     Ok(out)
 }
 
@@ -219,5 +223,6 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
         .with_test_rotation(settings.test_rotate_bytes)
         .append("", Event::ResumeAll(runlog::ResumeAll {}), Utc::now())
         .map_err(anyhow::Error::from)?;
+    crate::metrics::textfile::refresh(settings, None);
     Ok(true)
 }

@@ -20,28 +20,40 @@ pub(crate) fn verdicts(
     let src = health::load::Sources::read(settings, only)?;
     let textfile = match only {
         Some(_) => None,
-        None => crate::metrics::textfile::configured(&settings.data_root).unwrap_or_else(|e| {
+        None => crate::metrics::textfile::Textfile::of(settings).unwrap_or_else(|e| {
             errln!("automations: metrics: {e}");
             None
         }),
     };
-    let verdicts = match textfile {
-        None => health::load::verdicts(settings, &src, only)?,
-        Some(path) => {
-            use crate::metrics::{self, Format, Machine};
-            let machine = Machine::read(settings, &src.snapshot)?;
-            let (all, verdicts): (Vec<_>, Vec<_>) =
-                metrics::collect_with_verdicts(settings, &src, None, &machine, Format::Text)?
-                    .into_iter()
-                    .unzip();
-            if let Err(e) = metrics::textfile::write_all(&path, &all, &machine) {
-                errln!("automations: metrics: {e:#}");
-            }
-            verdicts
+    let verdicts = match textfile.map(|file| with_textfile(settings, &src, &file)) {
+        Some(Ok(verdicts)) => verdicts,
+        Some(Err(e)) => {
+            // The verdicts come first: a textfile that cannot be written is only said.
+            errln!("automations: metrics: {e:#}");
+            health::load::verdicts(settings, &src, only)?
         }
+        None => health::load::verdicts(settings, &src, only)?,
     };
     // A command that ends next: what was read is left to the exit.
     std::mem::forget(src);
+    Ok(verdicts)
+}
+
+/// Every automation's verdict, and the metrics textfile written from the same pass.
+fn with_textfile(
+    settings: &Settings,
+    src: &health::load::Sources,
+    file: &crate::metrics::textfile::Textfile,
+) -> anyhow::Result<Vec<health::Verdict>> {
+    use crate::metrics::{self, Format, Machine};
+    let machine = Machine::read(settings)?;
+    let (all, verdicts): (Vec<_>, Vec<_>) =
+        metrics::collect_with_verdicts(settings, src, None, &machine, Format::Text)?
+            .into_iter()
+            .unzip();
+    if let Err(e) = file.write_all(&all, &machine) {
+        errln!("automations: metrics: {e:#}");
+    }
     Ok(verdicts)
 }
 

@@ -12,7 +12,7 @@ use crate::settings::Settings;
 pub fn metrics(settings: &Settings, openmetrics: bool) -> CmdResult {
     data_root(settings, Use::Read)?;
     let src = crate::health::load::Sources::read(settings, None)?;
-    let machine = Machine::read(settings, &src.snapshot)?;
+    let machine = Machine::read(settings)?;
     let format = if openmetrics {
         Format::OpenMetrics
     } else {

@@ -37,10 +37,8 @@ pub fn test(settings: &Settings) -> CmdResult {
 pub fn look(settings: &Settings, name: Option<&Name>) -> CmdResult {
     data_root(settings, Use::Write)?;
     // The hourly health-check's look also keeps the metrics textfile whole (docs/metrics.md).
-    if name.is_none()
-        && let Err(e) = crate::metrics::textfile::write_now(settings)
-    {
-        errln!("automations: metrics: {e:#}");
+    if name.is_none() {
+        crate::metrics::textfile::refresh(settings, None);
     }
     let report = notify::look(settings, name, notify::LOOK_WAIT)?;
     if report.busy {

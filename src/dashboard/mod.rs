@@ -308,15 +308,10 @@ fn metrics(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
         );
         return r;
     }
-    let format = match get_header(request, "Accept") {
-        Some(a) if a.contains("application/openmetrics-text") => {
-            crate::metrics::Format::OpenMetrics
-        }
-        _ => crate::metrics::Format::Text,
-    };
+    let format = crate::metrics::Format::accepted(get_header(request, "Accept").unwrap_or(""));
     let s = &ctx.settings;
     let body = crate::health::load::Sources::read(s, None).and_then(|src| {
-        let m = crate::metrics::Machine::read(s, &src.snapshot)?;
+        let m = crate::metrics::Machine::read(s)?;
         let all = crate::metrics::collect(s, &src, None, &m, format)?;
         Ok(crate::metrics::render(&all, &m, format))
     });

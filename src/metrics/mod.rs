@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::health::{self, State, Subject, Verdict};
 use crate::names::Name;
-use crate::runlog::index::{OUTCOMES, Snapshot, Tally};
+use crate::runlog::index::{OUTCOMES, Tally};
 use crate::settings::Settings;
 
 /// The content type of the Prometheus text format.
@@ -32,6 +32,32 @@ pub enum Format {
     Text,
     /// OpenMetrics 1.0: `_created` belongs to its counter, and the text ends with `# EOF`.
     OpenMetrics,
+}
+
+impl Format {
+    /// What an `Accept` header asks for: OpenMetrics when it names it with a weight above 0 and
+    /// at least the text format's (as Prometheus does), else the text format.
+    pub fn accepted(accept: &str) -> Self {
+        let weight = |kind: &str| {
+            accept
+                .split(',')
+                .filter_map(|part| {
+                    let mut params = part.split(';').map(str::trim);
+                    (params.next()? == kind).then(|| {
+                        params
+                            .find_map(|p| p.strip_prefix("q="))
+                            .map_or(1.0, |q| q.parse::<f64>().unwrap_or(0.0))
+                    })
+                })
+                .fold(None, |best: Option<f64>, q| {
+                    Some(best.map_or(q, |b| b.max(q)))
+                })
+        };
+        match (weight("application/openmetrics-text"), weight("text/plain")) {
+            (Some(om), text) if om > 0.0 && om >= text.unwrap_or(0.0) => Format::OpenMetrics,
+            _ => Format::Text,
+        }
+    }
 }
 
 /// One automation's samples.
@@ -65,13 +91,11 @@ pub struct Machine {
     pub version: &'static str,
     /// The kill switch is on.
     pub stop_all: bool,
-    /// When the oldest line the log holds was written: where the firing counters start.
-    pub counted_since: Option<f64>,
 }
 
 impl Machine {
-    /// This data root's: the kill switch read now, the log's oldest line from `snapshot`.
-    pub fn read(settings: &Settings, snapshot: &Snapshot) -> anyhow::Result<Self> {
+    /// This data root's, with the kill switch read now.
+    pub fn read(settings: &Settings) -> anyhow::Result<Self> {
         Ok(Self {
             namespace: settings.namespace.as_str().to_owned(),
             host: crate::notify::host(),
@@ -79,7 +103,6 @@ impl Machine {
             stop_all: crate::state::State::new(&settings.data_root)
                 .stopped()?
                 .is_some(),
-            counted_since: snapshot.held_since().as_deref().and_then(seconds),
         })
     }
 }
@@ -151,7 +174,7 @@ impl Samples {
                 .iter()
                 .map(|family| {
                     let mut lines = String::new();
-                    samples(family, row, m, format, &labels, &mut lines);
+                    samples(family, row, format, &labels, &mut lines);
                     lines
                 })
                 .collect(),
@@ -330,14 +353,7 @@ impl std::fmt::Display for Value {
 
 /// The sample lines of `family` for one automation (whose own labels are `labels`), appended to
 /// `out`.
-fn samples(
-    family: &Family,
-    row: &Row,
-    m: &Machine,
-    format: Format,
-    labels: &str,
-    out: &mut String,
-) {
+fn samples(family: &Family, row: &Row, format: Format, labels: &str, out: &mut String) {
     let mut line = |suffix: &str, extra: &dyn std::fmt::Display, value: f64| {
         let _ = writeln!(
             out,
@@ -359,7 +375,7 @@ fn samples(
                 let extra = Extra("outcome", outcome);
                 line("_total", &extra, count as f64);
                 if format == Format::OpenMetrics
-                    && let Some(since) = m.counted_since
+                    && let Some(since) = created(&row.tally)
                 {
                     line("_created", &extra, since);
                 }
@@ -367,7 +383,7 @@ fn samples(
             None
         }
         Which::RunsCreated => {
-            if let Some(since) = m.counted_since.filter(|_| format == Format::Text) {
+            if let Some(since) = created(&row.tally).filter(|_| format == Format::Text) {
                 for (outcome, _) in outcomes(&row.tally) {
                     line("", &Extra("outcome", outcome), since);
                 }
@@ -394,6 +410,11 @@ impl std::fmt::Display for Extra {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, ",{}=\"{}\"", self.0, self.1)
     }
+}
+
+/// When a tally's counts start, Unix seconds (when known).
+fn created(t: &Tally) -> Option<f64> {
+    (t.since_ms > 0).then(|| t.since_ms as f64 / 1000.0)
 }
 
 /// A tally by outcome word: `OUTCOMES`, then `skipped`.
@@ -475,10 +496,9 @@ pub fn render(all: &[Samples], m: &Machine, format: Format) -> String {
 }
 
 /// A text-format document written before (`old`, a textfile) with one automation's samples
-/// replaced by `new` (written in the text format), and the data root's own written anew; the other automations' samples are kept as
-/// they were, but their counters' start (which is the whole log's) is brought up to date. Lines
-/// that are none of ours are dropped. The same document [`render`] writes when every automation's
-/// samples are the ones given.
+/// replaced by `new` (written in the text format), and the data root's own written anew; the
+/// other automations' samples are kept as they were. Lines that are none of ours are dropped. The
+/// same document [`render`] writes when every automation's samples are the ones given.
 pub fn merge(old: &str, new: &Samples, m: &Machine) -> String {
     // Per family: each automation's lines, by name, as `render` orders them.
     let mut kept: Vec<std::collections::BTreeMap<String, String>> =
@@ -506,14 +526,7 @@ pub fn merge(old: &str, new: &Samples, m: &Machine) -> String {
             continue;
         }
         let lines = kept[i].entry(name.to_owned()).or_default();
-        match (FAMILIES[i].which, m.counted_since, line.rsplit_once(' ')) {
-            (Which::RunsCreated, Some(since), Some((series, _))) => {
-                let _ = writeln!(lines, "{series} {since}");
-            }
-            _ => {
-                let _ = writeln!(lines, "{metric}{{automation=\"{name}\",{labels}");
-            }
-        }
+        let _ = writeln!(lines, "{metric}{{automation=\"{name}\",{labels}");
     }
     for (i, lines) in new.families.iter().enumerate() {
         kept[i].insert(escape(&new.name), lines.clone());

@@ -6,7 +6,6 @@ fn machine() -> Machine {
         host: "box".into(),
         version: "0.1.0",
         stop_all: false,
-        counted_since: Some(1_700_000_000.0),
     }
 }
 
@@ -21,6 +20,7 @@ fn row(name: &str) -> Row {
         tally: Tally {
             outcomes: [3, 1, 0, 0],
             skipped: 2,
+            since_ms: 1_700_000_000_000,
         },
         verdict: State::Healthy,
         paused: false,
@@ -32,6 +32,23 @@ fn row(name: &str) -> Row {
 fn doc(rows: &[Row], m: &Machine, format: Format) -> String {
     let all: Vec<Samples> = rows.iter().map(|r| Samples::of(r, m, format)).collect();
     render(&all, m, format)
+}
+
+#[test]
+fn the_format_is_what_the_scraper_accepts() {
+    let prometheus = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+    assert_eq!(Format::accepted(prometheus), Format::OpenMetrics);
+    assert_eq!(Format::accepted(""), Format::Text);
+    assert_eq!(Format::accepted("*/*"), Format::Text);
+    assert_eq!(Format::accepted("text/plain"), Format::Text);
+    assert_eq!(
+        Format::accepted("application/openmetrics-text;q=0"),
+        Format::Text
+    );
+    assert_eq!(
+        Format::accepted("application/openmetrics-text;q=0.3, text/plain;q=0.9"),
+        Format::Text
+    );
 }
 
 #[test]
@@ -105,11 +122,9 @@ fn a_merge_renews_one_automation_and_keeps_the_others() {
     beta.tally.outcomes[0] = 4;
     beta.verdict = State::Degraded;
     let mut later = m.clone();
-    later.counted_since = Some(1_700_000_050.0);
     later.stop_all = true;
     let merged = merge(&old, &Samples::of(&beta, &later, Format::Text), &later);
-    // The same as writing all three now, but for the others' samples, which are as they were
-    // except for their counters' start.
+    // The same as writing all three now, with the others' samples as they were.
     let whole = doc(&[row("alpha"), beta, row("beta-2")], &later, Format::Text);
     assert_eq!(merged, whole);
     // Lines of another namespace or of nobody are dropped.

@@ -1,21 +1,31 @@
-//! node_exporter's textfile collector: `<data root>/metrics.toml` names a `.prom` file, which every
-//! firing (its own automation's samples), every `health` and every `notify look` of every
-//! automation (all of them) rewrite whole, as a new file renamed over the old one, so the collector
-//! never reads half of one (docs/metrics.md).
+//! node_exporter's textfile collector: `<data root>/metrics.toml` names a `.prom` file. Every
+//! firing, skipped or not, and every pause, resume and ack puts its automation's samples now into
+//! it; `health`, `notify look` (of every automation), `stop-all` and `resume-all` write it whole.
+//! Each write is a new file renamed over the old one, so the collector never reads half of one,
+//! and writers take turns (`state/metrics.lock`), so a whole write never puts back what a firing
+//! just replaced (docs/metrics.md). None of it ever fails or changes a run or a command: a problem
+//! is one line on stderr, naming the file.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use super::{Format, Machine, Samples};
+use crate::names::Name;
 use crate::settings::Settings;
 use crate::settings::file;
 
 /// The settings file.
 pub const FILE: &str = "metrics.toml";
-/// The largest textfile read back to merge a firing's samples into.
+/// The largest textfile read back to merge one automation's samples into.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
+/// How long a firing (or a switch) waits for another writer before leaving its samples to the
+/// next write: a firing is not over until this is.
+const ONE_WAIT: Duration = Duration::from_secs(1);
+/// How long a whole write waits for another writer.
+const WHOLE_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the textfile goes, when `metrics.toml` names one.
 pub fn configured(data_root: &Path) -> Result<Option<PathBuf>, file::Refused> {
@@ -53,49 +63,87 @@ fn parse_table(t: &toml::Table) -> Result<Option<PathBuf>, Vec<String>> {
     }
 }
 
-/// Writes the samples of every automation (in the text format) to `path`.
-pub fn write_all(path: &Path, all: &[Samples], m: &Machine) -> anyhow::Result<()> {
-    replace(path, &super::render(all, m, Format::Text))
+/// The textfile of a data root and the lock its writers share.
+pub struct Textfile {
+    path: PathBuf,
+    lock: PathBuf,
 }
 
-/// Puts one automation's samples now (`new`, in the text format) into the textfile at `path`, the other automations' kept as they are
-/// (under `lock`, so two firings that end together both land). Without a textfile of this data
-/// root to merge into, the whole file is written from `all`.
-pub fn update(
-    path: &Path,
-    lock: &Path,
-    new: &Samples,
-    m: &Machine,
-    all: impl FnOnce() -> anyhow::Result<Vec<Samples>>,
-) -> anyhow::Result<()> {
-    let lock = crate::fsutil::open_or_create_private(lock)
-        .with_context(|| format!("cannot open {}", lock.display()))?;
-    lock.lock()
-        .with_context(|| "cannot lock the metrics textfile's lock")?;
-    let old = read(path)?;
-    // The data root's own info line says this file was written whole for this namespace once.
-    let info = format!("namespace=\"{}\"", super::escape(&m.namespace));
-    let text = match old {
-        Some(old)
-            if old
-                .lines()
-                .any(|l| l.starts_with("automations_info{") && l.contains(&info)) =>
-        {
-            super::merge(&old, new, m)
+impl Textfile {
+    /// The textfile `metrics.toml` names, if it names one.
+    pub fn of(settings: &Settings) -> Result<Option<Self>, file::Refused> {
+        Ok(configured(&settings.data_root)?.map(|path| Self {
+            path,
+            lock: settings.layout().metrics_lock(),
+        }))
+    }
+
+    /// Writes the samples of every automation (in the text format).
+    pub fn write_all(&self, all: &[Samples], m: &Machine) -> anyhow::Result<()> {
+        let _turn = self.turn(WHOLE_WAIT)?;
+        replace(&self.path, &super::render(all, m, Format::Text))
+    }
+
+    /// Puts one automation's samples now (`new`, in the text format) into the file, the other
+    /// automations' kept as they are. Without a file of this data root to merge into, the whole
+    /// file is written from `all`.
+    pub fn update(
+        &self,
+        new: &Samples,
+        m: &Machine,
+        all: impl FnOnce() -> anyhow::Result<Vec<Samples>>,
+    ) -> anyhow::Result<()> {
+        let _turn = self.turn(ONE_WAIT)?;
+        // The data root's own info line says this file was written whole for this namespace.
+        let info = format!("namespace=\"{}\"", super::escape(&m.namespace));
+        let text = match read(&self.path)? {
+            Some(old)
+                if old
+                    .lines()
+                    .any(|l| l.starts_with("automations_info{") && l.contains(&info)) =>
+            {
+                super::merge(&old, new, m)
+            }
+            _ => super::render(&all()?, m, Format::Text),
+        };
+        replace(&self.path, &text)
+    }
+
+    /// The writers' lock, within `wait`.
+    fn turn(&self, wait: Duration) -> anyhow::Result<std::fs::File> {
+        let lock = crate::fsutil::open_or_create_private(&self.lock)
+            .with_context(|| format!("cannot open {}", self.lock.display()))?;
+        let until = Instant::now() + wait;
+        loop {
+            match lock.try_lock() {
+                Ok(()) => return Ok(lock),
+                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < until => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+                    "another writer held {} for {} s; these samples wait for the next write",
+                    self.lock.display(),
+                    wait.as_secs()
+                ),
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("cannot lock {}", self.lock.display()));
+                }
+            }
         }
-        _ => super::render(&all()?, m, Format::Text),
-    };
-    replace(path, &text)
+    }
 }
 
-/// The textfile as it is now; `None` when there is none.
+/// The textfile as it is now; `None` when there is none, or something else than a file is there
+/// (a whole write replaces it, never following a link).
 fn read(path: &Path) -> anyhow::Result<Option<String>> {
-    let mut f = match crate::fsutil::open_in_data_root(path, std::fs::OpenOptions::new().read(true))
-    {
-        Ok(f) => f,
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_file() => {}
+        Ok(_) => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-    };
+    }
+    let mut f = crate::fsutil::open_in_data_root(path, std::fs::OpenOptions::new().read(true))
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut text = String::new();
     f.by_ref()
         .take(MAX_BYTES)
@@ -111,24 +159,48 @@ fn replace(path: &Path, text: &str) -> anyhow::Result<()> {
         .with_context(|| format!("cannot write the metrics textfile {}", path.display()))
 }
 
-/// Rewrites the textfile with every automation's samples now, when `metrics.toml` names one.
-pub fn write_now(settings: &Settings) -> anyhow::Result<()> {
-    let Some(path) = configured(&settings.data_root)? else {
-        return Ok(());
-    };
-    let src = crate::health::load::Sources::read(settings, None)?;
-    let m = Machine::read(settings, &src.snapshot)?;
-    write_all(
-        &path,
-        &super::collect(settings, &src, None, &m, Format::Text)?,
-        &m,
-    )
-}
-
-/// The samples of every automation now, in the text format (for the first write).
+/// The samples of every automation now, in the text format.
 pub fn all_now(settings: &Settings, m: &Machine) -> anyhow::Result<Vec<Samples>> {
     let src = crate::health::load::Sources::read(settings, None)?;
     super::collect(settings, &src, None, m, Format::Text)
+}
+
+/// Puts `name`'s samples now into the textfile, read from `src` (the runner's, after a run).
+pub fn update_from(
+    settings: &Settings,
+    file: &Textfile,
+    src: &crate::health::load::Sources,
+    name: &Name,
+) -> anyhow::Result<()> {
+    let m = Machine::read(settings)?;
+    let Some(own) = super::collect(settings, src, Some(name), &m, Format::Text)?.pop() else {
+        return Ok(());
+    };
+    file.update(&own, &m, || all_now(settings, &m))
+}
+
+/// After a skipped firing, a pause, resume or ack of `only` (its samples), or the kill switch
+/// (`None`: every automation's): the textfile brought up to date when `metrics.toml` names one. A
+/// problem is said on stderr, never returned: what changed did change.
+pub fn refresh(settings: &Settings, only: Option<&Name>) {
+    let result = (|| -> anyhow::Result<()> {
+        let Some(file) = Textfile::of(settings)? else {
+            return Ok(());
+        };
+        match only {
+            None => {
+                let m = Machine::read(settings)?;
+                file.write_all(&all_now(settings, &m)?, &m)
+            }
+            Some(name) => {
+                let src = crate::health::load::Sources::read(settings, Some(name))?;
+                update_from(settings, &file, &src, name)
+            }
+        }
+    })();
+    if let Err(e) = result {
+        errln!("automations: metrics: {e:#}");
+    }
 }
 
 #[cfg(test)]

@@ -35,7 +35,8 @@ use crate::fsutil;
 use crate::names::Name;
 
 const ENTRY: u64 = 16;
-/// The header of an index file: magic, format version, room.
+/// The header of an index file: magic, format version, and when its first entry's line was
+/// written (Unix milliseconds, 0 = not known): where [`Snapshot::tally`]'s counts start.
 const HEADER: u64 = 16;
 const MAGIC: &[u8; 4] = b"AIDX";
 /// The index format (files and cursor); another one is rebuilt. 3: a `finished` entry's kind
@@ -158,13 +159,16 @@ pub struct Snapshot {
     pub unreadable: u64,
 }
 
-/// What the log holds of one automation's firings, by how they ended ([`Snapshot::tally`]).
+/// One automation's runs by how they ended, and its skipped firings, counted since its index
+/// file was made ([`Snapshot::tally`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Tally {
     /// `finished` lines by outcome, in the order of [`OUTCOMES`].
     pub outcomes: [u64; 4],
     /// `skipped` lines.
     pub skipped: u64,
+    /// When the first line counted was written (Unix milliseconds; 0 = not known).
+    pub since_ms: u64,
 }
 
 impl Index {
@@ -227,15 +231,16 @@ impl Index {
         // Nothing new (the common case for a reader, and the dashboard's refresh every few
         // seconds): nothing to write.
         let unchanged = found.is_empty() && cursor == before;
-        let persisted = persist && (unchanged || self.write(&found, &mut cursor).is_ok());
+        let paths: HashMap<u32, PathBuf> = ids
+            .iter()
+            .zip(&segments)
+            .map(|(id, s)| (*id, s.path.clone()))
+            .collect();
+        let persisted = persist && (unchanged || self.write(&found, &mut cursor, &paths).is_ok());
         Ok(Snapshot {
             dir: self.dir.clone(),
             layout: self.layout.clone(),
-            paths: ids
-                .iter()
-                .zip(&segments)
-                .map(|(id, s)| (*id, s.path.clone()))
-                .collect(),
+            paths,
             // Not kept on disk: what was found is answered from memory (on top of whatever index
             // could be read; repeats are dropped).
             memory: if persisted { HashMap::new() } else { found },
@@ -314,7 +319,12 @@ impl Index {
     /// what an interrupted write left), then replaces the cursor with the new counts. Nothing is
     /// synced: after a crash a file short of its count is found and rebuilt, and extra entries are
     /// never read.
-    fn write(&self, found: &HashMap<String, Vec<Entry>>, cursor: &mut Cursor) -> io::Result<()> {
+    fn write(
+        &self,
+        found: &HashMap<String, Vec<Entry>>,
+        cursor: &mut Cursor,
+        paths: &HashMap<u32, PathBuf>,
+    ) -> io::Result<()> {
         for (name, entries) in found {
             let known = cursor.counts.get(name).copied().unwrap_or(0);
             let f = fsutil::open_in_data_root(
@@ -327,7 +337,7 @@ impl Index {
             )?;
             if known == 0 || !has_header(&f) {
                 f.set_len(0)?;
-                f.write_all_at(&header(), 0)?;
+                f.write_all_at(&header(first_at(paths, entries.first())), 0)?;
             } else {
                 f.set_len(HEADER + known * ENTRY)?;
             }
@@ -342,18 +352,42 @@ impl Index {
     }
 }
 
-/// An index file's header.
-fn header() -> [u8; HEADER as usize] {
+/// An index file's header, its first entry's line written at `first_ms`.
+fn header(first_ms: u64) -> [u8; HEADER as usize] {
     let mut h = [0u8; HEADER as usize];
     h[..4].copy_from_slice(MAGIC);
     h[4..8].copy_from_slice(&FORMAT.to_le_bytes());
+    h[8..].copy_from_slice(&first_ms.to_le_bytes());
     h
+}
+
+/// Whether `h` is this format's header.
+fn is_header(h: &[u8]) -> bool {
+    h.len() >= 8 && h[..8] == header(0)[..8]
 }
 
 /// Whether `f` starts with this format's header.
 fn has_header(f: &File) -> bool {
     let mut h = [0u8; HEADER as usize];
-    f.read_exact_at(&mut h, 0).is_ok() && h == header()
+    f.read_exact_at(&mut h, 0).is_ok() && is_header(&h)
+}
+
+/// When the line `entry` points at was written (Unix milliseconds; 0 when it cannot be read):
+/// one line read, when an index file is made.
+fn first_at(paths: &HashMap<u32, PathBuf>, entry: Option<&Entry>) -> u64 {
+    #[derive(Deserialize)]
+    struct At<'a> {
+        #[serde(borrow)]
+        at: &'a str,
+    }
+    entry
+        .and_then(|&(seg, _, tagged)| {
+            let file = open_segment(paths.get(&seg)?).ok()?;
+            let line = read_line_at(&file, offset_of(tagged))?;
+            let at = serde_json::from_slice::<At>(&line).ok()?;
+            super::parse_stamp(at.at)
+        })
+        .map_or(0, |t| t.timestamp_millis().max(0) as u64)
 }
 
 fn encode(entries: &[Entry]) -> Vec<u8> {
@@ -570,66 +604,66 @@ impl Snapshot {
         (path, file, entries)
     }
 
-    /// How many of `name`'s `finished` lines the log holds, by outcome, and its `skipped` lines:
-    /// counted from the kinds of its index entries, without reading a line of the log. Entries of
-    /// segments no longer there are not counted (see [`Snapshot::held_since`]).
+    /// `name`'s `finished` lines by outcome, and its `skipped` lines, from the kinds of its index
+    /// entries, without reading a line of the log. Counted since its index file was made: lines of
+    /// segments retention deleted since stay counted, so the counts never go down; only a rebuilt
+    /// file (the log replaced, or its index damaged) starts again, from a later `since_ms`.
     pub fn tally(&self, name: &str) -> Tally {
         let mut tally = Tally::default();
-        // Entries come in runs of one segment: its presence is looked up once a run.
-        let mut held = (u32::MAX, false);
-        let mut count = |e: &Entry| {
-            if held.0 != e.0 {
-                held = (e.0, self.paths.contains_key(&e.0));
+        let mut count = |e: &Entry| match e.2 >> OFFSET_BITS {
+            KIND_SKIPPED => tally.skipped += 1,
+            k if (KIND_OUTCOME..KIND_OUTCOME + OUTCOMES.len() as u64).contains(&k) => {
+                tally.outcomes[(k - KIND_OUTCOME) as usize] += 1;
             }
-            if !held.1 {
-                return;
-            }
-            match e.2 >> OFFSET_BITS {
-                KIND_SKIPPED => tally.skipped += 1,
-                k if (KIND_OUTCOME..KIND_OUTCOME + OUTCOMES.len() as u64).contains(&k) => {
-                    tally.outcomes[(k - KIND_OUTCOME) as usize] += 1;
-                }
-                _ => {}
-            }
+            _ => {}
         };
         // Entries found in memory (a read-only data root) may repeat the file's: only then are
         // the file's remembered.
         let memory = self.memory.get(name);
         let mut seen = std::collections::HashSet::new();
-        self.each_entry(name, |e| {
+        let since = self.each_entry(name, |e| {
             if memory.is_some() {
                 seen.insert((e.0, offset_of(e.2)));
             }
             count(e);
         });
+        let mut first_new = None;
         for e in memory.into_iter().flatten() {
             if seen.insert((e.0, offset_of(e.2))) {
+                first_new.get_or_insert(*e);
                 count(e);
             }
         }
+        tally.since_ms = match since {
+            Some(ms) => ms,
+            None => first_at(&self.paths, first_new.as_ref()),
+        };
         tally
     }
 
-    /// Every entry of `name`'s index file, oldest first. Most files are read whole in one read
-    /// with their header, which is checked; one that is not what the cursor counted is rebuilt
-    /// first ([`Snapshot::checked_file`]).
-    fn each_entry(&self, name: &str, mut each: impl FnMut(&Entry)) {
+    /// Every entry of `name`'s index file, oldest first; the header's first-line time, or `None`
+    /// without a file. Most files are read whole in one read with their header, which is checked;
+    /// one that is not what the cursor counted is rebuilt first ([`Snapshot::checked_file`]).
+    fn each_entry(&self, name: &str, mut each: impl FnMut(&Entry)) -> Option<u64> {
         const BLOCK: u64 = 4096;
+        let first_ms = |h: &[u8]| u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
         let count = self.counts.get(name).copied().unwrap_or(0);
         if count <= BLOCK {
             let mut bytes = vec![0u8; (HEADER + count * ENTRY) as usize];
             if let Some(f) = open_index(&self.layout.index_file(name))
                 && f.read_exact_at(&mut bytes, 0).is_ok()
-                && bytes[..HEADER as usize] == header()
+                && is_header(&bytes)
             {
                 bytes[HEADER as usize..]
                     .chunks_exact(ENTRY as usize)
                     .for_each(|c| each(&decode(c)));
-                return;
+                return Some(first_ms(&bytes));
             }
         }
         let (_, file, entries) = self.checked_file(name);
-        let Some(f) = file else { return };
+        let f = file?;
+        let mut h = [0u8; HEADER as usize];
+        f.read_exact_at(&mut h, 0).ok()?;
         let mut buf = vec![0u8; (BLOCK * ENTRY) as usize];
         let mut at = 0;
         while at < entries {
@@ -643,19 +677,7 @@ impl Snapshot {
                 .for_each(|c| each(&decode(c)));
             at += n;
         }
-    }
-
-    /// When the oldest line the log holds was written (RFC 3339): what [`Snapshot::tally`] counts
-    /// from. It moves forward when retention removes the oldest segment.
-    pub fn held_since(&self) -> Option<String> {
-        let oldest = self.paths.keys().min()?;
-        let file = self.segment(*oldest)?;
-        let line = read_line_at(&file, 0)?;
-        #[derive(Deserialize)]
-        struct At {
-            at: String,
-        }
-        serde_json::from_slice::<At>(&line).ok().map(|a| a.at)
+        Some(first_ms(&h))
     }
 
     /// Writes `name`'s index file anew from every segment of the log (under the index lock) and
@@ -690,7 +712,7 @@ impl Snapshot {
                 }
             }
         }
-        let mut bytes = header().to_vec();
+        let mut bytes = header(first_at(&self.paths, entries.first())).to_vec();
         bytes.extend_from_slice(&encode(&entries));
         let path = self.layout.index_file(name);
         fsutil::write_cache(&path, &bytes)?;
@@ -1044,12 +1066,13 @@ mod tests {
     }
 
     #[test]
-    fn the_tally_counts_outcomes_from_the_entries_and_only_what_the_log_still_holds() {
+    fn the_tally_counts_from_the_entry_kinds_never_goes_down_and_says_where_it_starts() {
         use crate::runlog::Outcome;
         let d = tempfile::tempdir().unwrap();
         // Few enough segments that retention keeps every one until the test removes the oldest.
         let log = RunLog::new(d.path()).with_rotation(5000);
         let index = Index::new(&log);
+        let before = Utc::now().timestamp_millis() as u64;
         let order = [
             Outcome::Ok,
             Outcome::Failed,
@@ -1068,36 +1091,61 @@ mod tests {
             "{segments}"
         );
         let s = index.refresh().unwrap();
-        let first_at = s.held_since().unwrap();
-        assert_eq!(
-            s.tally("a"),
-            Tally {
-                outcomes: [8, 4, 4, 4],
-                skipped: 20
-            }
-        );
+        let a = s.tally("a");
+        assert_eq!((a.outcomes, a.skipped), ([8, 4, 4, 4], 20));
+        assert!(a.since_ms >= before && a.since_ms <= Utc::now().timestamp_millis() as u64);
         assert_eq!(s.tally("b").outcomes, [20, 0, 0, 0]);
         assert_eq!(s.tally("never"), Tally::default());
 
-        // Retention removes the oldest segment: what it held is no longer counted, and the count
-        // starts later.
+        // Retention removes the oldest segment: the counts stay (a counter never goes down).
         let oldest = log.segments().pop().unwrap();
         let gone = std::fs::read_to_string(&oldest).unwrap();
         let gone_b = gone
             .lines()
             .filter(|l| l.contains("\"name\":\"b\""))
             .count() as u64;
-        std::fs::remove_file(&oldest).unwrap();
-        let s = index.refresh().unwrap();
-        assert_eq!(s.tally("b").outcomes[0], 20 - gone_b);
         assert!(gone_b > 0);
-        assert!(s.held_since().unwrap() > first_at);
-
-        // An index file lost: rebuilt from the log, the same counts.
-        let before = s.tally("a");
-        std::fs::remove_file(d.path().join("state/index/a.idx")).unwrap();
+        std::fs::remove_file(&oldest).unwrap();
+        finish(&log, "b", Outcome::Failed);
         let s = index.refresh().unwrap();
-        assert_eq!(s.tally("a"), before);
+        let b = s.tally("b");
+        assert_eq!(b.outcomes, [20, 1, 0, 0]);
+        assert_eq!(s.tally("a"), a);
+
+        // An index file lost: rebuilt from what the log holds, it starts again, later.
+        std::fs::remove_file(d.path().join("state/index/b.idx")).unwrap();
+        let s = index.refresh().unwrap();
+        let rebuilt = s.tally("b");
+        assert_eq!(rebuilt.outcomes, [20 - gone_b, 1, 0, 0]);
+        assert!(rebuilt.since_ms > b.since_ms, "{rebuilt:?} after {b:?}");
+    }
+
+    /// Every outcome a `finished` line can have is one the index tells apart.
+    #[test]
+    fn every_outcome_has_its_kind() {
+        use crate::runlog::Outcome;
+        for o in [
+            Outcome::Ok,
+            Outcome::Failed,
+            Outcome::Timeout,
+            Outcome::Stopped,
+        ] {
+            // A new outcome fails to compile here until it is added to OUTCOMES.
+            let i = match o {
+                Outcome::Ok => 0,
+                Outcome::Failed => 1,
+                Outcome::Timeout => 2,
+                Outcome::Stopped => 3,
+            };
+            assert_eq!(OUTCOMES[i], o.as_str());
+            assert_eq!(
+                kind_of(Some("finished"), Some(o.as_str())),
+                KIND_OUTCOME + i as u64
+            );
+            assert!(is_finished(kind_of(Some("finished"), Some(o.as_str()))));
+        }
+        assert!(is_finished(kind_of(Some("finished"), Some("later"))));
+        assert!(!is_finished(kind_of(Some("skipped"), None)));
     }
 
     #[test]

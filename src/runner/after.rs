@@ -26,7 +26,7 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
     let mut after = After::default();
     let pause_check = def.outbound && finished.outcome != Outcome::Ok;
     let look = crate::notify::enabled(settings);
-    let textfile = match crate::metrics::textfile::configured(&settings.data_root) {
+    let textfile = match crate::metrics::textfile::Textfile::of(settings) {
         Ok(t) => t,
         Err(e) => {
             errln!("automations: metrics: {e}");
@@ -66,35 +66,12 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
             Err(e) => errln!("automations: {}: notifications: {e:#}", def.name),
         }
     }
-    if let Some(path) = textfile
-        && let Err(e) = metrics_textfile(settings, &src, def, &path)
+    if let Some(file) = textfile
+        && let Err(e) = crate::metrics::textfile::update_from(settings, &file, &src, &def.name)
     {
         errln!("automations: {}: metrics: {e:#}", def.name);
     }
     after
-}
-
-/// Puts this automation's samples now into the metrics textfile: its own verdict, from what was
-/// read for the checks above.
-fn metrics_textfile(
-    settings: &Settings,
-    src: &Sources,
-    def: &Definition,
-    path: &std::path::Path,
-) -> anyhow::Result<()> {
-    use crate::metrics::{self, Format, Machine};
-    let machine = Machine::read(settings, &src.snapshot)?;
-    let Some(own) = metrics::collect(settings, src, Some(&def.name), &machine, Format::Text)?.pop()
-    else {
-        return Ok(());
-    };
-    metrics::textfile::update(
-        path,
-        &settings.layout().metrics_lock(),
-        &own,
-        &machine,
-        || metrics::textfile::all_now(settings, &machine),
-    )
 }
 
 /// Pauses `def`'s automation when its failures in a row since the last resume reach

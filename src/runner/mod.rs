@@ -75,6 +75,16 @@ static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 
 /// Runs one firing of `name`: the steps of docs/running.md, in order.
 pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
+    let report = run_or_skip(settings, name, trigger)?;
+    // A skip is news for the metrics textfile too (a run's is told after the run).
+    if let Report::Skipped { .. } = report {
+        crate::metrics::textfile::refresh(settings, Some(name));
+    }
+    Ok(report)
+}
+
+/// One firing, steps 1–12 (docs/running.md): run, or skipped, and recorded either way.
+fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
     fsutil::check_data_root(&settings.data_root, fsutil::Use::Write)
         .map_err(anyhow::Error::from)?;
     let log = RunLog::new(&settings.data_root)
