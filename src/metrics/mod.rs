@@ -190,10 +190,12 @@ pub fn collect(
     m: &Machine,
     format: Format,
 ) -> anyhow::Result<Vec<Samples>> {
-    Ok(collect_with_verdicts(settings, src, only, m, format)?
-        .into_iter()
-        .map(|(samples, _)| samples)
-        .collect())
+    let now = health::load::now();
+    // Each worker keeps only the samples: the verdict and the subject are dropped where made.
+    health::load::judge(settings, src, only, |subject, verdict| {
+        let tally = src.snapshot.tally(&subject.name);
+        Samples::of(&row(&subject, &verdict, tally, &now), m, format)
+    })
 }
 
 /// [`collect`] with each automation's verdict, from the one pass (`health` writes the textfile
