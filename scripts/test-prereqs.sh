@@ -62,7 +62,10 @@ present() { # package[|alternative…] proving-command
         return 1
     fi
     if command -v dpkg >/dev/null 2>&1; then
-        dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed'
+        # Read whole before it is searched: `grep -q` leaving a long `dpkg -s` (prometheus's)
+        # half-written would fail the pipeline with SIGPIPE, and a present package read as missing.
+        local status
+        status=$(dpkg -s "$1" 2>/dev/null) && grep -q '^Status: install ok installed' <<<"$status"
     else
         command -v "$2" >/dev/null 2>&1
     fi
