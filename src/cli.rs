@@ -585,29 +585,42 @@ pub enum HealthchecksKeyCommand {
 #[derive(Debug, Subcommand)]
 pub enum NotifyKeyCommand {
     /// Read the Pushover user key and API token (hidden) at a terminal, check them with
-    /// Pushover (which sends nothing), then store them; with --ntfy, the ntfy access token.
+    /// Pushover (which sends nothing), then store them; with --ntfy, the ntfy access token; with
+    /// --webhook, the key that signs each webhook body.
     ///
-    /// Example: automations notify-key store
-    Store {
-        /// The ntfy access token instead of the Pushover pair.
-        #[arg(long)]
-        ntfy: bool,
-    },
-    /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy, say
-    /// whether a token is stored.
+    /// Example: automations notify-key store --webhook
+    Store(NotifyKeyWhich),
+    /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy or
+    /// --webhook, say whether that key is stored.
     ///
     /// Example: automations notify-key check
-    Check {
-        #[arg(long)]
-        ntfy: bool,
-    },
-    /// Delete the stored Pushover pair (or, with --ntfy, the ntfy token).
+    Check(NotifyKeyWhich),
+    /// Delete the stored Pushover pair (or, with --ntfy or --webhook, that key).
     ///
-    /// Example: automations notify-key delete
-    Delete {
-        #[arg(long)]
-        ntfy: bool,
-    },
+    /// Example: automations notify-key delete --ntfy
+    Delete(NotifyKeyWhich),
+}
+
+/// Which notification credential: the Pushover pair unless a flag names another.
+#[derive(Debug, Args)]
+pub struct NotifyKeyWhich {
+    /// The ntfy access token instead of the Pushover pair.
+    #[arg(long, conflicts_with = "webhook")]
+    pub ntfy: bool,
+    /// The webhook's signing key (HMAC-SHA256) instead of the Pushover pair.
+    #[arg(long)]
+    pub webhook: bool,
+}
+
+impl NotifyKeyWhich {
+    /// The driver whose credential it is: `pushover`, `ntfy` or `webhook`.
+    pub fn driver(&self) -> &'static str {
+        match (self.ntfy, self.webhook) {
+            (true, _) => "ntfy",
+            (_, true) => "webhook",
+            _ => "pushover",
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,11 +18,21 @@ pub fn test(settings: &Settings) -> CmdResult {
     if answers.is_empty() {
         return Err(Fail::new(
             Exit::Failure,
-            anyhow!("notify.toml names no driver that can be used (see the lines above)"),
+            anyhow!("notify.toml names no channel ([pushover], [ntfy] or [webhook])"),
         ));
     }
     let mut failed = false;
+    let cfg = notify::settings::load(&settings.data_root)?;
     for (driver, answer) in &answers {
+        // A webhook's URL is often its secret: only its origin is ever said.
+        let whom = match (
+            driver.as_str(),
+            cfg.as_ref().and_then(|c| c.webhook.as_ref()),
+        ) {
+            ("webhook", Some(w)) => format!("webhook ({})", notify::settings::origin(&w.url)),
+            _ => driver.clone(),
+        };
+        let driver = &whom;
         match answer {
             Ok(a) => outln!("{driver}: delivered ({a})"),
             Err(e) => {
@@ -72,8 +82,8 @@ pub fn look(settings: &Settings, name: Option<&Name>) -> CmdResult {
     })
 }
 
-fn label(settings: &Settings, ntfy: bool) -> Label {
-    Label::notify(&settings.namespace, if ntfy { "ntfy" } else { "pushover" })
+fn label(settings: &Settings, driver: &str) -> Label {
+    Label::notify(&settings.namespace, driver)
 }
 
 fn terminal() -> Result<(), Fail> {
@@ -91,16 +101,24 @@ fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
     drivers::validate_pushover(&drivers::pushover_api(&env), pair)
 }
 
-pub fn key_store(settings: &Settings, ntfy: bool) -> CmdResult {
+pub fn key_store(settings: &Settings, driver: &str) -> CmdResult {
     terminal()?;
     let store = keys::for_settings(settings);
-    let label = label(settings, ntfy);
-    if ntfy {
-        let token = secret("ntfy access token (input hidden): ")?;
+    let label = label(settings, driver);
+    let single = match driver {
+        "ntfy" => Some(("ntfy access token (input hidden): ", "the ntfy token")),
+        "webhook" => Some((
+            "the webhook's signing key (input hidden): ",
+            "the webhook's signing key",
+        )),
+        _ => None,
+    };
+    if let Some((prompt, what)) = single {
+        let key = secret(prompt)?;
         store
-            .set(&label, &token)
+            .set(&label, &key)
             .map_err(|e| Fail::new(Exit::Failure, e))?;
-        outln!("stored the ntfy token as {label}");
+        outln!("stored {what} as {label}");
         return Ok(Exit::Success);
     }
     let pair = drivers::PushoverPair {
@@ -124,17 +142,25 @@ pub fn key_store(settings: &Settings, ntfy: bool) -> CmdResult {
     }
 }
 
-pub fn key_check(settings: &Settings, ntfy: bool) -> CmdResult {
+pub fn key_check(settings: &Settings, driver: &str) -> CmdResult {
     let store = keys::for_settings(settings);
-    let label = label(settings, ntfy);
-    if ntfy {
+    let label = label(settings, driver);
+    let single = match driver {
+        "ntfy" => Some(("an ntfy token", "; topics without one need none")),
+        "webhook" => Some((
+            "a webhook signing key",
+            "; a webhook with sign = true cannot be sent without one",
+        )),
+        _ => None,
+    };
+    if let Some((what, without)) = single {
         return match store.get(&label) {
             Ok(Some(_)) => {
-                outln!("an ntfy token is stored as {label}");
+                outln!("{what} is stored as {label}");
                 Ok(Exit::Success)
             }
             Ok(None) => {
-                outln!("no ntfy token is stored ({label}); topics without one need none");
+                outln!("no such key is stored ({label}){without}");
                 Ok(Exit::Failure)
             }
             Err(e) => Err(Fail::new(
@@ -164,6 +190,6 @@ pub fn key_check(settings: &Settings, ntfy: bool) -> CmdResult {
     }
 }
 
-pub fn key_delete(settings: &Settings, ntfy: bool) -> CmdResult {
-    super::keys::delete_item(settings, &label(settings, ntfy))
+pub fn key_delete(settings: &Settings, driver: &str) -> CmdResult {
+    super::keys::delete_item(settings, &label(settings, driver))
 }

@@ -218,7 +218,9 @@ pub struct Figures {
     pub http_4xx: f64,
     pub http_5xx: f64,
     pub http_none: f64,
-    /// The latest finished run's duration and the median success's.
+    /// The latest finished run (in the window: since the latest ack), its duration, and the
+    /// median success's.
+    pub last_run: Option<String>,
     pub last_duration_ms: Option<u64>,
     pub median_duration_ms: Option<u64>,
     /// The pause, when paused: `hand` or `auto`, and since when (RFC 3339 UTC).

@@ -459,6 +459,7 @@ fn slow<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Reason> {
         return Vec::new();
     };
     f.last_duration_ms = latest.duration_ms();
+    f.last_run.clone_from(&latest.run);
     let mut oks: Vec<u64> = i
         .window
         .iter()

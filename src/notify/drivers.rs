@@ -1,5 +1,5 @@
-//! The notification drivers behind one trait: Pushover and ntfy, over reqwest + rustls with a
-//! 10 s deadline (docs/health.md). Credentials come from the environment (a manual override), else the
+//! The notification drivers behind one trait: Pushover, ntfy and a webhook, over reqwest + rustls
+//! with a 10 s deadline, no redirect followed and at most 4 KiB of an answer read (docs/health.md). Credentials come from the environment (a manual override), else the
 //! keychain — a scheduled run's environment is PATH only, so the keychain is what makes it able to
 //! notify at all. A credential never appears in an error, a log or an argument.
 
@@ -19,6 +19,10 @@ pub const ENV_PUSHOVER_API: &str = "AUTOMATIONS_PUSHOVER_URL";
 pub const ENV_PUSHOVER_USER: &str = "PUSHOVER_USER_KEY";
 pub const ENV_PUSHOVER_TOKEN: &str = "PUSHOVER_API_TOKEN";
 pub const ENV_NTFY_TOKEN: &str = "NTFY_TOKEN";
+/// The webhook's signing key, when not from the keychain.
+pub const ENV_WEBHOOK_SECRET: &str = "AUTOMATIONS_WEBHOOK_SECRET";
+/// The header that carries a webhook body's signature: `sha256=<hex HMAC-SHA256 of the body>`.
+pub const SIGNATURE_HEADER: &str = "X-Automations-Signature";
 /// Pushover's limits, in characters.
 pub const TITLE_MAX: usize = 250;
 pub const MESSAGE_MAX: usize = 1024;
@@ -64,7 +68,45 @@ pub const KINDS: &[Kind] = &[
         configured: |c| c.ntfy.is_some(),
         make: make_ntfy,
     },
+    Kind {
+        name: "webhook",
+        configured: |c| c.webhook.is_some(),
+        make: make_webhook,
+    },
 ];
+
+/// The webhook, with its signing key when its bodies are signed; one to be signed without a key
+/// cannot be had (an unsigned body would be refused by a receiver that checks, or worse, taken
+/// by one that does not).
+fn make_webhook(s: &Setup) -> Result<Box<dyn Notifier>, String> {
+    let w = s
+        .settings
+        .webhook
+        .clone()
+        .ok_or("no [webhook] in notify.toml")?;
+    let key = if w.sign {
+        let key = match (s.env)(ENV_WEBHOOK_SECRET) {
+            Some(k) => {
+                Some(Secret::new(k).map_err(|_| format!("{ENV_WEBHOOK_SECRET} is not a key"))?)
+            }
+            None => s
+                .keys
+                .get(&Label::notify(s.namespace, "webhook"))
+                .map_err(|e| format!("the webhook's signing key: the keychain: {e}"))?,
+        };
+        Some(key.ok_or(
+            "the webhook is to be signed but has no key (automations notify-key store --webhook, or AUTOMATIONS_WEBHOOK_SECRET)",
+        )?)
+    } else {
+        None
+    };
+    Ok(Box::new(Webhook {
+        url: w.url,
+        format: w.format,
+        key,
+        namespace: s.namespace.to_string(),
+    }))
+}
 
 fn make_pushover(s: &Setup) -> Result<Box<dyn Notifier>, String> {
     match PushoverPair::find(s.env, s.keys, s.namespace) {
@@ -251,5 +293,70 @@ impl Notifier for Ntfy {
             rb = rb.header(reqwest::header::AUTHORIZATION, v);
         }
         answered(rb.send().map_err(|e| no_answer(&e))?)
+    }
+}
+
+/// A webhook: a POST of the message's JSON document (or Slack's `{"text"}`) to a URL that is
+/// never printed beyond its origin, signed when a key is given.
+pub struct Webhook {
+    pub url: String,
+    pub format: super::settings::WebhookFormat,
+    pub key: Option<Secret>,
+    pub namespace: String,
+}
+
+impl Webhook {
+    /// The body for `m`, sent at `at`.
+    pub fn body(&self, m: &Message, at: chrono::DateTime<chrono::Utc>) -> Vec<u8> {
+        let doc = match self.format {
+            super::settings::WebhookFormat::Slack => {
+                serde_json::json!({"text": format!("*{}*\n{}", m.title, m.body)})
+            }
+            super::settings::WebhookFormat::Json => {
+                let about = m.about.as_ref();
+                serde_json::json!({
+                    "version": 1,
+                    "kind": about.map_or("test", |a| a.kind.as_str()),
+                    "title": m.title,
+                    "text": m.body,
+                    "automation": about.map(|a| &a.automation),
+                    "namespace": self.namespace,
+                    "verdict": about.map(|a| &a.verdict),
+                    "reasons": about.map_or(&[][..], |a| &a.reasons[..]),
+                    "host": about.map_or_else(super::host, |a| a.host.clone()),
+                    "run": about.and_then(|a| a.run.as_ref()),
+                    "next": about.and_then(|a| a.next.as_ref()),
+                    "at": crate::runlog::stamp(at),
+                })
+            }
+        };
+        serde_json::to_vec(&doc).unwrap_or_default()
+    }
+}
+
+/// `sha256=<hex>`: the HMAC-SHA256 of `body` under `key`.
+pub fn signature(key: &Secret, body: &[u8]) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key.expose().as_bytes())
+        .expect("HMAC takes a key of any length");
+    mac.update(body);
+    let digest: [u8; 32] = mac.finalize().into_bytes().into();
+    format!("sha256={}", crate::runlog::hex(&digest))
+}
+
+impl Notifier for Webhook {
+    fn name(&self) -> &'static str {
+        "webhook"
+    }
+
+    fn send(&self, m: &Message, time: Duration) -> Result<String, String> {
+        let body = self.body(m, chrono::Utc::now());
+        let mut rb = client(time)?
+            .post(&self.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        if let Some(k) = &self.key {
+            rb = rb.header(SIGNATURE_HEADER, signature(k, &body));
+        }
+        answered(rb.body(body).send().map_err(|e| no_answer(&e))?)
     }
 }

@@ -2,10 +2,11 @@
 //!
 //! A **look** computes the verdicts (`health::load::verdicts`, the same answer `health` gives), compares
 //! each with the last verdict kept in `state/verdicts/<name>.json`, and queues a message only on a
-//! transition: healthy → degraded, and an automatic pause. Repeats are silent; a recovery is silent
-//! unless `recovery = true`, and then only for a degradation that was notified. A queued message is
-//! delivered to every configured driver; one a driver could not take stays queued for it and is
-//! tried again at the next look. During quiet hours messages wait, and go once, at the first look
+//! transition: healthy → degraded, and an automatic pause. Repeats are silent, but for a reminder
+//! each `remind_every_hours` while it stays degraded; a recovery is silent unless `recovery = true`,
+//! and then only for a degradation that was notified. A queued message is delivered to every
+//! configured channel that takes the automation's news (`only`/`except`); one a channel could not
+//! take stays queued for it and is tried again at the next look. During quiet hours messages wait, and go once, at the first look
 //! after. The runner looks after each run at its own automation; the `health-check` automation
 //! (hourly) looks at all, since a missed day or a stopped timer leaves no run behind.
 //!
@@ -36,11 +37,55 @@ pub use settings::NotifySettings;
 /// The variable that turns delivery off (`off`).
 pub const ENV_NOTIFY: &str = "AUTOMATIONS_NOTIFY";
 
-/// A message: a title and a body, fixed words, names and numbers only.
+/// A message: a title and a body, fixed words, names and numbers only; and what it is about, as
+/// data, for a receiver that reads it so (the webhook's document).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
     pub title: String,
     pub body: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub about: Option<About>,
+}
+
+/// What a message is about: names, fixed words and ids only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct About {
+    /// `degraded`, `auto_paused`, `recovered`, `reminder` or `test`.
+    pub kind: String,
+    pub automation: String,
+    /// Its verdict when the message was made: `healthy`, `degraded` or `unknown`.
+    pub verdict: String,
+    /// The rules that found something, by the names `health --json` gives them.
+    pub reasons: Vec<String>,
+    pub host: String,
+    /// Its latest finished run, when there is one.
+    pub run: Option<String>,
+    /// The command to look with.
+    pub next: Option<String>,
+}
+
+impl About {
+    /// What a message of `kind` about `v` is about.
+    fn of(kind: &str, v: &Verdict, host: &str, next: Option<String>) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            automation: v.name.clone(),
+            verdict: v.verdict.as_str().to_owned(),
+            reasons: v
+                .reasons
+                .iter()
+                .filter_map(|r| {
+                    serde_json::to_value(r.rule)
+                        .ok()?
+                        .as_str()
+                        .map(str::to_owned)
+                })
+                .collect(),
+            host: host.to_owned(),
+            run: v.figures.last_run.clone(),
+            next,
+        }
+    }
 }
 
 /// Whether a look can deliver anything: delivery is not turned off and `notify.toml` exists.
@@ -84,16 +129,40 @@ pub fn degraded_message(v: &Verdict, host: &str) -> Message {
         .iter()
         .map(|r| words_with_numbers(v, r.rule))
         .collect();
+    let next = next_step(v);
     Message {
         title: format!("automations: {} is degraded", v.name),
         body: format!(
-            "{name} on {host} is degraded: {}.{} {}",
+            "{name} on {host} is degraded: {}.{} {next}",
             words.join(", "),
             kinds_sentence(v),
-            next_step(v),
             name = v.name
         ),
+        about: Some(About::of("degraded", v, host, command_of(&next))),
     }
+}
+
+/// The command at the end of a next step ("See the last run: automations show x").
+fn command_of(next: &str) -> Option<String> {
+    next.rsplit_once(": ").map(|(_, c)| c.to_owned())
+}
+
+/// The reminder of a degradation that goes on: how long, why, and the command to look.
+pub fn reminder_message(v: &Verdict, host: &str, since_hours: u64) -> Message {
+    let mut m = degraded_message(v, host);
+    m.title = format!("automations: {} is still degraded (reminder)", v.name);
+    m.body = format!(
+        "Reminder: {}",
+        m.body.replacen(
+            " is degraded: ",
+            &format!(" has been degraded for {since_hours} h: "),
+            1
+        )
+    );
+    if let Some(a) = &mut m.about {
+        a.kind = "reminder".into();
+    }
+    m
 }
 
 /// The command a degraded message ends with: the one that fixes or shows its first reason (an
@@ -124,6 +193,12 @@ pub fn auto_paused_message(v: &Verdict, host: &str) -> Message {
             kinds_sentence(v),
             name = v.name
         ),
+        about: Some(About::of(
+            "auto_paused",
+            v,
+            host,
+            Some(format!("automations show {} --failed", v.name)),
+        )),
     }
 }
 
@@ -132,6 +207,7 @@ pub fn recovered_message(v: &Verdict, host: &str) -> Message {
     Message {
         title: format!("automations: {} recovered", v.name),
         body: format!("{} on {host} is healthy again", v.name),
+        about: Some(About::of("recovered", v, host, None)),
     }
 }
 
@@ -168,6 +244,12 @@ struct Last {
     acked_at: Option<String>,
     #[serde(default)]
     ack_seen: bool,
+    /// When the degradation began, and when it was last told (its message or a reminder queued):
+    /// a reminder is due `remind_every_hours` after that.
+    #[serde(default)]
+    degraded_at: Option<String>,
+    #[serde(default)]
+    told_at: Option<String>,
     /// Messages not yet delivered, and the drivers still to take each.
     pending: Vec<Pending>,
 }
@@ -298,7 +380,17 @@ pub fn look_at(
             }
         };
         let before = last.clone();
-        transition(&mut last, v, &cfg, &names, &host);
+        // The channels that take this automation's news.
+        let routed: Vec<String> = names
+            .iter()
+            .filter(|c| cfg.routes_to(c, &v.name))
+            .cloned()
+            .collect();
+        let at = Moment {
+            now: now.with_timezone(&Utc),
+            quiet,
+        };
+        transition(&mut last, v, &cfg, &routed, &host, at);
         if quiet || off() {
             report.held += last.pending.len();
         } else if !last.pending.is_empty() {
@@ -316,10 +408,26 @@ pub fn look_at(
     Ok(report)
 }
 
+/// When a look happens: the time, and whether it is within the quiet hours.
+#[derive(Clone, Copy, Debug)]
+struct Moment {
+    now: chrono::DateTime<Utc>,
+    quiet: bool,
+}
+
 /// Queues what the change from `last` to `v` calls for. News is keyed on its event: an automatic
 /// pause by its `paused` event's time, a degradation by the verdict's turn from healthy (or
-/// unknown) to degraded. Nothing is queued twice for one event.
-fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[String], host: &str) {
+/// unknown) to degraded. Nothing is queued twice for one event. While it stays degraded, a
+/// reminder is queued each `remind_every_hours` after it was last told (never in quiet hours: the
+/// first look after them queues it), once the degradation reached someone.
+fn transition(
+    last: &mut Last,
+    v: &Verdict,
+    cfg: &NotifySettings,
+    drivers: &[String],
+    host: &str,
+    at: Moment,
+) {
     let queue = |last: &mut Last, message, degradation| {
         last.pending.push(Pending {
             message,
@@ -333,6 +441,8 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
         last.pending.retain(|p| !p.degradation);
         last.degraded = false;
         last.notified = false;
+        last.degraded_at = None;
+        last.told_at = None;
     }
     last.acked_at = v.figures.acked_at.clone();
     last.ack_seen = true;
@@ -342,15 +452,17 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
         .any(|r| r.rule == Rule::AutoPaused)
         .then(|| v.figures.paused_at.clone())
         .flatten();
-    if let Some(at) = auto_pause
-        && last.auto_pause_at.as_ref() != Some(&at)
+    if let Some(paused) = auto_pause
+        && last.auto_pause_at.as_ref() != Some(&paused)
     {
         // The pause is the news, and says why: no separate "degraded" message for it.
         queue(last, auto_paused_message(v, host), true);
-        last.auto_pause_at = Some(at);
+        last.auto_pause_at = Some(paused);
+        last.told_at = Some(crate::runlog::stamp(at.now));
         if !last.degraded {
             last.degraded = true;
             last.notified = false;
+            last.degraded_at = Some(crate::runlog::stamp(at.now));
         }
         return;
     }
@@ -359,8 +471,16 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
             queue(last, degraded_message(v, host), true);
             last.degraded = true;
             last.notified = false;
+            last.degraded_at = Some(crate::runlog::stamp(at.now));
+            last.told_at = last.degraded_at.clone();
         }
-        (true, State::Degraded) | (false, State::Healthy | State::Unknown) => {}
+        (true, State::Degraded) => {
+            if let Some(m) = reminder(last, v, cfg, host, at) {
+                queue(last, m, true);
+                last.told_at = Some(crate::runlog::stamp(at.now));
+            }
+        }
+        (false, State::Healthy | State::Unknown) => {}
         (true, State::Healthy | State::Unknown) => {
             // A degradation nobody heard of needs no news of its end; an unknown verdict is no
             // recovery to announce.
@@ -370,8 +490,35 @@ fn transition(last: &mut Last, v: &Verdict, cfg: &NotifySettings, drivers: &[Str
             }
             last.degraded = false;
             last.notified = false;
+            last.degraded_at = None;
+            last.told_at = None;
         }
     }
+}
+
+/// The reminder due now of a degradation that goes on, if one is: it reached someone, nothing of
+/// it waits to be delivered, it is not the quiet hours, and `remind_every_hours` have passed since
+/// it was last told. A state from before reminders starts counting now.
+fn reminder(
+    last: &mut Last,
+    v: &Verdict,
+    cfg: &NotifySettings,
+    host: &str,
+    at: Moment,
+) -> Option<Message> {
+    let every = cfg.remind_every_hours?;
+    let stamp = |t: &Option<String>| t.as_deref().and_then(crate::runlog::parse_stamp);
+    let Some(told) = stamp(&last.told_at) else {
+        last.told_at = Some(crate::runlog::stamp(at.now));
+        return None;
+    };
+    let due = at.now - told >= chrono::Duration::hours(i64::from(every));
+    if !due || at.quiet || !last.notified || last.pending.iter().any(|p| p.degradation) {
+        return None;
+    }
+    let since = stamp(&last.degraded_at).unwrap_or(told);
+    let hours = (at.now - since).num_hours().max(0) as u64;
+    Some(reminder_message(v, host, hours))
 }
 
 /// Delivers every pending message to every driver still to take it, before `deadline`.
@@ -432,7 +579,8 @@ pub fn drivers(settings: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifie
         .collect()
 }
 
-/// Sends one test message through every configured driver; each driver's answer.
+/// Sends one test message through every configured channel; each channel's answer, or why it
+/// could not be tried (its credentials cannot be had).
 pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, String>>> {
     let cfg = settings::load(&settings.data_root)?.ok_or_else(|| {
         anyhow::anyhow!(
@@ -447,10 +595,23 @@ pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<String, Result<Strin
             "A test from automations at {}: notifications reach you.",
             Utc::now().format("%Y-%m-%d %H:%M UTC")
         ),
+        about: None,
     };
-    Ok(drivers(settings, &cfg)
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let keys = keys::for_settings(settings);
+    let setup = drivers::Setup {
+        env: &env,
+        keys: keys.as_ref(),
+        namespace: &settings.namespace,
+        settings: &cfg,
+    };
+    Ok(drivers::KINDS
         .iter()
-        .map(|d| (d.name().to_owned(), d.send(&m, drivers::DEADLINE)))
+        .filter(|k| (k.configured)(&cfg))
+        .map(|k| {
+            let answer = (k.make)(&setup).and_then(|d| d.send(&m, drivers::DEADLINE));
+            (k.name.to_owned(), answer)
+        })
         .collect())
 }
 
@@ -482,11 +643,80 @@ mod tests {
         }
     }
 
+    /// A look `hours` after a fixed start, outside quiet hours.
+    fn at(hours: i64) -> Moment {
+        Moment {
+            now: chrono::DateTime::parse_from_rfc3339("2026-12-01T08:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc)
+                + chrono::Duration::hours(hours),
+            quiet: false,
+        }
+    }
+
     fn paused_at(mut v: Verdict, at: &str) -> Verdict {
         v.figures.paused_at = Some(at.to_owned());
         v.figures.streak = 3;
         v.figures.streak_kinds = vec!["server errors (5xx)".into(), "timeout".into()];
         v
+    }
+
+    #[test]
+    fn a_degradation_that_goes_on_is_recalled_each_period_but_not_in_quiet_hours() {
+        let cfg = NotifySettings {
+            remind_every_hours: Some(6),
+            ..NotifySettings::default()
+        };
+        let d = vec!["webhook".to_owned()];
+        let bad = v("x", &[Rule::FailingStreak]);
+        let quiet = |h| Moment {
+            quiet: true,
+            ..at(h)
+        };
+        let delivered = |last: &mut Last| {
+            last.pending.clear();
+            last.notified = true;
+        };
+        let mut last = Last::default();
+        transition(&mut last, &bad, &cfg, &d, "box", at(0));
+        assert_eq!(last.pending.len(), 1);
+        // Not delivered yet: no reminder on top of it, however long.
+        transition(&mut last, &bad, &cfg, &d, "box", at(9));
+        assert_eq!(last.pending.len(), 1);
+        delivered(&mut last);
+        transition(&mut last, &bad, &cfg, &d, "box", at(5));
+        assert!(last.pending.is_empty());
+        // Due at 6 h, but quiet: none; the first look after the quiet hours sends it.
+        transition(&mut last, &bad, &cfg, &d, "box", quiet(6));
+        transition(&mut last, &bad, &cfg, &d, "box", quiet(7));
+        assert!(last.pending.is_empty());
+        transition(&mut last, &bad, &cfg, &d, "box", at(8));
+        assert_eq!(last.pending.len(), 1);
+        let m = &last.pending[0].message;
+        assert_eq!(m.title, "automations: x is still degraded (reminder)");
+        assert_eq!(
+            m.body,
+            "Reminder: x on box has been degraded for 8 h: failing repeatedly (0 in a row). See the last run: automations show x"
+        );
+        assert_eq!(m.about.as_ref().unwrap().kind, "reminder");
+        delivered(&mut last);
+        // The next one counts from this reminder.
+        transition(&mut last, &bad, &cfg, &d, "box", at(13));
+        assert!(last.pending.is_empty());
+        transition(&mut last, &bad, &cfg, &d, "box", at(14));
+        assert_eq!(last.pending.len(), 1);
+        delivered(&mut last);
+        // Recovered, then degraded again: that is news of its own, not a reminder.
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box", at(15));
+        transition(&mut last, &bad, &cfg, &d, "box", at(16));
+        assert_eq!(last.pending[0].message.title, "automations: x is degraded");
+        // Without remind_every_hours, never.
+        let mut last = Last::default();
+        let off = NotifySettings::default();
+        transition(&mut last, &bad, &off, &d, "box", at(0));
+        delivered(&mut last);
+        transition(&mut last, &bad, &off, &d, "box", at(100));
+        assert!(last.pending.is_empty());
     }
 
     /// Regression: an edited script's message said "See the last run: automations show report",
@@ -514,9 +744,16 @@ mod tests {
         let cfg = NotifySettings::default();
         let d = vec!["pushover".to_owned()];
         let mut last = Last::default();
-        transition(&mut last, &v("x", &[]), &cfg, &d, "box");
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box", at(0));
         assert!(last.pending.is_empty());
-        transition(&mut last, &v("x", &[Rule::SuccessRate]), &cfg, &d, "box");
+        transition(
+            &mut last,
+            &v("x", &[Rule::SuccessRate]),
+            &cfg,
+            &d,
+            "box",
+            at(0),
+        );
         assert_eq!(last.pending.len(), 1);
         let m = &last.pending[0].message;
         assert_eq!(m.title, "automations: x is degraded");
@@ -532,11 +769,12 @@ mod tests {
             &cfg,
             &d,
             "box",
+            at(0),
         );
         assert_eq!(last.pending.len(), 1);
         // Then paused automatically: one more, its own title, the kinds and the next command.
         let paused = paused_at(v("x", &[Rule::AutoPaused]), "2026-12-01T10:00:00.000Z");
-        transition(&mut last, &paused, &cfg, &d, "box");
+        transition(&mut last, &paused, &cfg, &d, "box", at(0));
         assert_eq!(last.pending.len(), 2);
         let m = &last.pending[1].message;
         assert_eq!(m.title, "automations: x was paused automatically");
@@ -545,11 +783,11 @@ mod tests {
             "x on box was paused after 3 failures in a row. Failures: server errors (5xx), timeout. See the last failure: automations show x --failed. Fix the cause, then: automations resume x"
         );
         // The same pause again: nothing more.
-        transition(&mut last, &paused, &cfg, &d, "box");
+        transition(&mut last, &paused, &cfg, &d, "box", at(0));
         assert_eq!(last.pending.len(), 2);
         // Another automatic pause (after a resume), though never healthy in between: news again.
         let again = paused_at(v("x", &[Rule::AutoPaused]), "2026-12-01T11:00:00.000Z");
-        transition(&mut last, &again, &cfg, &d, "box");
+        transition(&mut last, &again, &cfg, &d, "box", at(0));
         assert_eq!(last.pending.len(), 3);
         // Unknown is no recovery to announce.
         let cfg = NotifySettings {
@@ -560,15 +798,15 @@ mod tests {
         unknown.verdict = State::Unknown;
         let mut l2 = last.clone();
         l2.notified = true;
-        transition(&mut l2, &unknown, &cfg, &d, "box");
+        transition(&mut l2, &unknown, &cfg, &d, "box", at(0));
         assert!(l2.pending.is_empty() && !l2.degraded);
         // Recovered before anything was delivered: the news is dropped, and nothing said.
-        transition(&mut last, &v("x", &[]), &cfg, &d, "box");
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box", at(0));
         assert!(last.pending.is_empty());
         // Recovered after a delivery: said, with its own title.
         last.degraded = true;
         last.notified = true;
-        transition(&mut last, &v("x", &[]), &cfg, &d, "box");
+        transition(&mut last, &v("x", &[]), &cfg, &d, "box", at(0));
         assert_eq!(last.pending[0].message.title, "automations: x recovered");
         assert_eq!(last.pending[0].message.body, "x on box is healthy again");
     }

@@ -3,9 +3,15 @@
 //! ```toml
 //! recovery = false              # optional: send "recovered", only for a degradation that was notified
 //! quiet_hours = "22:00-07:00"   # optional, local time: messages wait, then go once, when they end
+//! remind_every_hours = 6        # optional: while still degraded and not acknowledged, a reminder
 //! [pushover]                    # present = use Pushover (credentials: env, else the keychain)
 //! [ntfy]                        # present = use ntfy
 //! url = "https://ntfy.sh/my-private-topic"   # the topic URL; a token, if any, is in the keychain
+//! [webhook]                     # present = POST a JSON document (or Slack's shape) to `url`
+//! url = "https://hooks.example.org/T0/B0/secret-path"
+//! format = "slack"              # optional: "json" (the default) or "slack"
+//! sign = true                   # optional: X-Automations-Signature, HMAC-SHA256 of the body
+//! only = ["backup", "sync"]     # any channel: only these automations' news (or `except`)
 //! ```
 
 use std::path::Path;
@@ -24,12 +30,69 @@ pub struct NotifySettings {
     pub recovery: bool,
     /// From, to (local time); the range may cross midnight.
     pub quiet_hours: Option<(TimeOfDay, TimeOfDay)>,
+    /// While an automation stays degraded and unacknowledged, one reminder each this many hours.
+    pub remind_every_hours: Option<u32>,
     pub pushover: bool,
     /// The ntfy topic URL.
     pub ntfy: Option<String>,
+    pub webhook: Option<WebhookSettings>,
+    /// Each channel's automations, by channel name (a channel without an entry takes all).
+    pub routes: std::collections::BTreeMap<String, Route>,
+}
+
+/// The `[webhook]` channel: where, in which shape, signed or not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebhookSettings {
+    /// The receiver's URL; often itself the secret (Slack's, Mattermost's), so it is never
+    /// printed beyond its origin.
+    pub url: String,
+    pub format: WebhookFormat,
+    /// Sign each body (`X-Automations-Signature: sha256=…`) with the key from
+    /// `AUTOMATIONS_WEBHOOK_SECRET` or the keychain.
+    pub sign: bool,
+}
+
+/// The body a webhook gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WebhookFormat {
+    /// The documented JSON document (docs/health.md).
+    Json,
+    /// `{"text": "…"}`, what Slack's incoming webhooks (and Mattermost's, and Discord's Slack
+    /// endpoint) take.
+    Slack,
+}
+
+/// Which automations' news a channel takes: `only` these (when given), and never `except` these.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    pub only: Option<Vec<String>>,
+    pub except: Vec<String>,
+}
+
+impl Route {
+    /// Whether `automation`'s news goes through this channel.
+    pub fn takes(&self, automation: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|n| n == automation))
+            && !self.except.iter().any(|n| n == automation)
+    }
+}
+
+/// The origin of a URL (`https://hooks.example.org`): all of it that is ever printed.
+pub fn origin(url: &str) -> String {
+    reqwest::Url::parse(url).map_or_else(
+        |_| "(not a URL)".to_owned(),
+        |u| u.origin().ascii_serialization(),
+    )
 }
 
 impl NotifySettings {
+    /// Whether `channel` takes `automation`'s news.
+    pub fn routes_to(&self, channel: &str, automation: &str) -> bool {
+        self.routes.get(channel).is_none_or(|r| r.takes(automation))
+    }
+
     /// Whether `t` (local time of day) is within the quiet hours.
     pub fn quiet_at(&self, t: TimeOfDay) -> bool {
         match self.quiet_hours {
@@ -67,44 +130,151 @@ fn parse_table(table: &toml::Table) -> Result<NotifySettings, Vec<String>> {
                 )),
             },
             ("quiet_hours", _) => p.push("quiet_hours: expected \"HH:MM-HH:MM\"".into()),
+            ("remind_every_hours", Value::Integer(h)) if (1..=720).contains(h) => {
+                n.remind_every_hours = Some(*h as u32);
+            }
+            ("remind_every_hours", _) => {
+                p.push("remind_every_hours: expected a whole number of hours, 1 to 720".into());
+            }
             ("pushover", Value::Table(t)) => {
                 n.pushover = true;
-                for k in t.keys() {
-                    p.push(format!(
-                        "pushover.{k}: unknown key (Pushover's credentials are in the environment or the keychain: automations notify-key store)"
-                    ));
-                }
+                channel(key, t, &[], &mut n, &mut p);
             }
             ("ntfy", Value::Table(t)) => {
-                for (k, v) in t {
-                    match (k.as_str(), v) {
-                        ("url", Value::String(u))
-                            if reqwest::Url::parse(u).is_ok_and(|u| {
-                                matches!(u.scheme(), "http" | "https") && u.host_str().is_some()
-                            }) =>
-                        {
-                            n.ntfy = Some(u.clone())
-                        }
-                        ("url", _) => p.push("ntfy.url: expected an http(s) topic URL".into()),
-                        _ => p.push(format!("ntfy.{k}: unknown key (known: url)")),
-                    }
-                }
-                if n.ntfy.is_none() && !p.iter().any(|x| x.starts_with("ntfy.url")) {
-                    p.push("ntfy.url: missing".into());
+                channel(key, t, &["url"], &mut n, &mut p);
+                match t.get("url") {
+                    Some(Value::String(u)) if http_url(u) => n.ntfy = Some(u.clone()),
+                    Some(_) => p.push("ntfy.url: expected an http(s) topic URL".into()),
+                    None => p.push("ntfy.url: missing".into()),
                 }
             }
-            ("pushover" | "ntfy", _) => p.push(format!("{key}: expected a table")),
+            ("webhook", Value::Table(t)) => {
+                channel(key, t, &["url", "format", "sign"], &mut n, &mut p);
+                n.webhook = webhook(t, &mut p);
+            }
+            ("pushover" | "ntfy" | "webhook", _) => p.push(format!("{key}: expected a table")),
             _ => p.push(format!(
-                "{key}: unknown key (known: recovery, quiet_hours, pushover, ntfy)"
+                "{key}: unknown key (known: recovery, quiet_hours, remind_every_hours, pushover, ntfy, webhook)"
             )),
         }
     }
     if p.is_empty() { Ok(n) } else { Err(p) }
 }
 
+/// Whether `u` is an http(s) URL with a host.
+fn http_url(u: &str) -> bool {
+    reqwest::Url::parse(u)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
+}
+
+/// A channel table's routing (`only`, `except`) and its unknown keys (`own` are the channel's).
+fn channel(name: &str, t: &toml::Table, own: &[&str], n: &mut NotifySettings, p: &mut Vec<String>) {
+    let mut route = Route::default();
+    for (k, v) in t {
+        match k.as_str() {
+            "only" => route.only = names(name, k, v, p),
+            "except" => route.except = names(name, k, v, p).unwrap_or_default(),
+            k if own.contains(&k) => {}
+            k if name == "pushover" => p.push(format!(
+                "pushover.{k}: unknown key (known: only, except; Pushover's credentials are in the environment or the keychain: automations notify-key store)"
+            )),
+            k => p.push(format!(
+                "{name}.{k}: unknown key (known: {}only, except)",
+                own.iter().map(|o| format!("{o}, ")).collect::<String>()
+            )),
+        }
+    }
+    if route != Route::default() {
+        n.routes.insert(name.to_owned(), route);
+    }
+}
+
+/// A list of automation names.
+fn names(channel: &str, key: &str, v: &Value, p: &mut Vec<String>) -> Option<Vec<String>> {
+    let Value::Array(items) = v else {
+        p.push(format!(
+            "{channel}.{key}: expected a list of automation names"
+        ));
+        return None;
+    };
+    let mut out = Vec::new();
+    for item in items {
+        match item.as_str().map(crate::names::Name::new) {
+            Some(Ok(n)) => out.push(n.to_string()),
+            _ => p.push(format!("{channel}.{key}: {item} is not an automation name")),
+        }
+    }
+    Some(out)
+}
+
+/// The `[webhook]` table's own keys.
+fn webhook(t: &toml::Table, p: &mut Vec<String>) -> Option<WebhookSettings> {
+    let url = match t.get("url") {
+        Some(Value::String(u)) if http_url(u) => u.clone(),
+        Some(_) => {
+            p.push("webhook.url: expected an http(s) URL".into());
+            return None;
+        }
+        None => {
+            p.push("webhook.url: missing".into());
+            return None;
+        }
+    };
+    let format = match t.get("format") {
+        None => WebhookFormat::Json,
+        Some(Value::String(f)) if f == "json" => WebhookFormat::Json,
+        Some(Value::String(f)) if f == "slack" => WebhookFormat::Slack,
+        Some(_) => {
+            p.push("webhook.format: expected \"json\" or \"slack\"".into());
+            WebhookFormat::Json
+        }
+    };
+    let sign = match t.get("sign") {
+        None => false,
+        Some(Value::Boolean(b)) => *b,
+        Some(_) => {
+            p.push("webhook.sign: expected true or false".into());
+            false
+        }
+    };
+    Some(WebhookSettings { url, format, sign })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_webhook_routes_and_reminders_are_read_strictly() {
+        let n = parse(
+            "remind_every_hours = 6\n[webhook]\nurl = \"https://hooks.example.org/T0/B0/xyz\"\nformat = \"slack\"\nsign = true\nonly = [\"backup\", \"sync\"]\n[pushover]\nexcept = [\"noisy\"]\n",
+        )
+        .unwrap();
+        assert_eq!(n.remind_every_hours, Some(6));
+        let w = n.webhook.as_ref().unwrap();
+        assert_eq!(w.format, WebhookFormat::Slack);
+        assert!(w.sign);
+        assert!(n.routes_to("webhook", "backup") && !n.routes_to("webhook", "noisy"));
+        assert!(n.routes_to("pushover", "backup") && !n.routes_to("pushover", "noisy"));
+        assert!(n.routes_to("ntfy", "anything"));
+        assert_eq!(origin(&w.url), "https://hooks.example.org");
+        let e = parse(
+            "remind_every_hours = 0\n[webhook]\nurl = \"hooks\"\nformat = \"xml\"\nretries = 3\nonly = [\"Not A Name\"]\n",
+        )
+        .unwrap_err();
+        for want in [
+            "remind_every_hours: expected",
+            "webhook.url: expected an http(s) URL",
+            "webhook.retries: unknown key (known: url, format, sign, only, except)",
+            "webhook.only: \"Not A Name\" is not an automation name",
+        ] {
+            assert!(e.iter().any(|p| p.starts_with(want)), "{want} in {e:?}");
+        }
+        assert!(
+            parse("[webhook]\nformat = \"json\"\n").unwrap_err()[0]
+                .starts_with("webhook.url: missing")
+        );
+    }
 
     #[test]
     fn strict_settings_and_quiet_hours_across_midnight() {

@@ -263,7 +263,7 @@ pub(super) fn open_segment(path: &Path) -> io::Result<File> {
     fsutil::open_in_data_root(path, OpenOptions::new().read(true))
 }
 
-pub(super) fn hex(hash: &[u8; 32]) -> String {
+pub(crate) fn hex(hash: &[u8; 32]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(64);
     for b in hash {

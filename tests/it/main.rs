@@ -5,6 +5,7 @@ mod harness;
 mod schema;
 
 mod a_real_timer;
+mod alerts;
 mod approval;
 mod calendar;
 mod cron;

@@ -32,7 +32,9 @@ impl Fakes {
             "dpkg",
             r#"[ "$1" = -s ] || exit 2
 grep -qx "$2" "$D/installed" || { echo "dpkg-query: package '$2' is not installed" >&2; exit 1; }
-printf 'Package: %s\nStatus: install ok installed\n' "$2""#,
+printf 'Package: %s\nStatus: install ok installed\n' "$2"
+# prometheus's real answer is long (its conffiles, its description): more than a pipe holds.
+if [ "$2" = prometheus ]; then i=0; while [ $i -lt 3000 ]; do echo " /etc/prometheus/conffile-$i 0123456789abcdef0123456789abcdef"; i=$((i+1)); done; fi"#,
         );
         script(
             "apt-get",
@@ -147,6 +149,24 @@ fn root_with_apt_installs_exactly_what_is_missing_and_says_so() {
             && err.contains("installed gnome-keyring libsecret-tools"),
         "{err}"
     );
+}
+
+/// Regression: `dpkg -s prometheus | grep -q` under pipefail read the installed package as
+/// missing whenever grep quit before dpkg had written its long answer (SIGPIPE).
+#[test]
+fn a_package_with_a_long_dpkg_answer_reads_as_present() {
+    let f = Fakes::new(&all_but(&all_packages(), &[]), 0);
+    for _ in 0..5 {
+        let o = f.run(&[]);
+        assert_code(&o, 0);
+        assert!(
+            stdout(&o).contains("all 14 packages present"),
+            "{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+    assert!(f.apt_calls().is_empty());
 }
 
 #[test]
