@@ -206,6 +206,25 @@ pub enum Command {
         reason: Option<String>,
     },
 
+    /// Hold an automation's notifications for a while (planned work): its runs go on and are
+    /// recorded; no message, reminder or recovery of it is sent until the snooze ends by itself
+    /// (or `unsnooze`), and then only what is news by then. `list` and `health` show "snoozed
+    /// until …". DURATION: 30m, 2h, 1d, 1h30m (at most 30 days).
+    ///
+    /// Example: automations snooze backup 4h --reason "moving the NAS"
+    Snooze {
+        name: Name,
+        duration: String,
+        /// Why (one line, recorded in the log).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+
+    /// End an automation's snooze now.
+    ///
+    /// Example: automations unsnooze backup
+    Unsnooze { name: Name },
+
     /// The kill switch: skip every firing and stop every running run.
     ///
     /// Example: automations stop-all --reason "something is wrong"

@@ -127,6 +127,95 @@ pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), Co
     Ok(())
 }
 
+/// The longest snooze: longer than that is not a snooze but a pause, or a channel's `except`.
+const SNOOZE_MAX_MINUTES: u64 = 30 * 24 * 60;
+
+/// `30m`, `2h`, `1d`, `1h30m`: minutes, 1 to 30 days' worth.
+pub fn snooze_minutes(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "{text:?} is not a duration like 30m, 2h, 1d or 1h30m (at most {} days)",
+            SNOOZE_MAX_MINUTES / 1440
+        )
+    };
+    let mut minutes: u64 = 0;
+    let mut number = String::new();
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            'm' => 1,
+            'h' => 60,
+            'd' => 1440,
+            _ => return Err(bad()),
+        };
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        minutes = minutes.saturating_add(n.saturating_mul(unit));
+        number.clear();
+    }
+    if !number.is_empty() || minutes == 0 || minutes > SNOOZE_MAX_MINUTES {
+        return Err(bad());
+    }
+    Ok(minutes)
+}
+
+/// Holds `name`'s notifications until `until` (its runs go on and are recorded): the state file
+/// takes effect at once; the `snoozed` event records who, why and until when.
+pub fn snooze(
+    settings: &Settings,
+    name: &Name,
+    until: chrono::DateTime<Utc>,
+    why: Option<&str>,
+) -> Result<crate::state::Snooze, ControlError> {
+    require_definition(settings, name)?;
+    let why = why.map(reason).transpose()?;
+    let now = Utc::now();
+    let snooze = crate::state::Snooze {
+        until: runlog::stamp(until),
+        reason: why.clone(),
+        at: runlog::stamp(now),
+    };
+    State::new(&settings.data_root)
+        .snooze(name, &snooze)
+        .map_err(anyhow::Error::from)?;
+    RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
+        .append(
+            name.as_str(),
+            Event::Snoozed(runlog::Snoozed {
+                by: By::Hand,
+                until: snooze.until.clone(),
+                reason: why,
+            }),
+            now,
+        )
+        .map_err(anyhow::Error::from)?;
+    Ok(snooze)
+}
+
+/// Ends `name`'s snooze before its time; returns whether one held.
+pub fn unsnooze(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
+    require_definition(settings, name)?;
+    let now = Utc::now();
+    if !State::new(&settings.data_root)
+        .unsnooze(name, now)
+        .map_err(anyhow::Error::from)?
+    {
+        return Ok(false);
+    }
+    RunLog::new(&settings.data_root)
+        .with_test_rotation(settings.test_rotate_bytes)
+        .append(
+            name.as_str(),
+            Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand }),
+            now,
+        )
+        .map_err(anyhow::Error::from)?;
+    Ok(true)
+}
+
 /// What `stop-all` did.
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Stopped {
@@ -225,4 +314,35 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
         .map_err(anyhow::Error::from)?;
     crate::metrics::textfile::refresh(settings, None);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::snooze_minutes;
+
+    #[test]
+    fn snooze_durations_are_minutes_hours_and_days_within_a_month() {
+        assert_eq!(snooze_minutes("30m"), Ok(30));
+        assert_eq!(snooze_minutes("2h"), Ok(120));
+        assert_eq!(snooze_minutes("1d"), Ok(1440));
+        assert_eq!(snooze_minutes("1h30m"), Ok(90));
+        assert_eq!(snooze_minutes("30d"), Ok(43_200));
+        for bad in [
+            "",
+            "0m",
+            "31d",
+            "2",
+            "h",
+            "2 hours",
+            "-1h",
+            "1.5h",
+            "99999999999999999999d",
+        ] {
+            let e = snooze_minutes(bad).unwrap_err();
+            assert!(
+                e.contains("is not a duration like 30m, 2h, 1d or 1h30m (at most 30 days)"),
+                "{e}"
+            );
+        }
+    }
 }

@@ -9,6 +9,7 @@
 //!   state/head, state/reserve        the chain's head; room kept for a full disk  runlog
 //!   state/index/                     the per-automation index                 runlog::index
 //!   state/paused/<name>.json, state/stop-all.json, state/installed/<name>.json  state
+//!   state/snoozed/<name>.json        notifications held until a time          state
 //!   state/healthchecks/<name>.json   what came of the pings                   state
 //!   state/verdicts/                  the last verdicts notified               notify
 //!   locks/<name>.lock                one run at a time                        locks
@@ -99,6 +100,16 @@ impl Layout {
     /// The lock of the metrics textfile's writers.
     pub fn metrics_lock(&self) -> PathBuf {
         self.state().join("metrics.lock")
+    }
+
+    /// The snoozes, one file each.
+    pub fn snoozed_dir(&self) -> PathBuf {
+        self.state().join("snoozed")
+    }
+
+    /// `name`'s snooze.
+    pub fn snoozed(&self, name: &str) -> PathBuf {
+        self.snoozed_dir().join(format!("{name}.json"))
     }
 
     /// The pauses, one file each.

@@ -29,6 +29,24 @@ pub struct Pause {
     pub at: String,
 }
 
+/// Notifications of an automation held until a time (`automations snooze`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snooze {
+    /// Until when (RFC 3339 UTC); past it, the snooze is over by itself.
+    pub until: String,
+    /// The reason given, if any.
+    pub reason: Option<String>,
+    /// When it was set (RFC 3339 UTC).
+    pub at: String,
+}
+
+impl Snooze {
+    /// Whether it still holds at `now`.
+    pub fn holds(&self, now: chrono::DateTime<chrono::Utc>) -> bool {
+        crate::runlog::parse_stamp(&self.until).is_some_and(|u| u > now)
+    }
+}
+
 /// The kill switch, when on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stop {
@@ -146,6 +164,37 @@ impl State {
     pub fn resume(&self, name: &Name) -> Result<bool, StateError> {
         let path = self.pause_path(name);
         fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))
+    }
+
+    /// The snooze of `name`, if one holds at `now` (an expired one is over by itself).
+    pub fn snoozed(
+        &self,
+        name: &Name,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<Snooze>, StateError> {
+        Ok(read_json::<Snooze>(&self.layout.snoozed(name.as_str()))?.filter(|s| s.holds(now)))
+    }
+
+    /// The automations with a snooze file, from one listing.
+    pub fn snoozed_names(&self) -> Result<std::collections::BTreeSet<Name>, StateError> {
+        names_in(&self.layout.snoozed_dir())
+    }
+
+    /// Snoozes `name` (replacing an earlier snooze).
+    pub fn snooze(&self, name: &Name, snooze: &Snooze) -> Result<(), StateError> {
+        write_json(&self.layout.snoozed(name.as_str()), snooze)
+    }
+
+    /// Ends `name`'s snooze; returns whether one still held at `now`.
+    pub fn unsnooze(
+        &self,
+        name: &Name,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<bool, StateError> {
+        let held = self.snoozed(name, now)?.is_some();
+        let path = self.layout.snoozed(name.as_str());
+        fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))?;
+        Ok(held)
     }
 
     /// The kill switch, if on.

@@ -31,6 +31,10 @@ pub struct ListEntry<'a> {
     pub outbound: bool,
     pub description: Option<&'a str>,
     pub paused: Option<Pause>,
+    /// Its snooze, while one holds (`automations snooze`): its notifications are held.
+    pub snoozed: Option<crate::state::Snooze>,
+    /// ", snoozed until 2026-12-04 14:30" (local time) while snoozed, else "".
+    pub snoozed_words: String,
     /// Its pause file cannot be read, and why (naming the file): whether it is paused is unknown.
     pub state_problem: Option<String>,
     pub running: bool,
@@ -86,6 +90,7 @@ pub struct LastRun {
 /// What an entry shows beside the definition: read by the caller, once, before rendering.
 pub struct Live<'r> {
     pub paused: Option<Pause>,
+    pub snoozed: Option<crate::state::Snooze>,
     /// The pause file could not be read, and why.
     pub state_problem: Option<String>,
     pub last: Option<&'r RunView>,
@@ -103,6 +108,7 @@ pub fn entry<'a>(
 ) -> ListEntry<'a> {
     let Live {
         paused,
+        snoozed,
         state_problem,
         last,
         installed,
@@ -125,6 +131,8 @@ pub fn entry<'a>(
         outbound: d.outbound,
         description: d.description.as_deref(),
         paused,
+        snoozed_words: snoozed_words(snoozed.as_ref().map(|z| z.until.as_str())),
+        snoozed,
         state_problem,
         running: last.is_some_and(|r| r.status == Status::Running),
         last_run: last.map(|r| LastRun {
@@ -145,6 +153,18 @@ pub fn entry<'a>(
         jitter_seconds: d.jitter_seconds,
         next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
     }
+}
+
+/// ", snoozed until 2026-12-04 14:30" (local time) while a snooze holds, else nothing.
+pub fn snoozed_words(until: Option<&str>) -> String {
+    until
+        .and_then(crate::runlog::parse_stamp)
+        .map_or_else(String::new, |t| {
+            format!(
+                ", snoozed until {}",
+                t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M")
+            )
+        })
 }
 
 /// A definition's schedule for people, with what changes when it runs: its jitter and retries

@@ -67,6 +67,8 @@ pub(super) fn list(settings: &Settings, json: bool) -> CmdResult {
             };
             let live = views::Live {
                 paused,
+                // A snooze file that cannot be read holds nothing here; health names it.
+                snoozed: state.snoozed(&d.name, chrono::Utc::now()).ok().flatten(),
                 state_problem,
                 last: last.get(d.name.as_str()),
                 installed: installed.get(&d.name),
@@ -156,7 +158,7 @@ fn state_words(e: &views::ListEntry) -> String {
     if e.state_problem.is_some() {
         return "unknown (pause file unreadable)".into();
     }
-    match (&e.paused, e.running) {
+    let words = match (&e.paused, e.running) {
         (_, true) => "running".into(),
         (Some(p), _) if p.by == By::Auto => {
             format!(
@@ -166,5 +168,6 @@ fn state_words(e: &views::ListEntry) -> String {
         }
         (Some(p), _) => format!("paused ({})", field(&names::truncate(&p.reason, 30))),
         (None, false) => "active".into(),
-    }
+    };
+    words + &e.snoozed_words
 }

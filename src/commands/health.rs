@@ -141,6 +141,10 @@ fn row(v: &health::Verdict) -> (String, String, String) {
         .iter()
         .map(|r| super::field(&r.detail).into_owned())
         .collect();
+    if f.snoozed_until.is_some() {
+        let words = crate::views::snoozed_words(f.snoozed_until.as_deref());
+        reasons.push(words.trim_start_matches(", ").to_owned());
+    }
     if v.verdict == State::Healthy
         && let Some(by) = f.paused_by
     {

@@ -87,6 +87,12 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         Command::Pause { name, reason } => switches::pause(s, &name, &reason),
         Command::Resume { name } => switches::resume(s, &name),
         Command::Ack { name, reason } => switches::ack(s, &name, reason.as_deref()),
+        Command::Snooze {
+            name,
+            duration,
+            reason,
+        } => switches::snooze(s, &name, &duration, reason.as_deref()),
+        Command::Unsnooze { name } => switches::unsnooze(s, &name),
         Command::StopAll { reason } => switches::stop_all(s, &reason),
         Command::ResumeAll => switches::resume_all(s),
         Command::Log(LogCommand::Verify { json }) => runs::log_verify(s, json),

@@ -66,6 +66,12 @@ pub fn look(settings: &Settings, name: Option<&Name>) -> CmdResult {
             ),
         }
     }
+    if report.snoozed > 0 {
+        outln!(
+            "{} snoozed automation(s) passed over: their news waits for the snooze's end",
+            report.snoozed
+        );
+    }
     if report.held > 0 {
         outln!(
             "{} message(s) held for the end of the quiet hours",

@@ -1,5 +1,5 @@
-//! `pause`, `resume`, `ack`, `stop-all` and `resume-all`: the switches, and what follows on the
-//! remote Healthchecks checks.
+//! `pause`, `resume`, `ack`, `snooze`, `unsnooze`, `stop-all` and `resume-all`: the switches, and
+//! what follows on the remote Healthchecks checks.
 
 use super::fail::{CmdResult, Fail};
 use super::{data_root, healthchecks};
@@ -46,6 +46,36 @@ pub(super) fn ack(settings: &Settings, name: &Name, reason: Option<&str>) -> Cmd
     outln!(
         "{name}: acknowledged; health counts its runs from now (a failure next is a new degradation)"
     );
+    Ok(Exit::Success)
+}
+
+pub(super) fn snooze(
+    settings: &Settings,
+    name: &Name,
+    duration: &str,
+    reason: Option<&str>,
+) -> CmdResult {
+    control::require_definition(settings, name).map_err(control_fail)?;
+    let minutes = control::snooze_minutes(duration)
+        .map_err(|e| Fail::new(Exit::BadInput, anyhow::anyhow!(e)))?;
+    data_root(settings, Use::Write)?;
+    let until = chrono::Utc::now() + chrono::Duration::minutes(minutes as i64);
+    control::snooze(settings, name, until, reason).map_err(control_fail)?;
+    outln!(
+        "{name}: snoozed until {}: its notifications are held (its runs go on and are recorded); automations unsnooze {name} ends it sooner",
+        until.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M")
+    );
+    Ok(Exit::Success)
+}
+
+pub(super) fn unsnooze(settings: &Settings, name: &Name) -> CmdResult {
+    control::require_definition(settings, name).map_err(control_fail)?;
+    data_root(settings, Use::Write)?;
+    if control::unsnooze(settings, name).map_err(control_fail)? {
+        outln!("{name}: no longer snoozed; the next look tells what is news");
+    } else {
+        outln!("{name}: was not snoozed");
+    }
     Ok(Exit::Success)
 }
 

@@ -43,6 +43,7 @@ pub struct Card {
     pub installed: bool,
     /// Its pause, as health read it.
     pub paused: Option<crate::state::Pause>,
+    pub snoozed: Option<crate::state::Snooze>,
 }
 
 /// Where a row goes and which count it adds to: what needs a look first.
@@ -206,6 +207,7 @@ impl Board {
         let def = self.definition(&card.name)?;
         let live = views::Live {
             paused: card.paused.clone(),
+            snoozed: card.snoozed.clone(),
             // Health already names an unreadable pause file among the card's reasons.
             state_problem: None,
             last: card.recent.iter().find(|r| r.run.is_some()),
@@ -301,6 +303,7 @@ fn card_of(
         },
         installed: subject.installed_at.is_some(),
         paused: subject.paused.clone(),
+        snoozed: subject.snoozed.clone(),
     }
 }
 

@@ -402,6 +402,33 @@ fn action(ctx: &Ctx, path: &str, body: &str) -> Reply {
             .map(|()| serde_json::json!({"acknowledged": name.as_str()})),
         );
     }
+    if let Some(name) = named("/api/snooze/") {
+        // Only a duration this module reads, and the reason as the command line takes it.
+        let duration = serde_json::from_str::<serde_json::Value>(body)
+            .ok()
+            .and_then(|v| v.get("duration")?.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let minutes = match control::snooze_minutes(&duration) {
+            Ok(m) => m,
+            Err(e) => return json(400, &serde_json::json!({"error": e})),
+        };
+        let why = reason_of(body);
+        let until = chrono::Utc::now() + chrono::Duration::minutes(minutes as i64);
+        return control_reply(
+            control::snooze(
+                s,
+                &name,
+                until,
+                Some(why.as_str()).filter(|w| !w.trim().is_empty()),
+            )
+            .map(|z| serde_json::json!({"snoozed": z})),
+        );
+    }
+    if let Some(name) = named("/api/unsnooze/") {
+        return control_reply(
+            control::unsnooze(s, &name).map(|was| serde_json::json!({"unsnoozed": was})),
+        );
+    }
     if let Some(name) = named("/api/resume/") {
         return control_reply(control::resume(s, &name).map(
             |was| serde_json::json!({"resumed": was, "healthchecks": follow(Some(&name), false)}),

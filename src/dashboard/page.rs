@@ -145,6 +145,8 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
                             button type="button" data-action="pause" { "Pause" }
                             button type="button" data-action="resume" { "Resume" }
                             button type="button" data-action="ack" title="I fixed it: health counts runs from now" { "Acknowledge" }
+                            button type="button" data-action="snooze" title="Hold its notifications for 4 hours; its runs go on" { "Snooze 4 h" }
+                            button type="button" data-action="unsnooze" { "Unsnooze" }
                             span.said data-field="said" role="status" aria-live="polite" {}
                         }
                     }
@@ -164,13 +166,14 @@ fn state_words(c: &Card, entry: Option<&crate::views::ListEntry>, defined: bool)
     {
         return "unknown: its state cannot be read".into();
     }
-    match entry.and_then(|e| e.paused.as_ref()) {
+    let words: String = match entry.and_then(|e| e.paused.as_ref()) {
         Some(p) if p.by == By::Auto => format!("paused automatically: {}", p.reason),
         Some(p) => format!("paused: {}", p.reason),
         None if !defined => "no definition".into(),
         None if c.running() => "running".into(),
         None => "active".into(),
-    }
+    };
+    words + &crate::views::snoozed_words(c.snoozed.as_ref().map(|z| z.until.as_str()))
 }
 
 /// "ok · 3 min ago": the last run's status and age, for the row's line.

@@ -161,6 +161,8 @@ pub fn judge<R: Send>(
         Some(_) => None,
         None => Some(state.paused_names()?),
     };
+    // Snoozes are read only for the automations that have one (one listing).
+    let snoozes = state.snoozed_names()?;
     // Ping records are read only for the automations that have one (one listing).
     let pinged = crate::state::pinged_names(&settings.data_root)?;
     let stopped = stopped_watches(settings, loaded, &installs, only);
@@ -189,6 +191,12 @@ pub fn judge<R: Send>(
             None => {}
         }
         subject.invalid = invalid.contains(n.as_str());
+        if snoozes.contains(n) {
+            match state.snoozed(n, chrono::Utc::now()) {
+                Ok(z) => subject.snoozed = z,
+                Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
+            }
+        }
         subject.watch_stopped = stopped.get(n).cloned();
         if pinged.contains(n) {
             match crate::state::read_pings(&settings.data_root, n.as_str()) {
@@ -304,6 +312,7 @@ fn subject(
     Ok(Subject {
         name: name.to_string(),
         paused,
+        snoozed: None,
         installed_at: None,
         fires_on: None,
         invalid: false,

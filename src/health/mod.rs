@@ -66,6 +66,8 @@ pub struct Subject {
     pub fires_on: Option<crate::schedule::Schedule>,
     /// Its pause, if paused.
     pub paused: Option<Pause>,
+    /// Its snooze, while one holds: its notifications are held (its verdict is its verdict).
+    pub snoozed: Option<crate::state::Snooze>,
     /// When it was last acknowledged (`ack`) or resumed: the window rules and the failing streak
     /// count runs from there.
     pub acked_at: Option<DateTime<Utc>>,
@@ -228,6 +230,8 @@ pub struct Figures {
     pub paused_at: Option<String>,
     /// The latest ack or resume, from which the window and the streak count.
     pub acked_at: Option<String>,
+    /// Until when its notifications are held (`automations snooze`), while they are.
+    pub snoozed_until: Option<String>,
 }
 
 /// The verdict on one automation.
@@ -264,6 +268,7 @@ pub fn verdict<Tz: TimeZone>(s: &Subject, th: &Thresholds, now: &Now<Tz>) -> Ver
     // What notifications key their news on: the pause's time, the latest ack or resume.
     let mut figures = Figures {
         paused_at: s.paused.as_ref().map(|p| p.at.clone()),
+        snoozed_until: s.snoozed.as_ref().map(|z| z.until.clone()),
         acked_at: s.acked_at.map(crate::runlog::stamp),
         ..Figures::default()
     };

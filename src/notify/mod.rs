@@ -274,6 +274,8 @@ pub struct LookReport {
     pub deliveries: Vec<(String, String, Result<String, String>)>,
     /// Messages held by quiet hours.
     pub held: usize,
+    /// Automations passed over because they are snoozed: their news waits for the snooze's end.
+    pub snoozed: usize,
     /// Automations whose last verdicts could not be read or saved, and why: the look went on
     /// with the others.
     pub unreadable: Vec<String>,
@@ -371,6 +373,11 @@ pub fn look_at(
     let mut report = LookReport::default();
     let host = host();
     for v in &verdicts {
+        // Snoozed: nothing of it is looked at, so what is news at the snooze's end is told then.
+        if v.figures.snoozed_until.is_some() {
+            report.snoozed += 1;
+            continue;
+        }
         let path = state_path(settings, &v.name);
         let mut last: Last = match crate::state::read_json(&path) {
             Ok(l) => l.unwrap_or_default(),

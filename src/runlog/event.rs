@@ -274,6 +274,23 @@ pub struct Ack {
     pub reason: Option<String>,
 }
 
+/// A person held an automation's notifications until a time (`automations snooze`); its runs go
+/// on and are recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snoozed {
+    pub by: By,
+    /// Until when (RFC 3339 UTC).
+    pub until: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// A snooze ended before its time (`automations unsnooze`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unsnoozed {
+    pub by: By,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rotated {
     pub previous: String,
@@ -322,6 +339,8 @@ pub enum Event {
     Paused(Paused),
     Resumed(Resumed),
     Ack(Ack),
+    Snoozed(Snoozed),
+    Unsnoozed(Unsnoozed),
     StopAll(StopAll),
     ResumeAll(ResumeAll),
     Rotated(Rotated),

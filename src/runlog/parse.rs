@@ -68,6 +68,8 @@ mod fast {
             "paused" => Deserialize::deserialize(de).map(Event::Paused),
             "resumed" => Deserialize::deserialize(de).map(Event::Resumed),
             "ack" => Deserialize::deserialize(de).map(Event::Ack),
+            "snoozed" => Deserialize::deserialize(de).map(Event::Snoozed),
+            "unsnoozed" => Deserialize::deserialize(de).map(Event::Unsnoozed),
             "stop_all" => Deserialize::deserialize(de).map(Event::StopAll),
             "resume_all" => Deserialize::deserialize(de).map(Event::ResumeAll),
             "rotated" => Deserialize::deserialize(de).map(Event::Rotated),

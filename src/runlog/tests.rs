@@ -627,6 +627,12 @@ fn the_fast_parse_agrees_with_the_derived_one() {
             stopped: 2,
         }),
         Event::ResumeAll(ResumeAll {}),
+        Event::Snoozed(Snoozed {
+            by: By::Hand,
+            until: "2026-12-04T10:00:00.000Z".into(),
+            reason: Some("moving the NAS".into()),
+        }),
+        Event::Unsnoozed(Unsnoozed { by: By::Hand }),
     ] {
         log.append("a", event, at).unwrap();
     }

@@ -326,3 +326,114 @@ fn a_degradation_that_goes_on_is_recalled_once_a_period_and_never_in_quiet_hours
         .collect();
     assert!(!kinds[3..].contains(&"reminder".to_owned()), "{kinds:?}");
 }
+
+#[test]
+fn a_snooze_holds_the_news_while_runs_go_on_and_ends_by_itself() {
+    let hook = FakeHttp::start(|_| Reply::Status(200, b"ok".to_vec()));
+    let ntfy = FakeHttp::start(|_| Reply::Status(200, b"{}".to_vec()));
+    let sb = two_channels(&hook, &ntfy, "remind_every_hours = 6\n");
+
+    for bad in [["snooze", "job", "2 hours"], ["snooze", "job", "31d"]] {
+        let o = sb.run(bad);
+        assert_code(&o, 2);
+        assert!(
+            stderr(&o).contains("is not a duration like 30m, 2h, 1d or 1h30m"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert_code(&sb.run(["snooze", "nobody", "2h"]), 2);
+    let o = sb.run(["snooze", "job", "2h", "--reason", "moving the NAS"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("job: snoozed until "), "{}", stdout(&o));
+    let ev = sb.events("snoozed");
+    assert_eq!(ev.len(), 1);
+    assert_eq!(
+        (ev[0]["name"].as_str(), ev[0]["by"].as_str()),
+        (Some("job"), Some("hand"))
+    );
+    assert_eq!(ev[0]["reason"], "moving the NAS");
+    let until = chrono::DateTime::parse_from_rfc3339(ev[0]["until"].as_str().unwrap()).unwrap();
+    let left = until.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    assert!(left > chrono::Duration::minutes(118) && left <= chrono::Duration::minutes(120));
+
+    // Its runs go on and are recorded, and degrade it; its news is held. The other's is not.
+    for name in ["job", "job", "job", "other", "other", "other"] {
+        sb.run(["run", name]);
+    }
+    assert_eq!(sb.events("finished").len(), 6);
+    assert!(documents(&hook).is_empty());
+    assert_eq!(ntfy.seen().len(), 1);
+    let o = sb.run(["notify", "look"]);
+    assert!(
+        stdout(&o).contains("1 snoozed automation(s) passed over"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(documents(&hook).is_empty());
+
+    // Said wherever it is looked at.
+    assert!(stdout(&sb.run(["list"])).contains(", snoozed until "));
+    let list: serde_json::Value =
+        serde_json::from_str(&stdout(&sb.run(["list", "--json"]))).unwrap();
+    let job = list["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "job")
+        .unwrap();
+    assert_eq!(job["snoozed"]["reason"], "moving the NAS");
+    assert!(
+        job["snoozed_words"]
+            .as_str()
+            .unwrap()
+            .starts_with(", snoozed until ")
+    );
+    let health = stdout(&sb.run(["health"]));
+    let row = health.lines().find(|l| l.starts_with("job ")).unwrap();
+    assert!(
+        row.contains("DEGRADED") && row.contains("snoozed until "),
+        "{row}"
+    );
+    let hj: serde_json::Value =
+        serde_json::from_str(&stdout(&sb.run(["health", "--json"]))).unwrap();
+    let fig = &hj["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "job")
+        .unwrap()["figures"];
+    assert_eq!(fig["snoozed_until"], ev[0]["until"]);
+
+    // The snooze's time passes (its file's clock set back): it is over by itself, and what is
+    // news by then is told.
+    let path = sb.data.join("state/snoozed/job.json");
+    let mut z: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    z["until"] = serde_json::json!("2020-01-01T00:00:00.000Z");
+    std::fs::write(&path, z.to_string()).unwrap();
+    sb.run(["notify", "look"]);
+    let docs = documents(&hook);
+    assert_eq!(docs.len(), 1, "{docs:?}");
+    assert_eq!(docs[0].0["kind"], "degraded");
+    assert!(!stdout(&sb.run(["list"])).contains("snoozed"));
+
+    // A reminder falls due during a second snooze: none until `unsnooze`.
+    sb.run(["snooze", "job", "1h"]);
+    age_told(&sb, "job", 7);
+    sb.run(["notify", "look"]);
+    assert_eq!(documents(&hook).len(), 1);
+    let o = sb.run(["unsnooze", "job"]);
+    assert!(
+        stdout(&o).contains("job: no longer snoozed"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(sb.events("unsnoozed").len(), 1);
+    assert!(stdout(&sb.run(["unsnooze", "job"])).contains("job: was not snoozed"));
+    sb.run(["notify", "look"]);
+    let docs = documents(&hook);
+    assert_eq!(docs.len(), 2, "{docs:?}");
+    assert_eq!(docs[1].0["kind"], "reminder");
+    sb.assert_log_verifies();
+}

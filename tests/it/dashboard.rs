@@ -437,6 +437,48 @@ fn a_person_sees_every_automation_runs_one_and_pauses_another() {
                 .any(|l| l.starts_with("report") && l.contains("paused (on vacation)")),
             "{list}"
         );
+        // Snooze, with a reason: its notifications are held for 4 h, said in the row and in
+        // `automations list`, recorded; Unsnooze ends it.
+        open_row(&c, "digest");
+        let input = c.find(card("digest", "input[name=reason]")).unwrap();
+        input.send_keys("planned move").unwrap();
+        c.find(card("digest", "button[data-action=snooze]"))
+            .unwrap()
+            .click()
+            .unwrap();
+        wait_text(&c, "digest", "[data-field=state]", "the snooze", |t| {
+            t.contains(", snoozed until ")
+        });
+        // For a person to look at: target/dashboard-snoozed.png.
+        let png = c.screenshot().unwrap();
+        std::fs::write(repo_root().join("target/dashboard-snoozed.png"), png).unwrap();
+        let snoozed = sb.events("snoozed");
+        assert_eq!(snoozed.len(), 1);
+        assert_eq!(
+            (&snoozed[0]["name"], &snoozed[0]["reason"]),
+            (
+                &serde_json::json!("digest"),
+                &serde_json::json!("planned move")
+            )
+        );
+        assert!(
+            stdout(&sb.run(["list"]))
+                .lines()
+                .any(|l| l.starts_with("digest") && l.contains(", snoozed until ")),
+        );
+        c.find(card("digest", "button[data-action=unsnooze]"))
+            .unwrap()
+            .click()
+            .unwrap();
+        wait_text(
+            &c,
+            "digest",
+            "[data-field=state]",
+            "the snooze's end",
+            |t| !t.contains("snoozed"),
+        );
+        assert_eq!(sb.events("unsnoozed").len(), 1);
+
         // Regression: Enter in a card's reason field submitted its form as a page load, and
         // nothing was paused. It pauses, in place.
         let input = c.find(card("xss", "input[name=reason]")).unwrap();

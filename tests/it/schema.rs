@@ -26,6 +26,14 @@ pub struct ListDoc {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct SnoozedJson {
+    pub until: String,
+    pub reason: Option<String>,
+    pub at: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ListEntry {
     pub name: String,
     pub label: String,
@@ -34,6 +42,9 @@ pub struct ListEntry {
     pub outbound: bool,
     pub description: Option<String>,
     pub paused: Option<PausedJson>,
+    pub snoozed: Option<SnoozedJson>,
+    /// ", snoozed until 2026-12-04 14:30" (local time) while snoozed, else "".
+    pub snoozed_words: String,
     pub state_problem: Option<String>,
     pub running: bool,
     pub last_run: Option<LastRunJson>,

@@ -100,10 +100,11 @@ function update(row, a) {
   if (state) {
     const p = a.list && a.list.paused;
     const unreadable = a.health.reasons.some((r) => r.rule === "unreadable");
-    setText(state, !a.list ? "no definition"
+    const words = !a.list ? "no definition"
       : unreadable ? "unknown: its state cannot be read"
       : p ? (p.by === "auto" ? "paused automatically: " : "paused: ") + p.reason
-      : running ? "running" : "active");
+      : running ? "running" : "active";
+    setText(state, words + ((a.list && a.list.snoozed_words) || ""));
   }
   const next = (a.list && a.list.next_words) || "-";
   ["next", "next-short"].forEach((f) => { const n = field(row, f); if (n) setText(n, next); });
@@ -317,6 +318,13 @@ async function act(action, form, button) {
       await post("/api/ack/" + encodeURIComponent(name), { reason: reason ? reason.value : "" });
       if (reason) reason.value = "";
       sayAt(form, "acknowledged");
+    } else if (action === "snooze") {
+      const r = await post("/api/snooze/" + encodeURIComponent(name), { duration: "4h", reason: reason ? reason.value : "" });
+      if (reason) reason.value = "";
+      sayAt(form, "snoozed until " + new Date(r.snoozed.until).toLocaleString());
+    } else if (action === "unsnooze") {
+      const r = await post("/api/unsnooze/" + encodeURIComponent(name));
+      sayAt(form, r.unsnoozed ? "no longer snoozed" : "was not snoozed");
     } else if (action === "resume-all") {
       const r = await post("/api/resume-all");
       say("kill switch off" + remote(r));
