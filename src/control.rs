@@ -68,14 +68,13 @@ pub fn pause(settings: &Settings, name: &Name, by: By, why: &str) -> Result<Paus
     State::new(&settings.data_root)
         .pause(name, &pause)
         .map_err(anyhow::Error::from)?;
-    RunLog::new(&settings.data_root)
-        .with_test_rotation(settings.test_rotate_bytes)
-        .append(
-            name.as_str(),
-            Event::Paused(runlog::Paused { by, reason: why }),
-            now,
-        )
-        .map_err(anyhow::Error::from)?;
+    record(
+        settings,
+        name.as_str(),
+        Event::Paused(runlog::Paused { by, reason: why }),
+        now,
+    )
+    .map_err(anyhow::Error::from)?;
     crate::metrics::textfile::refresh(settings, Some(name));
     Ok(pause)
 }
@@ -89,14 +88,13 @@ pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
     {
         return Ok(false);
     }
-    RunLog::new(&settings.data_root)
-        .with_test_rotation(settings.test_rotate_bytes)
-        .append(
-            name.as_str(),
-            Event::Resumed(runlog::Resumed { by: By::Hand }),
-            Utc::now(),
-        )
-        .map_err(anyhow::Error::from)?;
+    record(
+        settings,
+        name.as_str(),
+        Event::Resumed(runlog::Resumed { by: By::Hand }),
+        Utc::now(),
+    )
+    .map_err(anyhow::Error::from)?;
     crate::metrics::textfile::refresh(settings, Some(name));
     Ok(true)
 }
@@ -106,17 +104,16 @@ pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
 pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), ControlError> {
     require_definition(settings, name)?;
     let why = why.map(reason).transpose()?;
-    RunLog::new(&settings.data_root)
-        .with_test_rotation(settings.test_rotate_bytes)
-        .append(
-            name.as_str(),
-            Event::Ack(runlog::Ack {
-                by: By::Hand,
-                reason: why,
-            }),
-            Utc::now(),
-        )
-        .map_err(anyhow::Error::from)?;
+    record(
+        settings,
+        name.as_str(),
+        Event::Ack(runlog::Ack {
+            by: By::Hand,
+            reason: why,
+        }),
+        Utc::now(),
+    )
+    .map_err(anyhow::Error::from)?;
     // Its failed Healthchecks pings are acknowledged too (the ack itself is recorded already).
     if let Err(e) = crate::state::reset_ping_streak(&settings.data_root, name.as_str()) {
         errln!(
@@ -180,18 +177,17 @@ pub fn snooze(
     State::new(&settings.data_root)
         .snooze(name, &snooze)
         .map_err(anyhow::Error::from)?;
-    RunLog::new(&settings.data_root)
-        .with_test_rotation(settings.test_rotate_bytes)
-        .append(
-            name.as_str(),
-            Event::Snoozed(runlog::Snoozed {
-                by: By::Hand,
-                until: snooze.until.clone(),
-                reason: why,
-            }),
-            now,
-        )
-        .map_err(anyhow::Error::from)?;
+    record(
+        settings,
+        name.as_str(),
+        Event::Snoozed(runlog::Snoozed {
+            by: By::Hand,
+            until: snooze.until.clone(),
+            reason: why,
+        }),
+        now,
+    )
+    .map_err(anyhow::Error::from)?;
     Ok(snooze)
 }
 
@@ -205,15 +201,26 @@ pub fn unsnooze(settings: &Settings, name: &Name) -> Result<bool, ControlError> 
     {
         return Ok(false);
     }
+    record(
+        settings,
+        name.as_str(),
+        Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand }),
+        now,
+    )
+    .map_err(anyhow::Error::from)?;
+    Ok(true)
+}
+
+/// Appends `event` of `name` to the run log at `at` (the switches' record).
+fn record(
+    settings: &Settings,
+    name: &str,
+    event: Event,
+    at: chrono::DateTime<Utc>,
+) -> Result<(), runlog::LogError> {
     RunLog::new(&settings.data_root)
         .with_test_rotation(settings.test_rotate_bytes)
-        .append(
-            name.as_str(),
-            Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand }),
-            now,
-        )
-        .map_err(anyhow::Error::from)?;
-    Ok(true)
+        .append(name, event, at)
 }
 
 /// What `stop-all` did.
@@ -283,17 +290,15 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
         .collect();
     out.signalled = running.len();
     out.stopped = running.len() - out.still_running.len();
-    if let Err(e) = RunLog::new(&settings.data_root)
-        .with_test_rotation(settings.test_rotate_bytes)
-        .append(
-            "",
-            Event::StopAll(runlog::StopAll {
-                reason: why,
-                stopped: running.len() as u32,
-            }),
-            now,
-        )
-    {
+    if let Err(e) = record(
+        settings,
+        "",
+        Event::StopAll(runlog::StopAll {
+            reason: why,
+            stopped: running.len() as u32,
+        }),
+        now,
+    ) {
         out.log_error = Some(crate::exit::chain_text(&e));
     }
     crate::metrics::textfile::refresh(settings, None);
@@ -308,10 +313,13 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
     {
         return Ok(false);
     }
-    RunLog::new(&settings.data_root)
-        .with_test_rotation(settings.test_rotate_bytes)
-        .append("", Event::ResumeAll(runlog::ResumeAll {}), Utc::now())
-        .map_err(anyhow::Error::from)?;
+    record(
+        settings,
+        "",
+        Event::ResumeAll(runlog::ResumeAll {}),
+        Utc::now(),
+    )
+    .map_err(anyhow::Error::from)?;
     crate::metrics::textfile::refresh(settings, None);
     Ok(true)
 }

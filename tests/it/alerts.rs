@@ -56,23 +56,6 @@ fn hmac_hex(key: &str, body: &[u8]) -> String {
         .collect()
 }
 
-/// Every file under `dir`, as text.
-fn every_file(dir: &std::path::Path) -> Vec<(std::path::PathBuf, String)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(b) = std::fs::read(&p) {
-                out.push((p, String::from_utf8_lossy(&b).into_owned()));
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn a_signed_webhook_gets_its_automations_news_and_its_url_never_shows() {
     let hook = FakeHttp::start(|_| Reply::Status(200, b"ok".to_vec()));
@@ -138,9 +121,10 @@ fn a_signed_webhook_gets_its_automations_news_and_its_url_never_shows() {
     // Neither the URL's path nor the key anywhere: not in what the commands said, not in the log,
     // not in any state file. The command's output (kept in the run's record, as always) in no
     // message and no notification state.
-    for (path, text) in every_file(&sb.data)
+    for (path, text) in files_under(&sb.data)
         .into_iter()
         .filter(|(p, _)| !p.ends_with("notify.toml"))
+        .map(|(p, b)| (p, String::from_utf8_lossy(&b).into_owned()))
         .chain([("what the commands said".into(), said)])
     {
         for secret in ["sekr3tPath", SIGNING_KEY] {

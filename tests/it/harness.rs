@@ -550,6 +550,23 @@ fn install_executable(from: &Path, to: &Path) {
     );
 }
 
+/// Every file under `dir` (in every folder below it), with its bytes.
+pub fn files_under(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                out.push((p, bytes));
+            }
+        }
+    }
+    out
+}
+
 /// Polls `cond` every 10 ms until it holds; panics naming `what` after 60 s.
 #[track_caller]
 pub fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {

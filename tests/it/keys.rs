@@ -78,18 +78,10 @@ fn secret(s: &str) -> Secret {
 /// Every `n`-byte fragment of `key` found in any file under `dir`, with the file.
 fn leaks(dir: &Path, key: &str, n: usize) -> Vec<String> {
     let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                for w in key.as_bytes().windows(n) {
-                    if bytes.windows(n).any(|b| b == w) {
-                        found.push(format!("{}: {}", p.display(), String::from_utf8_lossy(w)));
-                    }
-                }
+    for (p, bytes) in files_under(dir) {
+        for w in key.as_bytes().windows(n) {
+            if bytes.windows(n).any(|b| b == w) {
+                found.push(format!("{}: {}", p.display(), String::from_utf8_lossy(w)));
             }
         }
     }
