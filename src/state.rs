@@ -191,7 +191,8 @@ impl State {
         name: &Name,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<bool, StateError> {
-        let held = self.snoozed(name, now)?.is_some();
+        // A snooze file that cannot be read is removed all the same: that is what was asked.
+        let held = self.snoozed(name, now).ok().flatten().is_some();
         let path = self.layout.snoozed(name.as_str());
         fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))?;
         Ok(held)

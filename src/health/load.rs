@@ -172,30 +172,21 @@ pub fn judge<R: Send>(
         let th = thresholds.of(n.as_str());
         let mut subject = subject(settings, snapshot, n, definition, th, pauses.as_ref())?;
         match installs.get(n) {
-            Some(Ok(r)) => {
-                subject.installed_at = Some(r.installed_at);
-                subject.not_approved = subject
-                    .definition
-                    .as_ref()
-                    .filter(|d| d.has_units())
-                    .and_then(|d| crate::pins::check(Some(r), d, &settings.root))
-                    .map(|m| m.words(n.as_str()));
-                subject.fires_on = r.schedule.clone().or_else(|| {
-                    let d = subject.definition.as_ref()?;
-                    d.schedule
-                        .clone()
-                        .filter(|_| subject.not_approved.is_none())
-                });
-            }
+            Some(Ok(r)) => installed(&mut subject, r, settings),
             Some(Err(e)) => subject.unreadable.push(e.clone()),
             None => {}
         }
         subject.invalid = invalid.contains(n.as_str());
         if snoozes.contains(n) {
-            match state.snoozed(n, chrono::Utc::now()) {
-                Ok(z) => subject.snoozed = z,
-                Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
-            }
+            // A snooze that cannot be read holds nothing: alerts are the safe side, and the
+            // verdict stays the automation's own.
+            subject.snoozed = state.snoozed(n, chrono::Utc::now()).unwrap_or_else(|e| {
+                errln!(
+                    "automations: {n}: its snooze is not honoured: {}",
+                    crate::exit::chain_text(&e)
+                );
+                None
+            });
         }
         subject.watch_stopped = stopped.get(n).cloned();
         if pinged.contains(n) {
@@ -210,6 +201,24 @@ pub fn judge<R: Send>(
     crate::parallel::map(&names, PER_WORKER, one)
         .into_iter()
         .collect()
+}
+
+/// What `subject`'s install record says: when, whether what it runs now is what was approved, and
+/// the schedule its unit fires on.
+fn installed(subject: &mut Subject, r: &crate::state::Record, settings: &Settings) {
+    subject.installed_at = Some(r.installed_at);
+    subject.not_approved = subject
+        .definition
+        .as_ref()
+        .filter(|d| d.has_units())
+        .and_then(|d| crate::pins::check(Some(r), d, &settings.root))
+        .map(|m| m.words(&subject.name));
+    subject.fires_on = r.schedule.clone().or_else(|| {
+        let d = subject.definition.as_ref()?;
+        d.schedule
+            .clone()
+            .filter(|_| subject.not_approved.is_none())
+    });
 }
 
 /// The installed automations whose path watch the service manager stopped for good, with why:

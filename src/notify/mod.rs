@@ -393,6 +393,12 @@ pub fn look_at(
             .filter(|c| cfg.routes_to(c, &v.name))
             .cloned()
             .collect();
+        // What waits for a channel that no longer takes this automation's news (an `except`
+        // added, a channel removed) is not for it any more.
+        for p in &mut last.pending {
+            p.drivers.retain(|d| routed.contains(d));
+        }
+        last.pending.retain(|p| !p.drivers.is_empty());
         let at = Moment {
             now: now.with_timezone(&Utc),
             quiet,
@@ -483,8 +489,27 @@ fn transition(
         }
         (true, State::Degraded) => {
             if let Some(m) = reminder(last, v, cfg, host, at) {
-                queue(last, m, true);
-                last.told_at = Some(crate::runlog::stamp(at.now));
+                // Only the channels that owe nothing of it: one that cannot take messages now
+                // holds back no other's reminders.
+                let owing: Vec<&String> = last
+                    .pending
+                    .iter()
+                    .filter(|p| p.degradation)
+                    .flat_map(|p| &p.drivers)
+                    .collect();
+                let free: Vec<String> = drivers
+                    .iter()
+                    .filter(|d| !owing.contains(d))
+                    .cloned()
+                    .collect();
+                if !free.is_empty() {
+                    last.pending.push(Pending {
+                        message: m,
+                        drivers: free,
+                        degradation: true,
+                    });
+                    last.told_at = Some(crate::runlog::stamp(at.now));
+                }
             }
         }
         (false, State::Healthy | State::Unknown) => {}
@@ -503,9 +528,9 @@ fn transition(
     }
 }
 
-/// The reminder due now of a degradation that goes on, if one is: it reached someone, nothing of
-/// it waits to be delivered, it is not the quiet hours, and `remind_every_hours` have passed since
-/// it was last told. A state from before reminders starts counting now.
+/// The reminder due now of a degradation that goes on, if one is: it reached someone, it is not
+/// the quiet hours, and `remind_every_hours` have passed since it was last told (queued, or
+/// delivered, whichever was later). A state from before reminders starts counting now.
 fn reminder(
     last: &mut Last,
     v: &Verdict,
@@ -520,7 +545,7 @@ fn reminder(
         return None;
     };
     let due = at.now - told >= chrono::Duration::hours(i64::from(every));
-    if !due || at.quiet || !last.notified || last.pending.iter().any(|p| p.degradation) {
+    if !due || at.quiet || !last.notified {
         return None;
     }
     let since = stamp(&last.degraded_at).unwrap_or(told);
@@ -556,7 +581,9 @@ fn deliver(
                     "automations: {name}: could not notify through {want} ({e}); it is tried again at the next look"
                 );
             } else if p.degradation {
+                // Told now: the next reminder counts from here, not from when it was queued.
                 last.notified = true;
+                last.told_at = Some(crate::runlog::stamp(Utc::now()));
             }
             report.deliveries.push((name.to_owned(), want.clone(), answer));
             !delivered
@@ -717,6 +744,19 @@ mod tests {
         transition(&mut last, &v("x", &[]), &cfg, &d, "box", at(15));
         transition(&mut last, &bad, &cfg, &d, "box", at(16));
         assert_eq!(last.pending[0].message.title, "automations: x is degraded");
+        // A channel that still owes the news holds back no other's reminder.
+        let two = vec!["webhook".to_owned(), "ntfy".to_owned()];
+        let mut last = Last::default();
+        transition(&mut last, &bad, &cfg, &two, "box", at(0));
+        last.pending[0].drivers = vec!["webhook".to_owned()];
+        last.notified = true;
+        transition(&mut last, &bad, &cfg, &two, "box", at(7));
+        assert_eq!(last.pending.len(), 2);
+        assert_eq!(last.pending[1].drivers, ["ntfy"]);
+        assert_eq!(
+            last.pending[1].message.about.as_ref().unwrap().kind,
+            "reminder"
+        );
         // Without remind_every_hours, never.
         let mut last = Last::default();
         let off = NotifySettings::default();

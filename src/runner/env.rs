@@ -37,21 +37,23 @@ pub enum EnvError {
 /// What a command that is this binary (`{self}`) also gets from the runner's environment: how to
 /// reach the keychain, whether notifications are on, and where they go — so `{self} notify look`
 /// (the health-check) does what the runner would. Any other command never sees them.
-pub const SELF_PASSTHROUGH: [&str; 7] = [
+pub const SELF_PASSTHROUGH: [&str; 8] = [
     "DBUS_SESSION_BUS_ADDRESS",
     crate::notify::ENV_NOTIFY,
     crate::notify::drivers::ENV_PUSHOVER_API,
     crate::notify::drivers::ENV_PUSHOVER_USER,
     crate::notify::drivers::ENV_PUSHOVER_TOKEN,
     crate::notify::drivers::ENV_NTFY_TOKEN,
+    crate::notify::drivers::ENV_WEBHOOK_SECRET,
     crate::anytype::ENV_API_URL,
 ];
 
 /// Of those, the ones that hold secrets (the redactor learns their values).
-const SELF_SECRETS: [&str; 3] = [
+const SELF_SECRETS: [&str; 4] = [
     crate::notify::drivers::ENV_PUSHOVER_USER,
     crate::notify::drivers::ENV_PUSHOVER_TOKEN,
     crate::notify::drivers::ENV_NTFY_TOKEN,
+    crate::notify::drivers::ENV_WEBHOOK_SECRET,
 ];
 
 /// The per-run values the runner itself provides.
