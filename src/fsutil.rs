@@ -343,23 +343,23 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// are checked when read (the index), where a crash may lose the new file but never leaves half of
 /// one.
 pub fn write_cache(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = tmp_sibling(path);
-    let _ = fs::remove_file(&tmp);
-    let result = write_new(&tmp, bytes, 0o600).and_then(|_| fs::rename(&tmp, path));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    replace_by_rename(path, bytes, 0o600)
 }
 
 /// Replaces `path` with `bytes` by a rename, mode 0644 whatever the umask, without waiting for the
 /// disk: a file this program writes for another user to read (the metrics textfile), rewritten
 /// whole each time, so a reader sees the old one or the new one.
 pub fn replace_readable(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace_by_rename(path, bytes, 0o644)
+}
+
+/// Replaces `path` with `bytes` by a rename of a new sibling with exactly `mode` (whatever the
+/// umask), not synced; the sibling is removed when anything fails.
+fn replace_by_rename(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
-    let result = write_new(&tmp, bytes, 0o644)
-        .and_then(|f| f.set_permissions(fs::Permissions::from_mode(0o644)))
+    let result = write_new(&tmp, bytes, mode)
+        .and_then(|f| f.set_permissions(fs::Permissions::from_mode(mode)))
         .and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

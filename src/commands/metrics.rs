@@ -6,21 +6,20 @@ use super::data_root;
 use super::fail::CmdResult;
 use crate::exit::Exit;
 use crate::fsutil::Use;
-use crate::metrics::{self, Format, Machine};
+use crate::metrics::{self, Format};
 use crate::settings::Settings;
 
 pub fn metrics(settings: &Settings, openmetrics: bool) -> CmdResult {
     data_root(settings, Use::Read)?;
     let src = crate::health::load::Sources::read(settings, None)?;
-    let machine = Machine::read(settings)?;
     let format = if openmetrics {
         Format::OpenMetrics
     } else {
         Format::Text
     };
-    let all = metrics::collect(settings, &src, None, &machine, format)?;
+    let text = metrics::document(settings, &src, format)?;
     let mut out = std::io::stdout().lock();
-    out.write_all(metrics::render(&all, &machine, format).as_bytes())?;
+    out.write_all(text.as_bytes())?;
     out.flush()?;
     // A command that ends next: what was read is left to the exit.
     std::mem::forget(src);

@@ -107,19 +107,35 @@ fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
     drivers::validate_pushover(&drivers::pushover_api(&env), pair)
 }
 
+/// A credential that is one key (ntfy's token, the webhook's signing key), not Pushover's pair:
+/// the words `store` and `check` say of it.
+struct SingleKey {
+    prompt: &'static str,
+    what: &'static str,
+    without: &'static str,
+}
+
+fn single_key(driver: &str) -> Option<SingleKey> {
+    match driver {
+        "ntfy" => Some(SingleKey {
+            prompt: "ntfy access token (input hidden): ",
+            what: "an ntfy token",
+            without: "; topics without one need none",
+        }),
+        "webhook" => Some(SingleKey {
+            prompt: "the webhook's signing key (input hidden): ",
+            what: "a webhook signing key",
+            without: "; a webhook with sign = true cannot be sent without one",
+        }),
+        _ => None,
+    }
+}
+
 pub fn key_store(settings: &Settings, driver: &str) -> CmdResult {
     terminal()?;
     let store = keys::for_settings(settings);
     let label = label(settings, driver);
-    let single = match driver {
-        "ntfy" => Some(("ntfy access token (input hidden): ", "the ntfy token")),
-        "webhook" => Some((
-            "the webhook's signing key (input hidden): ",
-            "the webhook's signing key",
-        )),
-        _ => None,
-    };
-    if let Some((prompt, what)) = single {
+    if let Some(SingleKey { prompt, what, .. }) = single_key(driver) {
         let key = secret(prompt)?;
         store
             .set(&label, &key)
@@ -151,15 +167,7 @@ pub fn key_store(settings: &Settings, driver: &str) -> CmdResult {
 pub fn key_check(settings: &Settings, driver: &str) -> CmdResult {
     let store = keys::for_settings(settings);
     let label = label(settings, driver);
-    let single = match driver {
-        "ntfy" => Some(("an ntfy token", "; topics without one need none")),
-        "webhook" => Some((
-            "a webhook signing key",
-            "; a webhook with sign = true cannot be sent without one",
-        )),
-        _ => None,
-    };
-    if let Some((what, without)) = single {
+    if let Some(SingleKey { what, without, .. }) = single_key(driver) {
         return match store.get(&label) {
             Ok(Some(_)) => {
                 outln!("{what} is stored as {label}");

@@ -310,11 +310,8 @@ fn metrics(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
     }
     let format = crate::metrics::Format::accepted(get_header(request, "Accept").unwrap_or(""));
     let s = &ctx.settings;
-    let body = crate::health::load::Sources::read(s, None).and_then(|src| {
-        let m = crate::metrics::Machine::read(s)?;
-        let all = crate::metrics::collect(s, &src, None, &m, format)?;
-        Ok(crate::metrics::render(&all, &m, format))
-    });
+    let body = crate::health::load::Sources::read(s, None)
+        .and_then(|src| crate::metrics::document(s, &src, format));
     match body {
         Ok(b) => reply(
             200,

@@ -198,6 +198,21 @@ pub fn collect(
     })
 }
 
+/// The whole document of every automation in `src`, in `format` (`automations metrics`, the
+/// dashboard's `/metrics`).
+pub fn document(
+    settings: &Settings,
+    src: &health::load::Sources,
+    format: Format,
+) -> anyhow::Result<String> {
+    let m = Machine::read(settings)?;
+    Ok(render(
+        &collect(settings, src, None, &m, format)?,
+        &m,
+        format,
+    ))
+}
+
 /// [`collect`] with each automation's verdict, from the one pass (`health` writes the textfile
 /// and prints the verdicts).
 pub fn collect_with_verdicts(

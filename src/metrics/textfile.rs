@@ -28,7 +28,7 @@ const ONE_WAIT: Duration = Duration::from_secs(1);
 const WHOLE_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the textfile goes, when `metrics.toml` names one.
-pub fn configured(data_root: &Path) -> Result<Option<PathBuf>, file::Refused> {
+fn configured(data_root: &Path) -> Result<Option<PathBuf>, file::Refused> {
     Ok(file::load(data_root, FILE, parse_table)?.flatten())
 }
 
