@@ -65,6 +65,27 @@ pub enum Acquired {
     Busy,
 }
 
+/// Takes the lock file at `path` (made 0600 when missing) within `wait`, trying every 20 ms;
+/// `None` when another process kept it that long: the looks' lock, the metrics textfile's.
+pub fn within(path: &Path, wait: std::time::Duration) -> anyhow::Result<Option<File>> {
+    use anyhow::Context;
+    let lock = fsutil::open_or_create_private(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let until = std::time::Instant::now() + wait;
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(Some(lock)),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            }
+        }
+    }
+}
+
 /// The lock file of `name`.
 pub fn path(data_root: &Path, name: &Name) -> PathBuf {
     crate::layout::Layout::new(data_root).lock(name.as_str())

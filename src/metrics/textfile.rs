@@ -8,7 +8,7 @@
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -111,25 +111,13 @@ impl Textfile {
 
     /// The writers' lock, within `wait`.
     fn turn(&self, wait: Duration) -> anyhow::Result<std::fs::File> {
-        let lock = crate::fsutil::open_or_create_private(&self.lock)
-            .with_context(|| format!("cannot open {}", self.lock.display()))?;
-        let until = Instant::now() + wait;
-        loop {
-            match lock.try_lock() {
-                Ok(()) => return Ok(lock),
-                Err(std::fs::TryLockError::WouldBlock) if Instant::now() < until => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
-                    "another writer held {} for {} s; these samples wait for the next write",
-                    self.lock.display(),
-                    wait.as_secs()
-                ),
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(e).with_context(|| format!("cannot lock {}", self.lock.display()));
-                }
-            }
-        }
+        crate::locks::within(&self.lock, wait)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "another writer held {} for {} s; these samples wait for the next write",
+                self.lock.display(),
+                wait.as_secs()
+            )
+        })
     }
 }
 

@@ -21,7 +21,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use chrono::{Timelike, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -324,25 +323,6 @@ pub fn look(
     )
 }
 
-/// Takes the look lock within `wait`; `None` when another look kept it.
-fn lock_within(path: &std::path::Path, wait: Duration) -> anyhow::Result<Option<std::fs::File>> {
-    let lock = crate::fsutil::open_or_create_private(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    let until = Instant::now() + wait;
-    loop {
-        match lock.try_lock() {
-            Ok(()) => return Ok(Some(lock)),
-            Err(std::fs::TryLockError::WouldBlock) if Instant::now() < until => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
-            }
-        }
-    }
-}
-
 /// [`look`] from sources already read (the runner's, after a run of `only`).
 pub fn look_at(
     settings: &Settings,
@@ -355,7 +335,7 @@ pub fn look_at(
     };
     let verdicts = health::load::verdicts(settings, src, only)?;
     let lock_path = crate::layout::Layout::new(&settings.data_root).verdicts_lock();
-    let Some(lock) = lock_within(&lock_path, wait)? else {
+    let Some(lock) = crate::locks::within(&lock_path, wait)? else {
         return Ok(LookReport {
             busy: true,
             ..LookReport::default()
