@@ -120,13 +120,13 @@ automations-notify-test: release
 	@$(AUTOMATIONS) notify test
 
 automations-notify-key-store: release
-	@$(AUTOMATIONS) notify-key store $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook)
+	@$(AUTOMATIONS) notify-key store $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook) $(if $(filter 1,$(EMAIL)),--email)
 
 automations-notify-key-check: release
-	@$(AUTOMATIONS) notify-key check $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook)
+	@$(AUTOMATIONS) notify-key check $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook) $(if $(filter 1,$(EMAIL)),--email)
 
 automations-notify-key-delete: release
-	@$(AUTOMATIONS) notify-key delete $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook)
+	@$(AUTOMATIONS) notify-key delete $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook) $(if $(filter 1,$(EMAIL)),--email)
 
 dashboard: release
 	@$(AUTOMATIONS) dashboard $(if $(PORT),--port "$(PORT)")

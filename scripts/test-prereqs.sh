@@ -37,11 +37,12 @@ PREREQS=(
 NO_RECOMMENDS=" prometheus "
 
 # From PyPI, in a virtual environment inside target/: kubernetes-validate, with which the
-# Kubernetes tests validate the rendered folder strictly against the oldest supported minor; and
-# cronsim, the cron library the `cron` schedule's firings are checked against (tests/it/cron.rs).
+# Kubernetes tests validate the rendered folder strictly against the oldest supported minor;
+# cronsim, the cron library the `cron` schedule's firings are checked against (tests/it/cron.rs);
+# and aiosmtpd, the SMTP server (STARTTLS, TLS, AUTH) the email channel's tests send to.
 # (AUTOMATIONS_TEST_VENV is for this script's own tests, which keep away from target/.)
 VENV=${AUTOMATIONS_TEST_VENV:-target/kubernetes-validate}
-PYPI_PINS="kubernetes-validate==1.37.0 cronsim==2.9"
+PYPI_PINS="kubernetes-validate==1.37.0 cronsim==2.9 aiosmtpd==1.4.6"
 
 packages=()
 for row in "${PREREQS[@]}"; do

@@ -390,7 +390,8 @@ pub enum Command {
     #[command(subcommand)]
     Notify(NotifyCommand),
 
-    /// The Pushover credentials (or the ntfy token) notifications use, in the OS keychain.
+    /// The credentials notifications use (the Pushover pair, the ntfy token, the webhook's signing
+    /// key, the SMTP password), in the OS keychain.
     #[command(subcommand, name = "notify-key")]
     NotifyKey(NotifyKeyCommand),
 
@@ -605,16 +606,16 @@ pub enum HealthchecksKeyCommand {
 pub enum NotifyKeyCommand {
     /// Read the Pushover user key and API token (hidden) at a terminal, check them with
     /// Pushover (which sends nothing), then store them; with --ntfy, the ntfy access token; with
-    /// --webhook, the key that signs each webhook body.
+    /// --webhook, the key that signs each webhook body; with --email, the SMTP password.
     ///
     /// Example: automations notify-key store --webhook
     Store(NotifyKeyWhich),
-    /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy or
-    /// --webhook, say whether that key is stored.
+    /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy,
+    /// --webhook or --email, say whether that key is stored.
     ///
     /// Example: automations notify-key check
     Check(NotifyKeyWhich),
-    /// Delete the stored Pushover pair (or, with --ntfy or --webhook, that key).
+    /// Delete the stored Pushover pair (or, with --ntfy, --webhook or --email, that key).
     ///
     /// Example: automations notify-key delete --ntfy
     Delete(NotifyKeyWhich),
@@ -624,19 +625,23 @@ pub enum NotifyKeyCommand {
 #[derive(Debug, Args)]
 pub struct NotifyKeyWhich {
     /// The ntfy access token instead of the Pushover pair.
-    #[arg(long, conflicts_with = "webhook")]
+    #[arg(long, conflicts_with_all = ["webhook", "email"])]
     pub ntfy: bool,
     /// The webhook's signing key (HMAC-SHA256) instead of the Pushover pair.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "email")]
     pub webhook: bool,
+    /// The password the SMTP server's login (`[email] user`) takes.
+    #[arg(long)]
+    pub email: bool,
 }
 
 impl NotifyKeyWhich {
-    /// The driver whose credential it is: `pushover`, `ntfy` or `webhook`.
+    /// The driver whose credential it is: `pushover`, `ntfy`, `webhook` or `email`.
     pub fn driver(&self) -> &'static str {
-        match (self.ntfy, self.webhook) {
-            (true, _) => "ntfy",
-            (_, true) => "webhook",
+        match (self.ntfy, self.webhook, self.email) {
+            (true, _, _) => "ntfy",
+            (_, true, _) => "webhook",
+            (_, _, true) => "email",
             _ => "pushover",
         }
     }

@@ -18,18 +18,22 @@ pub fn test(settings: &Settings) -> CmdResult {
     if answers.is_empty() {
         return Err(Fail::new(
             Exit::Failure,
-            anyhow!("notify.toml names no channel ([pushover], [ntfy] or [webhook])"),
+            anyhow!("notify.toml names no channel ([pushover], [ntfy], [webhook] or [email])"),
         ));
     }
     let mut failed = false;
     let cfg = notify::settings::load(&settings.data_root)?;
     for (driver, answer) in &answers {
         // A webhook's URL is often its secret: only its origin is ever said.
-        let whom = match (
-            driver.as_str(),
-            cfg.as_ref().and_then(|c| c.webhook.as_ref()),
-        ) {
-            ("webhook", Some(w)) => format!("webhook ({})", notify::settings::origin(&w.url)),
+        let whom = match (driver.as_str(), cfg.as_ref()) {
+            ("webhook", Some(c)) => c.webhook.as_ref().map_or_else(
+                || driver.clone(),
+                |w| format!("webhook ({})", notify::settings::origin(&w.url)),
+            ),
+            ("email", Some(c)) => c.email.as_ref().map_or_else(
+                || driver.clone(),
+                |e| format!("email ({})", notify::email::Email::server(e)),
+            ),
             _ => driver.clone(),
         };
         let driver = &whom;
@@ -107,7 +111,8 @@ fn validate(pair: &drivers::PushoverPair) -> Result<String, String> {
     drivers::validate_pushover(&drivers::pushover_api(&env), pair)
 }
 
-/// A credential that is one key (ntfy's token, the webhook's signing key), not Pushover's pair:
+/// A credential that is one key (ntfy's token, the webhook's signing key, the SMTP password), not
+/// Pushover's pair:
 /// the words `store` and `check` say of it.
 struct SingleKey {
     prompt: &'static str,
@@ -126,6 +131,11 @@ fn single_key(driver: &str) -> Option<SingleKey> {
             prompt: "the webhook's signing key (input hidden): ",
             what: "a webhook signing key",
             without: "; a webhook with sign = true cannot be sent without one",
+        }),
+        "email" => Some(SingleKey {
+            prompt: "the SMTP password (input hidden): ",
+            what: "an SMTP password",
+            without: "; a server that wants a login ([email] user) gets no mail without one",
         }),
         _ => None,
     }

@@ -1,5 +1,6 @@
 //! The notification drivers behind one trait: Pushover, ntfy and a webhook, over reqwest + rustls
-//! with a 10 s deadline, no redirect followed and at most 4 KiB of an answer read (docs/health.md). Credentials come from the environment (a manual override), else the
+//! with a 10 s deadline, no redirect followed and at most 4 KiB of an answer read; and email, over
+//! SMTP with TLS (docs/health.md). Credentials come from the environment (a manual override), else the
 //! keychain — a scheduled run's environment is PATH only, so the keychain is what makes it able to
 //! notify at all. A credential never appears in an error, a log or an argument.
 
@@ -21,6 +22,8 @@ pub const ENV_PUSHOVER_TOKEN: &str = "PUSHOVER_API_TOKEN";
 pub const ENV_NTFY_TOKEN: &str = "NTFY_TOKEN";
 /// The webhook's signing key, when not from the keychain.
 pub const ENV_WEBHOOK_SECRET: &str = "AUTOMATIONS_WEBHOOK_SECRET";
+/// The SMTP password, when not from the keychain.
+pub const ENV_SMTP_PASSWORD: &str = "AUTOMATIONS_SMTP_PASSWORD";
 /// The header that carries a webhook body's signature: `sha256=<hex HMAC-SHA256 of the body>`.
 pub const SIGNATURE_HEADER: &str = "X-Automations-Signature";
 /// Pushover's limits, in characters.
@@ -73,7 +76,45 @@ pub const KINDS: &[Kind] = &[
         configured: |c| c.webhook.is_some(),
         make: make_webhook,
     },
+    Kind {
+        name: "email",
+        configured: |c| c.email.is_some(),
+        make: make_email,
+    },
 ];
+
+/// Email, with the password when the server wants a login: one that wants it but has none
+/// cannot be had (the server would refuse every message).
+fn make_email(s: &Setup) -> Result<Box<dyn Notifier>, String> {
+    let settings = s
+        .settings
+        .email
+        .clone()
+        .ok_or("no [email] in notify.toml")?;
+    let password = match &settings.user {
+        None => None,
+        Some(_) => {
+            let found = match (s.env)(ENV_SMTP_PASSWORD) {
+                Some(p) => Some(
+                    Secret::new(p).map_err(|_| format!("{ENV_SMTP_PASSWORD} is not a password"))?,
+                ),
+                None => s
+                    .keys
+                    .get(&Label::notify(s.namespace, "email"))
+                    .map_err(|e| format!("the SMTP password: the keychain: {e}"))?,
+            };
+            Some(found.ok_or(
+                "the SMTP server wants a login (user) but no password is stored (automations notify-key store --email, or AUTOMATIONS_SMTP_PASSWORD)",
+            )?)
+        }
+    };
+    Ok(Box::new(super::email::Email {
+        settings,
+        password,
+        host: super::host(),
+        namespace: s.namespace.to_string(),
+    }))
+}
 
 /// The webhook, with its signing key when its bodies are signed; one to be signed without a key
 /// cannot be had (an unsigned body would be refused by a receiver that checks, or worse, taken

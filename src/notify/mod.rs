@@ -15,6 +15,7 @@
 //! (no connection at all). A failed delivery prints one line on stderr and never fails a run.
 
 pub mod drivers;
+pub mod email;
 pub mod settings;
 
 use std::collections::BTreeMap;

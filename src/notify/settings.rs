@@ -12,6 +12,11 @@
 //! format = "slack"              # optional: "json" (the default) or "slack"
 //! sign = true                   # optional: X-Automations-Signature, HMAC-SHA256 of the body
 //! only = ["backup", "sync"]     # any channel: only these automations' news (or `except`)
+//! [email]                       # present = one plain-text mail per message, over SMTP
+//! server = "smtp.example.org"
+//! from = "automations <automations@example.org>"
+//! to = ["ops@example.org"]
+//! user = "automations@example.org"   # optional: log in; the password is in the keychain
 //! ```
 
 use std::path::Path;
@@ -36,6 +41,7 @@ pub struct NotifySettings {
     /// The ntfy topic URL.
     pub ntfy: Option<String>,
     pub webhook: Option<WebhookSettings>,
+    pub email: Option<EmailSettings>,
     /// Each channel's automations, by channel name (a channel without an entry takes all).
     pub routes: std::collections::BTreeMap<String, Route>,
 }
@@ -60,6 +66,52 @@ pub enum WebhookFormat {
     /// `{"text": "…"}`, what Slack's incoming webhooks (and Mattermost's, and Discord's Slack
     /// endpoint) take.
     Slack,
+}
+
+/// The `[email]` channel: which SMTP server, how it is secured, who sends and who receives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmailSettings {
+    /// The server's host name, which its certificate must name.
+    pub server: String,
+    pub port: u16,
+    pub security: MailSecurity,
+    /// `Name <address>` or an address; checked when read.
+    pub from: String,
+    pub to: Vec<String>,
+    /// The login, when the server wants one; its password is in the keychain (or
+    /// `AUTOMATIONS_SMTP_PASSWORD`).
+    pub user: Option<String>,
+}
+
+/// How the connection to the SMTP server is secured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MailSecurity {
+    /// Plain connection upgraded by STARTTLS, which the server must offer (port 587).
+    StartTls,
+    /// TLS from the first byte (port 465).
+    Implicit,
+    /// No TLS: only to a relay on this machine (a local Postfix or OpenSMTPD on port 25).
+    None,
+}
+
+impl MailSecurity {
+    /// Its word in `notify.toml`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::StartTls => "starttls",
+            Self::Implicit => "implicit",
+            Self::None => "none",
+        }
+    }
+
+    /// The port a server of this kind listens on unless told.
+    fn default_port(self) -> u16 {
+        match self {
+            Self::StartTls => 587,
+            Self::Implicit => 465,
+            Self::None => 25,
+        }
+    }
 }
 
 /// Which automations' news a channel takes: `only` these (when given), and never `except` these.
@@ -152,9 +204,15 @@ fn parse_table(table: &toml::Table) -> Result<NotifySettings, Vec<String>> {
                 channel(key, t, &["url", "format", "sign"], &mut n, &mut p);
                 n.webhook = webhook(t, &mut p);
             }
-            ("pushover" | "ntfy" | "webhook", _) => p.push(format!("{key}: expected a table")),
+            ("email", Value::Table(t)) => {
+                channel(key, t, EMAIL_KEYS, &mut n, &mut p);
+                n.email = email(t, &mut p);
+            }
+            ("pushover" | "ntfy" | "webhook" | "email", _) => {
+                p.push(format!("{key}: expected a table"));
+            }
             _ => p.push(format!(
-                "{key}: unknown key (known: recovery, quiet_hours, remind_every_hours, pushover, ntfy, webhook)"
+                "{key}: unknown key (known: recovery, quiet_hours, remind_every_hours, pushover, ntfy, webhook, email)"
             )),
         }
     }
@@ -240,6 +298,107 @@ fn webhook(t: &toml::Table, p: &mut Vec<String>) -> Option<WebhookSettings> {
     Some(WebhookSettings { url, format, sign })
 }
 
+/// The `[email]` table's own keys.
+const EMAIL_KEYS: &[&str] = &["server", "port", "tls", "from", "to", "user"];
+
+/// The `[email]` table: its server, security, sender and receivers, each checked here so a typo
+/// is said when the file is read, not when the first message fails.
+fn email(t: &toml::Table, p: &mut Vec<String>) -> Option<EmailSettings> {
+    let before = p.len();
+    let text = |key: &str, p: &mut Vec<String>| match t.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(_) => {
+            p.push(format!("email.{key}: expected a string"));
+            None
+        }
+        None => None,
+    };
+    let server = text("server", p);
+    if server.is_none() && !t.contains_key("server") {
+        p.push("email.server: missing (the SMTP server's host name)".into());
+    }
+    let security = match t.get("tls") {
+        None => MailSecurity::StartTls,
+        Some(Value::String(s)) if s == "starttls" => MailSecurity::StartTls,
+        Some(Value::String(s)) if s == "implicit" => MailSecurity::Implicit,
+        Some(Value::String(s)) if s == "none" => MailSecurity::None,
+        Some(_) => {
+            p.push("email.tls: expected \"starttls\", \"implicit\" or \"none\"".into());
+            MailSecurity::StartTls
+        }
+    };
+    let port = match t.get("port") {
+        None => security.default_port(),
+        Some(Value::Integer(n)) if (1..=65535).contains(n) => *n as u16,
+        Some(_) => {
+            p.push("email.port: expected a port number, 1 to 65535".into());
+            0
+        }
+    };
+    if let Some(s) = &server
+        && security == MailSecurity::None
+        && !loopback(s)
+    {
+        p.push(format!(
+            "email.tls: \"none\" is for a relay on this machine only (localhost, 127.0.0.1 or ::1), not {s}: mail and any login would cross the network in the clear"
+        ));
+    }
+    let from = text("from", p);
+    match &from {
+        Some(f) if !mailbox(f) => p.push(format!("email.from: {f:?} is not an address")),
+        None if !t.contains_key("from") => p.push("email.from: missing".into()),
+        _ => {}
+    }
+    let to = match t.get("to") {
+        Some(Value::Array(items)) if !items.is_empty() => items
+            .iter()
+            .filter_map(|i| match i.as_str() {
+                Some(a) if mailbox(a) => Some(a.trim().to_owned()),
+                _ => {
+                    p.push(format!("email.to: {i} is not an address"));
+                    None
+                }
+            })
+            .collect(),
+        Some(Value::String(a)) if mailbox(a) => vec![a.trim().to_owned()],
+        Some(_) => {
+            p.push("email.to: expected an address or a list of addresses".into());
+            Vec::new()
+        }
+        None => {
+            p.push("email.to: missing".into());
+            Vec::new()
+        }
+    };
+    let user = text("user", p);
+    if p.len() > before {
+        return None;
+    }
+    Some(EmailSettings {
+        server: server?,
+        port,
+        security,
+        from: from?,
+        to,
+        user,
+    })
+}
+
+/// Whether `s` is an address, or `Name <address>`.
+fn mailbox(s: &str) -> bool {
+    s.trim().parse::<lettre::message::Mailbox>().is_ok()
+}
+
+/// Whether `host` names this machine's loopback.
+fn loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +433,61 @@ mod tests {
             parse("[webhook]\nformat = \"json\"\n").unwrap_err()[0]
                 .starts_with("webhook.url: missing")
         );
+    }
+
+    #[test]
+    fn an_email_channel_is_read_strictly_and_goes_in_the_clear_only_on_this_machine() {
+        let n = parse(
+            "[email]\nserver = \"smtp.example.org\"\nfrom = \"automations <a@example.org>\"\nto = \"ops@example.org\"\nuser = \"a@example.org\"\nexcept = [\"noisy\"]\n",
+        )
+        .unwrap();
+        let e = n.email.as_ref().unwrap();
+        assert_eq!((e.port, e.security), (587, MailSecurity::StartTls));
+        assert_eq!(e.to, ["ops@example.org"]);
+        assert_eq!(e.user.as_deref(), Some("a@example.org"));
+        assert!(!n.routes_to("email", "noisy") && n.routes_to("email", "backup"));
+        let implicit = parse(
+            "[email]\nserver = \"smtp.example.org\"\ntls = \"implicit\"\nfrom = \"a@example.org\"\nto = [\"b@example.org\", \"c@example.org\"]\n",
+        )
+        .unwrap()
+        .email
+        .unwrap();
+        assert_eq!((implicit.port, implicit.user), (465, None));
+        for relay in ["localhost", "127.0.0.1", "::1", "[::1]"] {
+            let local = parse(&format!(
+                "[email]\nserver = \"{relay}\"\ntls = \"none\"\nfrom = \"a@example.org\"\nto = \"b@example.org\"\n"
+            ))
+            .unwrap()
+            .email
+            .unwrap();
+            assert_eq!(
+                (local.port, local.security),
+                (25, MailSecurity::None),
+                "{relay}"
+            );
+        }
+        let e = parse(
+            "[email]\nserver = \"mail.example.org\"\ntls = \"none\"\nport = 0\nfrom = \"not an address\"\nto = [\"b@example.org\", 3]\npassword = \"x\"\n",
+        )
+        .unwrap_err();
+        for want in [
+            "email.tls: \"none\" is for a relay on this machine only (localhost, 127.0.0.1 or ::1), not mail.example.org",
+            "email.port: expected a port number",
+            "email.from: \"not an address\" is not an address",
+            "email.to: 3 is not an address",
+            "email.password: unknown key (known: server, port, tls, from, to, user, only, except)",
+        ] {
+            assert!(e.iter().any(|p| p.starts_with(want)), "{want} in {e:?}");
+        }
+        let e = parse("[email]\ntls = \"ssl\"\n").unwrap_err();
+        for want in [
+            "email.server: missing",
+            "email.tls: expected",
+            "email.from: missing",
+            "email.to: missing",
+        ] {
+            assert!(e.iter().any(|p| p.starts_with(want)), "{want} in {e:?}");
+        }
     }
 
     #[test]

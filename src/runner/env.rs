@@ -37,7 +37,7 @@ pub enum EnvError {
 /// What a command that is this binary (`{self}`) also gets from the runner's environment: how to
 /// reach the keychain, whether notifications are on, and where they go — so `{self} notify look`
 /// (the health-check) does what the runner would. Any other command never sees them.
-pub const SELF_PASSTHROUGH: [&str; 8] = [
+pub const SELF_PASSTHROUGH: [&str; 9] = [
     "DBUS_SESSION_BUS_ADDRESS",
     crate::notify::ENV_NOTIFY,
     crate::notify::drivers::ENV_PUSHOVER_API,
@@ -45,15 +45,17 @@ pub const SELF_PASSTHROUGH: [&str; 8] = [
     crate::notify::drivers::ENV_PUSHOVER_TOKEN,
     crate::notify::drivers::ENV_NTFY_TOKEN,
     crate::notify::drivers::ENV_WEBHOOK_SECRET,
+    crate::notify::drivers::ENV_SMTP_PASSWORD,
     crate::anytype::ENV_API_URL,
 ];
 
 /// Of those, the ones that hold secrets (the redactor learns their values).
-const SELF_SECRETS: [&str; 4] = [
+const SELF_SECRETS: [&str; 5] = [
     crate::notify::drivers::ENV_PUSHOVER_USER,
     crate::notify::drivers::ENV_PUSHOVER_TOKEN,
     crate::notify::drivers::ENV_NTFY_TOKEN,
     crate::notify::drivers::ENV_WEBHOOK_SECRET,
+    crate::notify::drivers::ENV_SMTP_PASSWORD,
 ];
 
 /// The per-run values the runner itself provides.

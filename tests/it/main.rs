@@ -11,6 +11,7 @@ mod calendar;
 mod cron;
 mod dashboard;
 mod definitions;
+mod email;
 mod exits;
 mod faults;
 mod health;
