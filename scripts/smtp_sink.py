@@ -54,7 +54,7 @@ def main():
                 # SSL object on its transport.
                 "tls": session.ssl is not None
                 or server.transport.get_extra_info("ssl_object") is not None,
-                "login": session.authenticated and user,
+                "login": user if session.authenticated else None,
                 "data": envelope.content.decode("utf-8", "replace"),
             }
             path = os.path.join(out, f"mail-{count}.json")

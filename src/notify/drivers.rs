@@ -95,9 +95,7 @@ fn make_email(s: &Setup) -> Result<Box<dyn Notifier>, String> {
         None => None,
         Some(_) => {
             let found = match (s.env)(ENV_SMTP_PASSWORD) {
-                Some(p) => Some(
-                    Secret::new(p).map_err(|_| format!("{ENV_SMTP_PASSWORD} is not a password"))?,
-                ),
+                Some(p) => Some(Secret::new(p).map_err(|e| format!("{ENV_SMTP_PASSWORD}: {e}"))?),
                 None => s
                     .keys
                     .get(&Label::notify(s.namespace, "email"))
@@ -108,12 +106,12 @@ fn make_email(s: &Setup) -> Result<Box<dyn Notifier>, String> {
             )?)
         }
     };
-    Ok(Box::new(super::email::Email {
+    Ok(Box::new(super::email::Email::new(
         settings,
         password,
-        host: super::host(),
-        namespace: s.namespace.to_string(),
-    }))
+        super::host(),
+        s.namespace.to_string(),
+    )?))
 }
 
 /// The webhook, with its signing key when its bodies are signed; one to be signed without a key

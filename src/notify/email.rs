@@ -1,9 +1,10 @@
 //! The email channel: one plain-text mail per message, over SMTP with STARTTLS or TLS from the
 //! first byte (lettre, with the rustls and native roots reqwest uses), logged in when the server
-//! wants it (docs/health.md). The password reaches only the server, inside TLS.
+//! wants it (docs/health.md). The password reaches only the server: inside TLS, or over this
+//! machine's loopback to a local relay (`tls = "none"`, which nothing else may use).
 
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lettre::message::header::{ContentType, Header, HeaderName, HeaderValue};
 use lettre::transport::smtp::authentication::Credentials;
@@ -24,29 +25,65 @@ pub struct Email {
     pub settings: EmailSettings,
     /// The login's password, when `settings.user` is set.
     pub password: Option<Secret>,
-    /// This machine's name: the EHLO greeting and the Message-ID's right side.
+    /// This machine's name, for the EHLO greeting.
     pub host: String,
     pub namespace: String,
+    /// How the connection is secured, with the roots the server's certificate is checked against
+    /// (read once, not for every message).
+    tls: Tls,
 }
 
 impl Email {
+    /// The channel of `settings`; the system's roots (or `SSL_CERT_FILE`'s) are read here.
+    pub fn new(
+        settings: EmailSettings,
+        password: Option<Secret>,
+        host: String,
+        namespace: String,
+    ) -> Result<Self, String> {
+        let tls = || {
+            TlsParameters::new_rustls(settings.server.clone())
+                .map_err(|e| format!("cannot set up TLS: {e}"))
+        };
+        let tls = match settings.security {
+            MailSecurity::StartTls => Tls::Required(tls()?),
+            MailSecurity::Implicit => Tls::Wrapper(tls()?),
+            MailSecurity::None => Tls::None,
+        };
+        Ok(Self {
+            settings,
+            password,
+            host,
+            namespace,
+            tls,
+        })
+    }
+
     /// Where it sends, for people: `smtp.example.org:587` (nothing in it is secret).
     pub fn server(settings: &EmailSettings) -> String {
-        format!("{}:{}", settings.server, settings.port)
+        if settings.server.contains(':') {
+            format!("[{}]:{}", settings.server, settings.port)
+        } else {
+            format!("{}:{}", settings.server, settings.port)
+        }
     }
 
     /// The mail for `m`: the message's title as its subject, its text, then what it is about in
     /// names and ids (what a webhook's document holds), marked as sent by a machine.
     pub fn mail(&self, m: &Message) -> Result<lettre::Message, String> {
+        let from = address(&self.settings.from)?;
+        // The Message-ID's right side: the sender's domain, a name the world can place (this
+        // machine's may be none).
+        let id = format!(
+            "<{}.{}.automations@{}>",
+            chrono::Utc::now().timestamp_millis(),
+            std::process::id(),
+            from.email.domain()
+        );
         let mut builder = lettre::Message::builder()
-            .from(address(&self.settings.from)?)
+            .from(from)
             .subject(cut(&m.title, TITLE_MAX))
-            .message_id(Some(format!(
-                "<{}.{}@{}>",
-                chrono::Utc::now().timestamp_millis(),
-                std::process::id(),
-                self.host
-            )))
+            .message_id(Some(id))
             .header(ContentType::TEXT_PLAIN)
             .header(AutoSubmitted);
         for to in &self.settings.to {
@@ -80,26 +117,29 @@ impl Email {
     }
 
     /// The connection: secured as `notify.toml` says, every read and write within `time`.
-    fn transport(&self, time: Duration) -> Result<SmtpTransport, String> {
+    fn transport(&self, time: Duration) -> SmtpTransport {
         let s = &self.settings;
-        let tls = || {
-            TlsParameters::new_rustls(s.server.clone())
-                .map_err(|e| format!("cannot set up TLS: {e}"))
-        };
-        let tls = match s.security {
-            MailSecurity::StartTls => Tls::Required(tls()?),
-            MailSecurity::Implicit => Tls::Wrapper(tls()?),
-            MailSecurity::None => Tls::None,
+        // EHLO with this machine's name when it is a dotted host name, else with the address
+        // literal RFC 5321 asks for then: a server that checks the greeting refuses a bare word.
+        let dotted = self.host.contains('.')
+            && self
+                .host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+        let hello = if dotted {
+            ClientId::Domain(self.host.clone())
+        } else {
+            ClientId::Ipv4(std::net::Ipv4Addr::LOCALHOST)
         };
         let mut b = SmtpTransport::builder_dangerous(&s.server)
             .port(s.port)
-            .tls(tls)
+            .tls(self.tls.clone())
             .timeout(Some(time))
-            .hello_name(ClientId::Domain(self.host.clone()));
+            .hello_name(hello);
         if let (Some(user), Some(password)) = (&s.user, &self.password) {
             b = b.credentials(Credentials::new(user.clone(), password.expose().to_owned()));
         }
-        Ok(b.build())
+        b.build()
     }
 }
 
@@ -108,17 +148,18 @@ impl Notifier for Email {
         "email"
     }
 
-    /// Sends within `time` as a whole: a server that answers each step slowly cannot hold the
-    /// look longer (the unfinished conversation is left to end with the process, and the message
-    /// waits for the next look).
+    /// Sends within `time` as a whole: a server that answers each step slowly (or a name that
+    /// resolves to many addresses) cannot hold the look longer. The unfinished conversation is
+    /// left to end with the process, and the message waits for the next look.
     fn send(&self, m: &Message, time: Duration) -> Result<String, String> {
+        let start = Instant::now();
         let mail = self.mail(m)?;
-        let transport = self.transport(time)?;
+        let transport = self.transport(time);
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(transport.send(&mail));
         });
-        match rx.recv_timeout(time) {
+        match rx.recv_timeout(time.saturating_sub(start.elapsed())) {
             Ok(Ok(r)) => Ok(format!(
                 "{} {}",
                 r.code(),
@@ -127,19 +168,36 @@ impl Notifier for Email {
             .trim_end()
             .to_owned()),
             Ok(Err(e)) => Err(failed(&e)),
-            Err(_) => Err("no answer (timeout)".into()),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err("no answer (timeout)".into()),
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                Err("the delivery ended without a result (a fault in the mail client)".into())
+            }
         }
     }
 }
 
-/// Why a mail was not taken, in the words of the server when it answered (which never echo the
-/// password: it is sent only base64-encoded inside TLS).
+/// Why a mail was not taken: the server's refusal in its words; what this side would not do, in
+/// ours; or why there was no answer.
 fn failed(e: &lettre::transport::smtp::Error) -> String {
     let said = cut(&e.to_string(), SAID_MAX);
+    let timed_out = || {
+        std::error::Error::source(e)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                )
+            })
+    };
     if e.is_permanent() || e.is_transient() {
         format!("refused: {said}")
-    } else if e.is_timeout() {
+    } else if e.is_timeout() || timed_out() {
         "no answer (timeout)".into()
+    } else if e.is_client() && said.contains("STARTTLS") {
+        "not sent: the server does not offer STARTTLS, and nothing goes to it in the clear".into()
+    } else if e.is_client() && said.contains("authentication mechanism") {
+        "not sent: the server offers no login this tool speaks (PLAIN or LOGIN)".into()
     } else {
         format!("no answer ({said})")
     }
@@ -173,19 +231,15 @@ mod tests {
     use crate::notify::About;
 
     fn email(to: &[&str]) -> Email {
-        Email {
-            settings: EmailSettings {
-                server: "smtp.example.org".into(),
-                port: 587,
-                security: MailSecurity::StartTls,
-                from: "automations <a@example.org>".into(),
-                to: to.iter().map(|t| (*t).to_owned()).collect(),
-                user: None,
-            },
-            password: None,
-            host: "studio".into(),
-            namespace: "automations".into(),
-        }
+        let settings = EmailSettings {
+            server: "smtp.example.org".into(),
+            port: 587,
+            security: MailSecurity::StartTls,
+            from: "automations <a@example.org>".into(),
+            to: to.iter().map(|t| (*t).to_owned()).collect(),
+            user: None,
+        };
+        Email::new(settings, None, "studio".into(), "automations".into()).unwrap()
     }
 
     #[test]
@@ -213,7 +267,7 @@ mod tests {
             "Subject: automations: backup is degraded\r\n",
             "To: ops@example.org, Oncall <oncall@example.org>\r\n",
             "Auto-Submitted: auto-generated\r\n",
-            "@studio>\r\n",
+            ".automations@example.org>\r\n",
         ] {
             assert!(mail.contains(want), "{want:?} in {mail}");
         }

@@ -305,16 +305,8 @@ const EMAIL_KEYS: &[&str] = &["server", "port", "tls", "from", "to", "user"];
 /// is said when the file is read, not when the first message fails.
 fn email(t: &toml::Table, p: &mut Vec<String>) -> Option<EmailSettings> {
     let before = p.len();
-    let text = |key: &str, p: &mut Vec<String>| match t.get(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
-        Some(_) => {
-            p.push(format!("email.{key}: expected a string"));
-            None
-        }
-        None => None,
-    };
-    let server = text("server", p);
-    if server.is_none() && !t.contains_key("server") {
+    let server = email_text(t, "server", p).and_then(|s| host(&s, p));
+    if !t.contains_key("server") {
         p.push("email.server: missing (the SMTP server's host name)".into());
     }
     let security = match t.get("tls") {
@@ -343,13 +335,46 @@ fn email(t: &toml::Table, p: &mut Vec<String>) -> Option<EmailSettings> {
             "email.tls: \"none\" is for a relay on this machine only (localhost, 127.0.0.1 or ::1), not {s}: mail and any login would cross the network in the clear"
         ));
     }
-    let from = text("from", p);
+    let from = email_text(t, "from", p);
     match &from {
         Some(f) if !mailbox(f) => p.push(format!("email.from: {f:?} is not an address")),
         None if !t.contains_key("from") => p.push("email.from: missing".into()),
         _ => {}
     }
-    let to = match t.get("to") {
+    let to = receivers(t.get("to"), p);
+    let user = email_text(t, "user", p);
+    if p.len() > before {
+        return None;
+    }
+    Some(EmailSettings {
+        server: server?,
+        port,
+        security,
+        from: from?,
+        to,
+        user,
+    })
+}
+
+/// The `[email]` string at `key`, trimmed; a problem when it is there but not a string or empty.
+fn email_text(t: &toml::Table, key: &str, p: &mut Vec<String>) -> Option<String> {
+    match t.get(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        Some(Value::String(_)) => {
+            p.push(format!("email.{key}: empty"));
+            None
+        }
+        Some(_) => {
+            p.push(format!("email.{key}: expected a string"));
+            None
+        }
+        None => None,
+    }
+}
+
+/// `email.to`: one address or a list of them.
+fn receivers(v: Option<&Value>, p: &mut Vec<String>) -> Vec<String> {
+    match v {
         Some(Value::Array(items)) if !items.is_empty() => items
             .iter()
             .filter_map(|i| match i.as_str() {
@@ -369,19 +394,30 @@ fn email(t: &toml::Table, p: &mut Vec<String>) -> Option<EmailSettings> {
             p.push("email.to: missing".into());
             Vec::new()
         }
-    };
-    let user = text("user", p);
-    if p.len() > before {
-        return None;
     }
-    Some(EmailSettings {
-        server: server?,
-        port,
-        security,
-        from: from?,
-        to,
-        user,
-    })
+}
+
+/// The server as a host name or an IP address (an IPv6 one without its brackets), or a problem
+/// that says what it is not.
+fn host(s: &str, p: &mut Vec<String>) -> Option<String> {
+    let bare = s.trim_start_matches('[').trim_end_matches(']');
+    let name = |n: &str| {
+        n.len() <= 253
+            && n.split('.').all(|l| {
+                (1..=63).contains(&l.len())
+                    && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    };
+    if bare.parse::<std::net::IpAddr>().is_ok() || name(s) {
+        Some(bare.to_owned())
+    } else {
+        p.push(format!(
+            "email.server: {s:?} is not a host name or an IP address (the port goes in `port`, and no scheme is needed)"
+        ));
+        None
+    }
 }
 
 /// Whether `s` is an address, or `Name <address>`.
@@ -393,8 +429,6 @@ fn mailbox(s: &str) -> bool {
 fn loopback(host: &str) -> bool {
     host.eq_ignore_ascii_case("localhost")
         || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
             .parse::<std::net::IpAddr>()
             .is_ok_and(|a| a.is_loopback())
 }
@@ -453,7 +487,12 @@ mod tests {
         .email
         .unwrap();
         assert_eq!((implicit.port, implicit.user), (465, None));
-        for relay in ["localhost", "127.0.0.1", "::1", "[::1]"] {
+        for (relay, stored) in [
+            ("localhost", "localhost"),
+            ("127.0.0.1", "127.0.0.1"),
+            ("::1", "::1"),
+            ("[::1]", "::1"),
+        ] {
             let local = parse(&format!(
                 "[email]\nserver = \"{relay}\"\ntls = \"none\"\nfrom = \"a@example.org\"\nto = \"b@example.org\"\n"
             ))
@@ -465,6 +504,7 @@ mod tests {
                 (25, MailSecurity::None),
                 "{relay}"
             );
+            assert_eq!(local.server, stored);
         }
         let e = parse(
             "[email]\nserver = \"mail.example.org\"\ntls = \"none\"\nport = 0\nfrom = \"not an address\"\nto = [\"b@example.org\", 3]\npassword = \"x\"\n",
@@ -477,6 +517,23 @@ mod tests {
             "email.to: 3 is not an address",
             "email.password: unknown key (known: server, port, tls, from, to, user, only, except)",
         ] {
+            assert!(e.iter().any(|p| p.starts_with(want)), "{want} in {e:?}");
+        }
+        for (server, want) in [
+            (
+                "smtp.example.org:587",
+                "email.server: \"smtp.example.org:587\" is not a host name or an IP address (the port goes in `port`",
+            ),
+            (
+                "smtp://smtp.example.org",
+                "email.server: \"smtp://smtp.example.org\" is not a host name",
+            ),
+            ("", "email.server: empty"),
+        ] {
+            let e = parse(&format!(
+                "[email]\nserver = \"{server}\"\nfrom = \"a@example.org\"\nto = \"b@example.org\"\n"
+            ))
+            .unwrap_err();
             assert!(e.iter().any(|p| p.starts_with(want)), "{want} in {e:?}");
         }
         let e = parse("[email]\ntls = \"ssl\"\n").unwrap_err();

@@ -125,7 +125,7 @@ impl Sink {
                 .local_addr()
                 .unwrap()
                 .port();
-            let mut child = Command::new(python)
+            let child = Command::new(python)
                 .arg(repo_root().join("scripts/smtp_sink.py"))
                 .arg(mode)
                 .arg(port.to_string())
@@ -134,13 +134,19 @@ impl Sink {
                 .stdin(Stdio::null())
                 .spawn()
                 .unwrap();
+            // Owned from here, so a failed wait still stops it.
+            let mut sink = Self {
+                child,
+                out: out.clone(),
+                port,
+            };
             let mut exited = false;
             wait_for("the SMTP server", || {
-                exited = child.try_wait().unwrap().is_some();
+                exited = sink.child.try_wait().unwrap().is_some();
                 exited || out.join("ready").exists()
             });
             if !exited {
-                return Self { child, out, port };
+                return sink;
             }
         }
         panic!("the SMTP server did not start on any of five ports");
@@ -305,8 +311,12 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
     );
     assert_eq!(implicit.logins(), "");
 
-    // TLS from the first byte, the password from the environment: delivered, and what the server
-    // answered is said.
+    // TLS from the first byte, the password from the environment (over the key store's, which
+    // is wrong): delivered, and what the server answered is said.
+    write_private(
+        &no_keys.join("local.automations.notify.email"),
+        "stale-password",
+    );
     sb.env("AUTOMATIONS_SMTP_PASSWORD", PASSWORD);
     let o = sb.run(["notify", "test"]);
     assert_code(&o, 0);
@@ -342,9 +352,8 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
     let o = sb.run(["notify", "test"]);
     assert_code(&o, 1);
     assert!(
-        stdout(&o).contains(
-            "not delivered (no answer (network error: invalid peer certificate: UnknownIssuer))"
-        ),
+        stdout(&o).contains("not delivered (no answer (")
+            && stdout(&o).contains("invalid peer certificate: UnknownIssuer"),
         "{}",
         stdout(&o)
     );
@@ -358,7 +367,7 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
     assert_code(&o, 1);
     assert!(
         stdout(&o).contains(&format!(
-            "email (localhost:{}): not delivered (no answer (internal client error: STARTTLS is not supported on this server))",
+            "email (localhost:{}): not delivered (not sent: the server does not offer STARTTLS, and nothing goes to it in the clear)",
             plain.port
         )),
         "{}",
@@ -366,6 +375,28 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
     );
     assert_eq!(plain.logins(), "");
     assert!(plain.mails().is_empty());
+
+    // A relay on this machine, without TLS and without a login (cron's MAILTO way): delivered.
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!(
+            "[email]\nserver = \"127.0.0.1\"\nport = {}\ntls = \"none\"\nfrom = \"{USER}\"\nto = \"root@localhost\"\n",
+            plain.port
+        ),
+    );
+    let o = sb.run(["notify", "test"]);
+    assert_code(&o, 0);
+    let mails = plain.mails();
+    assert_eq!(mails.len(), 1, "{}", stdout(&o));
+    assert_eq!(
+        (&mails[0]["tls"], &mails[0]["login"], &mails[0]["rcpt_tos"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::Value::Null,
+            &serde_json::json!(["root@localhost"])
+        )
+    );
+    assert_eq!(plain.logins(), "");
 
     // No TLS at all is for a relay on this machine only: a server elsewhere is refused when the
     // file is read.
@@ -380,4 +411,45 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
         "{}",
         stderr(&o)
     );
+}
+
+/// A server that keeps answering, a line at a time, and never finishes its greeting: the message
+/// is given up at the deadline (10 s), not when the server stops.
+#[test]
+fn a_server_that_never_finishes_its_greeting_is_given_up_at_the_deadline() {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            std::thread::spawn(move || {
+                // Five minutes of "220-" lines, each well within the client's read timeout.
+                for _ in 0..600 {
+                    if stream.write_all(b"220-still greeting\r\n").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+            });
+        }
+    });
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    write_private(
+        &sb.data.join("notify.toml"),
+        &format!(
+            "[email]\nserver = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\nfrom = \"a@example.org\"\nto = \"b@example.org\"\n"
+        ),
+    );
+    let started = std::time::Instant::now();
+    let o = sb.run(["notify", "test"]);
+    let took = started.elapsed();
+    assert_code(&o, 1);
+    assert_eq!(
+        stdout(&o),
+        format!("email (127.0.0.1:{port}): not delivered (no answer (timeout))\n")
+    );
+    // The deadline is 10 s; the server would have gone on for five minutes.
+    assert!(took < std::time::Duration::from_secs(60), "{took:?}");
 }
