@@ -191,6 +191,7 @@ pub fn collect(
     format: Format,
 ) -> anyhow::Result<Vec<Samples>> {
     let now = health::load::now();
+    src.snapshot.keep_tallies();
     // Each worker keeps only the samples: the verdict and the subject are dropped where made.
     health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
@@ -223,6 +224,7 @@ pub fn collect_with_verdicts(
     format: Format,
 ) -> anyhow::Result<Vec<(Samples, Verdict)>> {
     let now = health::load::now();
+    src.snapshot.keep_tallies();
     health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
         let row = row(&subject, &verdict, tally, &now);

@@ -155,6 +155,10 @@ pub struct Snapshot {
     last_ok: BTreeMap<String, Entry>,
     /// Segments opened so far, shared by every reader of this snapshot (threads included).
     files: std::sync::Mutex<HashMap<u32, std::sync::Arc<File>>>,
+    /// Whether [`Records`] count the entries they read for [`Snapshot::tally`] ([`Snapshot::keep_tallies`]).
+    counting: std::sync::atomic::AtomicBool,
+    /// Tallies counted by records that read all of their automation's entries.
+    tallies: std::sync::Mutex<HashMap<String, Tally>>,
     /// Unreadable lines met in the whole log.
     pub unreadable: u64,
 }
@@ -247,6 +251,8 @@ impl Index {
             counts: cursor.counts,
             last_ok: cursor.last_ok,
             files: Default::default(),
+            counting: Default::default(),
+            tallies: Default::default(),
             unreadable: cursor.unreadable,
         })
     }
@@ -368,8 +374,30 @@ fn is_header(h: &[u8]) -> bool {
 
 /// Whether `f` starts with this format's header.
 fn has_header(f: &File) -> bool {
+    header_ms(f).is_some()
+}
+
+/// The time in `f`'s header (see [`header`]), when it starts with this format's header.
+fn header_ms(f: &File) -> Option<u64> {
     let mut h = [0u8; HEADER as usize];
-    f.read_exact_at(&mut h, 0).is_ok() && is_header(&h)
+    f.read_exact_at(&mut h, 0).ok()?;
+    is_header(&h).then(|| first_ms(&h))
+}
+
+/// The time a header holds.
+fn first_ms(h: &[u8]) -> u64 {
+    u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"))
+}
+
+/// Counts one entry into `tally` by its kind.
+fn count(tally: &mut Tally, e: &Entry) {
+    match e.2 >> OFFSET_BITS {
+        KIND_SKIPPED => tally.skipped += 1,
+        k if (KIND_OUTCOME..KIND_OUTCOME + OUTCOMES.len() as u64).contains(&k) => {
+            tally.outcomes[(k - KIND_OUTCOME) as usize] += 1;
+        }
+        _ => {}
+    }
 }
 
 /// When the line `entry` points at was written (Unix milliseconds; 0 when it cannot be read):
@@ -557,7 +585,9 @@ impl Snapshot {
     /// cannot be the index the cursor counted (a wrong header, fewer entries) is rebuilt from the
     /// log first, saying so.
     pub fn records(&self, name: &str) -> Records<'_> {
-        let (path, file, entries) = self.checked_file(name);
+        let (path, file, entries, since) = self.checked_file(name);
+        let counting = self.counting.load(std::sync::atomic::Ordering::Relaxed)
+            && !self.memory.contains_key(name);
         Records {
             snapshot: self,
             name: name.to_owned(),
@@ -573,20 +603,35 @@ impl Snapshot {
             skips: true,
             ends_first: false,
             end_pending: None,
+            counted: since.filter(|_| counting).map(|since_ms| Tally {
+                since_ms,
+                ..Tally::default()
+            }),
         }
     }
 
-    /// `name`'s index file and how many entries of it to read. A file that cannot be the index the
-    /// cursor counted (a wrong header, fewer entries) is rebuilt from the log first, saying so.
-    fn checked_file(&self, name: &str) -> (PathBuf, Option<File>, u64) {
+    /// From now on, records count the entries they read, so that a [`Snapshot::tally`] after
+    /// them needs no read of its own when they read all of them (metrics judges every automation
+    /// as health does, then counts its runs: the one read serves both).
+    pub fn keep_tallies(&self) {
+        self.counting
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// `name`'s index file, how many entries of it to read, and the time in its header (`None`
+    /// for a file rebuilt here). A file that cannot be the index the cursor counted (a wrong
+    /// header, fewer entries) is rebuilt from the log first, saying so.
+    fn checked_file(&self, name: &str) -> (PathBuf, Option<File>, u64, Option<u64>) {
         let path = self.layout.index_file(name);
         let count = self.counts.get(name).copied().unwrap_or(0);
         let mut file = open_index(&path);
+        let mut since = None;
         let ok = match &file {
             None => count == 0,
             Some(f) => {
                 let len = f.metadata().map_or(0, |m| m.len());
-                has_header(f) && len >= HEADER + count * ENTRY
+                since = header_ms(f);
+                since.is_some() && len >= HEADER + count * ENTRY
             }
         };
         if !ok {
@@ -601,7 +646,7 @@ impl Snapshot {
             Some(_) => count,
             None => 0,
         };
-        (path, file, entries)
+        (path, file, entries, since.filter(|_| ok))
     }
 
     /// `name`'s `finished` lines by outcome, and its `skipped` lines, from the kinds of its index
@@ -609,14 +654,10 @@ impl Snapshot {
     /// segments retention deleted since stay counted, so the counts never go down; only a rebuilt
     /// file (the log replaced, or its index damaged) starts again, from a later `since_ms`.
     pub fn tally(&self, name: &str) -> Tally {
+        if let Some(t) = self.tallies.lock().ok().and_then(|mut t| t.remove(name)) {
+            return t;
+        }
         let mut tally = Tally::default();
-        let mut count = |e: &Entry| match e.2 >> OFFSET_BITS {
-            KIND_SKIPPED => tally.skipped += 1,
-            k if (KIND_OUTCOME..KIND_OUTCOME + OUTCOMES.len() as u64).contains(&k) => {
-                tally.outcomes[(k - KIND_OUTCOME) as usize] += 1;
-            }
-            _ => {}
-        };
         // Entries found in memory (a read-only data root) may repeat the file's: only then are
         // the file's remembered.
         let memory = self.memory.get(name);
@@ -625,13 +666,13 @@ impl Snapshot {
             if memory.is_some() {
                 seen.insert((e.0, offset_of(e.2)));
             }
-            count(e);
+            count(&mut tally, e);
         });
         let mut first_new = None;
         for e in memory.into_iter().flatten() {
             if seen.insert((e.0, offset_of(e.2))) {
                 first_new.get_or_insert(*e);
-                count(e);
+                count(&mut tally, e);
             }
         }
         tally.since_ms = match since {
@@ -646,7 +687,6 @@ impl Snapshot {
     /// one that is not what the cursor counted is rebuilt first ([`Snapshot::checked_file`]).
     fn each_entry(&self, name: &str, mut each: impl FnMut(&Entry)) -> Option<u64> {
         const BLOCK: u64 = 4096;
-        let first_ms = |h: &[u8]| u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
         let count = self.counts.get(name).copied().unwrap_or(0);
         if count <= BLOCK {
             let mut bytes = vec![0u8; (HEADER + count * ENTRY) as usize];
@@ -660,7 +700,7 @@ impl Snapshot {
                 return Some(first_ms(&bytes));
             }
         }
-        let (_, file, entries) = self.checked_file(name);
+        let (_, file, entries, _) = self.checked_file(name);
         let f = file?;
         let mut h = [0u8; HEADER as usize];
         f.read_exact_at(&mut h, 0).ok()?;
@@ -765,10 +805,20 @@ pub struct Records<'a> {
     /// Newest first, a `finished` was read and its `started` is still to come: whether that
     /// `finished` carried the start (so the `started` need not be read).
     end_pending: Option<bool>,
+    /// The entries read so far, counted, when the snapshot keeps tallies (and this file's header
+    /// was read, and nothing of this automation is in memory only).
+    counted: Option<Tally>,
 }
 
 impl Drop for Records<'_> {
     fn drop(&mut self) {
+        if let Some(t) = self.counted.take()
+            && self.next == 0
+            && !self.damaged
+            && let Ok(mut tallies) = self.snapshot.tallies.lock()
+        {
+            tallies.insert(self.name.clone(), t);
+        }
         if self.damaged {
             errln!(
                 "automations: the run index {} pointed at lines it did not index (they were passed over); it is rebuilt from the log for the next reader",
@@ -805,12 +855,20 @@ impl Records<'_> {
             if self.next == 0 {
                 return None;
             }
-            let n = self.next.min(256);
-            self.next -= n;
+            // Counting, a file of up to 4,096 entries (64 KiB) is read whole in the one read,
+            // so its tally comes with it.
+            let n = match self.counted {
+                Some(_) if self.next <= 4096 => self.next,
+                _ => self.next.min(256),
+            };
             let mut bytes = vec![0u8; (n * ENTRY) as usize];
-            file.read_exact_at(&mut bytes, HEADER + self.next * ENTRY)
+            file.read_exact_at(&mut bytes, HEADER + (self.next - n) * ENTRY)
                 .ok()?;
+            self.next -= n;
             self.block = bytes.chunks_exact(ENTRY as usize).map(decode).collect();
+            if let Some(t) = &mut self.counted {
+                self.block.iter().for_each(|e| count(t, e));
+            }
         }
         self.block.pop()
     }
@@ -1118,6 +1176,54 @@ mod tests {
         let rebuilt = s.tally("b");
         assert_eq!(rebuilt.outcomes, [20 - gone_b, 1, 0, 0]);
         assert!(rebuilt.since_ms > b.since_ms, "{rebuilt:?} after {b:?}");
+    }
+
+    /// Records that read every entry of their automation count them, and the tally after them
+    /// is that count; records that stopped short leave the tally to its own read. Both agree
+    /// with a tally of a snapshot that keeps none.
+    #[test]
+    fn records_that_read_every_entry_count_them_for_the_tally() {
+        use crate::runlog::Outcome;
+        let d = tempfile::tempdir().unwrap();
+        let log = RunLog::new(d.path());
+        let index = Index::new(&log);
+        // 300 entries of `a`: more than the 256 of one block.
+        for i in 0..150 {
+            let o = if i % 3 == 0 {
+                Outcome::Failed
+            } else {
+                Outcome::Ok
+            };
+            finish(&log, "a", o);
+            skip(&log, "a", SkipReason::Paused);
+        }
+        for _ in 0..5 {
+            finish(&log, "b", Outcome::Ok);
+        }
+        let alone = index.refresh().unwrap();
+        let (want_a, want_b) = (alone.tally("a"), alone.tally("b"));
+        assert_eq!((want_a.outcomes, want_a.skipped), ([100, 50, 0, 0], 150));
+        let kept = |s: &Snapshot, name: &str| s.tallies.lock().unwrap().get(name).copied();
+
+        let s = index.refresh().unwrap();
+        assert_eq!(s.records("b").count(), 5);
+        assert_eq!(kept(&s, "b"), None, "not asked to keep tallies");
+        s.keep_tallies();
+        // One block holds every entry of b: counted as the records read it.
+        assert_eq!(s.records("b").take(1).count(), 1);
+        assert_eq!(kept(&s, "b"), Some(want_b));
+        assert_eq!(s.tally("b"), want_b);
+        // A file of more than a block (300 entries) is read whole at once while counting.
+        assert_eq!(s.records("a").take(20).count(), 20);
+        assert_eq!(kept(&s, "a"), Some(want_a));
+        assert_eq!(s.tally("a"), want_a);
+        // Records that stop before they have read every entry (here: before any) leave the
+        // tally to its own read.
+        let fresh = index.refresh().unwrap();
+        fresh.keep_tallies();
+        drop(fresh.records("a"));
+        assert_eq!(kept(&fresh, "a"), None);
+        assert_eq!(fresh.tally("a"), want_a);
     }
 
     /// Every outcome a `finished` line can have is one the index tells apart.
