@@ -20,10 +20,12 @@ fn repository(sb: &Sandbox, cluster_extra: &str) {
         "echo offset",
         "env = [\"API_TOKEN\"]\n[schedule]\nevery_minutes = 20\noffset_minutes = 7\n",
     );
+    // Its policy and limits: concurrencyPolicy Replace, a CPU limit and a memory request and
+    // limit of its own, for the validator to see.
     sb.shell_definition(
         "hours",
         "echo hours",
-        "[schedule]\nevery_minutes = 360\nretries = 2\n",
+        "overlap = \"replace\"\n[schedule]\nevery_minutes = 360\nretries = 2\n[limits]\nmemory_max = \"96M\"\ncpu_quota = \"50%\"\n",
     );
     sb.shell_definition(
         "weekdays",

@@ -1,6 +1,6 @@
 //! The Kubernetes target: one `batch/v1` CronJob per scheduled definition, and one kustomization
-//! (docs/kubernetes.md). Typed with `k8s-openapi` (built for the oldest minor it supports, [`OLDEST_MINOR`]),
-//! written as YAML with sorted keys after one header comment naming the sha256 of what it was
+//! (docs/kubernetes.md). Typed with the fields it sets ([`api`]), for the oldest minor the tests
+//! validate against ([`OLDEST_MINOR`]), written as YAML with sorted keys after one header comment naming the sha256 of what it was
 //! rendered from (the definition, and the settings of `kubernetes.toml` that shape it), so the same
 //! inputs always give the same bytes.
 //!
@@ -14,22 +14,21 @@
 //! Pure like the other renderers: no files, no clock, no environment ([`Cluster::load`] is the one
 //! reader, called by commands).
 
+pub mod api;
 pub mod cron;
 pub mod rules;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobSpec, JobTemplateSpec};
-use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, KeyToPath,
-    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SeccompProfile, SecretKeySelector, SecretVolumeSource, SecurityContext,
-    Volume, VolumeMount,
-};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
+
+use api::{
+    Capabilities, Container, CronJob, CronJobSpec, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    JobSpec, JobTemplateSpec, KeyToPath, ObjectMeta, PersistentVolumeClaimVolumeSource,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Quantity, ResourceRequirements, SeccompProfile,
+    SecretKeySelector, SecretVolumeSource, SecurityContext, Volume, VolumeMount,
+};
 
 use super::{MachinePaths, UnitFile, program_arguments, stop_timeout};
 use crate::definition::Definition;
@@ -334,7 +333,6 @@ pub fn cronjob(
         name,
         labels: Some(labels.clone()),
         annotations,
-        ..Default::default()
     };
     let job = JobSpec {
         active_deadline_seconds: Some(i64::from(stop_timeout(def) + START_SLACK_SECONDS)),
@@ -345,7 +343,6 @@ pub fn cronjob(
             metadata: Some(meta(None, None)),
             spec: Some(pod),
         },
-        ..Default::default()
     };
     let starting_deadline = cron
         .interval_seconds
@@ -369,9 +366,7 @@ pub fn cronjob(
                 metadata: Some(meta(None, None)),
                 spec: Some(job),
             },
-            ..Default::default()
         }),
-        status: None,
     };
     let problems = rules::problems(&cj, cron.interval_seconds);
     if problems.is_empty() {
@@ -426,10 +421,8 @@ fn pod(def: &Definition, namespace: &Namespace, cluster: &Cluster) -> PodSpec {
             // group-readable, which the runner refuses.
             fs_group_change_policy: Some("OnRootMismatch".into()),
             seccomp_profile: Some(runtime_default()),
-            ..Default::default()
         }),
         volumes: Some(volumes),
-        ..Default::default()
     }
 }
 
@@ -468,10 +461,8 @@ fn container(
             run_as_user: Some(uid),
             run_as_group: Some(uid),
             seccomp_profile: Some(runtime_default()),
-            ..Default::default()
         }),
         volume_mounts: Some(mounts),
-        ..Default::default()
     }
 }
 
@@ -498,7 +489,6 @@ fn resources(def: &Definition, cluster: &Cluster) -> ResourceRequirements {
             ("memory".into(), request_memory),
         ])),
         limits: Some(limit),
-        ..Default::default()
     }
 }
 
@@ -522,7 +512,6 @@ fn container_env(def: &Definition, cluster: &Cluster) -> Vec<EnvVar> {
                 key: e.to_string(),
                 optional: Some(false),
             }),
-            ..Default::default()
         }),
         ..Default::default()
     });
@@ -532,7 +521,6 @@ fn container_env(def: &Definition, cluster: &Cluster) -> Vec<EnvVar> {
 fn runtime_default() -> SeccompProfile {
     SeccompProfile {
         type_: "RuntimeDefault".into(),
-        ..Default::default()
     }
 }
 
@@ -548,7 +536,6 @@ fn volumes(
             name: "data".into(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
                 claim_name: claim.clone(),
-                ..Default::default()
             }),
             ..Default::default()
         },
@@ -567,7 +554,6 @@ fn volumes(
         name: name.into(),
         mount_path: path.into(),
         read_only: read_only.then_some(true),
-        ..Default::default()
     };
     let mut volumes = vec![data, tmp];
     let mut mounts = vec![
@@ -579,7 +565,6 @@ fn volumes(
         let item = |key: &str| KeyToPath {
             key: key.into(),
             path: key.into(),
-            ..Default::default()
         };
         volumes.push(Volume {
             name: "keys".into(),
@@ -591,7 +576,6 @@ fn volumes(
                     item(label.as_str()),
                     item(crate::anytype::gate::SPACES_FILE),
                 ]),
-                ..Default::default()
             }),
             ..Default::default()
         });

@@ -353,47 +353,6 @@ fn the_bytes_are_deterministic_with_sorted_keys_and_one_header() {
     }
 }
 
-#[test]
-fn every_manifest_round_trips_through_the_typed_cronjob() {
-    let c = cluster("data_claim = \"d\"");
-    for (shape, d) in super::super::tests::shapes() {
-        match render(&d, &ns(), &c) {
-            Ok(f) => assert_eq!(round_trip_difference(&f.bytes), None, "{shape}"),
-            Err(e) => assert!(
-                e.contains("awake time")
-                    || e.contains("at login")
-                    || e.contains("different minutes")
-                    || e.contains("its writes names folders of this machine"),
-                "{shape}: {e}"
-            ),
-        }
-    }
-    let f = render(&def("x", EVERY_5), &ns(), &c).unwrap();
-    let text = String::from_utf8(f.bytes).unwrap();
-    // An unknown field, and a known one in the wrong place, are both lost on the way.
-    let unknown = text.replace(
-        "  concurrencyPolicy: Forbid\n",
-        "  concurrencyPolicy: Forbid\n  concurrency: Forbid\n",
-    );
-    assert_eq!(
-        round_trip_difference(unknown.as_bytes()).as_deref(),
-        Some(".spec.concurrency is lost when read as a CronJob")
-    );
-    let misplaced = text.replace("  timeZone: Europe/Berlin\n", "").replacen(
-        "\nmetadata:\n",
-        "\nmetadata:\n  timeZone: Europe/Berlin\n",
-        1,
-    );
-    let diff = round_trip_difference(misplaced.as_bytes()).unwrap();
-    assert!(diff.contains("timeZone is lost"), "{diff}");
-    let wrong_type = text.replace("backoffLimit: 0", "backoffLimit: none");
-    assert!(
-        round_trip_difference(wrong_type.as_bytes())
-            .unwrap()
-            .contains("not a CronJob")
-    );
-}
-
 fn job(cj: &mut CronJob) -> &mut JobSpec {
     cj.spec
         .as_mut()
@@ -696,46 +655,6 @@ fn the_image_recipe_puts_things_where_the_manifests_look() {
         build.contains("install -D -m 0755 target/release/automations "),
         "{build}"
     );
-}
-
-/// Where `yaml` (a rendered CronJob) and the same document read into the `k8s-openapi` type and
-/// written again differ: a field the type does not know, or one in the wrong place, is dropped on
-/// the way and shows here. `None` when they are the same.
-fn round_trip_difference(yaml: &[u8]) -> Option<String> {
-    let as_read: serde_json::Value = match serde_yaml_ng::from_slice(yaml) {
-        Ok(v) => v,
-        Err(e) => return Some(format!("not YAML: {e}")),
-    };
-    let typed: CronJob = match serde_json::from_value(as_read.clone()) {
-        Ok(c) => c,
-        Err(e) => return Some(format!("not a CronJob: {e}")),
-    };
-    let again = serde_json::to_value(&typed).expect("a CronJob serialises");
-    first_difference("", &as_read, &again)
-}
-
-fn first_difference(at: &str, a: &serde_json::Value, b: &serde_json::Value) -> Option<String> {
-    use serde_json::Value;
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => x
-            .iter()
-            .find_map(|(k, v)| match y.get(k) {
-                None => Some(format!("{at}.{k} is lost when read as a CronJob")),
-                Some(w) => first_difference(&format!("{at}.{k}"), v, w),
-            })
-            .or_else(|| {
-                y.keys()
-                    .find(|k| !x.contains_key(*k))
-                    .map(|k| format!("{at}.{k} appears when read as a CronJob"))
-            }),
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (v, w))| first_difference(&format!("{at}[{i}]"), v, w)),
-        _ if a == b => None,
-        _ => Some(format!("{at}: {a} becomes {b}")),
-    }
 }
 
 #[test]
