@@ -812,12 +812,17 @@ pub struct Records<'a> {
 
 impl Drop for Records<'_> {
     fn drop(&mut self) {
-        if let Some(t) = self.counted.take()
-            && self.next == 0
-            && !self.damaged
-            && let Ok(mut tallies) = self.snapshot.tallies.lock()
-        {
-            tallies.insert(self.name.clone(), t);
+        if let Ok(mut tallies) = self.snapshot.tallies.lock() {
+            match self.counted.take() {
+                Some(t) if self.next == 0 && !self.damaged => {
+                    tallies.insert(self.name.clone(), t);
+                }
+                // A file found damaged is rebuilt below: no count from before stays.
+                _ if self.damaged => {
+                    tallies.remove(&self.name);
+                }
+                _ => {}
+            }
         }
         if self.damaged {
             errln!(
@@ -1212,7 +1217,9 @@ mod tests {
         // One block holds every entry of b: counted as the records read it.
         assert_eq!(s.records("b").take(1).count(), 1);
         assert_eq!(kept(&s, "b"), Some(want_b));
+        // The tally is the one kept (taken, so it is not kept twice).
         assert_eq!(s.tally("b"), want_b);
+        assert_eq!(kept(&s, "b"), None);
         // A file of more than a block (300 entries) is read whole at once while counting.
         assert_eq!(s.records("a").take(20).count(), 20);
         assert_eq!(kept(&s, "a"), Some(want_a));
@@ -1224,6 +1231,17 @@ mod tests {
         drop(fresh.records("a"));
         assert_eq!(kept(&fresh, "a"), None);
         assert_eq!(fresh.tally("a"), want_a);
+
+        // A file that is not what the cursor counted is rebuilt as it is read: its count is left
+        // to the tally's own read of the rebuilt file.
+        let b_idx = d.path().join("state/index/b.idx");
+        let whole = std::fs::read(&b_idx).unwrap();
+        std::fs::write(&b_idx, &whole[..(HEADER + 2 * ENTRY) as usize]).unwrap();
+        let torn = index.refresh().unwrap();
+        torn.keep_tallies();
+        assert_eq!(torn.records("b").count(), 5);
+        assert_eq!(kept(&torn, "b"), None);
+        assert_eq!(torn.tally("b").outcomes, want_b.outcomes);
     }
 
     /// Every outcome a `finished` line can have is one the index tells apart.

@@ -44,7 +44,8 @@ pub const SETTINGS_FILE: &str = "kubernetes.toml";
 pub const KUSTOMIZATION: &str = "kustomization.yaml";
 /// The image name every manifest carries; the kustomization's `images:` maps it.
 pub const IMAGE_NAME: &str = "automations";
-/// The oldest Kubernetes minor the manifests are built and validated for.
+/// The oldest Kubernetes minor the manifests are written for: the tests validate them against its
+/// schema.
 pub const OLDEST_MINOR: &str = "1.33";
 /// The annotation holding the definition's sha256.
 pub const HASH_ANNOTATION: &str = "automations/definition-sha256";
