@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use super::channel::{MESSAGE_MAX, Notifier, TITLE_MAX, cut};
 use super::{Message, NotifySettings};
 use crate::keys::{KeyError, KeyStore, Secret};
 use crate::names::{Label, Namespace};
@@ -26,18 +27,6 @@ pub const ENV_WEBHOOK_SECRET: &str = "AUTOMATIONS_WEBHOOK_SECRET";
 pub const ENV_SMTP_PASSWORD: &str = "AUTOMATIONS_SMTP_PASSWORD";
 /// The header that carries a webhook body's signature: `sha256=<hex HMAC-SHA256 of the body>`.
 pub const SIGNATURE_HEADER: &str = "X-Automations-Signature";
-/// Pushover's limits, in characters.
-pub const TITLE_MAX: usize = 250;
-pub const MESSAGE_MAX: usize = 1024;
-
-/// A way to deliver a message.
-pub trait Notifier {
-    /// Its name in reports and state: `pushover`, `ntfy`.
-    fn name(&self) -> &'static str;
-    /// Delivers `m` within `time`; the service's answer (status and what it said, never a
-    /// credential), or why not.
-    fn send(&self, m: &Message, time: Duration) -> Result<String, String>;
-}
 
 /// What a driver may need to be made: the environment (a manual override), the keychain, the
 /// namespace its items are named in, and `notify.toml`.
@@ -187,11 +176,6 @@ fn client(time: Duration) -> Result<reqwest::blocking::Client, String> {
 fn no_answer(e: &reqwest::Error) -> String {
     let class = crate::http::classify(e);
     format!("no answer ({})", class.as_str())
-}
-
-/// Cuts `s` to at most `n` characters.
-pub fn cut(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
 }
 
 /// The Pushover user key and application token.

@@ -13,7 +13,7 @@ use lettre::transport::smtp::extension::ClientId;
 use lettre::{SmtpTransport, Transport};
 
 use super::Message;
-use super::drivers::{Notifier, TITLE_MAX, cut};
+use super::channel::{Notifier, TITLE_MAX, cut};
 use super::settings::{EmailSettings, MailSecurity};
 use crate::keys::Secret;
 

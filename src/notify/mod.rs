@@ -14,6 +14,7 @@
 //! run's output, a fact's name or an error's detail. `AUTOMATIONS_NOTIFY=off` turns delivery off
 //! (no connection at all). A failed delivery prints one line on stderr and never fails a run.
 
+pub mod channel;
 pub mod drivers;
 pub mod email;
 pub mod settings;
@@ -31,7 +32,7 @@ use crate::names::Name;
 use crate::schedule::TimeOfDay;
 use crate::settings::Settings;
 
-pub use drivers::Notifier;
+pub use channel::Notifier;
 pub use settings::NotifySettings;
 
 /// The variable that turns delivery off (`off`).

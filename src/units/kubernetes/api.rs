@@ -4,7 +4,7 @@
 //!
 //! A field the API does not have, or one in the wrong place, is caught where it matters: the tests
 //! validate every manifest with `kubernetes-validate --strict` against the oldest supported minor
-//! (docs/kubernetes.md), and the API server's own rules are re-checked in [`super::rules`].
+//! (docs/kubernetes.md), and the API server's own rules are re-checked (rules.rs).
 
 use std::collections::BTreeMap;
 

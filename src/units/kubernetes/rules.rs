@@ -342,7 +342,7 @@ fn restricted(cj: &CronJob, _: u32) -> Option<String> {
 }
 
 /// Every mount is of a volume of the pod. (A hostPath, which the restricted profile refuses, is
-/// not even a field of [`super::api::Volume`].)
+/// not even a field of a volume here.)
 fn volumes(cj: &CronJob, _: u32) -> Option<String> {
     let pod = pod(cj)?;
     let names: Vec<&str> = pod
