@@ -37,6 +37,21 @@ pub struct Setup<'a> {
     pub settings: &'a NotifySettings,
 }
 
+impl Setup<'_> {
+    /// A driver's one-key credential: `var` from the environment (a manual override), else the
+    /// keychain's `local.<namespace>.notify.<driver>`; `None` when neither holds one. `what` names
+    /// it in errors, which never hold its value.
+    fn credential(&self, var: &str, driver: &str, what: &str) -> Result<Option<Secret>, String> {
+        match (self.env)(var) {
+            Some(v) => Secret::new(v).map(Some).map_err(|e| format!("{var}: {e}")),
+            None => self
+                .keys
+                .get(&Label::notify(self.namespace, driver))
+                .map_err(|e| format!("{what}: the keychain: {e}")),
+        }
+    }
+}
+
 /// A kind of driver `notify.toml` can name: a new driver is one more [`Notifier`] and one more
 /// entry in [`KINDS`].
 pub struct Kind {
@@ -82,18 +97,9 @@ fn make_email(s: &Setup) -> Result<Box<dyn Notifier>, String> {
         .ok_or("no [email] in notify.toml")?;
     let password = match &settings.user {
         None => None,
-        Some(_) => {
-            let found = match (s.env)(ENV_SMTP_PASSWORD) {
-                Some(p) => Some(Secret::new(p).map_err(|e| format!("{ENV_SMTP_PASSWORD}: {e}"))?),
-                None => s
-                    .keys
-                    .get(&Label::notify(s.namespace, "email"))
-                    .map_err(|e| format!("the SMTP password: the keychain: {e}"))?,
-            };
-            Some(found.ok_or(
-                "the SMTP server wants a login (user) but no password is stored (automations notify-key store --email, or AUTOMATIONS_SMTP_PASSWORD)",
-            )?)
-        }
+        Some(_) => Some(s.credential(ENV_SMTP_PASSWORD, "email", "the SMTP password").and_then(
+            |p| p.ok_or_else(|| "the SMTP server wants a login (user) but no password is stored (automations notify-key store --email, or AUTOMATIONS_SMTP_PASSWORD)".to_owned()),
+        )?),
     };
     Ok(Box::new(super::email::Email::new(
         settings,
@@ -113,17 +119,8 @@ fn make_webhook(s: &Setup) -> Result<Box<dyn Notifier>, String> {
         .clone()
         .ok_or("no [webhook] in notify.toml")?;
     let key = if w.sign {
-        let key = match (s.env)(ENV_WEBHOOK_SECRET) {
-            Some(k) => {
-                Some(Secret::new(k).map_err(|_| format!("{ENV_WEBHOOK_SECRET} is not a key"))?)
-            }
-            None => s
-                .keys
-                .get(&Label::notify(s.namespace, "webhook"))
-                .map_err(|e| format!("the webhook's signing key: the keychain: {e}"))?,
-        };
-        Some(key.ok_or(
-            "the webhook is to be signed but has no key (automations notify-key store --webhook, or AUTOMATIONS_WEBHOOK_SECRET)",
+        Some(s.credential(ENV_WEBHOOK_SECRET, "webhook", "the webhook's signing key").and_then(
+            |k| k.ok_or_else(|| "the webhook is to be signed but has no key (automations notify-key store --webhook, or AUTOMATIONS_WEBHOOK_SECRET)".to_owned()),
         )?)
     } else {
         None
