@@ -243,11 +243,13 @@ for r in 1 2 3; do
             "curl -sf -o /dev/null -H '$(cookie "$work/scale-d-$n" "${scale_url[$n]}")' ${scale_url[$n]}" 2>&1 | grep -E '^(Benchmark|  Time)'
     done
 done
-# metrics against health over the same 1,000 automations, paired (their difference is what
-# metrics adds: each automation's firings counted, and its samples written).
-echo "== metrics vs health, 1,000 definitions x 100 runs, $((PAIRED / 10)) paired iterations"
+# metrics against health over the same 1,000 automations, paired: against its table (the
+# difference is what metrics adds: each automation's firings counted, and 1.66 MB of samples
+# written) and against --json, the output for programs (895 KB).
+echo "== metrics vs health and health --json, 1,000 definitions x 100 runs, $((PAIRED / 10)) paired iterations"
 paired "$work/p-metrics.json" "$((PAIRED / 10))" "$BIN --root $work/scale-1000 --data-root $work/scale-d-1000 health" \
-    "$BIN --root $work/scale-1000 --data-root $work/scale-d-1000 metrics"
+    "$BIN --root $work/scale-1000 --data-root $work/scale-d-1000 metrics" \
+    "$BIN --root $work/scale-1000 --data-root $work/scale-d-1000 health --json"
 
 # Healthchecks pings: the command's start delay with and without them, and a blackholed ping base.
 echo "== the command's start delay with Healthchecks pings vs without; a blackholed ping base"
@@ -283,7 +285,8 @@ def spread(r, n=None):
 (plain_fail, look_fail), (_, look_r) = paired("p-look.json", 0)
 (empty, million), (_, log_r) = paired("p-log.json", 0)
 (noprom, prom), (_, prom_r) = paired("p-prom.json", 0)
-(health_k, metrics_k), (_, metrics_r) = paired("p-metrics.json", 0)
+(health_k, metrics_k, health_json_k), (_, metrics_r, _) = paired("p-metrics.json", 0)
+_, (_, metrics_json_r, _) = paired("p-metrics.json", 2)
 scale_rounds = {n: [medians(f"h-scale-{n}-{r}.json") for r in (1, 2, 3)] for n in (10, 100, 1000)}
 scale = {n: [statistics.median(m[i] for m in rs) for i in range(4)] for n, rs in scale_rounds.items()}
 k1, m1 = medians("h-runs.json")
@@ -305,6 +308,8 @@ rows = [
      f"{spread(prom_r)}; {prom:.2f} ms vs {noprom:.2f} ms"),
     ("metrics / health, 1,000 definitions x 100 runs", metrics_r[0], "<= 1.15", metrics_r[0] <= 1.15,
      f"{spread(metrics_r, paired_n // 10)}; {metrics_k:.2f} ms vs {health_k:.2f} ms"),
+    ("metrics / health --json, 1,000 definitions x 100 runs", metrics_json_r[0], "<= 1.0", metrics_json_r[0] <= 1.0,
+     f"{spread(metrics_json_r, paired_n // 10)}; {metrics_k:.2f} ms vs {health_json_k:.2f} ms"),
     ("peak RSS of a firing of noop (keeper or runner)", rss_noop / 1024, "<= 6 MiB", rss_noop <= 6144, f"{rss_noop} KiB"),
     ("peak RSS of a firing with 20 MB of output", rss_loud / 1024, "<= 6 MiB", rss_loud <= 6144, f"{rss_loud} KiB"),
     ("peak RSS, 20 MB of output / 2 MB of output", rss_loud_median / rss_some, "<= 1.02",
