@@ -440,7 +440,7 @@ struct Tree<'t> {
     main_status: Option<WaitStatus>,
     /// Every process other than the main one that was sent a signal.
     signaled: BTreeSet<i32>,
-    /// Processes found alive after the main process ended.
+    /// Processes found alive after the main process ended on its own.
     leftovers: BTreeSet<i32>,
     /// Whether the group has been signalled (once is enough for SIGTERM).
     group_signaled: bool,
@@ -494,8 +494,9 @@ impl Tree<'_> {
             if pid == self.main.as_raw() {
                 continue;
             }
-            if self.main_status.is_some() {
-                // Alive after the main process ended: left behind.
+            if self.main_status.is_some() && !self.group_signaled {
+                // Alive after the main process ended on its own: left behind. (After the
+                // group's signal, one still ending from it was not left: it is being stopped.)
                 self.leftovers.insert(pid);
             }
             if self.signaled.insert(pid) || !only_new {

@@ -1055,6 +1055,29 @@ fn the_grace_sends_sigterm_once() {
     assert_eq!(n, 1, "the command got {n} SIGTERMs");
 }
 
+/// Regression: a run stopped at its deadline counted as "left behind" a child still ending from
+/// the runner's own SIGTERM when the main process was reaped before it (a cleanup taking a
+/// moment): `leftover_processes` is what outlived a main process that ended on its own.
+#[test]
+fn a_child_still_ending_from_the_deadlines_sigterm_is_not_a_leftover() {
+    let sb = Sandbox::new();
+    let done = sb.path("cleaned-up");
+    sh_def(
+        &sb,
+        "t",
+        1,
+        &format!(
+            "sh -c 'trap \"i=0; while [ \\$i -lt 300000 ]; do i=\\$((i+1)); done; touch {}; exit 0\" TERM; while :; do sleep 0.05; done' & wait",
+            done.display()
+        ),
+    );
+    assert_code(&sb.run(["run", "t"]), 1);
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "timeout", "{f}");
+    assert!(done.exists(), "the child's cleanup never ran: {f}");
+    assert_eq!(f["leftover_processes"], 0, "{f}");
+}
+
 /// An orphan maker: `orphan.py DIR TAG single|double`. It forks a child that leaves the session
 /// (`setsid`), and for `double` forks again and lets the middle process exit, like a daemon. The
 /// orphan waits until its first parent is gone, then records "pid parent" in DIR/TAG.
