@@ -192,7 +192,8 @@ pub enum Interrupt {
 pub struct Supervised {
     pub ending: Ending,
     pub interrupt: Option<Interrupt>,
-    /// Processes still alive after the main process ended, which had to be terminated.
+    /// Processes still alive after the main process ended on its own, which had to be
+    /// terminated (a run that is stopped or timed out counts none).
     pub leftover_processes: u32,
     /// Processes that outlived SIGKILL (stuck in the kernel); normally 0.
     pub unkillable: u32,
@@ -306,12 +307,14 @@ pub fn supervise(
         signaled: BTreeSet::new(),
         leftovers: BTreeSet::new(),
         group_signaled: false,
+        stopping: false,
         subreaper: spec.subreaper,
         walk,
         table: spec.table,
     };
 
     let interrupt = until_main_ends(&mut tree, &mut io, signals, deadline);
+    tree.stopping = interrupt.is_some();
     // End whatever is left of the tree: after an interrupt that includes the main process.
     let mut unkillable = 0;
     if interrupt.is_some() || tree.reap() {
@@ -444,6 +447,9 @@ struct Tree<'t> {
     leftovers: BTreeSet<i32>,
     /// Whether the group has been signalled (once is enough for SIGTERM).
     group_signaled: bool,
+    /// Whether the run is being stopped (its deadline, a stop request): what is still alive then
+    /// is being ended, not left behind.
+    stopping: bool,
     /// Whether orphans of the tree come back to the runner (Linux subreaper).
     subreaper: bool,
     walk: Walk,
@@ -494,9 +500,8 @@ impl Tree<'_> {
             if pid == self.main.as_raw() {
                 continue;
             }
-            if self.main_status.is_some() && !self.group_signaled {
-                // Alive after the main process ended on its own: left behind. (After the
-                // group's signal, one still ending from it was not left: it is being stopped.)
+            if self.main_status.is_some() && !self.stopping {
+                // Alive after the main process ended on its own: left behind.
                 self.leftovers.insert(pid);
             }
             if self.signaled.insert(pid) || !only_new {

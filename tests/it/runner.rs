@@ -1062,12 +1062,13 @@ fn the_grace_sends_sigterm_once() {
 fn a_child_still_ending_from_the_deadlines_sigterm_is_not_a_leftover() {
     let sb = Sandbox::new();
     let done = sb.path("cleaned-up");
+    // The child's cleanup: half a second that the sweeps' SIGTERM cannot cut short.
     sh_def(
         &sb,
         "t",
-        1,
+        2,
         &format!(
-            "sh -c 'trap \"i=0; while [ \\$i -lt 300000 ]; do i=\\$((i+1)); done; touch {}; exit 0\" TERM; while :; do sleep 0.05; done' & wait",
+            "sh -c 'trap \"(trap \\\"\\\" TERM; sleep 0.5); touch {}; exit 0\" TERM; while :; do sleep 0.05; done' & wait",
             done.display()
         ),
     );
