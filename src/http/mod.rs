@@ -642,3 +642,23 @@ pub fn meta(o: &Outcome, secret_url: bool) -> serde_json::Value {
 pub fn host(url: &Url) -> String {
     url.host_str().unwrap_or_default().to_ascii_lowercase()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::web_url;
+
+    /// Host names in URLs go through UTS 46 (url's idna, on the unicode-rs tables: Cargo.toml's
+    /// idna_adapter): an internationalised name becomes the ASCII form DNS is asked for, and one
+    /// that UTS 46 forbids is refused, not sent as it was written.
+    #[test]
+    fn an_international_host_name_becomes_its_ascii_form() {
+        let u = web_url("https://BÜCHER.example/hook").unwrap();
+        assert_eq!(u.host_str(), Some("xn--bcher-kva.example"));
+        assert_eq!(
+            web_url("http://mañana.com/").unwrap().host_str(),
+            Some("xn--maana-pta.com")
+        );
+        assert!(web_url("http://a\u{200D}b.example/").is_none());
+        assert!(web_url("ftp://xn--bcher-kva.example/").is_none());
+    }
+}
