@@ -430,17 +430,7 @@ fn transition(
             degradation,
         })
     };
-    // An ack (or resume) closes the degradation it answered: what comes after it is new news,
-    // even when no look saw the verdict healthy in between.
-    if last.ack_seen && last.acked_at != v.figures.acked_at && last.degraded {
-        last.pending.retain(|p| !p.degradation);
-        last.degraded = false;
-        last.notified = false;
-        last.degraded_at = None;
-        last.told_at = None;
-    }
-    last.acked_at = v.figures.acked_at.clone();
-    last.ack_seen = true;
+    close_answered(last, v);
     let auto_pause = v
         .reasons
         .iter()
@@ -469,31 +459,7 @@ fn transition(
             last.degraded_at = Some(crate::runlog::stamp(at.now));
             last.told_at = last.degraded_at.clone();
         }
-        (true, State::Degraded) => {
-            if let Some(m) = reminder(last, v, cfg, host, at) {
-                // Only the channels that owe nothing of it: one that cannot take messages now
-                // holds back no other's reminders.
-                let owing: Vec<&String> = last
-                    .pending
-                    .iter()
-                    .filter(|p| p.degradation)
-                    .flat_map(|p| &p.drivers)
-                    .collect();
-                let free: Vec<String> = drivers
-                    .iter()
-                    .filter(|d| !owing.contains(d))
-                    .cloned()
-                    .collect();
-                if !free.is_empty() {
-                    last.pending.push(Pending {
-                        message: m,
-                        drivers: free,
-                        degradation: true,
-                    });
-                    last.told_at = Some(crate::runlog::stamp(at.now));
-                }
-            }
-        }
+        (true, State::Degraded) => remind(last, v, cfg, drivers, host, at),
         (false, State::Healthy | State::Unknown) => {}
         (true, State::Healthy | State::Unknown) => {
             // A degradation nobody heard of needs no news of its end; an unknown verdict is no
@@ -507,6 +473,54 @@ fn transition(
             last.degraded_at = None;
             last.told_at = None;
         }
+    }
+}
+
+/// An ack (or resume) closes the degradation it answered: what comes after it is new news, even
+/// when no look saw the verdict healthy in between.
+fn close_answered(last: &mut Last, v: &Verdict) {
+    if last.ack_seen && last.acked_at != v.figures.acked_at && last.degraded {
+        last.pending.retain(|p| !p.degradation);
+        last.degraded = false;
+        last.notified = false;
+        last.degraded_at = None;
+        last.told_at = None;
+    }
+    last.acked_at = v.figures.acked_at.clone();
+    last.ack_seen = true;
+}
+
+/// Queues the reminder due now, if one is, for the channels that owe nothing of the degradation:
+/// one that cannot take messages now holds back no other's reminders.
+fn remind(
+    last: &mut Last,
+    v: &Verdict,
+    cfg: &NotifySettings,
+    drivers: &[String],
+    host: &str,
+    at: Moment,
+) {
+    let Some(message) = reminder(last, v, cfg, host, at) else {
+        return;
+    };
+    let owing: Vec<&String> = last
+        .pending
+        .iter()
+        .filter(|p| p.degradation)
+        .flat_map(|p| &p.drivers)
+        .collect();
+    let free: Vec<String> = drivers
+        .iter()
+        .filter(|d| !owing.contains(d))
+        .cloned()
+        .collect();
+    if !free.is_empty() {
+        last.pending.push(Pending {
+            message,
+            drivers: free,
+            degradation: true,
+        });
+        last.told_at = Some(crate::runlog::stamp(at.now));
     }
 }
 

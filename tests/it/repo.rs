@@ -462,3 +462,106 @@ fn the_test_build_reuses_the_release_builds_dependencies() {
         drifted.join("\n")
     );
 }
+
+/// The functions of `text` with a body of their own lines, as (line, signature, length in lines
+/// from `fn` to its closing brace): a function ends at the first line after its signature that is
+/// its own indentation followed by `}` (rustfmt's layout). A signature ending in `;` (a trait's
+/// declaration) or a body closed on its own line has no length to check.
+fn function_lengths(text: &str) -> Vec<(usize, String, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let mut rest = trimmed;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest);
+        }
+        if !rest.starts_with("fn ") {
+            continue;
+        }
+        let indent = &line[..line.len() - trimmed.len()];
+        let Some(open) = lines[i..]
+            .iter()
+            .position(|l| l.trim_end().ends_with(['{', ';', '}']))
+        else {
+            continue;
+        };
+        if !lines[i + open].trim_end().ends_with('{') {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            found.push((i + 1, trimmed.to_string(), end + 1));
+        }
+    }
+    found
+}
+
+/// Every production function fits in 80 lines (docs/ARCHITECTURE.md's house rule): src/,
+/// without its test modules (`#[cfg(test)] mod tests` and the tests.rs files they name).
+#[test]
+fn no_production_function_is_over_80_lines() {
+    let sample = [
+        "fn two() -> u8 {",
+        "    2",
+        "}",
+        "pub trait T {",
+        "    fn f(&self);",
+        "    fn g(&self) -> u8 { 1 }",
+        "}",
+        "impl S {",
+        "    pub(crate) fn h(",
+        "        &self,",
+        "    ) -> u8 {",
+        "        3",
+        "    }",
+        "}",
+    ]
+    .join("\n");
+    let lengths: Vec<(usize, usize)> = function_lengths(&sample)
+        .into_iter()
+        .map(|(line, _, n)| (line, n))
+        .collect();
+    assert_eq!(lengths, [(1, 3), (9, 5)], "the scanner itself");
+
+    let mut stack = vec![repo_root().join("src")];
+    let (mut functions, mut long) = (0, Vec::new());
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") || p.file_name().unwrap() == "tests.rs" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let shipped = text
+                .find("\n#[cfg(test)]\nmod tests")
+                .map_or(text.as_str(), |at| &text[..at]);
+            for (line, signature, n) in function_lengths(shipped) {
+                functions += 1;
+                if n > 80 {
+                    long.push(format!("{}:{line}: {n} lines: {signature}", p.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        functions > 500,
+        "only {functions} functions found under src/: the scanner is wrong"
+    );
+    assert!(
+        long.is_empty(),
+        "functions over 80 lines:\n{}",
+        long.join("\n")
+    );
+}
