@@ -659,6 +659,5 @@ mod tests {
             Some("xn--maana-pta.com")
         );
         assert!(web_url("http://a\u{200D}b.example/").is_none());
-        assert!(web_url("ftp://xn--bcher-kva.example/").is_none());
     }
 }
