@@ -459,7 +459,11 @@ fn transition(
             last.degraded_at = Some(crate::runlog::stamp(at.now));
             last.told_at = last.degraded_at.clone();
         }
-        (true, State::Degraded) => remind(last, v, cfg, drivers, host, at),
+        (true, State::Degraded) => {
+            if let Some(message) = reminder(last, v, cfg, host, at) {
+                remind(last, message, drivers, at.now);
+            }
+        }
         (false, State::Healthy | State::Unknown) => {}
         (true, State::Healthy | State::Unknown) => {
             // A degradation nobody heard of needs no news of its end; an unknown verdict is no
@@ -490,19 +494,9 @@ fn close_answered(last: &mut Last, v: &Verdict) {
     last.ack_seen = true;
 }
 
-/// Queues the reminder due now, if one is, for the channels that owe nothing of the degradation:
-/// one that cannot take messages now holds back no other's reminders.
-fn remind(
-    last: &mut Last,
-    v: &Verdict,
-    cfg: &NotifySettings,
-    drivers: &[String],
-    host: &str,
-    at: Moment,
-) {
-    let Some(message) = reminder(last, v, cfg, host, at) else {
-        return;
-    };
+/// Queues a reminder for the channels that owe nothing of the degradation: one that cannot take
+/// messages now holds back no other's reminders.
+fn remind(last: &mut Last, message: Message, drivers: &[String], now: chrono::DateTime<Utc>) {
     let owing: Vec<&String> = last
         .pending
         .iter()
@@ -520,7 +514,7 @@ fn remind(
             drivers: free,
             degradation: true,
         });
-        last.told_at = Some(crate::runlog::stamp(at.now));
+        last.told_at = Some(crate::runlog::stamp(now));
     }
 }
 
