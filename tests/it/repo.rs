@@ -272,21 +272,19 @@ fn make_targets_do_not_echo_the_build_line() {
 
 #[test]
 fn nothing_shipped_points_outside_the_repository() {
-    let mut stack = vec![repo_root().join("scripts"), repo_root().join("src")];
     let mut files = vec![repo_root().join("Makefile"), repo_root().join("README.md")];
     files.extend(doc_files().into_keys().map(|k| repo_root().join(k)));
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files.push(p);
-            }
-        }
-    }
-    for f in files {
-        let text = String::from_utf8_lossy(&std::fs::read(&f).unwrap()).into_owned();
+    let mut contents: Vec<(PathBuf, Vec<u8>)> = files
+        .into_iter()
+        .map(|f| {
+            let bytes = std::fs::read(&f).unwrap();
+            (f, bytes)
+        })
+        .collect();
+    contents.extend(files_under(&repo_root().join("scripts")));
+    contents.extend(files_under(&repo_root().join("src")));
+    for (f, bytes) in contents {
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         assert!(
             !text.contains("../shared"),
             "{} points outside the repository",
@@ -561,39 +559,34 @@ fn no_production_function_is_over_80_lines() {
         .collect();
     assert_eq!(lengths, [(1, 3), (9, 5), (15, 2)], "the scanner itself");
 
-    let mut stack = vec![repo_root().join("src")];
+    let sources: BTreeMap<PathBuf, String> = files_under(&repo_root().join("src"))
+        .into_iter()
+        .filter(|(p, _)| p.extension().is_some_and(|x| x == "rs"))
+        .map(|(p, bytes)| (p, String::from_utf8(bytes).unwrap()))
+        .collect();
     let (mut functions, mut long) = (0, Vec::new());
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            if p.extension().is_none_or(|x| x != "rs") {
-                continue;
-            }
-            if p.file_name().unwrap() == "tests.rs" {
-                // Only a test module's own file: its folder's module (mod.rs in it, or the .rs
-                // file of its name beside it) declares it as one.
-                let parent = [p.with_file_name("mod.rs"), dir.with_extension("rs")]
+    for (p, text) in &sources {
+        if p.file_name().unwrap() == "tests.rs" {
+            // Only a test module's own file: its folder's module (mod.rs in it, or the .rs file
+            // of its name beside it) declares it as one.
+            let module_files = [
+                p.with_file_name("mod.rs"),
+                p.parent().unwrap().with_extension("rs"),
+            ];
+            assert!(
+                module_files
                     .iter()
-                    .filter_map(|m| std::fs::read_to_string(m).ok())
-                    .collect::<String>();
-                assert!(
-                    parent.contains("\n#[cfg(test)]\nmod tests;\n"),
-                    "{} is skipped as a test module, but its folder's module does not say so",
-                    p.display()
-                );
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            let shipped = shipped_part(&p, &text);
-            for (line, signature, n) in function_lengths(shipped) {
-                functions += 1;
-                if n > 80 {
-                    long.push(format!("{}:{line}: {n} lines: {signature}", p.display()));
-                }
+                    .filter_map(|m| sources.get(m))
+                    .any(|t| t.contains("\n#[cfg(test)]\nmod tests;\n")),
+                "{} is skipped as a test module, but its folder's module does not say so",
+                p.display()
+            );
+            continue;
+        }
+        for (line, signature, n) in function_lengths(shipped_part(p, text)) {
+            functions += 1;
+            if n > 80 {
+                long.push(format!("{}:{line}: {n} lines: {signature}", p.display()));
             }
         }
     }
