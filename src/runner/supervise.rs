@@ -307,14 +307,12 @@ pub fn supervise(
         signaled: BTreeSet::new(),
         leftovers: BTreeSet::new(),
         group_signaled: false,
-        stopping: false,
         subreaper: spec.subreaper,
         walk,
         table: spec.table,
     };
 
     let interrupt = until_main_ends(&mut tree, &mut io, signals, deadline);
-    tree.stopping = interrupt.is_some();
     // End whatever is left of the tree: after an interrupt that includes the main process.
     let mut unkillable = 0;
     if interrupt.is_some() || tree.reap() {
@@ -445,11 +443,10 @@ struct Tree<'t> {
     signaled: BTreeSet<i32>,
     /// Processes found alive after the main process ended on its own.
     leftovers: BTreeSet<i32>,
-    /// Whether the group has been signalled (once is enough for SIGTERM).
+    /// Whether the group has been signalled (once is enough for SIGTERM). That happens only
+    /// while the main process is unreaped, so only when the run is being stopped (its deadline, a
+    /// stop request): what is still alive then is being ended, not left behind.
     group_signaled: bool,
-    /// Whether the run is being stopped (its deadline, a stop request): what is still alive then
-    /// is being ended, not left behind.
-    stopping: bool,
     /// Whether orphans of the tree come back to the runner (Linux subreaper).
     subreaper: bool,
     walk: Walk,
@@ -500,8 +497,9 @@ impl Tree<'_> {
             if pid == self.main.as_raw() {
                 continue;
             }
-            if self.main_status.is_some() && !self.stopping {
-                // Alive after the main process ended on its own: left behind.
+            if self.main_status.is_some() && !self.group_signaled {
+                // Alive after the main process ended on its own (no stop signalled the group):
+                // left behind.
                 self.leftovers.insert(pid);
             }
             if self.signaled.insert(pid) || !only_new {
