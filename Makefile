@@ -6,9 +6,19 @@
 CARGO ?= cargo
 
 # The binary the automations-* targets, the tests and the benchmark use: cargo's release build of
-# this checkout, the same recipe on every machine (docs/performance.md says what it costs).
+# this checkout, the same recipe on every machine (docs/performance.md says why and what it costs).
+# Every cargo command here builds for this machine's target triple by name, so that the flags below
+# reach the program and its tests and never the build's own tools (proc macros, build scripts).
+HOST := $(shell $(CARGO) -vV 2>/dev/null | sed -n 's/^host: //p')
+export CARGO_BUILD_TARGET := $(HOST)
+# On Linux the C library is linked into the binary (glibc as static-pie: still position-independent,
+# so it gets ASLR): a firing starts no dynamic loader.
+ifneq (,$(findstring -linux-gnu,$(HOST)))
+export CARGO_TARGET_$(shell echo '$(HOST)' | tr 'a-z.-' 'A-Z__')_RUSTFLAGS := -C target-feature=+crt-static
+STATIC_LIBC := $(shell $${CC:-cc} -print-file-name=libc.a 2>/dev/null)
+endif
 RELEASE := $(CARGO) build --locked --release --quiet
-BIN := target/release/automations
+BIN := target/$(HOST)/release/automations
 AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # Where `make automations-install` puts the binary that installed units run: a stable path, never
 # a target/ folder that the next build or `cargo clean` replaces.
@@ -26,6 +36,7 @@ build:
 	$(CARGO) build --locked
 
 release:
+	@case "$(STATIC_LIBC)" in libc.a) echo "make: the release binary links glibc statically, and libc.a is missing: sudo apt-get install libc6-dev" >&2; exit 3;; esac
 	@$(RELEASE)
 
 # Checks the test prerequisites first (installing them as root on Debian, else printing the one

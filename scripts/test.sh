@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: the prerequisites first (scripts/test-prereqs.sh), then every test once, in cargo's
-# release profile: the unit tests, and the integration tests against target/release/automations,
-# the very binary `make release` builds (the one `make automations-install` copies and units run).
+# release profile: the unit tests, and the integration tests against
+# target/<triple>/release/automations, the very binary `make release` builds (the one `make
+# automations-install` copies and units run) with the target and flags the Makefile exports.
 # Then one summary line. A test that cannot run fails (tests/it/harness.rs `skip`), unless
 # AUTOMATIONS_TEST_SKIP_REAL=1 was given outside CI; then it is written to a ledger and counted
 # here, so a run with skips never reads as a full pass.

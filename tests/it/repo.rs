@@ -322,6 +322,20 @@ fn the_binary_is_position_independent() {
     assert_eq!(kind, 3, "ET_DYN (PIE) expected, found ELF type {kind}");
 }
 
+/// On Linux the release binary carries its C library (glibc as static-pie, docs/performance.md):
+/// a firing starts no dynamic loader. A binary that names one was built outside the Makefile's
+/// recipe, which `make release` and `make test` both use.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_linux_binary_carries_its_c_library() {
+    let (_, dynamic) = elf_facts(&bin());
+    assert!(
+        !dynamic,
+        "{} names a dynamic loader: build it with make release (or test it with make test)",
+        bin().display()
+    );
+}
+
 /// The image recipe's final base has what the release binary needs to start: the C library it
 /// links dynamically (distroless' `cc` image, of the Debian release the build stage uses), or
 /// nothing (`static`) when it links statically.

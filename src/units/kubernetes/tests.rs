@@ -652,7 +652,7 @@ fn the_image_recipe_puts_things_where_the_manifests_look() {
         .find(|l| l.starts_with("RUN make release"))
         .expect("a RUN instruction that starts with make release");
     assert!(
-        build.contains("install -D -m 0755 target/release/automations "),
+        build.contains("install -D -m 0755 target/*-linux-gnu/release/automations "),
         "{build}"
     );
 }
