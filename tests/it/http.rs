@@ -72,7 +72,7 @@ fn every_class_of_answer_and_of_no_answer() {
     }
     let (o, _) = call(&sb, &log, &["get", &u("/ok")]);
     assert_eq!(o.stdout.len(), 1024);
-    // A name, resolved by hickory from /etc/hosts (never NSS, which a static binary lacks).
+    // A name, resolved through the C library from /etc/hosts.
     let (o, meta) = call(
         &sb,
         &log,

@@ -314,6 +314,27 @@ fn elf_facts(bin: &std::path::Path) -> (u16, bool) {
     (u16_at(16), interp)
 }
 
+/// The tags of the binary's dynamic section (PT_DYNAMIC), which a static-pie binary has too.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
+fn dynamic_tags(bin: &std::path::Path) -> Vec<u64> {
+    let bytes = std::fs::read(bin).unwrap();
+    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
+    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54), u16_at(56));
+    let Some(p) = (0..phnum)
+        .map(|i| phoff + i * phentsize)
+        .find(|&p| u32::from_le_bytes(bytes[p..p + 4].try_into().unwrap()) == 2)
+    else {
+        return Vec::new();
+    };
+    let (offset, size) = (u64_at(p + 8) as usize, u64_at(p + 32) as usize);
+    (offset..offset + size)
+        .step_by(16)
+        .map(u64_at)
+        .take_while(|&tag| tag != 0)
+        .collect()
+}
+
 /// The binary handles keychain secrets: its own code gets ASLR like any other program's (an
 /// earlier release build was linked non-PIE to save a firing microseconds).
 #[test]
@@ -322,10 +343,11 @@ fn the_binary_is_position_independent() {
     assert_eq!(kind, 3, "ET_DYN (PIE) expected, found ELF type {kind}");
 }
 
-/// On Linux the release binary carries its C library (glibc as static-pie, docs/performance.md):
-/// a firing starts no dynamic loader. A binary that names one was built outside the Makefile's
-/// recipe, which `make release` and `make test` both use.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+/// On x86-64 Linux the release binary carries its C library (glibc as static-pie,
+/// docs/performance.md): a firing starts no dynamic loader. A binary that names one was built
+/// outside the Makefile's recipe, which `make release` and `make test` both use. Its relocations are
+/// packed (DT_RELR) when the glibc it links applies them (2.36 and later; build.rs).
+#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
 #[test]
 fn the_linux_binary_carries_its_c_library() {
     let (_, dynamic) = elf_facts(&bin());
@@ -333,6 +355,20 @@ fn the_linux_binary_carries_its_c_library() {
         !dynamic,
         "{} names a dynamic loader: build it with make release (or test it with make test)",
         bin().display()
+    );
+    let version = Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .unwrap();
+    let minor: u32 = String::from_utf8_lossy(&version.stdout)
+        .trim()
+        .strip_prefix("glibc 2.")
+        .and_then(|m| m.split('.').next()?.parse().ok())
+        .unwrap_or(0);
+    assert_eq!(
+        dynamic_tags(&bin()).contains(&36), // DT_RELR
+        minor >= 36,
+        "DT_RELR present exactly when glibc reads it (this one: 2.{minor})"
     );
 }
 

@@ -646,13 +646,21 @@ fn the_image_recipe_puts_things_where_the_manifests_look() {
             "Containerfile lacks {needed:?}"
         );
     }
-    // The binary copied is the one `make release` built, in the build stage that runs it.
+    // The binary copied is the one `make release` built (the Makefile's BIN, for the Linux host
+    // triple of the build stage), in the build stage that runs it.
     let build = instructions
         .lines()
         .find(|l| l.starts_with("RUN make release"))
         .expect("a RUN instruction that starts with make release");
+    let makefile = include_str!("../../../Makefile");
+    let bin = makefile
+        .lines()
+        .find_map(|l| l.strip_prefix("BIN := "))
+        .expect("the Makefile sets BIN");
+    let copied = bin.replace("$(HOST)", "*-linux-gnu");
+    assert_ne!(copied, bin, "BIN is under the host triple's folder: {bin}");
     assert!(
-        build.contains("install -D -m 0755 target/*-linux-gnu/release/automations "),
+        build.contains(&format!("install -D -m 0755 {copied} ")),
         "{build}"
     );
 }
