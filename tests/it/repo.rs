@@ -297,49 +297,54 @@ fn which(program: &str) -> Option<PathBuf> {
     crate::units::which(program)
 }
 
-/// The binary's ELF header: its type (2 executable, 3 position-independent) and whether it names
-/// a program interpreter (the dynamic loader: it links the C library dynamically).
-fn elf_facts(bin: &std::path::Path) -> (u16, bool) {
+/// What the binary's ELF headers say: its type (2 executable, 3 position-independent), whether it
+/// names a program interpreter (the dynamic loader: it links the C library dynamically), and the
+/// tags of its dynamic section (PT_DYNAMIC, which a static-pie binary has too).
+struct Elf {
+    kind: u16,
+    interp: bool,
+    #[cfg_attr(
+        not(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64")),
+        allow(dead_code)
+    )]
+    dynamic_tags: Vec<u64>,
+}
+
+fn elf_facts(bin: &std::path::Path) -> Elf {
     let bytes = std::fs::read(bin).unwrap();
     assert_eq!(&bytes[..4], b"\x7fELF", "{} is no ELF file", bin.display());
     assert_eq!(bytes[4], 2, "64-bit");
     assert_eq!(bytes[5], 1, "little-endian");
     let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54) as usize, u16_at(56));
-    let interp = (0..phnum as usize).any(|i| {
-        let p = phoff + i * phentsize;
-        u32::from_le_bytes(bytes[p..p + 4].try_into().unwrap()) == 3 // PT_INTERP
-    });
-    (u16_at(16), interp)
-}
-
-/// The tags of the binary's dynamic section (PT_DYNAMIC), which a static-pie binary has too.
-#[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
-fn dynamic_tags(bin: &std::path::Path) -> Vec<u64> {
-    let bytes = std::fs::read(bin).unwrap();
-    let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
-    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
-    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54), u16_at(56));
-    let Some(p) = (0..phnum)
+    let (phoff, phentsize) = (u64_at(32) as usize, u16_at(54) as usize);
+    let headers: Vec<usize> = (0..u16_at(56) as usize)
         .map(|i| phoff + i * phentsize)
-        .find(|&p| u32::from_le_bytes(bytes[p..p + 4].try_into().unwrap()) == 2)
-    else {
-        return Vec::new();
+        .collect();
+    let dynamic_tags = match headers.iter().find(|&&p| u32_at(p) == 2) {
+        Some(&p) => {
+            let (offset, size) = (u64_at(p + 8) as usize, u64_at(p + 32) as usize);
+            (offset..offset + size)
+                .step_by(16)
+                .map(u64_at)
+                .take_while(|&tag| tag != 0)
+                .collect()
+        }
+        None => Vec::new(),
     };
-    let (offset, size) = (u64_at(p + 8) as usize, u64_at(p + 32) as usize);
-    (offset..offset + size)
-        .step_by(16)
-        .map(u64_at)
-        .take_while(|&tag| tag != 0)
-        .collect()
+    Elf {
+        kind: u16_at(16),
+        interp: headers.iter().any(|&p| u32_at(p) == 3), // PT_INTERP
+        dynamic_tags,
+    }
 }
 
 /// The binary handles keychain secrets: its own code gets ASLR like any other program's (an
 /// earlier release build was linked non-PIE to save a firing microseconds).
 #[test]
 fn the_binary_is_position_independent() {
-    let (kind, _) = elf_facts(&bin());
+    let kind = elf_facts(&bin()).kind;
     assert_eq!(kind, 3, "ET_DYN (PIE) expected, found ELF type {kind}");
 }
 
@@ -350,9 +355,9 @@ fn the_binary_is_position_independent() {
 #[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
 #[test]
 fn the_linux_binary_carries_its_c_library() {
-    let (_, dynamic) = elf_facts(&bin());
+    let elf = elf_facts(&bin());
     assert!(
-        !dynamic,
+        !elf.interp,
         "{} names a dynamic loader: build it with make release (or test it with make test)",
         bin().display()
     );
@@ -366,7 +371,7 @@ fn the_linux_binary_carries_its_c_library() {
         .and_then(|m| m.split('.').next()?.parse().ok())
         .unwrap_or(0);
     assert_eq!(
-        dynamic_tags(&bin()).contains(&36), // DT_RELR
+        elf.dynamic_tags.contains(&36), // DT_RELR
         minor >= 36,
         "DT_RELR present exactly when glibc reads it (this one: 2.{minor})"
     );
@@ -377,7 +382,7 @@ fn the_linux_binary_carries_its_c_library() {
 /// nothing (`static`) when it links statically.
 #[test]
 fn the_image_gives_the_binary_the_c_library_it_links() {
-    let (_, dynamic) = elf_facts(&bin());
+    let dynamic = elf_facts(&bin()).interp;
     let recipe = std::fs::read_to_string(repo_root().join("Containerfile")).unwrap();
     let froms: Vec<&str> = recipe.lines().filter(|l| l.starts_with("FROM ")).collect();
     let (build, last) = (froms[0], froms[froms.len() - 1]);
