@@ -4,8 +4,9 @@
 //! firing's memory, as RELR a few KB (docs/performance.md).
 //!
 //! The x86-64 release binary links glibc statically (the Makefile), so the code that applies them
-//! at start is the build machine's own glibc, which understands RELR from 2.36 on: with an older one (or
-//! when building for another machine) the flag is left out rather than make a binary that cannot start.
+//! at start is the build machine's own glibc, which understands RELR from 2.36 on: with an older
+//! one (or when building for another machine) the flag is left out rather than make a binary that
+//! cannot start.
 
 use std::process::Command;
 

@@ -457,7 +457,8 @@ fn install_without_a_terminal_is_refused_and_dry_run_prints_the_plan() {
     let o = sb.run(["install", "manual", "--dry-run"]);
     assert_code(&o, 2);
     assert!(stderr(&o).contains("has no [schedule]"));
-    // The binary under test lives in a cargo target/ folder: install from there is refused before it asks.
+    // The binary under test lives in a cargo target/ folder: install from there is refused
+    // before it asks.
     assert_code(&debug_build, 3);
     assert!(
         stderr(&debug_build).contains("inside a cargo target/ folder"),
