@@ -383,11 +383,6 @@ fn the_linux_binary_carries_its_c_library() {
 /// of the Debian release the build stage uses.
 #[test]
 fn the_image_gives_the_binary_the_c_library_it_links() {
-    let makefile = std::fs::read_to_string(repo_root().join("Makefile")).unwrap();
-    assert!(
-        makefile.contains("ifeq (x86_64-unknown-linux-gnu,$(HOST))"),
-        "only x86-64 links statically"
-    );
     let recipe = std::fs::read_to_string(repo_root().join("Containerfile")).unwrap();
     let froms: Vec<&str> = recipe.lines().filter(|l| l.starts_with("FROM ")).collect();
     let (build, last) = (froms[0], froms[froms.len() - 1]);
