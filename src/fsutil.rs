@@ -471,6 +471,30 @@ pub fn remove_if_exists(path: &Path) -> io::Result<bool> {
     }
 }
 
+/// The first symbolic link on the way from `base` down to `path`, and where it points: `None` when
+/// every step below `base` is the thing itself. `base` and what lies above it are not looked at
+/// (a home folder that is a link, as on Fedora Silverblue, is where the person's files are); a
+/// `path` outside `base` is walked from `/`. A step that does not exist ends the walk.
+pub fn link_below(base: &Path, path: &Path) -> io::Result<Option<(PathBuf, PathBuf)>> {
+    let (mut at, rest) = match path.strip_prefix(base) {
+        Ok(rest) => (base.to_path_buf(), rest),
+        Err(_) => (PathBuf::from("/"), path.strip_prefix("/").unwrap_or(path)),
+    };
+    for step in rest.components() {
+        at.push(step);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = fs::read_link(&at)?;
+                return Ok(Some((at, to)));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
 /// The permission bits of an open file.
 pub fn mode(file: &File) -> io::Result<u32> {
     Ok(file.metadata()?.permissions().mode() & 0o777)

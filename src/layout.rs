@@ -15,7 +15,7 @@
 //!   locks/<name>.lock                one run at a time                        locks
 //!   locks/<name>.queue, locks/groups/<group>.lock  the one waiter; shared lock groups  locks
 //!   state/replaced/<name>.json       who replaced a running firing            runner::overlap
-//!   scratch/<name>/                  a run's TMPDIR, script copy, result file, HTTP log  runner
+//!   scratch/<name>/                  a run's TMPDIR (tmp/), result file, HTTP log  runner
 //!   env/<name>.env                   private variables for scheduled runs     runner
 //!   state/metrics.lock               the metrics textfile's writers            metrics
 //!   health.toml, notify.toml, healthchecks.toml, metrics.toml, spaces.json   private settings
@@ -217,9 +217,9 @@ impl Layout {
         self.scratch_dir().join(name)
     }
 
-    /// A folder of `name`'s scratch: `tmp` (the run's TMPDIR) or `approved` (its script's copy).
-    pub fn scratch_sub(&self, name: &str, sub: ScratchSub) -> PathBuf {
-        self.scratch(name).join(sub.as_str())
+    /// `name`'s run's TMPDIR.
+    pub fn scratch_tmp(&self, name: &str) -> PathBuf {
+        self.scratch(name).join("tmp")
     }
 
     /// The result file of `name`'s run.
@@ -250,25 +250,5 @@ impl Layout {
     /// `name`'s LaunchAgent's stdout and stderr.
     pub fn launchd_log(&self, name: &str) -> PathBuf {
         self.launchd_logs().join(format!("{name}.log"))
-    }
-}
-
-/// The folders of a run's scratch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ScratchSub {
-    /// The run's TMPDIR.
-    Tmp,
-    /// The copy of its script it runs.
-    Approved,
-}
-
-impl ScratchSub {
-    pub const ALL: [ScratchSub; 2] = [ScratchSub::Tmp, ScratchSub::Approved];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ScratchSub::Tmp => "tmp",
-            ScratchSub::Approved => "approved",
-        }
     }
 }

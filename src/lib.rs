@@ -56,6 +56,7 @@ pub mod pins;
 pub mod redact;
 pub mod runlog;
 pub mod runner;
+pub mod sandbox;
 pub mod schedule;
 pub mod service;
 pub mod settings;

@@ -5,11 +5,16 @@
 //! they are now with those pins before anything that could run code, and is skipped when they
 //! differ; a manual run goes ahead (a person is there) and says so.
 //!
-//! A firing never runs the repository's file itself: it runs a private copy whose bytes are the
-//! ones it hashed ([`copy_approved`]), so a script swapped after it was checked (during a jitter
-//! wait, a retry's wait, or the instant after the check) never runs unapproved.
+//! A firing runs the script where it is, so `$0`, `__file__`, its siblings and relative imports
+//! work as in a terminal. What makes that safe is [`HashedScript`]: under the firing's lock, right
+//! before it starts, the script is hashed through one open descriptor, and what the file system
+//! says of that file (device, inode, size, times, and the folders above it up to the repository)
+//! is kept; the path must still name that very file when the command starts, and still name it,
+//! untouched, when it ends. A swap before the start is refused; one during the run (which an
+//! interpreter reading the path might have followed) makes the run `failed`, class
+//! `script_changed`. The limits are in docs/units.md.
 //!
-//! This module only hashes, copies and compares; the runner records the skip, health and `check`
+//! This module only hashes, looks and compares; the runner records the skip, health and `check`
 //! say it.
 
 use std::io::Read;
@@ -92,67 +97,132 @@ pub fn script_pin(def: &Definition, root: &Path) -> std::io::Result<Option<Scrip
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let sha256 = copy_hashing(file, &mut std::io::sink())?;
+    check_size(file.metadata()?.len())?;
+    let sha256 = copy_hashing(&file, &mut std::io::sink())?;
     Ok(Some(ScriptPin {
         path: relative(&path, root),
         sha256,
     }))
 }
 
-/// A script as a firing runs it: a private copy (its owner's permissions only, in the run's scratch folder) whose bytes
-/// are the ones hashed into its pin, so what was compared with the approval is what runs, whatever
-/// happens to the repository's file after it was read.
+/// The most bytes a pinned script may have: every firing hashes it (a 64 MiB file takes a tenth
+/// of a second or so); a larger program belongs outside the repository or on PATH.
+pub const MAX_SCRIPT_BYTES: u64 = 64 << 20;
+
+/// A script as a firing checked it, in place: its pin (the sha256 of the bytes read through one
+/// descriptor) and what the file system said of that file and of the folders above it, so a later
+/// look tells whether the path still names those very bytes.
 #[derive(Debug)]
-pub struct ApprovedCopy {
-    /// The copy's pin: the repository path it was copied from, and the sha256 of the copy.
+pub struct HashedScript {
+    /// The pin: the repository path, and the sha256 of the bytes read.
     pub pin: ScriptPin,
-    /// The copy, to execute in place of the repository's file.
+    /// The script, where it is.
     pub path: PathBuf,
+    identity: Identity,
 }
 
-/// Copies the script `def`'s `argv[0]` names into the folder `into` (private, and only the
-/// firing's while it holds its lock), hashing the bytes as they are copied: `None` when `argv[0]`
-/// names no file of the repository or that file is not there. The copy keeps the file's name, so
-/// `basename "$0"` still says it.
-pub fn copy_approved(
-    def: &Definition,
-    root: &Path,
-    into: &Path,
-) -> std::io::Result<Option<ApprovedCopy>> {
-    use std::os::unix::fs::OpenOptionsExt;
+/// What changes when a file is written, replaced or renamed, and when a folder on its way is
+/// replaced: the file's device, inode, size, modification and change times; each folder's device
+/// and inode, from the repository root down.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Identity {
+    file: (u64, u64, u64, i64, i64, i64, i64),
+    folders: Vec<(u64, u64)>,
+}
+
+impl HashedScript {
+    /// Whether the path still names the file that was hashed, unchanged since: `Err` says what
+    /// differs.
+    pub fn unchanged(&self, root: &Path) -> Result<(), String> {
+        let now = identity_of(&self.path, root).map_err(|e| format!("{e}"))?;
+        if now.folders != self.identity.folders {
+            return Err("a folder on its way was replaced".into());
+        }
+        if now.file != self.identity.file {
+            return Err("it was written, replaced or renamed".into());
+        }
+        Ok(())
+    }
+}
+
+/// Hashes the script `def`'s `argv[0]` names where it is (through one descriptor, never past
+/// [`MAX_SCRIPT_BYTES`]) and keeps what the file system says of it: `None` when `argv[0]` names
+/// no file of the repository or that file is not there. A file written while it was hashed is
+/// refused, as is a path that names another file by the end of the hash.
+pub fn hash_in_place(def: &Definition, root: &Path) -> std::io::Result<Option<HashedScript>> {
     let Some(path) = script_path(def, root) else {
         return Ok(None);
     };
-    let from = match crate::fsutil::open_following(&path) {
+    let file = match crate::fsutil::open_following(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    // The file's own permissions for its owner, and none for anyone else: a script that is not
-    // executable still fails to start, as it would in place.
-    let mode = std::os::unix::fs::PermissionsExt::mode(&from.metadata()?.permissions()) & 0o700;
-    let dest = into.join(path.file_name().unwrap_or(std::ffi::OsStr::new("script")));
-    let _ = std::fs::remove_file(&dest);
-    let mut to = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode | 0o200)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(&dest)?;
-    let sha256 = copy_hashing(from, &mut to)?;
-    // Closed before anything is spawned: a file open for writing cannot be executed (ETXTBSY).
-    drop(to);
-    Ok(Some(ApprovedCopy {
+    let before = file.metadata()?;
+    check_size(before.len())?;
+    let sha256 = copy_hashing(&file, &mut std::io::sink())?;
+    let identity = identity_of(&path, root)?;
+    let after = file.metadata()?;
+    if file_identity(&before) != identity.file || file_identity(&after) != identity.file {
+        return Err(std::io::Error::other(
+            "it changed while it was being checked",
+        ));
+    }
+    Ok(Some(HashedScript {
         pin: ScriptPin {
             path: relative(&path, root),
             sha256,
         },
-        path: dest,
+        path,
+        identity,
     }))
 }
 
+/// Refuses a script larger than [`MAX_SCRIPT_BYTES`], before a byte of it is read.
+fn check_size(len: u64) -> std::io::Result<()> {
+    if len > MAX_SCRIPT_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is {} MiB, over the {} MiB a pinned script may be (it is hashed at every firing): run a larger program from outside the repository or from PATH",
+            len >> 20,
+            MAX_SCRIPT_BYTES >> 20
+        )));
+    }
+    Ok(())
+}
+
+fn file_identity(m: &std::fs::Metadata) -> (u64, u64, u64, i64, i64, i64, i64) {
+    use std::os::unix::fs::MetadataExt;
+    (
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    )
+}
+
+/// What the file system says now of `path` (following links) and of the folders from `root`
+/// down to it.
+fn identity_of(path: &Path, root: &Path) -> std::io::Result<Identity> {
+    use std::os::unix::fs::MetadataExt;
+    let file = file_identity(&std::fs::metadata(path)?);
+    let mut folders = Vec::new();
+    let mut at = path.parent();
+    while let Some(dir) = at {
+        let m = std::fs::metadata(dir)?;
+        folders.push((m.dev(), m.ino()));
+        if dir == root || !dir.starts_with(root) {
+            break;
+        }
+        at = dir.parent();
+    }
+    Ok(Identity { file, folders })
+}
+
 /// Copies `from` into `to` and returns the sha256 (hex) of what was copied.
-fn copy_hashing(mut from: std::fs::File, to: &mut impl std::io::Write) -> std::io::Result<String> {
+fn copy_hashing(mut from: &std::fs::File, to: &mut impl std::io::Write) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {

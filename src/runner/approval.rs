@@ -1,13 +1,11 @@
 //! Whether a firing may run now: the kill switch, the pause, the approval of what it runs (its
-//! pins), the login run and the daily slot — and what it runs: the copy of its script made under
-//! its lock, whose bytes are the ones compared with the approval.
+//! pins), the login run and the daily slot — and what it runs: its script, hashed in place under
+//! its lock (see `pins::HashedScript`), whose bytes are the ones compared with the approval.
 //!
 //! A firing asks twice: before its jitter wait and its lock (a paused automation never contends
 //! for the lock, nor waits), and again under the lock, after any wait, against the copy it is
 //! about to run; each later attempt of a retrying firing asks once more. Nothing here runs code
 //! of the automation.
-
-use std::path::Path;
 
 use chrono::Utc;
 
@@ -16,7 +14,7 @@ use crate::clock;
 use crate::definition::Definition;
 use crate::history;
 use crate::names::Name;
-use crate::pins::{self, ApprovedCopy, Mismatch};
+use crate::pins::{self, HashedScript, Mismatch};
 use crate::runlog::{RunLog, SkipReason, Trigger};
 use crate::schedule::{self, Schedule};
 use crate::settings::Settings;
@@ -31,26 +29,21 @@ pub struct Approval {
     pub mismatch: Option<Mismatch>,
 }
 
-/// What an attempt runs in: its scratch folder (cleared of what earlier runs left) and the copy
-/// of its script made there, if its `argv[0]` is a script of the repository. Made under the lock.
+/// What an attempt runs in: its scratch folder (cleared of what earlier runs left), and its
+/// script as it was hashed in place, if its `argv[0]` is a script of the repository. Made under
+/// the lock.
 pub struct Prepared {
     pub scratch: std::io::Result<Scratch>,
-    /// `Ok(None)`: no script to copy. `Err`: why the script could not be read (or copied).
-    pub copy: Result<Option<ApprovedCopy>, String>,
+    /// `Ok(None)`: no script to hash. `Err`: why the script could not be read.
+    pub script: Result<Option<HashedScript>, String>,
 }
 
 impl Prepared {
-    /// Clears `name`'s scratch and copies its script into it (hashing it as it goes).
+    /// Clears `name`'s scratch and hashes its script where it is.
     pub fn new(settings: &Settings, def: &Definition) -> Self {
         let scratch = Scratch::prepare(&settings.data_root, &def.name);
-        let copy = match &scratch {
-            Ok(sc) => {
-                pins::copy_approved(def, &settings.root, &sc.approved()).map_err(|e| e.to_string())
-            }
-            // The scratch's own failure is the run's (see `execute`).
-            Err(_) => Ok(None),
-        };
-        Self { scratch, copy }
+        let script = pins::hash_in_place(def, &settings.root).map_err(|e| e.to_string());
+        Self { scratch, script }
     }
 }
 
@@ -58,8 +51,8 @@ impl Prepared {
 pub enum Script<'a> {
     /// Read from the repository (before the lock: only to decide early).
     OnDisk,
-    /// The copy the firing will run.
-    Copied(&'a Result<Option<ApprovedCopy>, String>),
+    /// The script as the firing hashed it, right before it runs it.
+    Hashed(&'a Result<Option<HashedScript>, String>),
 }
 
 /// Reads the install record and checks the pins, against the script as `script` says: for a
@@ -92,8 +85,8 @@ pub fn approved(
         (None, Some(_)) => Some(Mismatch::DefinitionChanged),
         (r, _) => match script {
             Script::OnDisk => pins::check(r.as_ref(), def, &settings.root),
-            Script::Copied(copy) => {
-                let now = match copy {
+            Script::Hashed(script) => {
+                let now = match script {
                     Ok(c) => Ok(c.as_ref().map(|c| c.pin.clone())),
                     Err(e) => Err(std::io::Error::other(e.clone())),
                 };
@@ -208,9 +201,4 @@ pub fn jitter_wait(def: &Definition, now: chrono::DateTime<Utc>) -> std::time::D
     schedule::jitter_delay(def.name.as_str(), slot, def.jitter_seconds)
         .to_std()
         .unwrap_or_default()
-}
-
-/// The program an attempt runs in place of `argv[0]`: its script's copy, when it has one.
-pub fn program(copy: &Option<ApprovedCopy>) -> Option<&Path> {
-    copy.as_ref().map(|c| c.path.as_path())
 }

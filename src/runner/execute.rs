@@ -1,14 +1,14 @@
 //! Steps 7–11 of a firing: the command's environment, the spawn of its program (a script runs
-//! from the copy it was approved as), supervision of its whole tree, and what it left (output
-//! tails, result facts, outside calls) turned into its `finished` event. Never fails: every
-//! problem is an outcome.
+//! where it is, after a look that it is still the file its pin was taken of), supervision of its
+//! whole tree, and what it left (output tails, result facts, outside calls, a script that changed
+//! while it ran) turned into its `finished` event. Never fails: every problem is an outcome.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::approval::{self, Prepared};
+use super::approval::Prepared;
 use super::keeper::{self, Keeper};
 use super::scratch::Scratch;
 use super::supervise::{self, Ending, Interrupt, Signals, Supervised};
@@ -24,7 +24,7 @@ use crate::settings::Settings;
 pub(super) fn execute(
     firing: &Firing,
     log: &RunLog,
-    Prepared { scratch, copy }: Prepared,
+    Prepared { scratch, script }: Prepared,
     (redactor, extra_env): (Redactor, Vec<(String, OsString)>),
     signals: &mut Signals,
     keeper: &mut Keeper,
@@ -47,7 +47,11 @@ pub(super) fn execute(
             return fail("scratch", detail);
         }
     };
-    let (mut cmd, program, redactor) = match command(firing, &scratch, copy, redactor, extra_env) {
+    let script = match checked_script(firing, script) {
+        Ok(s) => s,
+        Err((class, detail)) => return fail(class, detail),
+    };
+    let (mut cmd, program, redactor) = match command(firing, &scratch, redactor, extra_env) {
         Ok(c) => c,
         Err((class, detail)) => return fail(class, detail),
     };
@@ -85,35 +89,78 @@ pub(super) fn execute(
     let facts = result::read(&scratch.result());
     let mut finished = finish(firing.run_id, def, &program, sup, facts, &redactor);
     memory.after(def, &mut finished);
+    changed_while_running(firing, script.as_ref(), &mut finished);
     finished.http =
         crate::http::log::summarize(&scratch.http_log(), &|b| redactor.contains_secret(b))
             .map(Box::new);
     finished
 }
 
-/// Step 7 up to the spawn: the command's environment (its secrets added to `redactor`), its argv
-/// (a script run from its approved copy), and the runner moved into the repository root. The
-/// command, its program, and the redactor; or the failure's class and detail.
+/// The script an attempt is about to run, checked once more where it is: for an unattended
+/// firing, the path must still name the very file its pin was taken of (a swap during the key gate
+/// or the keeper's start is refused here). `Err` is why not.
+fn checked_script(
+    firing: &Firing,
+    script: Result<Option<crate::pins::HashedScript>, String>,
+) -> Result<Option<crate::pins::HashedScript>, Failure> {
+    let Firing { settings, def, .. } = *firing;
+    let rel = || {
+        let path = crate::pins::script_path(def, &settings.root).unwrap_or_default();
+        let rel = path.strip_prefix(&settings.root).unwrap_or(&path);
+        rel.display().to_string()
+    };
+    let script = script.map_err(|why| {
+        (
+            "spawn_failed",
+            format!("cannot read {} to run it: {why}", rel()),
+        )
+    })?;
+    if firing.cause.trigger.unattended()
+        && let Some(s) = &script
+        && let Err(why) = s.unchanged(&settings.root)
+    {
+        let detail = format!(
+            "{} changed between its check and its start ({why}): it did not run",
+            rel()
+        );
+        return Err(("script_changed", detail));
+    }
+    Ok(script)
+}
+
+/// After an unattended run: a script that is no longer the file that was hashed changed while it
+/// ran, so what ran may not be what was approved. The run is `failed`, class `script_changed`,
+/// whatever it ended in.
+fn changed_while_running(
+    firing: &Firing,
+    script: Option<&crate::pins::HashedScript>,
+    finished: &mut Finished,
+) {
+    let Some(s) = script.filter(|_| firing.cause.trigger.unattended()) else {
+        return;
+    };
+    if let Err(why) = s.unchanged(&firing.settings.root) {
+        finished.outcome = Outcome::Failed;
+        finished.error = Some(ErrorInfo {
+            class: "script_changed".into(),
+            detail: format!(
+                "{} changed while it ran ({why}): what ran may not be what was installed",
+                s.pin.path
+            ),
+        });
+    }
+}
+
+/// Step 7 up to the spawn: the command's environment (its secrets added to `redactor`), its argv,
+/// and the runner moved into the repository root. The command, its program, and the redactor; or
+/// the failure's class and detail.
 fn command(
     firing: &Firing,
     scratch: &Scratch,
-    copy: Result<Option<crate::pins::ApprovedCopy>, String>,
     mut redactor: Redactor,
     extra_env: Vec<(String, OsString)>,
 ) -> Result<(Command, OsString, Redactor), (&'static str, String)> {
     let Firing { settings, def, .. } = *firing;
-    // The script runs from the copy its pin was taken of, never from the repository.
-    let copy = copy.map_err(|why| {
-        let script = crate::pins::script_path(def, &settings.root).unwrap_or_default();
-        let rel = script
-            .strip_prefix(&settings.root)
-            .unwrap_or(&script)
-            .display();
-        (
-            "spawn_failed",
-            format!("cannot read {rel} to run it: {why}"),
-        )
-    })?;
     let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
     let env_file = settings.layout().env_file(def.name.as_str());
     // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
@@ -133,9 +180,6 @@ fn command(
         redactor.add(secret);
     }
     let mut argv = resolve_argv(&def.command, settings, &bin);
-    if let Some(program) = approval::program(&copy) {
-        argv[0] = program.as_os_str().to_owned();
-    }
     // The command runs in the root. The runner moves there itself instead of asking std to: every
     // path it still uses is absolute, and a Command without a working directory is spawned with
     // posix_spawn, which costs a fraction of a full fork of the runner.
@@ -150,7 +194,38 @@ fn command(
     cmd.args(&argv[1..])
         .env_clear()
         .envs(command_env.vars.iter().map(|(k, v)| (k, v)));
+    if def.policy.sandbox {
+        confine(firing, scratch, &mut cmd).map_err(|e| ("sandbox", e.to_string()))?;
+    }
     Ok((cmd, argv.swap_remove(0), redactor))
+}
+
+/// `[sandbox] level = "strict"`: the command (and only it) confined to its `writes` and its
+/// scratch (see `sandbox`). A person's run is told what only the installed unit adds.
+fn confine(
+    firing: &Firing,
+    scratch: &Scratch,
+    cmd: &mut Command,
+) -> Result<(), crate::sandbox::SandboxError> {
+    let Firing { settings, def, .. } = *firing;
+    let writes = crate::sandbox::resolve_writes(def, &settings.root, &settings.home)?;
+    let dir = scratch.dir();
+    let spec = crate::sandbox::Spec {
+        data_root: &settings.data_root,
+        scratch: &dir,
+        writes: &writes,
+    };
+    let confinement = crate::sandbox::Confinement::prepare(&spec)?;
+    if !firing.cause.trigger.unattended() {
+        errln!(
+            "automations: {}: sandbox applied to this run by the runner: {}; what only its installed unit adds (ProtectSystem=strict, PrivateTmp, PrivateDevices, its own system call filter…) is not: `automations run {} --unit` runs it there",
+            def.name,
+            confinement.support.words(),
+            def.name
+        );
+    }
+    confinement.apply_to(cmd);
+    Ok(())
 }
 
 /// Substitutes `{root}` and `{self}`, and anchors a relative program path at the root. A command

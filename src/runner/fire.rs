@@ -109,7 +109,7 @@ fn again(firing: &Firing, log: &RunLog) -> Result<Option<Prepared>, RunError> {
     let trigger = firing.cause.trigger;
     let prepared = Prepared::new(settings, def);
     let state = State::new(&settings.data_root);
-    let script = Script::Copied(&prepared.copy);
+    let script = Script::Hashed(&prepared.script);
     let installed = approval::approved(settings, &state, def, trigger, script, false)?;
     let Some((reason, _)) = approval::held_back(&state, &def.name, trigger, &installed)? else {
         return Ok(Some(prepared));

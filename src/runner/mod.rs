@@ -237,7 +237,7 @@ fn under_the_lock(
         None => None,
     };
     let prepared = Prepared::new(settings, def);
-    let script = Script::Copied(&prepared.copy);
+    let script = Script::Hashed(&prepared.script);
     let installed = approval::approved(settings, state, def, trigger, script, false)?;
     if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &installed)? {
         let report = skip(log, &def.name, cause, reason, detail)?;

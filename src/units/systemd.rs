@@ -116,7 +116,9 @@ fn policy_lines(def: &Definition, paths: &MachinePaths) -> String {
 }
 
 /// `[sandbox] level = "strict"`: everything read-only but the data root and `writes`, and what
-/// else holds for a user's service without breaking the runner (docs/policies.md).
+/// else holds for a user's service without breaking the runner (docs/policies.md). The system
+/// call filter lets through the calls with which the runner confines the command further
+/// (Landlock and seccomp, which systemd 252's `@system-service` leaves out; see `sandbox`).
 const SANDBOX: &str = "ProtectSystem=strict
 ProtectHome=read-only
 PrivateTmp=yes
@@ -135,7 +137,7 @@ PrivateDevices=yes
 CapabilityBoundingSet=
 RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
 SystemCallArchitectures=native
-SystemCallFilter=@system-service
+SystemCallFilter=@system-service landlock_create_ruleset landlock_add_rule landlock_restrict_self seccomp
 SystemCallErrorNumber=EPERM
 ";
 

@@ -1,16 +1,19 @@
-//! What runs unattended is what was approved: a scheduled firing runs the very bytes it compared
-//! with its install's pins (a private copy), and checks the pins, the pause and the kill switch
-//! again after its jitter wait and before every attempt.
+//! What runs unattended is what was approved: a scheduled firing hashes its script where it is,
+//! under its lock, after its jitter wait and before every attempt, and checks the pins, the pause
+//! and the kill switch there; a script swapped between that look and its start does not run, and
+//! one swapped while it runs makes the run `script_changed`. Scripts run where they are: their
+//! siblings, `$0` and relative imports work as in a terminal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
 use crate::harness::*;
 
-/// The script as installed: it leaves `approved` in the marker and ends with `exit`.
+/// The script as installed: it leaves `approved` and its run id in the marker and ends with
+/// `exit`.
 fn approved_script(marker: &Path, exit: u32) -> String {
     format!(
-        "#!/bin/sh\necho approved >> '{}'\nexit {exit}\n",
+        "#!/bin/sh\necho approved $AUTOMATION_RUN_ID >> '{}'\nexit {exit}\n",
         marker.display()
     )
 }
@@ -18,7 +21,7 @@ fn approved_script(marker: &Path, exit: u32) -> String {
 /// What an attacker puts in its place.
 fn unapproved_script(marker: &Path) -> String {
     format!(
-        "#!/bin/sh\necho UNAPPROVED >> '{}'\nexit 0\n",
+        "#!/bin/sh\necho UNAPPROVED $AUTOMATION_RUN_ID >> '{}'\nexit 0\n",
         marker.display()
     )
 }
@@ -182,10 +185,11 @@ fn a_pause_during_a_retry_wait_ends_the_firing() {
 
 /// Regression: a watcher renaming a prepared file over the script right after the pin's read won 5
 /// of 5 scheduled firings. Here the script is swapped back and forth without pause during 50
-/// firings: each firing runs what it hashed (the approved bytes) or skips; the unapproved bytes
-/// never run.
+/// firings. A script runs where it is, so an interpreter opening the path may meet the swapped
+/// file: each firing that ran the unapproved bytes is caught and recorded (`failed`,
+/// `script_changed`); none of them reads as a success.
 #[test]
-fn a_script_swapped_back_and_forth_never_runs_unapproved() {
+fn a_script_swapped_back_and_forth_never_runs_unapproved_unseen() {
     let sb = Sandbox::new();
     let marker = sb.path("marker");
     let script = sb.script("job.sh", &approved_script(&marker, 0));
@@ -220,18 +224,26 @@ fn a_script_swapped_back_and_forth_never_runs_unapproved() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let swaps = swapper.join().unwrap();
     assert!(swaps > 50, "{swaps} swaps");
-    assert!(
-        !marker_text(&marker).contains("UNAPPROVED"),
-        "{}",
-        marker_text(&marker)
-    );
     let ran = sb.events("started").len();
     let skipped = sb.events("skipped").len();
     assert_eq!(ran + skipped, 50, "every firing ran or skipped");
-    for f in sb.events("finished") {
+    let finished = sb.events("finished");
+    let text = marker_text(&marker);
+    for line in text.lines().filter(|l| l.starts_with("UNAPPROVED")) {
+        let run = line.split_whitespace().nth(1).expect("a run id");
+        let f = finished
+            .iter()
+            .find(|f| f["run"] == run)
+            .unwrap_or_else(|| panic!("no finished for {run}"));
+        assert_eq!(f["outcome"], "failed", "{f}");
+        assert_eq!(f["error"]["class"], "script_changed", "{f}");
+    }
+    for f in &finished {
         // A file being renamed in may be a moment without its execute bit: never a swap's run.
         assert!(
-            f["outcome"] == "ok" || f["error"]["class"] == "spawn_failed",
+            f["outcome"] == "ok"
+                || f["error"]["class"] == "spawn_failed"
+                || f["error"]["class"] == "script_changed",
             "{f}"
         );
     }
@@ -318,4 +330,57 @@ fn a_fifo_at_a_pinned_script_path_blocks_nothing_and_is_named() {
         let f = sb.last_finished();
         assert_eq!(f["error"]["class"], "spawn_failed", "{f}");
     }
+}
+
+/// Regression: a pinned script ran from a copy in the scratch folder, so a Python script's
+/// `import helpers` failed under a firing (`sys.path[0]` was the scratch folder) and a shell
+/// script's `. "$(dirname "$0")/lib.sh"` found nothing. Scripts now run where they are, and a
+/// scheduled firing still runs only what was installed.
+#[test]
+fn a_pinned_script_imports_its_siblings_as_in_a_terminal() {
+    let sb = Sandbox::new();
+    sb.script("helpers.py", "def answer():\n    return 42\n");
+    sb.script(
+        "report.py",
+        "#!/usr/bin/env python3\nimport helpers\nprint('report', helpers.answer(), __file__)\n",
+    );
+    sb.script("lib.sh", "greeting=hello\n");
+    sb.script(
+        "greet.sh",
+        "#!/bin/bash\nset -eu\n. \"$(dirname \"$0\")/lib.sh\"\necho \"$greeting from $0\"\n",
+    );
+    for (name, script) in [("report", "report.py"), ("greet", "greet.sh")] {
+        sb.definition(
+            name,
+            &format!(
+                "name = \"{name}\"\ncommand = [\"scripts/{script}\"]\n[schedule]\nevery_minutes = 5\n"
+            ),
+        );
+        sb.install_record(name, chrono::Utc::now() - chrono::Duration::days(1));
+        let o = sb.run(["run", name, "--trigger", "schedule"]);
+        assert_code(&o, 0);
+        let f = sb.last_finished();
+        assert_eq!(f["outcome"], "ok", "{f:#}");
+        let out = f["stdout_tail"].as_str().unwrap();
+        let path = sb.root.join("scripts").join(script);
+        assert!(out.contains(&path.display().to_string()), "{out}");
+    }
+    assert!(
+        sb.last_finished()["stdout_tail"]
+            .as_str()
+            .unwrap()
+            .starts_with("hello from")
+    );
+    // Still pinned: an edited sibling is the person's to approve, an edited script is refused.
+    std::fs::write(
+        sb.root.join("scripts/greet.sh"),
+        "#!/bin/bash\necho edited\n",
+    )
+    .unwrap();
+    let o = sb.run(["run", "greet", "--trigger", "schedule"]);
+    assert_code(&o, 0);
+    assert_eq!(
+        sb.events("skipped").pop().unwrap()["reason"],
+        "script_changed"
+    );
 }

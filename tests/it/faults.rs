@@ -129,12 +129,8 @@ fn the_next_run_clears_the_scratch_an_interrupted_run_left() {
         .map(|e| e.unwrap().file_name())
         .collect();
     names.sort();
-    assert_eq!(names, ["approved", "tmp"]);
+    assert_eq!(names, ["tmp"]);
     assert_eq!(std::fs::read_dir(scratch.join("tmp")).unwrap().count(), 0);
-    assert_eq!(
-        std::fs::read_dir(scratch.join("approved")).unwrap().count(),
-        0
-    );
 }
 
 /// Regression: `validate`, `list`, `units` and `check` blocked forever on a definition that is a

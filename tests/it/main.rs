@@ -12,6 +12,7 @@ mod cron;
 mod dashboard;
 mod definitions;
 mod email;
+mod escapes;
 mod exits;
 mod faults;
 mod health;

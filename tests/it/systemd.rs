@@ -63,6 +63,11 @@ impl UserManager {
             .unwrap()
     }
 
+    /// Its `XDG_RUNTIME_DIR`: where its private socket and the session bus live.
+    pub(crate) fn runtime(&self) -> &Path {
+        &self.runtime
+    }
+
     pub(crate) fn systemctl(&self, args: &[&str]) -> Output {
         self.user("systemctl", args)
     }

@@ -1,0 +1,221 @@
+//! The strict sandbox's runner half (docs/policies.md#sandbox). A `[sandbox] level = "strict"`
+//! unit already runs under systemd's read-only settings (units/systemd.rs); this module confines
+//! the command itself, inside that unit and in a person's run alike, so that what only the runner
+//! may use stays the runner's: the data root (the log, locks, state, env files, settings), the
+//! service manager and the session bus.
+//!
+//! What the command keeps: reading and running anything outside the data root; writing its
+//! `writes`, its own scratch folder (its TMPDIR, result file and HTTP log) and `/dev/null`. What it
+//! loses: writing anywhere else, reading the data root, Unix sockets (the bus, the manager, every
+//! other local daemon; a `socketpair` still works), io_uring, typing into a terminal, and
+//! signalling or tracing any process outside its own tree.
+//!
+//! Linux only: Landlock (the file system, signals, abstract sockets) and a seccomp filter, both
+//! made in the runner and installed in the command's process between fork and exec, so the runner
+//! and its keeper are never confined. A kernel without Landlock cannot run a strict automation: the
+//! firing fails, saying so, rather than run unconfined. This module never runs the command.
+
+#[cfg(target_os = "linux")]
+mod paths;
+#[cfg(target_os = "linux")]
+mod syscalls;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::definition::Definition;
+
+/// Why a strict command cannot be confined; the firing fails with class `sandbox`.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// This machine cannot confine a command (no Landlock, not Linux).
+    #[error("the strict sandbox cannot run here: {0}")]
+    Unavailable(String),
+    /// A `writes` entry is not the place the definition names.
+    #[error("writes entry {entry:?}: {why}")]
+    Writes { entry: String, why: String },
+    /// The rules could not be made.
+    #[error("cannot prepare the strict sandbox: {0}")]
+    Prepare(String),
+}
+
+/// What the runner confines a strict command to.
+pub struct Spec<'a> {
+    /// The data root: neither written nor read by the command (but for `scratch`).
+    pub data_root: &'a Path,
+    /// The run's own scratch folder (its TMPDIR, result file and HTTP log).
+    pub scratch: &'a Path,
+    /// The `writes` entries, resolved (see [`resolve_writes`]).
+    pub writes: &'a [PathBuf],
+}
+
+/// What this kernel can enforce of the sandbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI the kernel offers, or why it offers none.
+    pub landlock: Result<u32, &'static str>,
+}
+
+impl Support {
+    /// What this kernel offers, asked once.
+    pub fn here() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            Self {
+                landlock: paths::kernel_abi(),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            Self {
+                landlock: Err("only Linux confines a command (Landlock)"),
+            }
+        }
+    }
+
+    /// Whether a strict command can run here; the Landlock ABI when it can.
+    pub fn usable(self) -> Result<u32, SandboxError> {
+        self.landlock.map_err(|why| {
+            SandboxError::Unavailable(format!(
+                "{why}; without it a strict automation does not run (remove [sandbox] to run it unconfined)"
+            ))
+        })
+    }
+
+    /// What a confined command is refused here, in words (for a person's run and `doctor`).
+    pub fn words(self) -> String {
+        let Ok(abi) = self.landlock else {
+            return "nothing: it cannot be confined here".into();
+        };
+        let mut held = vec![
+            "writing outside its writes and scratch",
+            "reading the data root",
+            "Unix sockets (the bus, the service manager)",
+            "io_uring",
+            "tracing processes outside its tree",
+        ];
+        if abi >= 6 {
+            held.push("signalling processes outside its tree");
+        }
+        format!("Landlock ABI {abi} and seccomp refuse {}", held.join(", "))
+    }
+}
+
+/// `def`'s `writes`, each where it is on this machine: a folder or file that exists, reached
+/// through no link below the home folder or the repository it is written against (a link could be
+/// re-pointed later, by a `git pull`, without anyone approving it).
+pub fn resolve_writes(
+    def: &Definition,
+    root: &Path,
+    home: &Path,
+) -> Result<Vec<PathBuf>, SandboxError> {
+    def.policy
+        .writes
+        .iter()
+        .map(|entry| {
+            resolve_write(entry, root, home).map_err(|why| SandboxError::Writes {
+                entry: entry.clone(),
+                why,
+            })
+        })
+        .collect()
+}
+
+/// One `writes` entry on this machine, or why it cannot be written (see [`resolve_writes`]).
+pub fn resolve_write(entry: &str, root: &Path, home: &Path) -> Result<PathBuf, String> {
+    let at = crate::definition::trigger::resolve(entry, root, home);
+    let base = if entry.starts_with("~/") {
+        home
+    } else if entry.starts_with(crate::definition::PLACEHOLDER_ROOT) {
+        root
+    } else {
+        Path::new("/")
+    };
+    match crate::fsutil::link_below(base, &at) {
+        Ok(None) => {}
+        Ok(Some((link, to))) => {
+            return Err(format!(
+                "{} is a link (to {}): name the folder it points to, so a later change of the link cannot move what the sandbox lets it write",
+                link.display(),
+                to.display()
+            ));
+        }
+        Err(e) => return Err(format!("cannot be read ({}): {e}", at.display())),
+    }
+    match std::fs::metadata(&at) {
+        Ok(m) if m.is_dir() || m.is_file() => Ok(at),
+        Ok(_) => Err(format!("{} is not a folder or file", at.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("{} does not exist; create it first", at.display()))
+        }
+        Err(e) => Err(format!("cannot be read ({}): {e}", at.display())),
+    }
+}
+
+/// The confinement of one command, made in the runner; installed by [`Confinement::apply_to`].
+pub struct Confinement {
+    #[cfg(target_os = "linux")]
+    ruleset: std::os::fd::OwnedFd,
+    #[cfg(target_os = "linux")]
+    filter: seccompiler::BpfProgram,
+    /// What it enforces on this kernel.
+    pub support: Support,
+}
+
+impl Confinement {
+    /// Makes the rules of `spec` (a few dozen opened paths, a small filter); fails when this
+    /// machine cannot confine a command.
+    pub fn prepare(spec: &Spec) -> Result<Self, SandboxError> {
+        let support = Support::here();
+        let abi = support.usable()?;
+        #[cfg(target_os = "linux")]
+        {
+            let ruleset = paths::ruleset(spec)?;
+            let filter = syscalls::filter(abi)?;
+            Ok(Self {
+                ruleset,
+                filter,
+                support,
+            })
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (spec, abi);
+            Err(SandboxError::Unavailable("not Linux".into()))
+        }
+    }
+
+    /// Installs the confinement in `cmd`'s process, after the fork and before the exec: only the
+    /// command and what it starts are confined. A command that cannot be confined does not start
+    /// (its spawn fails with the kernel's error).
+    pub fn apply_to(self, cmd: &mut Command) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::process::CommandExt;
+            let Self {
+                ruleset, filter, ..
+            } = self;
+            // SAFETY: between fork and exec the closure only makes system calls (prctl,
+            // landlock_restrict_self, seccomp) on data prepared before the fork; it allocates
+            // nothing and takes no lock, and its errors are raw OS errors.
+            unsafe {
+                cmd.pre_exec(move || {
+                    use nix::libc;
+                    if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    let fd = ruleset.as_raw_fd();
+                    if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    seccompiler::apply_filter(&filter).map_err(|_| std::io::Error::last_os_error())
+                });
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (self, cmd);
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! A strict sandbox tried from the inside, as an attacker would (docs/policies.md#sandbox): the
+//! command of a `[sandbox] level = "strict"` automation, started by a real private user manager,
+//! tries to reach that manager and the session bus, to write the data root (another automation's
+//! scratch, state, env files, settings, the log, locks), to read another automation's secrets, to
+//! leave through `/proc`, and to signal or read its runner. The same script run by an automation
+//! without the sandbox succeeds at each attempt (so every attempt is one that works when nothing
+//! stops it); under the sandbox every one fails, while its `writes` folder and TMPDIR still take
+//! its files.
+
+use std::path::Path;
+
+use crate::harness::*;
+use crate::systemd::UserManager;
+
+fn service(name: &str) -> String {
+    format!("local.automations.{name}.service")
+}
+
+/// Each attempt: a name and a shell line that exits 0 only when the attempt got through. Every
+/// line leaves a visible trace when it works (a file, a variable of the manager), which the test
+/// reads itself: the script's own report is only a help to read a failure.
+fn attempts(home: &Path, data: &Path, runtime: &Path) -> Vec<(&'static str, String)> {
+    let (h, d, rt) = (home.display(), data.display(), runtime.display());
+    let user = format!("env XDG_RUNTIME_DIR={rt} DBUS_SESSION_BUS_ADDRESS=unix:path={rt}/bus");
+    vec![
+        (
+            "systemd-run",
+            format!(
+                "{user} systemd-run --user --wait --quiet --unit=escape-$$ /bin/sh -c 'echo x > {h}/escaped-by-systemd-run'"
+            ),
+        ),
+        (
+            "systemctl",
+            format!("{user} systemctl --user set-environment ESCAPED_BY_SYSTEMCTL=1"),
+        ),
+        (
+            "busctl",
+            format!(
+                "{user} busctl --user call org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager SetEnvironment as 1 ESCAPED_BY_BUSCTL=1"
+            ),
+        ),
+        (
+            "dbus-send",
+            format!(
+                "{user} dbus-send --session --print-reply --dest=org.freedesktop.systemd1 /org/freedesktop/systemd1 org.freedesktop.systemd1.Manager.SetEnvironment array:string:ESCAPED_BY_DBUS_SEND=1"
+            ),
+        ),
+        (
+            "unix-socket",
+            format!(
+                "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{rt}/systemd/private')\""
+            ),
+        ),
+        (
+            "other-scratch",
+            format!("echo evil > {d}/scratch/victim/tmp/planted"),
+        ),
+        ("state", format!(": >> {d}/state/installed/victim.json")),
+        ("env-file-write", format!(": >> {d}/env/victim.env")),
+        ("env-file-read", format!("cat {d}/env/victim.env")),
+        ("settings", format!(": >> {d}/health.toml")),
+        ("run-log", format!(": >> {d}/runs.jsonl")),
+        ("locks", format!(": >> {d}/locks/victim.lock")),
+        (
+            "proc-self-root",
+            format!("echo x > /proc/self/root{h}/escaped-by-proc-self-root"),
+        ),
+        (
+            // Every ancestor's view of the file system: the manager's is outside the unit's
+            // namespace, where nothing is read-only.
+            "proc-ancestor-root",
+            format!(
+                "p=$PPID; ok=1; while [ \"$p\" -gt 1 ]; do echo x > /proc/$p/root{h}/escaped-by-proc-$p 2>/dev/null && ok=0; p=$(awk '/^PPid:/ {{print $2}}' /proc/$p/status); done; exit $ok"
+            ),
+        ),
+        ("signal-runner", "kill -0 $PPID".to_owned()),
+        ("runner-environ", "cat /proc/$PPID/environ".to_owned()),
+    ]
+}
+
+/// The attacker's script: runs every attempt and reports `NAME through` or `NAME held` in the
+/// file `report` (under its `writes` folder), then writes into its writes folder and TMPDIR.
+fn script(attempts: &[(&str, String)], report: &Path) -> String {
+    let mut s = String::from("#!/bin/sh\n");
+    s.push_str(&format!(": > '{}'\n", report.display()));
+    for (name, line) in attempts {
+        s.push_str(&format!(
+            "if ( {line} ) >/dev/null 2>&1; then echo '{name} through' >> '{r}'; else echo '{name} held' >> '{r}'; fi\n",
+            r = report.display()
+        ));
+    }
+    s.push_str(&format!(
+        "echo kept > '{}'\necho scratch > \"$TMPDIR/x\" && cat \"$TMPDIR/x\" >> '{}'\n",
+        report.with_file_name("ok").display(),
+        report.display()
+    ));
+    s
+}
+
+/// What each attempt left when it got through: the files and variables the attempt's line makes.
+fn traces(sb: &Sandbox, m: &UserManager) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in ["escaped-by-systemd-run", "escaped-by-proc-self-root"] {
+        if sb.home.join(f).exists() {
+            found.push(f.to_owned());
+        }
+    }
+    for e in std::fs::read_dir(&sb.home).unwrap().flatten() {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n.starts_with("escaped-by-proc-") && n != "escaped-by-proc-self-root" {
+            found.push(n);
+        }
+    }
+    if sb.data.join("scratch/victim/tmp/planted").exists() {
+        found.push("planted in another automation's scratch".into());
+    }
+    let env = stdout(&m.systemctl(&["show-environment"]));
+    for v in [
+        "ESCAPED_BY_SYSTEMCTL",
+        "ESCAPED_BY_BUSCTL",
+        "ESCAPED_BY_DBUS_SEND",
+    ] {
+        if env.contains(v) {
+            found.push(v.to_owned());
+        }
+    }
+    found
+}
+
+/// Removes every trace, between the unsandboxed run and the sandboxed one.
+fn clear_traces(sb: &Sandbox, m: &UserManager) {
+    for e in std::fs::read_dir(&sb.home).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("escaped-by-") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let _ = std::fs::remove_file(sb.data.join("scratch/victim/tmp/planted"));
+    m.systemctl(&[
+        "unset-environment",
+        "ESCAPED_BY_SYSTEMCTL",
+        "ESCAPED_BY_BUSCTL",
+        "ESCAPED_BY_DBUS_SEND",
+    ]);
+}
+
+fn report(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_strict_command_reaches_nothing_but_its_writes() {
+    let test = "a_strict_command_reaches_nothing_but_its_writes";
+    // Outside /tmp: the unit's PrivateTmp= hides it (root only; the manager's own check says
+    // SKIPPED elsewhere).
+    let mut sb = if nix::unistd::getuid().is_root() {
+        Sandbox::outside_tmp()
+    } else {
+        Sandbox::new()
+    };
+    sb.use_stable_bin();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    // The session bus a desktop session has (the user manager's own dbus.socket).
+    let bus = m.systemctl(&["start", "dbus.socket"]);
+    assert!(bus.status.success(), "{}", stderr(&bus));
+    let out = sb.home.join("Backups");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::create_dir(sb.root.join("idle")).unwrap();
+    let attempts = attempts(&sb.home, &sb.data, m.runtime());
+    sb.script("attack.sh", &script(&attempts, &out.join("report")));
+    let never = "[trigger]\npaths = [\"{root}/idle\"]\n";
+    // The victim: an ordinary automation with a private variable; the same attack without the
+    // sandbox (the control); and under it.
+    sb.shell_definition(
+        "victim",
+        "true",
+        &format!("env = [\"VICTIM_TOKEN\"]\n{never}"),
+    );
+    sb.definition(
+        "open",
+        &format!("name = \"open\"\ncommand = [\"scripts/attack.sh\"]\n{never}"),
+    );
+    sb.definition(
+        "boxed",
+        &format!(
+            "name = \"boxed\"\ncommand = [\"scripts/attack.sh\"]\nwrites = [\"~/Backups\"]\n[sandbox]\nlevel = \"strict\"\n{never}"
+        ),
+    );
+    let r = run_on_pty(
+        sb.cmd(["install", "victim", "open", "boxed"]),
+        "Type y to confirm",
+        "y",
+    );
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    std::fs::create_dir_all(sb.data.join("env")).unwrap();
+    let env_file = sb.data.join("env/victim.env");
+    std::fs::write(&env_file, "VICTIM_TOKEN=victim-secret-value\n").unwrap();
+    std::fs::set_permissions(
+        &env_file,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    std::fs::write(sb.data.join("health.toml"), "").unwrap();
+    std::fs::set_permissions(
+        sb.data.join("health.toml"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    m.systemctl(&["start", &service("victim")]);
+
+    // Without the sandbox every attempt gets through: each is a real way out.
+    m.systemctl(&["start", &service("open")]);
+    let open = report(&out.join("report"));
+    let held: Vec<&String> = open.iter().filter(|l| l.ends_with(" held")).collect();
+    assert!(
+        held.is_empty(),
+        "without the sandbox these did not work: {held:?}"
+    );
+    assert!(!traces(&sb, &m).is_empty());
+    clear_traces(&sb, &m);
+    let victim_env = std::fs::read(&env_file).unwrap();
+    let log_before = std::fs::read(sb.data.join("runs.jsonl")).unwrap();
+
+    // Under it, none does; its writes and its TMPDIR still work.
+    m.systemctl(&["start", &service("boxed")]);
+    let boxed = report(&out.join("report"));
+    let through: Vec<&String> = boxed.iter().filter(|l| l.ends_with(" through")).collect();
+    assert!(through.is_empty(), "escaped the sandbox: {through:?}");
+    assert_eq!(
+        boxed.len(),
+        attempts.len() + 1,
+        "the report is incomplete: {boxed:?}"
+    );
+    assert_eq!(boxed.last().map(String::as_str), Some("scratch"));
+    assert_eq!(std::fs::read_to_string(out.join("ok")).unwrap(), "kept\n");
+    assert!(traces(&sb, &m).is_empty(), "{:?}", traces(&sb, &m));
+    assert_eq!(std::fs::read(&env_file).unwrap(), victim_env);
+    // The runner still recorded the run, after it: the log grew by its lines only.
+    let log_after = std::fs::read(sb.data.join("runs.jsonl")).unwrap();
+    assert!(log_after.starts_with(&log_before));
+    let finished = sb
+        .events("finished")
+        .into_iter()
+        .rfind(|e| e["name"] == "boxed")
+        .expect("the boxed run is recorded");
+    assert_eq!(finished["outcome"], "ok", "{finished:#}");
+    assert!(
+        !String::from_utf8_lossy(&log_after).contains("victim-secret-value"),
+        "the victim's secret reached the log"
+    );
+    sb.assert_log_verifies();
+}
