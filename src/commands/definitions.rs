@@ -23,6 +23,15 @@ pub(super) fn validate(settings: &Settings) -> CmdResult {
     {
         errln!("{w}");
     }
+    if let Some(def) = loaded.definitions.iter().find(|d| d.policy.sandbox)
+        && settings.manager == crate::settings::Manager::Systemd
+        && let Some(why) = crate::sandbox::why_not_here(&settings.root, &settings.data_root)
+    {
+        errln!(
+            "automations/{}.toml: [sandbox]: warning: valid, but {why}; install refuses it here",
+            def.name
+        );
+    }
     if loaded.problems.is_empty() {
         outln!("{} definitions valid", loaded.definitions.len());
         return Ok(Exit::Success);

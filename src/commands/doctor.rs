@@ -244,8 +244,20 @@ fn sandboxes(c: &Ctx) -> Vec<Line> {
         return Vec::new();
     };
     let mut lines = Vec::new();
+    let here = crate::sandbox::why_not_here(&c.settings.root, &c.settings.data_root);
     for def in defs.iter().filter(|d| d.policy.sandbox) {
         let name = &def.name;
+        if let Some(why) = here
+            .as_ref()
+            .filter(|_| c.settings.manager == Manager::Systemd)
+        {
+            lines.push(Line(
+                Level::Fail,
+                "sandbox",
+                format!("{name}: {why}; its firings fail or never start"),
+            ));
+            continue;
+        }
         lines.push(match super::machine::sandbox_exposure(c.settings, def, &paths) {
             None => Line(
                 Level::Warn,

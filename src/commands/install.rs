@@ -40,10 +40,8 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
                 "no definition has a [schedule] or [trigger]: nothing to install".into(),
             ));
         }
-        if settings.manager == Manager::Launchd
-            && let Some(def) = defs.iter().find(|d| d.policy.sandbox)
-        {
-            return Err(unsandboxable(&def.name));
+        if let Some(def) = defs.iter().find(|d| d.policy.sandbox) {
+            sandboxable(settings, &def.name)?;
         }
         return Ok(defs);
     }
@@ -53,8 +51,8 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
             continue;
         }
         let def = one_definition(settings, name)?;
-        if settings.manager == Manager::Launchd && def.policy.sandbox {
-            return Err(unsandboxable(name));
+        if def.policy.sandbox {
+            sandboxable(settings, name)?;
         }
         if !def.has_units() {
             return Err(bad(format!(
@@ -66,12 +64,21 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
     Ok(defs)
 }
 
-/// A sandboxed automation on macOS: launchd has nothing that confines a job the way systemd's
-/// sandbox does, and running it unconfined would quietly drop what its definition asks for.
-fn unsandboxable(name: &Name) -> Fail {
-    bad(format!(
-        "{name} asks for [sandbox] level = \"strict\", which launchd cannot give (macOS has no per-job equivalent of systemd's sandbox): nothing installed. Remove [sandbox] from automations/{name}.toml to run it unconfined here (docs/policies.md)"
-    ))
+/// Whether the sandboxed automation `name` can run here once installed: not on macOS (launchd has
+/// nothing that confines a job the way systemd's sandbox does, and running it unconfined would
+/// quietly drop what its definition asks for), nor on a Linux machine that cannot confine it.
+fn sandboxable(settings: &Settings, name: &Name) -> Result<(), Fail> {
+    if settings.manager == Manager::Launchd {
+        return Err(bad(format!(
+            "{name} asks for [sandbox] level = \"strict\", which launchd cannot give (macOS has no per-job equivalent of systemd's sandbox): nothing installed. Remove [sandbox] from automations/{name}.toml to run it unconfined here (docs/policies.md)"
+        )));
+    }
+    match crate::sandbox::why_not_here(&settings.root, &settings.data_root) {
+        Some(why) => Err(bad(format!(
+            "{name} asks for [sandbox] level = \"strict\", but {why}: nothing installed (docs/policies.md)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The binary the units run, put in place by this install (`--install-binary`, which

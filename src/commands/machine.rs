@@ -430,7 +430,8 @@ pub fn check(settings: &Settings, json: bool, diff: bool) -> CmdResult {
 /// without its sandbox and as it is rendered ("9.8 UNSAFE" → "2.5 OK"): two throwaway copies in
 /// the temp folder, read offline (no unit is loaded). `None` for a definition without a sandbox
 /// or on a machine without systemd; the reason when the tool could not say. In words: "exposure
-/// 2.5 OK (systemd-analyze security; 9.8 UNSAFE without it)".
+/// 2.5 OK (systemd-analyze security; 9.8 UNSAFE without it)", then what the runner's confinement
+/// of the command adds, which systemd's rating cannot see.
 pub fn sandbox_exposure(
     settings: &Settings,
     def: &Definition,
@@ -451,7 +452,8 @@ pub fn sandbox_exposure(
         let before = exposure_of(settings, &open, paths, &dir, "before")?;
         let after = exposure_of(settings, def, paths, &dir, "after")?;
         Ok(format!(
-            "exposure {after} (systemd-analyze security; {before} without it)"
+            "exposure {after} (systemd-analyze security; {before} without it); its command: {}",
+            crate::sandbox::Support::here().words()
         ))
     })();
     let _ = std::fs::remove_dir_all(&dir);

@@ -401,25 +401,20 @@ pub(super) fn combined(
     }
 }
 
-/// Checks what needs the machine: every `writes` entry exists and is a folder or file. A
-/// definition with such a problem moves from `definitions` to `problems`.
+/// Checks what needs the machine: every `writes` entry exists, is a folder or file, and is
+/// reached through no link (see [`resolve_write`]). A definition with such a problem moves from
+/// `definitions` to `problems`.
 pub fn relations(loaded: &mut Loaded, root: &Path, home: &Path) {
     let mut bad: Vec<(Name, Problem)> = Vec::new();
     for def in &loaded.definitions {
         for p in &def.policy.writes {
-            let at = super::trigger::resolve(p, root, home);
-            let why = match std::fs::metadata(&at) {
-                Ok(m) if m.is_dir() || m.is_file() => continue,
-                Ok(_) => "is not a folder or file".to_owned(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    format!("does not exist ({}); create it first", at.display())
-                }
-                Err(e) => format!("cannot be read ({}): {e}", at.display()),
+            let Err(why) = resolve_write(p, root, home) else {
+                continue;
             };
             let file = format!("{}.toml", def.name);
             bad.push((
                 def.name.clone(),
-                problem(&file, "writes", format!("{p:?} {why}")),
+                problem(&file, "writes", format!("{p:?}: {why}")),
             ));
         }
     }
@@ -430,6 +425,42 @@ pub fn relations(loaded: &mut Loaded, root: &Path, home: &Path) {
         .definitions
         .retain(|d| !bad.iter().any(|(n, _)| *n == d.name));
     loaded.problems.extend(bad.into_iter().map(|(_, p)| p));
+}
+
+/// One `writes` entry where it is on this machine: a folder or file that exists, reached through
+/// no link below the home folder or the repository it is written against, or below `/` for an
+/// absolute one (a link could be re-pointed later, by a `git pull`, and move what the sandbox lets
+/// it write without anyone approving it). The home folder or repository itself may be a link
+/// (Fedora Silverblue's /home is). Or why not.
+pub fn resolve_write(entry: &str, root: &Path, home: &Path) -> Result<std::path::PathBuf, String> {
+    let at = super::trigger::resolve(entry, root, home);
+    let base = if entry.starts_with("~/") {
+        home
+    } else if entry.starts_with(PLACEHOLDER_ROOT) {
+        root
+    } else {
+        Path::new("/")
+    };
+    match crate::fsutil::link_below(base, &at) {
+        Ok(None) => {}
+        Ok(Some((link, to))) => {
+            return Err(format!(
+                "{} is a link (to {}); name the place it points to, so that changing the link later cannot move what a strict run may write",
+                link.display(),
+                to.display()
+            ));
+        }
+        Err(e) => return Err(format!("cannot be read ({}): {e}", at.display())),
+    }
+    match std::fs::metadata(&at) {
+        Ok(m) if m.is_dir() || m.is_file() => Ok(at),
+        Ok(_) => Err(format!("{} is not a folder or file", at.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "does not exist ({}); create it first",
+            at.display()
+        )),
+        Err(e) => Err(format!("cannot be read ({}): {e}", at.display())),
+    }
 }
 
 #[cfg(test)]

@@ -1269,6 +1269,13 @@ fn a_folder_a_sandboxed_automation_writes_must_exist() {
     };
     std::fs::write(defs.join("ok.toml"), def("ok", "\"~/Backups\"")).unwrap();
     std::fs::write(defs.join("gone.toml"), def("gone", "\"~/Missing\"")).unwrap();
+    // Regression: `{root}/out` a link to the home folder was accepted, and the strict job wrote
+    // into home; re-pointing the link later needed no approval. A link on the way is refused.
+    std::fs::create_dir_all(d.path().join("home/real")).unwrap();
+    std::os::unix::fs::symlink(d.path().join("home"), d.path().join("out")).unwrap();
+    std::os::unix::fs::symlink(d.path().join("home/real"), d.path().join("home/Link")).unwrap();
+    std::fs::write(defs.join("linked.toml"), def("linked", "\"{root}/out\"")).unwrap();
+    std::fs::write(defs.join("deeper.toml"), def("deeper", "\"~/Link\"")).unwrap();
     let checks = Checks {
         home: d.path().join("home"),
         data_root: d.path().join("data"),
@@ -1276,10 +1283,21 @@ fn a_folder_a_sandboxed_automation_writes_must_exist() {
     let loaded = load_all(&defs, &checks).unwrap();
     let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["ok"]);
-    let all: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
-    assert_eq!(all.len(), 1, "{all:#?}");
+    let mut all: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
+    all.sort();
+    assert_eq!(all.len(), 3, "{all:#?}");
     assert!(
-        all[0].starts_with("automations/gone.toml: writes: \"~/Missing\" does not exist"),
+        all[0].starts_with("automations/deeper.toml: writes: \"~/Link\": ")
+            && all[0].contains("/home/Link is a link (to "),
+        "{all:#?}"
+    );
+    assert!(
+        all[1].starts_with("automations/gone.toml: writes: \"~/Missing\": does not exist"),
+        "{all:#?}"
+    );
+    assert!(
+        all[2].starts_with("automations/linked.toml: writes: \"{root}/out\": ")
+            && all[2].contains("/out is a link (to "),
         "{all:#?}"
     );
 }

@@ -101,9 +101,8 @@ impl Support {
     }
 }
 
-/// `def`'s `writes`, each where it is on this machine: a folder or file that exists, reached
-/// through no link below the home folder or the repository it is written against (a link could be
-/// re-pointed later, by a `git pull`, without anyone approving it).
+/// `def`'s `writes`, each where it is on this machine (see `definition::policy::resolve_write`):
+/// a link below the home folder or the repository is refused, not followed.
 pub fn resolve_writes(
     def: &Definition,
     root: &Path,
@@ -113,43 +112,40 @@ pub fn resolve_writes(
         .writes
         .iter()
         .map(|entry| {
-            resolve_write(entry, root, home).map_err(|why| SandboxError::Writes {
-                entry: entry.clone(),
-                why,
+            crate::definition::policy::resolve_write(entry, root, home).map_err(|why| {
+                SandboxError::Writes {
+                    entry: entry.clone(),
+                    why,
+                }
             })
         })
         .collect()
 }
 
-/// One `writes` entry on this machine, or why it cannot be written (see [`resolve_writes`]).
-pub fn resolve_write(entry: &str, root: &Path, home: &Path) -> Result<PathBuf, String> {
-    let at = crate::definition::trigger::resolve(entry, root, home);
-    let base = if entry.starts_with("~/") {
-        home
-    } else if entry.starts_with(crate::definition::PLACEHOLDER_ROOT) {
-        root
-    } else {
-        Path::new("/")
-    };
-    match crate::fsutil::link_below(base, &at) {
-        Ok(None) => {}
-        Ok(Some((link, to))) => {
-            return Err(format!(
-                "{} is a link (to {}): name the folder it points to, so a later change of the link cannot move what the sandbox lets it write",
-                link.display(),
-                to.display()
+/// Why a strict automation cannot run on this machine from this repository and data root, if it
+/// cannot: a kernel without Landlock, or a place its unit cannot see (see [`placement_problem`]).
+/// What `validate` warns of, `install` refuses and `doctor` fails on.
+pub fn why_not_here(root: &Path, data_root: &Path) -> Option<String> {
+    if let Err(e) = Support::here().usable() {
+        return Some(e.to_string());
+    }
+    placement_problem(root, data_root)
+}
+
+/// Why a strict automation cannot run from this repository or data root, if it cannot: its unit's
+/// `PrivateTmp=yes` gives it a /tmp and /var/tmp of its own, which hide a repository or data root
+/// kept there (the unit would fail to start, `200/CHDIR`, before the runner could record it).
+pub fn placement_problem(root: &Path, data_root: &Path) -> Option<String> {
+    for (what, p) in [("repository", root), ("data root", data_root)] {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if real.starts_with("/tmp") || real.starts_with("/var/tmp") {
+            return Some(format!(
+                "its {what} is under {}, which its unit's PrivateTmp=yes hides from it: a strict automation cannot run from there (move the {what} out of /tmp and /var/tmp)",
+                real.display()
             ));
         }
-        Err(e) => return Err(format!("cannot be read ({}): {e}", at.display())),
     }
-    match std::fs::metadata(&at) {
-        Ok(m) if m.is_dir() || m.is_file() => Ok(at),
-        Ok(_) => Err(format!("{} is not a folder or file", at.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(format!("{} does not exist; create it first", at.display()))
-        }
-        Err(e) => Err(format!("cannot be read ({}): {e}", at.display())),
-    }
+    None
 }
 
 /// The confinement of one command, made in the runner; installed by [`Confinement::apply_to`].

@@ -384,6 +384,11 @@ fn a_strict_sandbox_writes_only_where_it_may() {
         .find(|l| l.contains("sandbox: exposure"))
         .unwrap_or_else(|| panic!("no exposure line: {}", r.output))
         .to_owned();
+    // Then what the runner's confinement adds ("its command: Landlock ABI 7 and seccomp …").
+    let (exposure, command) = exposure
+        .split_once("; its command: ")
+        .expect("the command's part");
+    assert!(command.starts_with("Landlock ABI "), "{command}");
     let levels: Vec<f64> = exposure
         .split(|c: char| !(c.is_ascii_digit() || c == '.'))
         .filter_map(|w| w.parse().ok())

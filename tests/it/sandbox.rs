@@ -1,4 +1,5 @@
-//! A strict sandbox tried from the inside, as an attacker would (docs/policies.md#sandbox): the
+//! The strict sandbox (docs/policies.md#sandbox): where it cannot run, said before it is installed;
+//! `writes` that a link could move; and the sandbox tried from the inside, as an attacker would: the
 //! command of a `[sandbox] level = "strict"` automation, started by a real private user manager,
 //! tries to reach that manager and the session bus, to write the data root (another automation's
 //! scratch, state, env files, settings, the log, locks), to read another automation's secrets, to
@@ -254,4 +255,93 @@ fn a_strict_command_reaches_nothing_but_its_writes() {
         "the victim's secret reached the log"
     );
     sb.assert_log_verifies();
+}
+
+/// Regression: `writes = ["~/Backups"]` checked once at install; the folder replaced later by a
+/// link to the home folder (a `git pull`, a hand) let the strict job write into home. The firing
+/// resolves its writes again and refuses a link, naming it; validate refuses one from the start.
+#[test]
+fn a_writes_entry_that_became_a_link_is_refused_at_the_firing() {
+    let sb = Sandbox::new();
+    let backups = sb.home.join("Backups");
+    std::fs::create_dir(&backups).unwrap();
+    sb.script(
+        "save.sh",
+        "#!/bin/sh\necho saved > \"$HOME/Backups/x\" && echo saved\n",
+    );
+    sb.definition(
+        "boxed",
+        "name = \"boxed\"\ncommand = [\"scripts/save.sh\"]\nwrites = [\"~/Backups\"]\n[sandbox]\nlevel = \"strict\"\n",
+    );
+    assert_code(&sb.run(["validate"]), 0);
+    assert_code(&sb.run(["run", "boxed"]), 0);
+    assert_eq!(
+        std::fs::read_to_string(backups.join("x")).unwrap(),
+        "saved\n"
+    );
+    std::fs::remove_dir_all(&backups).unwrap();
+    std::os::unix::fs::symlink(&sb.home, &backups).unwrap();
+    let o = sb.run(["run", "boxed"]);
+    assert_code(&o, 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "sandbox", "{f:#}");
+    let detail = f["error"]["detail"].as_str().unwrap();
+    assert!(detail.contains("Backups is a link (to "), "{detail}");
+    assert!(!sb.home.join("x").exists(), "it wrote through the link");
+    let o = sb.run(["validate"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("Backups is a link"), "{}", stderr(&o));
+}
+
+/// Regression: a strict automation whose data root (or repository) is under /tmp never ran (its
+/// unit's PrivateTmp= hides it: `200/CHDIR`) while validate, install and doctor said it was fine,
+/// and a person's run ran it unconfined without a word. Now validate warns, install refuses, doctor
+/// fails, each naming the folder; a person's run is confined by the runner and says what only the
+/// unit adds.
+#[test]
+fn a_strict_automation_under_tmp_is_named_before_it_is_installed() {
+    let mut sb = Sandbox::new();
+    let data = tempfile::Builder::new()
+        .prefix("automations-it-data-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    sb.env("AUTOMATIONS_DATA_ROOT", data.path().to_str().unwrap());
+    std::fs::create_dir(sb.root.join("idle")).unwrap();
+    sb.definition(
+        "boxed",
+        "name = \"boxed\"\ncommand = [\"true\"]\n[trigger]\npaths = [\"{root}/idle\"]\n[sandbox]\nlevel = \"strict\"\n",
+    );
+    // The repository may be under /tmp too (where the sandbox is); whichever comes first is named.
+    let o = sb.run(["validate"]);
+    assert_code(&o, 0);
+    let warning = stderr(&o);
+    assert!(
+        warning.contains("automations/boxed.toml: [sandbox]: warning: valid, but its ")
+            && warning.contains(" is under /")
+            && warning.contains("PrivateTmp=yes hides from it")
+            && warning.contains("install refuses it here"),
+        "{warning}"
+    );
+    let o = sb.run(["install", "boxed", "--dry-run"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("PrivateTmp=yes hides from it"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sb.run(["doctor"]);
+    assert!(
+        stdout(&o).contains("sandbox: boxed: its ")
+            && stdout(&o).contains("PrivateTmp=yes hides from it"),
+        "{}",
+        stdout(&o)
+    );
+    let o = sb.run(["run", "boxed"]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("boxed: sandbox applied to this run by the runner: Landlock ABI"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("is not: `automations run boxed --unit` runs it there"));
 }
