@@ -426,6 +426,9 @@ pub(super) fn log_verify(settings: &Settings, json: bool) -> CmdResult {
         if let Some(h) = &v.head {
             outln!("chain head (state/head): {h}");
         }
+        for n in &v.notes {
+            outln!("note: {n}");
+        }
         outln!(
             "{}: {} line(s) in {} segment(s) of {}",
             if broken { "chain BROKEN" } else { "chain ok" },

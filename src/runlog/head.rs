@@ -29,8 +29,10 @@ pub struct Head {
     pub bytes: u64,
     /// The sha256 of its last line.
     pub hash: String,
-    /// The live segment's inode (0 in heads written before it was recorded): a head of another
-    /// inode was recorded before a rotation.
+    /// The live segment's inode when the head was written (0 in heads written before it was
+    /// recorded): only a shortcut for the appending process, which trusts a head of the very file
+    /// it is about to append to without reading its last line. Never how a segment is known: a
+    /// copied, restored or moved data root has other inodes and is the same log.
     #[serde(default)]
     pub ino: u64,
 }

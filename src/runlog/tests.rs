@@ -500,7 +500,8 @@ fn a_cut_tail_is_written_into_the_chain_by_the_next_append() {
         assert!(
             v.breaks
                 .iter()
-                .any(|b| b.contains("was cut before this line")),
+                .any(|b| b.contains("was cut before this line")
+                    && b.contains("4 line(s) were gone from its end")),
             "{v:?}"
         );
         assert_eq!(v.head.as_deref(), Some("matches the log"), "{v:?}");
@@ -866,4 +867,34 @@ fn a_cut_across_a_seam_is_still_reported() {
         v.breaks.iter().any(|b| b.contains("was cut before")),
         "{v:?}"
     );
+}
+
+/// Regression: after a copy of the data root an older version wrote a `break` whose head and log
+/// agreed ("the head recorded 5 line(s) … the log held 5 line(s)"), and `log verify` failed for
+/// good. Such a break is a note now: nothing is missing. A real one still breaks the chain.
+#[test]
+fn a_break_where_head_and_log_agreed_is_a_note_not_a_cut() {
+    let d = tempfile::tempdir().unwrap();
+    let log = RunLog::new(d.path());
+    for i in 0..3 {
+        log.append("a", started(&format!("r{i}")), Utc::now())
+            .unwrap();
+    }
+    let l = lines(&log.path());
+    let last = crate::definition::hex_sha256(l[2].as_bytes());
+    let bytes = std::fs::metadata(log.path()).unwrap().len();
+    let extent = crate::runlog::Extent {
+        lines: 3,
+        bytes,
+        hash: last,
+    };
+    let brk = Event::Break(crate::runlog::Break {
+        expected: extent.clone(),
+        found: extent,
+    });
+    log.append("a", brk, Utc::now()).unwrap();
+    let v = verify(&log).unwrap();
+    assert!(v.breaks.is_empty(), "{v:?}");
+    assert_eq!(v.notes.len(), 1, "{v:?}");
+    assert!(v.notes[0].contains("nothing is missing"), "{v:?}");
 }

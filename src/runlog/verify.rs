@@ -28,6 +28,8 @@ pub struct Verification {
     pub starts_after: Option<String>,
     /// What the recorded head of the chain says against the log: `None` when none is recorded.
     pub head: Option<String>,
+    /// What is worth knowing and breaks nothing (a `break` an older version wrote in error).
+    pub notes: Vec<String>,
 }
 
 /// Checks the whole chain, oldest segment first, reading each line once and holding at most
@@ -184,8 +186,15 @@ impl Walk {
             ));
         }
         match &r.event {
+            Event::Break(b) if b.expected == b.found => self.v.notes.push(format!(
+                "{place}: an older version took a copied or restored data root for a cut log and wrote this break; the head and the log agreed ({} line(s), {} bytes, ending in {}): nothing is missing",
+                b.found.lines,
+                b.found.bytes,
+                short(&b.found.hash)
+            )),
             Event::Break(b) => self.v.breaks.push(format!(
-                "{place}: the log was cut before this line was appended: the chain head recorded {} line(s) ({} bytes) ending in {}, the log held {} line(s) ({} bytes) ending in {}",
+                "{place}: the log was cut before this line was appended: {} (the chain head recorded {} line(s), {} bytes, ending in {}; the log held {} line(s), {} bytes, ending in {})",
+                what_differs(&b.expected, &b.found),
                 b.expected.lines,
                 b.expected.bytes,
                 short(&b.expected.hash),
@@ -225,37 +234,12 @@ fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
             return;
         }
     };
-    let live_ino = std::fs::symlink_metadata(log.path())
-        .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
-        .unwrap_or(0);
-    if h.ino != 0 && live_ino != 0 && h.ino != live_ino && lines > 0 {
-        // Recorded before the last rotation: the segment it names must still end where it says.
-        let holds = open_segment(&log.path()).is_ok_and(|live| log.holds_before_seam(&live, &h));
-        if holds {
-            v.head = Some("lags the log (recorded before the last rotation)".into());
-        } else {
-            v.breaks.push(format!(
-                "{LOG_FILE} does not go on from where the chain head (state/head) says the log ended ({}): the log was cut before its last rotation, or replaced",
-                short(&h.hash)
-            ));
-            v.head = Some("disagrees with the log".into());
-        }
-        return;
-    }
-    if lines < h.lines {
-        v.breaks.push(format!(
-            "{LOG_FILE} has {lines} line(s), but the chain head (state/head) records {} ending in {}: its tail was cut or it was emptied",
-            h.lines,
-            short(&h.hash)
-        ));
-        v.head = Some("ahead of the log".into());
-        return;
-    }
-    // The head may lag (an append interrupted before it was recorded), never disagree.
-    let at = if lines == h.lines {
-        Some(last_hash.to_owned())
-    } else {
-        nth_line_hash(&log.path(), h.lines)
+    // The head names a line of the live segment: it matches the log, or lags (an append it
+    // never recorded).
+    let at = match lines.cmp(&h.lines) {
+        std::cmp::Ordering::Equal => Some(last_hash.to_owned()),
+        std::cmp::Ordering::Greater => nth_line_hash(&log.path(), h.lines),
+        std::cmp::Ordering::Less => None,
     };
     if at.as_deref() == Some(h.hash.as_str()) {
         v.head = Some(if lines == h.lines {
@@ -266,13 +250,50 @@ fn check_head(log: &RunLog, lines: u64, last_hash: &str, v: &mut Verification) {
                 lines - h.lines
             )
         });
+        return;
+    }
+    // Or a line of a segment before the last rotation, known by its bytes (never by an inode: a
+    // copied or restored data root is the same log).
+    let before_seam =
+        lines > 0 && open_segment(&log.path()).is_ok_and(|live| log.holds_before_seam(&live, &h));
+    if before_seam {
+        v.head = Some("lags the log (recorded before the last rotation)".into());
+        return;
+    }
+    v.breaks.push(if lines < h.lines {
+        format!(
+            "{LOG_FILE} has {lines} line(s), but the chain head (state/head) records {} ending in {}: {} line(s) are gone from its end (its tail was cut or it was emptied)",
+            h.lines,
+            short(&h.hash),
+            h.lines - lines
+        )
     } else {
-        v.breaks.push(format!(
-            "{LOG_FILE} line {} is not the line the chain head (state/head) records ({}): the log was cut and written again, or edited",
+        format!(
+            "{LOG_FILE} line {} is not the line the chain head (state/head) records ({}): the log was cut and written again, edited, or replaced",
             h.lines,
             short(&h.hash)
-        ));
-        v.head = Some("disagrees with the log".into());
+        )
+    });
+    v.head = Some(if lines < h.lines {
+        "ahead of the log".into()
+    } else {
+        "disagrees with the log".into()
+    });
+}
+
+/// What a `break` found against what the head recorded, in words.
+fn what_differs(expected: &crate::runlog::Extent, found: &crate::runlog::Extent) -> String {
+    use std::cmp::Ordering;
+    match found.lines.cmp(&expected.lines) {
+        Ordering::Less => format!(
+            "{} line(s) were gone from its end",
+            expected.lines - found.lines
+        ),
+        Ordering::Equal => "its last line was not the one recorded".into(),
+        Ordering::Greater => format!(
+            "it held {} more line(s) than recorded, and not the recorded line where the head said",
+            found.lines - expected.lines
+        ),
     }
 }
 

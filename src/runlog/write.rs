@@ -468,7 +468,7 @@ impl RunLog {
     fn check_head_at(
         &self,
         file: &File,
-        (len, ino): (u64, u64),
+        (len, _ino): (u64, u64),
         last: &str,
         h: &head::Head,
     ) -> Result<u64, Extent> {
@@ -477,27 +477,27 @@ impl RunLog {
             bytes: len,
             hash: last.to_owned(),
         };
-        let (from, holds) = if h.ino != 0 && h.ino != ino {
-            (0, self.holds_before_seam(file, h))
-        } else if h.bytes == len && h.hash == last {
+        if h.bytes == len && h.hash == last {
             return Ok(h.lines);
-        } else {
-            (
-                h.bytes,
-                h.bytes < len && line_ends_at(file, h.bytes, &h.hash),
-            )
-        };
-        if !holds {
-            return Err(found());
         }
+        // The head names a line of this segment (it lags: an append it never recorded), or of
+        // one before its last rotation (recorded before the seam). Either is known by its bytes,
+        // never by its inode: a data root copied, restored or moved is the same log.
+        let from = if h.bytes < len && line_ends_at(file, h.bytes, &h.hash) {
+            h.bytes
+        } else if self.holds_before_seam(file, h) {
+            0
+        } else {
+            return Err(found());
+        };
         scan::newlines_in(file, from, len)
             .map(|after| if from == 0 { after } else { h.lines + after })
             .map_err(|_| found())
     }
 
-    /// Whether the head `h`, recorded before a rotation, still holds: the segment it names (found
-    /// by walking back the seams from `live`, which starts with one) still ends a line where the
-    /// head says, with the hash it recorded.
+    /// Whether the head `h`, recorded before a rotation, still holds: a segment before `live`
+    /// (found by walking back the seams) still ends a line where the head says, with the hash it
+    /// recorded.
     pub(super) fn holds_before_seam(&self, live: &File, h: &head::Head) -> bool {
         let mut seam = seam_of(live);
         // No further back than there are segments: a forged loop of seams ends here.
@@ -511,8 +511,8 @@ impl RunLog {
             let Ok(meta) = previous.metadata() else {
                 return false;
             };
-            if std::os::unix::fs::MetadataExt::ino(&meta) == h.ino {
-                return h.bytes <= meta.len() && line_ends_at(&previous, h.bytes, &h.hash);
+            if h.bytes <= meta.len() && line_ends_at(&previous, h.bytes, &h.hash) {
+                return true;
             }
             seam = seam_of(&previous);
         }

@@ -291,3 +291,79 @@ open(sys.argv[1], "w").write(json.dumps(line, separators=(",", ":")) + "\n")
     let o = run_within(sb.cmd(["show", "20261203T000000.000Z-000000"]), 20, "show");
     assert!(stderr(&o).contains("FIFO"), "{o:?}");
 }
+
+/// Regression: the chain head kept the live segment's inode, and took another inode for a head
+/// recorded before a rotation; a data root copied (`cp -a`, rsync, a restore, a new disk) failed
+/// `log verify` for good, and its next append wrote a false `break` that said "the head recorded 5
+/// line(s) … the log held 5 line(s)". A segment is known by its bytes now: a copy verifies clean,
+/// before and after new runs, also with the head recorded before a rotation; a real cut is still
+/// caught and says what is gone.
+#[test]
+fn a_copied_or_restored_data_root_verifies_clean_and_a_cut_is_still_caught() {
+    let mut sb = Sandbox::new();
+    sb.env("AUTOMATIONS_TEST_ROTATE_BYTES", "2500");
+    sb.definition("t", "name = \"t\"\ncommand = [\"true\"]\n");
+    for _ in 0..12 {
+        assert_code(&sb.run(["run", "t"]), 0);
+    }
+    let rotated = std::fs::read_dir(&sb.data)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("runs-"))
+        .count();
+    assert!(rotated >= 2, "{rotated} rotated segments");
+    sb.assert_log_verifies();
+    // Copied with every inode new, as cp -a, rsync and a restore do; then used from there.
+    let copy = sb.path("copied-data");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&sb.data)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    sb.env("AUTOMATIONS_DATA_ROOT", copy.to_str().unwrap());
+    let o = sb.run(["log", "verify"]);
+    assert_code(&o, 0);
+    assert!(!stdout(&o).contains("note:"), "{}", stdout(&o));
+    for _ in 0..6 {
+        assert_code(&sb.run(["run", "t"]), 0);
+    }
+    let o = sb.run(["log", "verify"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("chain ok"), "{}", stdout(&o));
+    assert!(
+        !sb.log_lines().iter().any(|l| l["event"] == "break"),
+        "a false break was written"
+    );
+    // A head recorded before the last rotation (a run's end not yet recorded when another
+    // rotated), in the copy: still the same log.
+    let head = copy.join("state/head");
+    let recorded = std::fs::read(&head).unwrap();
+    assert_code(&sb.run(["run", "t"]), 0);
+    let copy2 = sb.path("copied-again");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&copy)
+        .arg(&copy2)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(copy2.join("state/head"), &recorded).unwrap();
+    sb.env("AUTOMATIONS_DATA_ROOT", copy2.to_str().unwrap());
+    assert_code(&sb.run(["log", "verify"]), 0);
+    // A real cut, in the first copy, whose head is current: the live segment loses its last line.
+    sb.env("AUTOMATIONS_DATA_ROOT", copy.to_str().unwrap());
+    assert_code(&sb.run(["log", "verify"]), 0);
+    let live = copy.join("runs.jsonl");
+    let text = std::fs::read_to_string(&live).unwrap();
+    let keep = text.trim_end_matches('\n').rfind('\n').unwrap() + 1;
+    std::fs::write(&live, &text[..keep]).unwrap();
+    let o = sb.run(["log", "verify"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("1 line(s) are gone from its end"),
+        "{}",
+        stdout(&o)
+    );
+}
