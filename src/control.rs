@@ -231,24 +231,13 @@ pub struct Stopped {
     pub stopped: usize,
     /// Automations still running after the wait.
     pub still_running: Vec<String>,
+    /// Automations whose lock is held by no process it names (a firing of an older version, or
+    /// one whose keeper and runner are both gone while the lock is let go): nothing was signalled.
+    pub unreachable: Vec<String>,
     /// The switch could not be saved (new firings will still run), and why.
     pub switch_error: Option<String>,
     /// The `stop_all` event could not be written, and why.
     pub log_error: Option<String>,
-}
-
-/// Sends SIGTERM to the runner `pid` a lock table named, which ends its command's tree and
-/// records the run as stopped. A holder shown as 0 (outside this pid namespace), 1 or this very
-/// process is no runner to signal (kill(0) would hit this process group): `false`, nothing sent.
-pub fn ask_runner_to_stop(pid: u32) -> nix::Result<bool> {
-    if pid <= 1 || pid == std::process::id() {
-        return Ok(false);
-    }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .map(|()| true)
 }
 
 /// The kill switch: saved first so new firings skip, then every running run is sent SIGTERM —
@@ -263,17 +252,22 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
     }) {
         out.switch_error = Some(crate::exit::chain_text(&e));
     }
-    // Every held run lock names a runner, which on SIGTERM ends its command's tree and records
-    // the run as stopped.
+    // Every held run lock names its firing's keeper and runner, which on SIGTERM end the
+    // command's tree and record the run as stopped; only those very processes are signalled.
     let mut running: Vec<(Name, u32)> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
     if let Ok(locked) = fsutil::list_named(&settings.layout().locks(), "", &[".lock"]) {
         for (stem, _) in locked {
             let Ok(name) = Name::new(&stem) else {
                 continue;
             };
-            if let Some(pid) = locks::holder(&settings.data_root, &name) {
-                let _ = ask_runner_to_stop(pid);
-                running.push((name, pid));
+            let Some(pid) = locks::holder(&settings.data_root, &name) else {
+                continue;
+            };
+            match locks::ask_to_stop(&settings.data_root, &name) {
+                Ok(locks::Asked::Keeper(_) | locks::Asked::Runner(_)) => running.push((name, pid)),
+                Ok(locks::Asked::NotRunning) => {}
+                Ok(locks::Asked::Unknown) | Err(_) => unknown.push(name.to_string()),
             }
         }
     }
@@ -288,6 +282,7 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
         .filter(|r| alive(r))
         .map(|(n, _)| n.to_string())
         .collect();
+    out.unreachable = unknown;
     out.signalled = running.len();
     out.stopped = running.len() - out.still_running.len();
     if let Err(e) = record(

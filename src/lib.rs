@@ -53,6 +53,7 @@ pub mod names;
 pub mod notify;
 pub mod parallel;
 pub mod pins;
+pub mod process;
 pub mod redact;
 pub mod runlog;
 pub mod runner;

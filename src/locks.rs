@@ -2,8 +2,9 @@
 //!
 //! The lock is an exclusive `flock` (std `File::try_lock`) on a file that is never unlinked (so two
 //! runners can never hold locks on two different inodes of one name); the holder writes its pid
-//! into it, and the id of the run whose tree is alive while it holds it, cleared when that tree is
-//! gone. A lock found free with a run id still in it belongs to a firing whose runner and keeper
+//! into it, the id of the run whose tree is alive while it holds it (cleared when that tree is
+//! gone), and who its keeper and runner are, each as a pid and a start time, so a stop reaches that
+//! very firing and never a process that got a dead one's pid ([`ask_to_stop`]). A lock found free with a run id still in it belongs to a firing whose runner and keeper
 //! were both killed: its tree may still be running, and the next firing ends it first. Readers that only want to know whether a run is alive must not take the lock — a probe
 //! at the wrong instant would make a real firing skip as `already_running` — so on Linux they look
 //! the lock up in `/proc/locks` instead. This module must never unlink a lock file.
@@ -27,6 +28,10 @@ pub struct RunLock {
 /// Where the run id sits in the lock file (after the pid's fixed width and a space), and its room.
 const RUN_AT: u64 = 11;
 const RUN_WIDTH: usize = 40;
+/// Where the keeper's and the runner's `<pid> <start>` sit, after the run id, and their room.
+const KEEPER_AT: u64 = RUN_AT + RUN_WIDTH as u64;
+const RUNNER_AT: u64 = KEEPER_AT + ID_WIDTH as u64;
+const ID_WIDTH: usize = 40;
 
 impl RunLock {
     /// The run whose firing held this lock last and never said its tree was gone (its runner and
@@ -46,6 +51,67 @@ impl RunLock {
         let line = format!("{:<w$}\n", "", w = RUN_WIDTH - 1);
         self.file.write_all_at(line.as_bytes(), RUN_AT)
     }
+
+    /// Names the calling process as the firing's runner (the keeper's child, after the split).
+    pub fn runner(&self) -> io::Result<()> {
+        write_id(&self.file, RUNNER_AT, crate::process::ProcessId::me())
+    }
+}
+
+/// Writes `id` (or blanks) in its fixed place.
+fn write_id(file: &File, at: u64, id: Option<crate::process::ProcessId>) -> io::Result<()> {
+    let text = id
+        .map(crate::process::ProcessId::to_text)
+        .unwrap_or_default();
+    file.write_all_at(format!("{text:<w$}\n", w = ID_WIDTH - 1).as_bytes(), at)
+}
+
+/// The identity written at `at` in the lock file, if one is.
+fn read_id(file: &File, at: u64) -> Option<crate::process::ProcessId> {
+    let mut room = [0u8; ID_WIDTH];
+    let n = file.read_at(&mut room, at).ok()?;
+    crate::process::ProcessId::parse(std::str::from_utf8(&room[..n]).ok()?)
+}
+
+/// What [`ask_to_stop`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Asked {
+    /// Nothing holds the lock: nothing of this automation runs.
+    NotRunning,
+    /// The firing's keeper was sent SIGTERM (it passes it on to its runner).
+    Keeper(i32),
+    /// Its keeper is gone; its runner was sent SIGTERM.
+    Runner(i32),
+    /// The lock is held, but neither the keeper nor the runner it names is alive (a pid reused,
+    /// or a firing of an older version that did not name them): nothing was sent.
+    Unknown,
+}
+
+/// Asks the firing holding `name`'s lock to stop, with SIGTERM to its keeper, or to its runner
+/// when the keeper is gone: the runner then ends its command's tree and records the run `stopped`.
+/// A process is signalled only while it is still the one the lock names (its start time).
+pub fn ask_to_stop(data_root: &Path, name: &Name) -> nix::Result<Asked> {
+    use nix::sys::signal::Signal;
+    if holder(data_root, name).is_none() {
+        return Ok(Asked::NotRunning);
+    }
+    let Ok(file) = fsutil::open_in_data_root(
+        &path(data_root, name),
+        std::fs::OpenOptions::new().read(true),
+    ) else {
+        return Ok(Asked::Unknown);
+    };
+    if let Some(k) = read_id(&file, KEEPER_AT)
+        && k.signal(Signal::SIGTERM)?
+    {
+        return Ok(Asked::Keeper(k.pid));
+    }
+    if let Some(r) = read_id(&file, RUNNER_AT)
+        && r.signal(Signal::SIGTERM)?
+    {
+        return Ok(Asked::Runner(r.pid));
+    }
+    Ok(Asked::Unknown)
 }
 
 impl Drop for RunLock {
@@ -110,6 +176,9 @@ pub fn try_acquire(data_root: &Path, name: &Name) -> io::Result<Acquired> {
         .map(str::to_owned);
     // Fixed width, written in place: no truncation (a journalled metadata change) on the hot path.
     file.write_all_at(format!("{:<10}\n", std::process::id()).as_bytes(), 0)?;
+    // This process becomes the firing's keeper; its runner names itself once it is split off.
+    write_id(&file, KEEPER_AT, crate::process::ProcessId::me())?;
+    write_id(&file, RUNNER_AT, None)?;
     Ok(Acquired::Held(RunLock { file, interrupted }))
 }
 

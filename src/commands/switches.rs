@@ -106,6 +106,12 @@ pub(super) fn stop_all(settings: &Settings, reason: &str) -> CmdResult {
             r.still_running.join(", ")
         ));
     }
+    if !r.unreachable.is_empty() {
+        problems.push(format!(
+            "held by no process its lock names (a firing of an older version?), so nothing was signalled: {}",
+            r.unreachable.join(", ")
+        ));
+    }
     healthchecks::follow_pause(settings, None, true);
     if problems.is_empty() {
         Ok(Exit::Success)

@@ -63,6 +63,8 @@ pub(super) fn fire(
             return record(firing, log, started_at, retrying, unforked);
         }
     };
+    // Named in the lock, so a stop reaches this runner too when its keeper is gone.
+    let _ = firing.lock.runner();
 
     // Retries (a scheduled firing's): each attempt its own run under this one lock and keeper,
     // after a wait that doubles; a stop request ends them.

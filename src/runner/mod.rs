@@ -130,6 +130,7 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
     let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, installed, &run_id);
     let firing = Firing {
         settings,
+        lock: &lock,
         def: &def,
         run_id: &run_id,
         cause,
@@ -535,6 +536,8 @@ fn started_on_disk(keeper: &mut Keeper, log: &RunLog) -> Result<(), String> {
 #[derive(Clone, Copy)]
 struct Firing<'a> {
     settings: &'a Settings,
+    /// Its automation's lock, which names its keeper and, once split off, its runner.
+    lock: &'a locks::RunLock,
     def: &'a Definition,
     run_id: &'a str,
     cause: &'a Cause,

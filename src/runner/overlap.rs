@@ -49,7 +49,7 @@ enum Holder {
     /// The automation's own: another firing of it.
     Own,
     /// Its group's, held by this automation (maybe itself, from a person's run).
-    Group { name: String, pid: Option<u32> },
+    Group { name: String },
 }
 
 /// Takes the automation's lock and its group's, applying its `overlap` while either is busy.
@@ -223,19 +223,17 @@ fn try_both(
         Some(g) => Ok(Ok((lock, Some(g)))),
         None => Ok(Err(group_holder(&at).unwrap_or(Holder::Group {
             name: String::new(),
-            pid: None,
         }))),
     }
 }
 
-/// Who holds the group lock at `at`, when it is held; its pid only when the holder has written
-/// its own (the lock table's pid and the file's agree: not a holder that has just let go, nor
-/// one that has not yet named itself).
+/// Who holds the group lock at `at`, when it is held; its automation only when the holder has
+/// written its own (the lock table's pid and the file's agree: not a holder that has just let go,
+/// nor one that has not yet named itself).
 fn group_holder(at: &std::path::Path) -> Option<Holder> {
     let (pid, name, written) = locks::plain_holder(at)?;
     let named = written == Some(pid);
     Some(Holder::Group {
-        pid: named.then_some(pid),
         name: if named { name } else { String::new() },
     })
 }
@@ -271,15 +269,12 @@ fn ask_to_stop(
     holder: &Holder,
     run_id: &str,
 ) -> Result<String, String> {
-    let (victim, pid) = match holder {
-        Holder::Own => (
-            def.name.to_string(),
-            locks::holder(&settings.data_root, &def.name),
-        ),
-        Holder::Group { name, pid } => (name.clone(), *pid),
+    let victim = match holder {
+        Holder::Own => def.name.to_string(),
+        Holder::Group { name, .. } => name.clone(),
     };
     let unknown = || "cannot tell which process holds the lock, to replace it".to_owned();
-    let pid = pid.filter(|_| !victim.is_empty()).ok_or_else(unknown)?;
+    let victim_name = crate::names::Name::new(&victim).map_err(|_| unknown())?;
     let note = Note {
         by: run_id.to_owned(),
         name: def.name.to_string(),
@@ -288,10 +283,11 @@ fn ask_to_stop(
     let at = settings.layout().replaced_note(&victim);
     crate::state::write_json(&at, &note)
         .map_err(|e| format!("cannot leave the note for the run it replaces: {e}"))?;
-    let why = match crate::control::ask_runner_to_stop(pid) {
-        Ok(true) => return Ok(victim),
-        Ok(false) => unknown(),
-        Err(e) => format!("cannot ask {victim}'s runner (pid {pid}) to stop: {e}"),
+    // The holder's own run lock names its keeper and runner: only they are signalled.
+    let why = match locks::ask_to_stop(&settings.data_root, &victim_name) {
+        Ok(locks::Asked::Keeper(_) | locks::Asked::Runner(_)) => return Ok(victim),
+        Ok(locks::Asked::NotRunning | locks::Asked::Unknown) => unknown(),
+        Err(e) => format!("cannot ask {victim}'s firing to stop: {e}"),
     };
     let _ = crate::fsutil::remove_if_exists(&at);
     Err(why)

@@ -3,7 +3,7 @@
 //! fixed behaviour, and that the log still verifies.
 
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::harness::*;
@@ -1401,4 +1401,102 @@ fn a_firing_whose_keeper_and_runner_were_killed_together_is_ended_by_the_next() 
     assert!(!stderr(&o).contains("ended"), "{}", stderr(&o));
     assert!(sb.events("started")[2].get("ended").is_none());
     sb.assert_log_verifies();
+}
+
+/// A process whose pid is `pid`, made by asking the kernel for that number next (root only:
+/// `ns_last_pid`); `None` when it cannot (not root, or another process took the number first).
+fn process_with_pid(pid: i32) -> Option<std::process::Child> {
+    for _ in 0..50 {
+        std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()).ok()?;
+        let child = Command::new("sleep").arg("300").spawn().ok()?;
+        if child.id() as i32 == pid {
+            return Some(child);
+        }
+        let mut child = child;
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    None
+}
+
+/// Regression: `stop-all` and `overlap = "replace"` sent SIGTERM to whatever process had the pid
+/// the lock table named: with the firing's keeper SIGKILLed and its pid reused, a bystander got
+/// SIGTERM, and `stop-all` said "still running after SIGTERM" of a run it could no longer stop. A
+/// stop now reaches only the keeper or runner the lock names, each known by its start time, and
+/// a run whose keeper died is stopped through its runner.
+#[test]
+fn a_stop_reaches_only_its_run_and_a_run_whose_keeper_died() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "long",
+        "name = \"long\"\ncommand = [\"sleep\", \"300\"]\ntimeout_seconds = 600\n",
+    );
+    let mut firing = sb
+        .cmd(["run", "long"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let keeper = firing.id() as i32;
+    let runner = runner_of(&firing);
+    wait_for("the command started", || !sb.events("started").is_empty());
+    firing.kill().unwrap();
+    firing.wait().unwrap();
+    assert!(alive(runner), "the runner goes on without its keeper");
+    // Its pid taken by a bystander, where this machine lets a test do that.
+    let mut bystander = if nix::unistd::getuid().is_root() {
+        process_with_pid(keeper)
+    } else {
+        None
+    };
+    let o = sb.run(["stop-all", "--reason", "maintenance"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("stopped 1 running run(s)"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "stopped", "{f:#}");
+    if let Some(b) = &mut bystander {
+        assert_eq!(b.try_wait().unwrap(), None, "the bystander was signalled");
+        let _ = b.kill();
+        let _ = b.wait();
+    } else {
+        eprintln!("(no bystander could take the keeper's pid here: only the stop was checked)");
+    }
+    assert_code(&sb.run(["resume-all"]), 0);
+    // `overlap = "replace"` stops a run whose keeper died the same way, through its runner.
+    sb.definition(
+        "swap",
+        "name = \"swap\"\ncommand = [\"sleep\", \"300\"]\ntimeout_seconds = 600\noverlap = \"replace\"\n",
+    );
+    let mut first = sb
+        .cmd(["run", "swap"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runner = runner_of(&first);
+    wait_for("the first run started", || {
+        sb.events("started").iter().any(|e| e["name"] == "swap")
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    sb.definition(
+        "swap",
+        "name = \"swap\"\ncommand = [\"true\"]\noverlap = \"replace\"\n",
+    );
+    let o = sb.run(["run", "swap"]);
+    assert_code(&o, 0);
+    assert!(survivors(&[runner], Duration::from_secs(10)).is_empty());
+    let swaps: Vec<_> = sb
+        .events("finished")
+        .into_iter()
+        .filter(|e| e["name"] == "swap")
+        .collect();
+    assert_eq!(swaps.len(), 2, "{swaps:?}");
+    assert_eq!(swaps[0]["error"]["class"], "replaced", "{:#}", swaps[0]);
+    assert_eq!(swaps[1]["outcome"], "ok", "{:#}", swaps[1]);
 }

@@ -1,0 +1,178 @@
+//! A process known by more than its pid: the pid and the process's start time, which together
+//! never name another process (a pid is reused; a reused pid belongs to a process that started
+//! later). A signal goes only to the process the pair names: on Linux through a pidfd opened before
+//! the start time is compared, so the process cannot be replaced between the look and the signal.
+//! This is how `stop-all` and `overlap = "replace"` reach a run and nothing else.
+
+use nix::sys::signal::Signal;
+
+/// A process, as its pid and start time (Linux: clock ticks since boot; macOS: microseconds since
+/// the epoch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcessId {
+    pub pid: i32,
+    pub start: u64,
+}
+
+impl ProcessId {
+    /// The process `pid` is now, if there is one.
+    pub fn of(pid: i32) -> Option<Self> {
+        (pid > 0).then_some(())?;
+        Some(Self {
+            pid,
+            start: start_time(pid)?,
+        })
+    }
+
+    /// This process.
+    pub fn me() -> Option<Self> {
+        Self::of(std::process::id() as i32)
+    }
+
+    /// Whether `pid` is still this very process.
+    pub fn alive(&self) -> bool {
+        start_time(self.pid) == Some(self.start)
+    }
+
+    /// Sends `sig` to this process, if `pid` is still it: `Ok(false)` when it is gone (or the pid
+    /// names another process now), and nothing is sent.
+    pub fn signal(&self, sig: Signal) -> nix::Result<bool> {
+        if self.pid <= 1 || self.pid == std::process::id() as i32 {
+            return Ok(false);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use nix::libc;
+            use std::os::fd::{FromRawFd, OwnedFd};
+            // SAFETY: pidfd_open takes a pid and flags, and returns a new descriptor or -1.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, self.pid, 0) };
+            if fd < 0 {
+                return match nix::errno::Errno::last() {
+                    nix::errno::Errno::ESRCH => Ok(false),
+                    // A kernel before 5.3: the look and the signal, one after the other.
+                    nix::errno::Errno::ENOSYS => self.look_then_kill(sig),
+                    e => Err(e),
+                };
+            }
+            // SAFETY: a descriptor just returned by the kernel, owned from here on.
+            let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            // The pidfd holds the process: if it is still the one started then, it is the one
+            // signalled.
+            if !self.alive() {
+                return Ok(false);
+            }
+            use std::os::fd::AsRawFd;
+            // SAFETY: pidfd_send_signal on a descriptor we own, with no siginfo.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    pidfd.as_raw_fd(),
+                    sig as i32,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+            if r == 0 {
+                return Ok(true);
+            }
+            match nix::errno::Errno::last() {
+                nix::errno::Errno::ESRCH => Ok(false),
+                e => Err(e),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.look_then_kill(sig)
+        }
+    }
+
+    /// Where no pidfd can hold the process: the start time compared, then the signal.
+    fn look_then_kill(&self, sig: Signal) -> nix::Result<bool> {
+        if !self.alive() {
+            return Ok(false);
+        }
+        match nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid), sig) {
+            Ok(()) => Ok(true),
+            Err(nix::errno::Errno::ESRCH) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `"<pid> <start>"`, as a lock file holds it.
+    pub fn to_text(self) -> String {
+        format!("{} {}", self.pid, self.start)
+    }
+
+    /// The pair [`ProcessId::to_text`] wrote.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (pid, start) = text.trim().split_once(' ')?;
+        Some(Self {
+            pid: pid.parse().ok()?,
+            start: start.parse().ok()?,
+        })
+    }
+}
+
+/// When `pid` started, or `None` when there is no such (live) process.
+#[cfg(target_os = "linux")]
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses; starttime is the 22nd
+    // field, the 20th after comm.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_ascii_whitespace();
+    if matches!(f.next()?, "Z" | "X") {
+        return None;
+    }
+    f.nth(18)?.parse().ok()
+}
+
+/// When `pid` started, or `None` when there is no such (live) process.
+#[cfg(target_os = "macos")]
+fn start_time(pid: i32) -> Option<u64> {
+    use nix::libc;
+    // SAFETY: proc_bsdinfo is plain data; zeroes are a valid value.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: `info` is `size` bytes.
+    let got =
+        unsafe { libc::proc_pidinfo(pid, libc::PROC_PIDTBSDINFO, 0, (&raw mut info).cast(), size) };
+    // SZOMB = 5.
+    if got != size || info.pbi_status == 5 {
+        return None;
+    }
+    Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process is known by its pid and start: a pid whose start differs (as after reuse) is
+    /// never signalled.
+    #[test]
+    fn only_the_process_the_pair_names_is_signalled() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let id = ProcessId::of(child.id() as i32).unwrap();
+        assert!(id.alive());
+        let other = ProcessId {
+            start: id.start + 1,
+            ..id
+        };
+        assert!(!other.alive());
+        assert_eq!(other.signal(Signal::SIGTERM), Ok(false));
+        assert!(id.alive(), "the process was signalled through a stale pair");
+        assert_eq!(ProcessId::parse(&id.to_text()), Some(id));
+        assert_eq!(id.signal(Signal::SIGTERM), Ok(true));
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(15)
+        );
+        assert!(!id.alive());
+        assert_eq!(id.signal(Signal::SIGTERM), Ok(false));
+    }
+}
