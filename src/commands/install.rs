@@ -564,8 +564,16 @@ mod tests {
             );
         }
         assert!(to_install(&mac, &[Name::new("open").unwrap()], false).is_ok());
+        // On Linux the sandbox is refused only where its unit could not see the repository.
+        let under_tmp = crate::sandbox::placement_problem(&root, &d.path().join("data")).is_some();
         let linux =
             Settings::resolve(&flags, &OsFacts::new(home, root, Manager::Systemd, vec![])).unwrap();
-        assert!(to_install(&linux, &[boxed], false).is_ok());
+        match to_install(&linux, &[boxed], false) {
+            Ok(_) => assert!(!under_tmp),
+            Err(e) => {
+                let e = format!("{:#}", e.error);
+                assert!(under_tmp && e.contains("PrivateTmp=yes hides"), "{e}");
+            }
+        }
     }
 }
