@@ -1,15 +1,19 @@
 //! What a killed firing left running. Its keeper ends the run's tree when the runner dies; when
 //! both were killed at once (an OOM killer, `killall -9`), nothing did, and the tree may still
 //! run. The lock file names the run whose tree is alive under it until that tree is gone (see
-//! `locks`), so the next firing of the automation knows, and ends every process that carries
-//! that run's marker before it starts anything of its own.
+//! `locks`), so the next firing of the automation knows, and ends that run's tree before it starts
+//! anything of its own: every process that carries the run's marker, and every process related to
+//! one (a child, a member of a group or session one leads), found as the runner finds its own tree
+//! (`tree::Walk::survivors`) — so a child that left with `setsid` and cleared its environment is
+//! ended with its parent. One that outlived its parent as well carries nothing of the run any more; only the
+//! service manager's cgroup (systemd kills what a unit leaves) ends it.
 
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{self, Signal};
 use nix::unistd::Pid;
 
-use super::tree::ProcessTable;
+use super::tree::{ProcessTable, Walk};
 
 /// What was done about a killed firing's processes.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -20,18 +24,11 @@ pub struct Ended {
     pub left: u32,
 }
 
-/// Ends every process that carries `marker`: SIGTERM, up to `grace` for them to go, then SIGKILL
-/// and up to `kill_wait` more. What it found, and what it could not end.
+/// Ends the tree of the run whose marker is `marker` (see the module doc): SIGTERM, up to `grace`
+/// for it to go, then SIGKILL and up to `kill_wait` more. What it found, and what it could not end.
 pub fn end(table: &dyn ProcessTable, marker: &[u8], grace: Duration, kill_wait: Duration) -> Ended {
-    let me = std::process::id() as i32;
-    let alive = || -> Vec<i32> {
-        table
-            .snapshot()
-            .into_iter()
-            .map(|p| p.pid)
-            .filter(|&pid| pid != me && table.has_marker(pid, marker))
-            .collect()
-    };
+    let walk = std::cell::RefCell::new(Walk::survivors(marker.to_vec()));
+    let mut alive = || walk.borrow_mut().members(table);
     let found = alive();
     if found.is_empty() {
         return Ended::default();
@@ -42,10 +39,10 @@ pub fn end(table: &dyn ProcessTable, marker: &[u8], grace: Duration, kill_wait: 
         }
     };
     send(&found, Signal::SIGTERM);
-    let mut left = wait_until_gone(&alive, grace);
+    let mut left = wait_until_gone(&mut alive, grace);
     if !left.is_empty() {
         send(&left, Signal::SIGKILL);
-        left = wait_until_gone(&alive, kill_wait);
+        left = wait_until_gone(&mut alive, kill_wait);
     }
     Ended {
         ended: (found.len() - left.len().min(found.len())) as u32,
@@ -53,7 +50,7 @@ pub fn end(table: &dyn ProcessTable, marker: &[u8], grace: Duration, kill_wait: 
     }
 }
 
-fn wait_until_gone(alive: &dyn Fn() -> Vec<i32>, within: Duration) -> Vec<i32> {
+fn wait_until_gone(alive: &mut dyn FnMut() -> Vec<i32>, within: Duration) -> Vec<i32> {
     let until = Instant::now() + within;
     loop {
         let left = alive();

@@ -153,6 +153,9 @@ impl ProcessTable for System {
 pub struct Walk {
     runner: Proc,
     marker: Vec<u8>,
+    /// Whether any member's group and session make a process a member (the runner's own walk),
+    /// or only a group or session a member leads (a stranger's walk: see [`Walk::survivors`]).
+    by_shared: bool,
     groups: BTreeSet<i32>,
     sessions: BTreeSet<i32>,
     pids: BTreeSet<i32>,
@@ -166,10 +169,22 @@ impl Walk {
         Self {
             runner,
             marker,
+            by_shared: true,
             groups: group.into_iter().collect(),
             sessions: BTreeSet::new(),
             pids: BTreeSet::new(),
             excluded: BTreeSet::new(),
+        }
+    }
+
+    /// A walk for what a killed run (`marker`) left, made by another process (the next firing):
+    /// it knows nothing of that run's runner, so a group or session makes a process a member only
+    /// when a member leads it — never one a member merely shares (the terminal session a person's
+    /// run came from holds the person's shell).
+    pub fn survivors(marker: Vec<u8>) -> Self {
+        Self {
+            by_shared: false,
+            ..Self::new(me(), None, marker)
         }
     }
 
@@ -234,6 +249,9 @@ impl Walk {
 
     fn learn(&mut self, p: &Proc) {
         self.pids.insert(p.pid);
+        if !self.by_shared {
+            return;
+        }
         // The command shares the runner's session (and a command may share nothing else with it):
         // the runner's own group and session never make a process a member.
         if p.pgid != self.runner.pgid {

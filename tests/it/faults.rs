@@ -1500,3 +1500,50 @@ fn a_stop_reaches_only_its_run_and_a_run_whose_keeper_died() {
     assert_eq!(swaps[0]["error"]["class"], "replaced", "{:#}", swaps[0]);
     assert_eq!(swaps[1]["outcome"], "ok", "{:#}", swaps[1]);
 }
+
+/// Regression: with keeper and runner SIGKILLed together while the command had a `setsid env -i`
+/// child, the next firing ended what carried the run's marker and left that child (its
+/// environment cleared, its session its own) running beside the new run. It is found through its
+/// parent now, as the runner finds its own tree.
+#[test]
+fn a_setsid_child_with_a_cleared_environment_is_ended_by_the_next_firing() {
+    let sb = Sandbox::new();
+    let pids = sb.path("pids");
+    let p = pids.display();
+    sb.definition(
+        "t",
+        &format!(
+            "name = \"t\"\ncommand = [\"sh\", \"-c\", \"setsid env -i sleep 997 & echo $! >> {p}; sleep 300 & echo $! >> {p}; wait\"]\n"
+        ),
+    );
+    let mut firing = sb
+        .cmd(["run", "t"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the command's pids", || read_pids(&pids).len() >= 2);
+    let first = read_pids(&pids);
+    wait_for("the cleared environment", || {
+        std::fs::read(format!("/proc/{}/environ", first[0])).is_ok_and(|e| e.is_empty())
+    });
+    let runner = runner_of(&firing);
+    for pid in [firing.id() as i32, runner] {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+    let _ = firing.wait();
+    wait_for("the runner's end", || !alive(runner));
+    sb.shell_definition("t", "echo second", "");
+    let o = sb.run(["run", "t"]);
+    assert_code(&o, 0);
+    assert_eq!(
+        survivors(&first, Duration::from_secs(1)),
+        Vec::<i32>::new(),
+        "{}",
+        stderr(&o)
+    );
+}
