@@ -12,8 +12,9 @@ pub const MARKER: &[u8] = b"[redacted]";
 /// Fragments of keys this long or longer are redacted too (see [`Redactor::add_key`]).
 pub const FRAGMENT: usize = 6;
 
-/// Secrets shorter than this are not redacted: a 1-3 byte "secret" would shred ordinary output.
-pub const MIN_SECRET_LEN: usize = 4;
+/// Secrets shorter than this are not redacted: a 1 or 2 byte "secret" would shred ordinary
+/// output (an env file refuses such a value instead: see `runner::env`).
+pub const MIN_SECRET_LEN: usize = 3;
 
 /// The set of secrets to remove.
 #[derive(Clone, Debug)]

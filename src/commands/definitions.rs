@@ -32,7 +32,10 @@ pub(super) fn validate(settings: &Settings) -> CmdResult {
             def.name
         );
     }
-    if loaded.problems.is_empty() {
+    // A private env file every run would fail on is this machine's problem, said as the
+    // definition's (the data root may not exist: then there is none).
+    let env = super::machine::env_problems(settings, &loaded.definitions);
+    if loaded.problems.is_empty() && env.is_empty() {
         outln!("{} definitions valid", loaded.definitions.len());
         return Ok(Exit::Success);
     }
@@ -42,11 +45,14 @@ pub(super) fn validate(settings: &Settings) -> CmdResult {
     for p in &loaded.problems {
         let _ = writeln!(stderr, "{p}");
     }
+    for p in &env {
+        let _ = writeln!(stderr, "{p}");
+    }
     let _ = writeln!(
         stderr,
         "{} problem(s) in {} file(s); {} definition(s) valid",
-        loaded.problems.len(),
-        files.len(),
+        loaded.problems.len() + env.len(),
+        files.len() + env.len(),
         loaded.definitions.len()
     );
     Ok(Exit::BadInput)

@@ -9,8 +9,8 @@ use anyhow::{Context, anyhow};
 
 use super::fail::{CmdResult, Fail};
 use super::machine::{
-    bad, confirm, preflight, privacy_warnings, refuse_linked_worktree, require_terminal,
-    unit_binary, user_name, valid_definitions,
+    bad, checked_definitions, confirm, preflight, privacy_warnings, refuse_linked_worktree,
+    require_terminal, unit_binary, user_name,
 };
 use super::{data_root, one_definition};
 use crate::definition::Definition;
@@ -31,7 +31,7 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
         _ => {}
     }
     if all {
-        let defs: Vec<Definition> = valid_definitions(settings)?
+        let defs: Vec<Definition> = checked_definitions(settings, true)?
             .into_iter()
             .filter(Definition::has_units)
             .collect();
@@ -45,6 +45,10 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
         }
         return Ok(defs);
     }
+    // Nothing is installed while the folder does not validate: a sibling's problem (a chain
+    // loop, a broken definition it follows) is this install's too, as is an env file that would
+    // fail every run.
+    checked_definitions(settings, true)?;
     let mut defs: Vec<Definition> = Vec::new();
     for name in names {
         if defs.iter().any(|d| &d.name == name) {

@@ -25,15 +25,38 @@ pub(super) fn bad(msg: String) -> Fail {
 
 /// Every definition, or exit 2 with every problem.
 pub(super) fn valid_definitions(settings: &Settings) -> Result<Vec<Definition>, Fail> {
+    checked_definitions(settings, false)
+}
+
+/// [`valid_definitions`], and with `env` no private env file any of them would fail on either
+/// (what `install` needs of this machine).
+pub(super) fn checked_definitions(settings: &Settings, env: bool) -> Result<Vec<Definition>, Fail> {
     let loaded = load_all(settings)?;
-    if !loaded.problems.is_empty() {
-        let lines: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
+    let mut lines: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
+    if env {
+        lines.extend(env_problems(settings, &loaded.definitions));
+    }
+    if !lines.is_empty() {
         return Err(bad(format!(
             "invalid definitions (run `automations validate`):\n{}",
             lines.join("\n")
         )));
     }
     Ok(loaded.definitions)
+}
+
+/// What is wrong with the private env files of `defs` on this machine (a file every run of its
+/// automation would fail on), one line each, located like a definition's problems.
+pub(super) fn env_problems(settings: &Settings, defs: &[Definition]) -> Vec<String> {
+    defs.iter()
+        .filter(|d| !d.env.is_empty())
+        .filter_map(|d| {
+            let file = settings.layout().env_file(d.name.as_str());
+            crate::runner::env::read_env_file(&file)
+                .err()
+                .map(|e| format!("automations/{}.toml: env: {e}", d.name))
+        })
+        .collect()
 }
 
 /// The binary units will run: `--bin`, else this one; absolute, links resolved when it exists.

@@ -20,14 +20,28 @@ pub const DEFAULT_LANG: &str = "en_US.UTF-8";
 #[cfg(not(target_os = "macos"))]
 pub const DEFAULT_LANG: &str = "C.UTF-8";
 
-/// Values of `env` variables shorter than this are not treated as secrets.
-pub const MIN_SECRET_VALUE: usize = 8;
-
 /// Why the environment could not be built; names the file and line, never a value.
 #[derive(Debug, thiserror::Error)]
 pub enum EnvError {
     #[error("env file {0}: line {1} is not NAME=value")]
     BadLine(PathBuf, usize),
+    #[error(
+        "env file {path}: line {line}: the value of {name} is {len} character(s), too short to redact from output (every value there is treated as a secret): pass a setting this short in the definition's command instead"
+    )]
+    ShortValue {
+        path: PathBuf,
+        line: usize,
+        name: String,
+        len: usize,
+    },
+    #[error(
+        "env file {path}: line {line}: the value of {name} holds a NUL byte, which no program's environment can carry"
+    )]
+    Nul {
+        path: PathBuf,
+        line: usize,
+        name: String,
+    },
     #[error("env file {0}: {1}")]
     Io(PathBuf, std::io::Error),
     #[error("env file {0}: not UTF-8 text")]
@@ -142,10 +156,10 @@ pub fn build(
                 .map(|(_, v)| v.into())
         });
         if let Some(v) = value {
-            // A variable a definition asks for is usually a credential: keep it out of the log.
-            if v.len() >= MIN_SECRET_VALUE {
-                secrets.push(v.as_encoded_bytes().to_vec());
-            }
+            // A variable a definition asks for is usually a credential: keep it out of the log,
+            // whatever its length (the redactor passes over one or two bytes, which an env file
+            // refuses).
+            secrets.push(v.as_encoded_bytes().to_vec());
             vars.push((name.to_owned(), v));
         }
     }
@@ -171,7 +185,8 @@ pub const MAX_ENV_FILE: u64 = 64 * 1024;
 
 /// Reads `NAME=value` lines (blank lines and `#` comments skipped); a missing file is empty. The
 /// file must be a regular file (no link, FIFO or device), private (0600) and at most
-/// [`MAX_ENV_FILE`] bytes.
+/// [`MAX_ENV_FILE`] bytes. Every value is a secret the redactor learns, so a value of one or two
+/// characters (which would shred ordinary output) is refused, as is one holding a NUL byte.
 pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
     let bytes = match fsutil::read_private(path, MAX_ENV_FILE) {
         Ok(Some(b)) => b,
@@ -189,6 +204,19 @@ pub fn read_env_file(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
             Some((k, v))
                 if !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
             {
+                let (path, line, name) = (path.to_path_buf(), i + 1, k.to_owned());
+                if v.contains('\0') {
+                    return Err(EnvError::Nul { path, line, name });
+                }
+                let len = v.chars().count();
+                if (1..crate::redact::MIN_SECRET_LEN).contains(&v.len()) {
+                    return Err(EnvError::ShortValue {
+                        path,
+                        line,
+                        name,
+                        len,
+                    });
+                }
                 out.push((k.to_owned(), v.to_owned()));
             }
             _ => return Err(EnvError::BadLine(path.to_path_buf(), i + 1)),
@@ -217,13 +245,31 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("x.env");
         assert!(read_env_file(&p).unwrap().is_empty());
-        std::fs::write(&p, "# c\n\nA=1\nB=x=y\r\n").unwrap();
+        std::fs::write(&p, "# c\n\nA=one\nB=x=y\r\nC=\n").unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(
             read_env_file(&p).unwrap(),
-            [("A".into(), "1".into()), ("B".into(), "x=y".into())]
+            [
+                ("A".into(), "one".into()),
+                ("B".into(), "x=y".into()),
+                ("C".into(), "".into())
+            ]
         );
-        std::fs::write(&p, "A=1\nsecretvalue\n").unwrap();
+        // Every value is redacted, so one too short to redact is refused; and a NUL no
+        // environment can carry, with its line, never the value.
+        std::fs::write(&p, "A=one\nDEBUG=12\n").unwrap();
+        let e = read_env_file(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2: the value of DEBUG is 2 character(s), too short to redact"),
+            "{e}"
+        );
+        std::fs::write(&p, "A=one\nTOKEN=ab\0cdef\n").unwrap();
+        let e = read_env_file(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("line 2: the value of TOKEN holds a NUL byte") && !e.contains("cdef"),
+            "{e}"
+        );
+        std::fs::write(&p, "A=one\nsecretvalue\n").unwrap();
         let e = read_env_file(&p).unwrap_err().to_string();
         assert!(e.contains("line 2") && !e.contains("secretvalue"), "{e}");
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();

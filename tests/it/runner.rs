@@ -1163,3 +1163,106 @@ fn without_a_subreaper_the_walk_kills_orphans_at_the_deadline() {
 fn without_a_subreaper_the_walk_kills_orphans_left_after_a_normal_exit() {
     walk_only_case(true);
 }
+
+/// Writes `env/<name>.env` (0600) with `text`.
+fn env_file(sb: &Sandbox, name: &str, text: &[u8]) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(sb.data.join("env")).unwrap();
+    let p = sb.data.join("env").join(format!("{name}.env"));
+    std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    p
+}
+
+/// Regression: an env-file value shorter than 8 bytes was not redacted: `DB_PASSWORD=hunter2`
+/// (from an imported crontab) reached the hash-chained log for good through a script's `set -x`.
+/// Every value is redacted now; one of one or two characters, which would shred ordinary output,
+/// is refused with the reason by the run and by validate.
+#[test]
+fn every_env_file_value_is_redacted_and_a_too_short_one_refused() {
+    let sb = Sandbox::new();
+    sb.shell_definition(
+        "db",
+        "set -x; mysqldump_password=\"$DB_PASSWORD\"; echo \"connecting with $DB_PASSWORD\"",
+        "env = [\"DB_PASSWORD\"]\n",
+    );
+    env_file(&sb, "db", b"DB_PASSWORD=hunter2\n");
+    assert_code(&sb.run(["run", "db"]), 0);
+    let f = sb.last_finished();
+    let tails = format!("{}{}", f["stdout_tail"], f["stderr_tail"]);
+    assert!(tails.contains("connecting with [redacted]"), "{tails}");
+    assert!(!tails.contains("hunter2"), "{tails}");
+    let log = std::fs::read_to_string(sb.data.join("runs.jsonl")).unwrap();
+    assert!(!log.contains("hunter2"), "{log}");
+    env_file(&sb, "db", b"DB_PASSWORD=ab\n");
+    assert_code(&sb.run(["run", "db"]), 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "env_file", "{f:#}");
+    assert!(
+        f["error"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("line 1: the value of DB_PASSWORD is 2 character(s), too short to redact"),
+        "{f:#}"
+    );
+    let o = sb.run(["validate"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("automations/db.toml: env: env file ")
+            && stderr(&o).contains("DB_PASSWORD is 2 character(s)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Regression: a NUL byte in an env-file value failed every run with `spawn_failed: nul byte
+/// found in provided data` while validate and install said nothing. Validate and install name the
+/// file and line now, and the run fails as `env_file`, never showing the value.
+#[test]
+fn a_nul_in_an_env_file_is_named_by_validate_install_and_the_run() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "api",
+        "name = \"api\"\ncommand = [\"true\"]\nenv = [\"API_TOKEN\"]\n[schedule]\ndaily_at = \"03:00\"\n",
+    );
+    env_file(&sb, "api", b"API_TOKEN=abc\0secret-rest\n");
+    let o = sb.run(["validate"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("line 1: the value of API_TOKEN holds a NUL byte"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sb.run(["install", "api", "--dry-run"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("holds a NUL byte"), "{}", stderr(&o));
+    assert_code(&sb.run(["run", "api"]), 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "env_file", "{f:#}");
+    assert!(!f.to_string().contains("secret-rest"));
+}
+
+/// Regression: `install lx` succeeded while `validate` rejected a sibling; a chain loop lx ↔ ly
+/// installed that way fired 122 times in 2 s before `max_per_hour` held. Install refuses while
+/// the folder does not validate, naming the problem.
+#[test]
+fn install_refuses_while_validate_rejects_a_sibling() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "lx",
+        "name = \"lx\"\ncommand = [\"true\"]\n[trigger]\nafter_success = [\"ly\"]\n",
+    );
+    sb.definition(
+        "ly",
+        "name = \"ly\"\ncommand = [\"true\"]\n[trigger]\nafter_success = [\"lx\"]\n",
+    );
+    let o = sb.run(["validate"]);
+    assert_code(&o, 2);
+    let o = sb.run(["install", "lx", "--dry-run"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("invalid definitions (run `automations validate`)"),
+        "{}",
+        stderr(&o)
+    );
+}
