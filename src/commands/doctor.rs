@@ -239,7 +239,7 @@ fn sandboxes(c: &Ctx) -> Vec<Line> {
     let defs = super::load_all(c.settings)
         .map(|l| l.definitions)
         .unwrap_or_default();
-    let bin = std::env::current_exe().unwrap_or_default();
+    let bin = crate::settings::this_binary().unwrap_or_default();
     let Ok(paths) = crate::install::machine_paths(c.settings, &bin) else {
         return Vec::new();
     };

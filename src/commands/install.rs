@@ -102,7 +102,7 @@ struct BinaryCopy {
 impl BinaryCopy {
     /// What copying would change; `None` when `to` already holds these bytes.
     fn plan(settings: &Settings, to: &Path) -> Result<Option<Self>, Fail> {
-        let from = std::env::current_exe().context("cannot find this binary's path")?;
+        let from = crate::settings::this_binary()?;
         let from = std::fs::canonicalize(&from).unwrap_or(from);
         if std::fs::symlink_metadata(to).is_ok_and(|m| !m.is_file()) {
             return Err(bad(format!(

@@ -64,7 +64,7 @@ pub(super) fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
     let bin = match bin {
         Some(b) if b.is_absolute() => b,
         Some(b) => std::env::current_dir()?.join(b),
-        None => std::env::current_exe().context("cannot find this binary's path")?,
+        None => crate::settings::this_binary()?,
     };
     Ok(std::fs::canonicalize(&bin).unwrap_or(bin))
 }

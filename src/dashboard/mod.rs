@@ -103,7 +103,7 @@ pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
         // of 127.0.0.1, and one that reaches another local server is worthless once this ends.
         session: random_hex()?,
         port,
-        exe: std::env::current_exe().context("cannot find this binary")?,
+        exe: crate::settings::this_binary().context("cannot find this binary")?,
     });
     server::serve(
         listener,

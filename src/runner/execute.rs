@@ -4,7 +4,7 @@
 //! while it ran) turned into its `finished` event. Never fails: every problem is an outcome.
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -161,7 +161,7 @@ fn command(
     extra_env: Vec<(String, OsString)>,
 ) -> Result<(Command, OsString, Redactor), (&'static str, String)> {
     let Firing { settings, def, .. } = *firing;
-    let bin = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("automations"));
+    let bin = crate::settings::this_binary().map_err(|e| ("spawn_failed", e.to_string()))?;
     let env_file = settings.layout().env_file(def.name.as_str());
     // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
     let vars = env::RunVars {

@@ -183,6 +183,24 @@ pub enum SettingsError {
     },
 }
 
+/// This binary's own path: what the kernel says (`/proc/self/exe` on Linux), else the path it was
+/// started by when that is one (`argv[0]` with a `/`, which the runner's units always give). Never
+/// a bare name, which `PATH` could resolve to another program. Why not, when neither says.
+pub fn this_binary() -> std::io::Result<PathBuf> {
+    let kernel = match std::env::current_exe() {
+        Ok(p) => return Ok(p),
+        Err(e) => e,
+    };
+    let arg0 = std::env::args_os().next().map(PathBuf::from);
+    match arg0 {
+        Some(p) if p.is_absolute() => Ok(p),
+        Some(p) if p.components().count() > 1 => Ok(std::env::current_dir()?.join(p)),
+        _ => Err(std::io::Error::other(format!(
+            "this binary's own path cannot be found ({kernel}; it was started by a bare name): start it by its full path"
+        ))),
+    }
+}
+
 /// Everything a command needs to know about where things are. Built once per process.
 #[derive(Clone, Debug)]
 pub struct Settings {

@@ -1266,3 +1266,42 @@ fn install_refuses_while_validate_rejects_a_sibling() {
         stderr(&o)
     );
 }
+
+/// Regression: without /proc (a container, a chroot), `{self}` fell back to the bare name
+/// `automations`, which PATH may resolve to another program or to nothing (`spawn_failed`). It is
+/// the path the binary was started by now. Needs root (a mount namespace without /proc).
+#[test]
+fn self_without_proc_is_the_binary_that_runs() {
+    let test = "self_without_proc_is_the_binary_that_runs";
+    if !nix::unistd::getuid().is_root() {
+        skip(
+            test,
+            "needs root to unmount /proc in a private mount namespace",
+        );
+        return;
+    }
+    let sb = Sandbox::new();
+    sb.definition(
+        "selfish",
+        "name = \"selfish\"\ncommand = [\"{self}\", \"--version\"]\n",
+    );
+    // The sandbox's environment, for a command that is `unshare` instead of the binary.
+    let cmd = sb.cmd(["run", "selfish"]);
+    let script = format!("umount -l /proc && exec '{}' run selfish", sb.bin.display());
+    let o = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&sb.root)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+    let f = sb.last_finished();
+    assert!(
+        f["stdout_tail"]
+            .as_str()
+            .unwrap()
+            .starts_with("automations "),
+        "{f:#}"
+    );
+}
