@@ -75,7 +75,14 @@ static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 
 /// Runs one firing of `name`: the steps of docs/running.md, in order.
 pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
-    let report = run_or_skip(settings, name, trigger)?;
+    let report = run_or_skip(settings, name, trigger);
+    // A path-started firing that could not even be recorded (a data root it may not use) holds
+    // its unit as a skip does: else the manager starts it again at once while the path stays
+    // changed, and its trigger limit stops the watch for good.
+    if report.is_err() && cause::by_path_unit() {
+        cool_down();
+    }
+    let report = report?;
     // A skip is news for the metrics textfile too (a run's is told after the run).
     if let Report::Skipped { .. } = report {
         crate::metrics::textfile::refresh(settings, Some(name));

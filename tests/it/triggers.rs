@@ -573,3 +573,53 @@ fn a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it() {
     assert_eq!(m.prop(path_unit, "ActiveState"), "active");
     assert!(!verdict(&sb).contains("watch_stopped"));
 }
+
+/// Regression: a path-started firing that ended in an error before anything was recorded (a data
+/// root at 0770) skipped the hold a skip has: the manager started it again at once while the path
+/// stayed changed, the `.path` unit hit its trigger limit in 4 s and stayed dead after the cause was
+/// fixed. Such a firing holds its unit now (interruptibly), like a skip.
+#[test]
+fn a_path_started_firing_that_cannot_record_still_holds_its_unit() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.root.join("in")).unwrap();
+    sb.definition(
+        "w",
+        "name = \"w\"\ncommand = [\"true\"]\n[trigger]\npaths = [\"{root}/in\"]\n",
+    );
+    assert_code(&sb.run(["validate"]), 0);
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o770)).unwrap();
+    let mut firing = sb
+        .cmd(["run", "w", "--trigger", "schedule"])
+        .env("TRIGGER_UNIT", "local.automations.w.path")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = firing.id() as i32;
+    let waits = |pid: i32| {
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        wchan.contains("nanosleep") || wchan.contains("poll_schedule_timeout")
+    };
+    wait_for("the firing holds its unit, or ends", || {
+        waits(pid) || firing.try_wait().unwrap().is_some()
+    });
+    assert_eq!(
+        firing.try_wait().unwrap(),
+        None,
+        "it ended at once, without the hold"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let o = firing.wait_with_output().unwrap();
+    assert_code(&o, 3);
+    assert!(
+        stderr(&o).contains("0770") || stderr(&o).contains("770"),
+        "{}",
+        stderr(&o)
+    );
+}
