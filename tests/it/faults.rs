@@ -1547,3 +1547,69 @@ fn a_setsid_child_with_a_cleared_environment_is_ended_by_the_next_firing() {
         stderr(&o)
     );
 }
+
+/// Regression: on a nearly full disk a scheduled firing was recorded `skipped (script_changed)`:
+/// the copy of its script it used to run could not be written. Scripts run where they are now, so
+/// the firing runs while there is room to record it.
+#[test]
+fn a_full_disk_never_makes_a_script_look_changed() {
+    let sb = Sandbox::new();
+    let Some(fs) = Tmpfs::mount(&sb.data, "1m") else {
+        return skip(
+            "a_full_disk_never_makes_a_script_look_changed",
+            "cannot mount a tmpfs (needs root)",
+        );
+    };
+    // Larger than the room left below: a copy of it in the data root cannot be made.
+    let padding = "# padding\n".repeat(30_000);
+    sb.script("job.sh", &format!("#!/bin/sh\necho did the job\n{padding}"));
+    sb.definition(
+        "q",
+        "name = \"q\"\ncommand = [\"scripts/job.sh\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    sb.install_record("q", chrono::Utc::now() - chrono::Duration::days(1));
+    assert_code(&sb.run(["run", "q", "--trigger", "schedule"]), 0);
+    fs.fill();
+    // Room for the run's record (more than the 64 KiB a firing wants free), not for the copy.
+    let filler = std::fs::OpenOptions::new()
+        .write(true)
+        .open(sb.data.join("filler"))
+        .unwrap();
+    let len = filler.metadata().unwrap().len();
+    filler.set_len(len - 128 * 1024).unwrap();
+    assert_code(&sb.run(["run", "q", "--trigger", "schedule"]), 0);
+    assert!(sb.events("skipped").is_empty(), "{:?}", sb.events("skipped"));
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "ok", "{f}");
+    assert_log_whole(&sb);
+}
+
+/// Regression: a 2 GiB sparse file as a pinned script was copied (and hashed) at every firing —
+/// refused as "disk full" with 300 MB free; nothing capped what a firing hashed. A pinned script
+/// larger than 64 MiB is refused before a byte of it is read, saying its size and the way out.
+#[test]
+fn a_huge_pinned_script_is_refused_by_its_size_unread() {
+    let sb = Sandbox::new();
+    let script = sb.script("job.sh", "#!/bin/sh\ntrue\n");
+    sb.definition(
+        "big",
+        "name = \"big\"\ncommand = [\"scripts/job.sh\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    sb.install_record("big", chrono::Utc::now() - chrono::Duration::days(1));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&script)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let o = sb.run(["run", "big", "--trigger", "schedule"]);
+    assert_code(&o, 0);
+    let skipped = sb.events("skipped");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert_eq!(skipped[0]["reason"], "script_changed");
+    assert!(
+        stderr(&o).contains("it is 2048 MiB, over the 64 MiB a pinned script may be"),
+        "{}",
+        stderr(&o)
+    );
+}
