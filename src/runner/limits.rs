@@ -166,19 +166,18 @@ impl Watch {
     }
 }
 
-/// Whether a failed run under a memory rlimit failed for it: its program said it could not get
-/// memory (Python's `MemoryError`, libc's "Cannot allocate memory", Rust's "memory allocation of
-/// N bytes failed", "out of memory").
+/// Whether a failed run under a memory rlimit failed for it: its program said what a refused
+/// allocation makes it say (Python's `MemoryError`, the C library's `ENOMEM` text "Cannot allocate
+/// memory", Rust's "memory allocation of N bytes failed"). Not a program's own "out of memory",
+/// which it may print for any reason of its own (a cache full, a GPU).
 pub fn said_out_of_memory(stderr_tail: &str) -> bool {
-    let lower = stderr_tail.to_ascii_lowercase();
     [
-        "memoryerror",
-        "cannot allocate memory",
-        "out of memory",
-        "memory allocation of",
+        "MemoryError",
+        "Cannot allocate memory",
+        "memory allocation of ",
     ]
     .iter()
-    .any(|w| lower.contains(w))
+    .any(|w| stderr_tail.contains(w))
 }
 
 /// The kernel's count of processes killed for memory in the runner's own cgroup, when it can be
@@ -258,5 +257,9 @@ mod tests {
             "memory allocation of 1048576 bytes failed"
         ));
         assert!(!said_out_of_memory("error: disk full"));
+        // Regression: a program's own words were taken for the limit's.
+        assert!(!said_out_of_memory(
+            "cache: out of memory for new entries\n"
+        ));
     }
 }

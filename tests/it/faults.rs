@@ -1578,7 +1578,11 @@ fn a_full_disk_never_makes_a_script_look_changed() {
     let len = filler.metadata().unwrap().len();
     filler.set_len(len - 128 * 1024).unwrap();
     assert_code(&sb.run(["run", "q", "--trigger", "schedule"]), 0);
-    assert!(sb.events("skipped").is_empty(), "{:?}", sb.events("skipped"));
+    assert!(
+        sb.events("skipped").is_empty(),
+        "{:?}",
+        sb.events("skipped")
+    );
     let f = sb.last_finished();
     assert_eq!(f["outcome"], "ok", "{f}");
     assert_log_whole(&sb);

@@ -1305,3 +1305,19 @@ fn self_without_proc_is_the_binary_that_runs() {
         "{f:#}"
     );
 }
+
+/// Regression: a program that printed "out of memory" for a reason of its own and exited 1 under
+/// `memory_max` was recorded `out_of_memory`. Only what a refused allocation makes a program say
+/// counts now.
+#[test]
+fn a_programs_own_out_of_memory_is_not_the_limits() {
+    let sb = Sandbox::new();
+    sb.shell_definition(
+        "cache",
+        "echo 'cache: out of memory for new entries' >&2; exit 1",
+        "[limits]\nmemory_max = \"512M\"\n",
+    );
+    assert_code(&sb.run(["run", "cache"]), 1);
+    let f = sb.last_finished();
+    assert_eq!(f["error"]["class"], "exit_status", "{f:#}");
+}
