@@ -85,7 +85,18 @@ pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
     let port = listener.local_addr()?.port();
     let url = format!("http://127.0.0.1:{port}/?token={token}");
-    outln!("dashboard: {url}");
+    // The token goes to a terminal only: a service's stdout is kept in its journal, where anyone
+    // who may read the journal would find it. Elsewhere the opening page (0600) holds it.
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        outln!("dashboard: {url}");
+    } else {
+        let page = opening_page(&settings.data_root, &url)
+            .with_context(|| "cannot write the dashboard's opening page")?;
+        outln!(
+            "dashboard: http://127.0.0.1:{port}/ (open {} in a browser: it holds the token, which is printed only on a terminal)",
+            page.display()
+        );
+    }
     outln!(
         "metrics: http://127.0.0.1:{port}/metrics (Authorization: Bearer, the token in {})",
         crate::layout::Layout::new(&settings.data_root)
@@ -121,11 +132,7 @@ fn open_browser(data_root: &std::path::Path, url: &str) {
     } else {
         "xdg-open"
     };
-    let page = crate::layout::Layout::new(data_root).settings_file(OPEN_FILE);
-    let html = format!(
-        "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>automations</title><a href=\"{url}\">automations dashboard</a>\n"
-    );
-    let started = fsutil::write_private(&page, html.as_bytes()).and_then(|()| {
+    let started = opening_page(data_root, url).and_then(|page| {
         let mut cmd = std::process::Command::new(opener);
         cmd.arg(&page);
         spawn_detached(&mut cmd)
@@ -133,6 +140,16 @@ fn open_browser(data_root: &std::path::Path, url: &str) {
     if started.is_err() {
         errln!("(could not start {opener}: open the address above yourself)");
     }
+}
+
+/// Writes the opening page that forwards to `url` (private, in the data root); where it is.
+fn opening_page(data_root: &std::path::Path, url: &str) -> std::io::Result<PathBuf> {
+    let page = crate::layout::Layout::new(data_root).settings_file(OPEN_FILE);
+    let html = format!(
+        "<!DOCTYPE html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>automations</title><a href=\"{url}\">automations dashboard</a>\n"
+    );
+    fsutil::write_private(&page, html.as_bytes())?;
+    Ok(page)
 }
 
 /// Starts `cmd` with no standard streams and does not wait for it; a thread reaps it when it

@@ -26,7 +26,7 @@ impl Dashboard {
     }
 
     fn start_with(sb: &Sandbox, args: &[&str]) -> Self {
-        Self::start_from(sb.cmd(args))
+        Self::start_from(sb.cmd(args), sb)
     }
 
     /// Under a limit of `files` open files (soft and hard), as a hostile neighbour would find it.
@@ -43,10 +43,12 @@ impl Dashboard {
                 .map_err(std::io::Error::from)
             });
         }
-        Self::start_from(cmd)
+        Self::start_from(cmd, sb)
     }
 
-    fn start_from(mut cmd: Command) -> Self {
+    /// Starts the dashboard with its stdout a pipe (not a terminal): it prints its address without
+    /// the token, which is read from the data root as a person would (its opening page).
+    fn start_from(mut cmd: Command, sb: &Sandbox) -> Self {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -56,12 +58,13 @@ impl Dashboard {
         std::io::BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
-        let url = line
+        let address = line
             .trim()
             .strip_prefix("dashboard: ")
             .unwrap_or_else(|| panic!("printed {line:?}"))
             .to_owned();
-        let port = url
+        assert!(!address.contains("token="), "the token was printed: {line}");
+        let port: u16 = address
             .split(':')
             .nth(2)
             .unwrap()
@@ -70,7 +73,24 @@ impl Dashboard {
             .unwrap()
             .parse()
             .unwrap();
-        let token = url.split("token=").nth(1).unwrap().to_owned();
+        let page = sb.data.join("dashboard-open.html");
+        assert!(address.contains(page.to_str().unwrap()), "{line}");
+        let html = std::fs::read_to_string(&page).unwrap();
+        let token = html
+            .split("token=")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .to_owned();
+        assert_eq!(
+            std::fs::read_to_string(sb.data.join("dashboard.token"))
+                .unwrap()
+                .trim(),
+            token
+        );
+        let url = format!("http://127.0.0.1:{port}/?token={token}");
         // What a browser gets for the token: the session cookie.
         let answer = reqwest::blocking::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -1451,4 +1471,39 @@ fn a_retried_firing_is_one_mark_and_runs_read_apart_to_the_second() {
         .unwrap();
     assert_eq!(a["runs"].as_array().unwrap().len(), 2, "{a}");
     assert_eq!(a["firings"].as_array().unwrap().len(), 1, "{a}");
+}
+
+/// Regression: the dashboard printed its `?token=` address on stdout whatever that was: run as the
+/// user service docs/metrics.md suggests, the token went into the journal. Only a terminal gets
+/// it now; elsewhere the address comes without it, pointing at the private opening page.
+#[test]
+fn the_token_is_printed_on_a_terminal_only() {
+    let sb = Sandbox::new();
+    // Piped (a service's journal): `start` asserts there is no token in the line.
+    drop(Dashboard::start(&sb));
+    // On a real terminal (`script` gives the command one).
+    let command = format!("'{}' dashboard --no-open", sb.bin.display());
+    // The sandbox's environment, for a command that is `script` instead of the binary.
+    let cmd = sb.cmd(["dashboard"]);
+    let mut term = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env_clear()
+        .envs(cmd.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .current_dir(&sb.root)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(term.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // The terminal goes: the dashboard on it gets SIGHUP.
+    let _ = term.kill();
+    let _ = term.wait();
+    assert!(
+        line.starts_with("dashboard: http://127.0.0.1:") && line.contains("/?token="),
+        "{line:?}"
+    );
 }
