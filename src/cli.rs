@@ -77,6 +77,10 @@ pub enum Command {
     /// failed, timed out or was stopped, 2 when the invocation or a manual run's definition is
     /// invalid.
     ///
+    /// With --unit, the installed unit runs it instead, exactly as its timer would (its pins, its
+    /// sandbox and limits, past the daily slot guard), and this waits for it and prints its summary
+    /// line: how to try what only the unit applies.
+    ///
     /// Example: automations run heartbeat
     Run {
         /// The automation (automations/<NAME>.toml).
@@ -84,6 +88,9 @@ pub enum Command {
         /// What started this run.
         #[arg(long, default_value = "manual", value_parser = trigger_parser())]
         trigger: Trigger,
+        /// Start its installed unit now and wait for the run (recorded with trigger `unit`).
+        #[arg(long, conflicts_with = "trigger")]
+        unit: bool,
     },
 
     /// Report facts from inside a command: writes the file named by $AUTOMATION_RESULT.
@@ -719,6 +726,7 @@ pub fn fast_run(args: &[std::ffi::OsString]) -> Option<Cli> {
         command: Command::Run {
             name: name?,
             trigger: trigger.unwrap_or(Trigger::Manual),
+            unit: false,
         },
     })
 }

@@ -15,6 +15,7 @@
 //!   locks/<name>.lock                one run at a time                        locks
 //!   locks/<name>.queue, locks/groups/<group>.lock  the one waiter; shared lock groups  locks
 //!   state/replaced/<name>.json       who replaced a running firing            runner::overlap
+//!   state/by-hand/<name>.json        a `run --unit` waiting for its unit start runner::cause
 //!   scratch/<name>/                  a run's TMPDIR (tmp/), result file, HTTP log  runner
 //!   env/<name>.env                   private variables for scheduled runs     runner
 //!   state/metrics.lock               the metrics textfile's writers            metrics
@@ -145,6 +146,11 @@ impl Layout {
     /// The chain request waiting for `name`: the upstream firing that should start it.
     pub fn chain_request(&self, name: &str) -> PathBuf {
         self.chain_requests().join(format!("{name}.json"))
+    }
+
+    /// The request a person's `run NAME --unit` leaves for the unit start it makes.
+    pub fn unit_request(&self, name: &str) -> PathBuf {
+        self.state().join("by-hand").join(format!("{name}.json"))
     }
 
     /// When each automation's event-started firings (paths, chains) of the last hour started.

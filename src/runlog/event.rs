@@ -23,16 +23,20 @@ pub enum Trigger {
     Path,
     /// Another automation's firing ended (`after_success` / `after_failure`).
     After,
+    /// A person, through the installed unit (`run NAME --unit`): as the timer would run it, past
+    /// the slot guard.
+    Unit,
 }
 
 impl Trigger {
     /// Every trigger.
-    pub const ALL: [Trigger; 5] = [
+    pub const ALL: [Trigger; 6] = [
         Trigger::Manual,
         Trigger::Schedule,
         Trigger::Dashboard,
         Trigger::Path,
         Trigger::After,
+        Trigger::Unit,
     ];
 
     /// The trigger `word` names (the log's word for it).
@@ -48,14 +52,19 @@ impl Trigger {
             Trigger::Dashboard => "dashboard",
             Trigger::Path => "path",
             Trigger::After => "after",
+            Trigger::Unit => "unit",
         }
     }
 
-    /// Whether no person asked for it: the service manager started it (a schedule, a watched
-    /// path, a chain). Such a firing runs only what was installed, retries, and is recorded even
-    /// when its definition is broken.
+    /// Whether it runs as its installed unit runs it: the service manager started it (a schedule,
+    /// a watched path, a chain, or a person's `run --unit`). Such a firing runs only what was
+    /// installed, under what the unit applies, retries, and is recorded even when its definition
+    /// is broken.
     pub fn unattended(self) -> bool {
-        matches!(self, Trigger::Schedule | Trigger::Path | Trigger::After)
+        matches!(
+            self,
+            Trigger::Schedule | Trigger::Path | Trigger::After | Trigger::Unit
+        )
     }
 }
 

@@ -59,7 +59,11 @@ pub fn of(settings: &Settings, def: &Definition, trigger: Trigger) -> Cause {
         Some(_) => return Cause::plain(Trigger::Schedule),
         None => {}
     }
-    if let Some(up) = take_request(&Layout::new(&settings.data_root), def.name.as_str()) {
+    let layout = Layout::new(&settings.data_root);
+    if take_unit_request(&layout, def.name.as_str()) {
+        return Cause::plain(Trigger::Unit);
+    }
+    if let Some(up) = take_request(&layout, def.name.as_str()) {
         return Cause {
             trigger: Trigger::After,
             paths: None,
@@ -134,6 +138,31 @@ fn take_request(layout: &Layout, name: &str) -> Option<Upstream> {
     let req: Request = state::take_json(&layout.chain_request(name))?;
     let at = crate::runlog::parse_stamp(&req.at)?;
     (Utc::now() - at < REQUEST_FRESH).then_some(req.upstream)
+}
+
+/// A person's `run --unit`, as its request file holds it.
+#[derive(Serialize, Deserialize)]
+struct UnitRequest {
+    at: String,
+}
+
+/// Leaves a request for `name`'s next unit start: a person asked for it (`run --unit`).
+pub fn leave_unit_request(layout: &Layout, name: &str) -> Result<(), StateError> {
+    let req = UnitRequest {
+        at: crate::runlog::stamp(Utc::now()),
+    };
+    state::write_json(&layout.unit_request(name), &req)
+}
+
+/// How old a `run --unit` request may be: the person's command starts the unit at once and waits
+/// for it; an older one was never taken and says nothing of this start.
+const UNIT_REQUEST_FRESH: chrono::Duration = chrono::Duration::minutes(1);
+
+/// Takes the `run --unit` request waiting for `name`, if a fresh one does.
+fn take_unit_request(layout: &Layout, name: &str) -> bool {
+    state::take_json::<UnitRequest>(&layout.unit_request(name))
+        .and_then(|r| crate::runlog::parse_stamp(&r.at))
+        .is_some_and(|at| Utc::now() - at < UNIT_REQUEST_FRESH)
 }
 
 /// How much longer a path-started firing waits for its paths to be quiet for `settle`: the

@@ -74,6 +74,14 @@ pub trait ServiceManager {
     /// service; launchd: `kickstart`): how a chain starts the automation that follows.
     fn start(&self, label: &Label) -> Result<(), ExecError>;
 
+    /// Starts `label`'s firing now for a person who waits for it (`run --unit`): systemd waits
+    /// (at most `wait`) until its oneshot service has ended, and fails when the unit itself
+    /// failed; launchd cannot wait (`kickstart`), and the caller reads the run log instead.
+    fn start_and_wait(&self, label: &Label, wait: Duration) -> Result<(), ExecError> {
+        let _ = wait;
+        self.start(label)
+    }
+
     /// Among `labels`, the watches (systemd path units) the manager stopped for good, each with
     /// why (`trigger-limit-hit`). One query for all; launchd has no such state.
     fn stopped_watches(&self, labels: &[Label]) -> Result<Vec<(Label, String)>, ExecError>;

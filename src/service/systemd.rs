@@ -187,6 +187,13 @@ impl ServiceManager for Systemd {
             .map(|_| ())
     }
 
+    fn start_and_wait(&self, label: &Label, wait: Duration) -> Result<(), ExecError> {
+        let service = format!("{label}.service");
+        self.program
+            .run_with(&["--user", "start", &service], None, wait)
+            .map(|_| ())
+    }
+
     fn files_changed(&self) -> Result<(), ExecError> {
         self.user(&["daemon-reload"]).map(|_| ())
     }

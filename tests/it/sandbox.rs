@@ -345,3 +345,62 @@ fn a_strict_automation_under_tmp_is_named_before_it_is_installed() {
     );
     assert!(stderr(&o).contains("is not: `automations run boxed --unit` runs it there"));
 }
+
+/// Regression: what only the unit applies (the sandbox, the limits) could not be tried at once: a
+/// `systemctl --user start` of a daily job's service was `skipped (slot_done)`, so trying meant a
+/// schedule edit and a reinstall, twice. `run NAME --unit` starts the installed unit now, past the
+/// slot guard, waits, and prints the run's summary line.
+#[test]
+fn run_unit_tries_the_installed_unit_at_once() {
+    let test = "run_unit_tries_the_installed_unit_at_once";
+    let mut sb = if nix::unistd::getuid().is_root() {
+        Sandbox::outside_tmp()
+    } else {
+        Sandbox::new()
+    };
+    sb.use_stable_bin();
+    let Some(m) = UserManager::start(&mut sb, test) else {
+        return;
+    };
+    let out = sb.home.join("Backups");
+    std::fs::create_dir_all(&out).unwrap();
+    sb.script(
+        "try.sh",
+        "#!/bin/sh\necho kept > \"$HOME/Backups/ok\"\nif echo x 2>\"$HOME/Backups/why\" >\"$HOME/outside\"; then echo escaped; fi\nexit 0\n",
+    );
+    sb.definition(
+        "boxed",
+        "name = \"boxed\"\ncommand = [\"scripts/try.sh\"]\nwrites = [\"~/Backups\"]\n[schedule]\ndaily_at = \"03:00\"\n[sandbox]\nlevel = \"strict\"\n",
+    );
+    let r = run_on_pty(sb.cmd(["install", "boxed"]), "Type y to confirm", "y");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    // The unit started by hand: its slot is done (installed after it).
+    m.systemctl(&["start", &service("boxed")]);
+    assert_eq!(sb.events("skipped").pop().unwrap()["reason"], "slot_done");
+    let o = sb.run(["run", "boxed", "--unit"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).starts_with("boxed: ok in "),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let started = sb.events("started").pop().unwrap();
+    assert_eq!(started["trigger"], "unit", "{started}");
+    assert_eq!(std::fs::read_to_string(out.join("ok")).unwrap(), "kept\n");
+    assert!(!sb.home.join("outside").exists());
+    let why = std::fs::read_to_string(out.join("why")).unwrap();
+    assert!(
+        why.contains("Read-only file system") || why.contains("Permission denied"),
+        "{why}"
+    );
+    // Not installed: said, nothing started.
+    sb.shell_definition("loose", "true", "");
+    let o = sb.run(["run", "loose", "--unit"]);
+    assert_code(&o, 2);
+    assert!(
+        stderr(&o).contains("loose is not installed here"),
+        "{}",
+        stderr(&o)
+    );
+}
