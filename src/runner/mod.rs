@@ -163,9 +163,7 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
     // 12. After the run: auto-pause and notifications (docs/health.md); their failures print to
     //     stderr and never change the outcome recorded above.
     let after = after::after_run(settings, &def, &finished);
-    if let Ok(mut f) = FIRING.lock() {
-        *f = Some(log);
-    }
+    keep_until_concluded(log);
     Ok(Report::Finished {
         run: finished.run.clone(),
         finished: Box::new(finished),
@@ -295,6 +293,13 @@ fn definition_or_record(
         cool_down();
     }
     Ok(ControlFlow::Break(report))
+}
+
+/// Keeps the firing's log until [`conclude`] makes its end durable.
+fn keep_until_concluded(log: RunLog) {
+    if let Ok(mut f) = FIRING.lock() {
+        *f = Some(log);
+    }
 }
 
 /// The firing's last step, once everything is printed: its keeper ends with `code` (so whoever
