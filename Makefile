@@ -5,26 +5,11 @@
 
 CARGO ?= cargo
 
-# The binary the automations-* targets, the tests and the benchmark use: cargo's release build of
-# this checkout, the same recipe on every machine (docs/performance.md says why and what it costs).
-# Every cargo command here builds for this machine's target triple by name, so that the flags below
-# reach the program and its tests and never the build's own tools (proc macros, build scripts).
-HOST := $(shell $(CARGO) -vV 2>/dev/null | sed -n 's/^host: //p')
-ifneq (,$(HOST))
-export CARGO_BUILD_TARGET := $(HOST)
-endif
-# On x86-64 Linux the C library is linked into the binary (glibc as static-pie: still
-# position-independent, so it gets ASLR): a firing starts no dynamic loader. RUSTFLAGS from the
-# environment are kept, moved to where they cannot override the flag. (Other Linux architectures get
-# static-pie only from recent compilers, and a static binary without PIE is no trade; they stay
-# dynamic.)
-ifeq (x86_64-unknown-linux-gnu,$(HOST))
-export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS := $(RUSTFLAGS) -C target-feature=+crt-static
-unexport RUSTFLAGS CARGO_ENCODED_RUSTFLAGS
-STATIC_LIBC := $(shell $${CC:-cc} -print-file-name=libc.a 2>/dev/null)
-endif
+# The binary the automations-* targets, the tests and the benchmark use: cargo's plain release
+# build of this checkout, what `cargo install --path . --locked` gives (the release artifact's build,
+# static and with its own allocator, is `make dist`'s: docs/performance.md).
 RELEASE := $(CARGO) build --locked --release --quiet
-BIN := target/$(HOST)/release/automations
+BIN := target/release/automations
 AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # Where `make automations-install` puts the binary that installed units run: a stable path, never
 # a target/ folder that the next build or `cargo clean` replaces.
@@ -42,7 +27,6 @@ build:
 	$(CARGO) build --locked
 
 release:
-	@case "$(STATIC_LIBC)" in libc.a) echo "make: the release binary links glibc statically, and libc.a is missing: install glibc's static library (Debian, Ubuntu: libc6-dev; Fedora: glibc-static)" >&2; exit 3;; esac
 	@$(RELEASE)
 
 # Checks the test prerequisites first (installing them as root on Debian, else printing the one

@@ -36,11 +36,9 @@ pub(super) fn crontab(settings: &Settings, file: Option<&Path>, o: &Options) -> 
             .into_iter()
             .map(|(stem, _)| stem)
             .collect();
-    // Whose jobs a system crontab's lines are: this user's (macOS has no entry in /etc/passwd).
-    let user = std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .or_else(|| crate::runner::env::current_user().map(|u| u.to_string_lossy().into_owned()));
+    // Whose jobs a system crontab's lines are: this user's.
+    let user = crate::settings::user_name(&|k| std::env::var_os(k))
+        .map(|u| u.to_string_lossy().into_owned());
     let zone = crate::healthchecks::machine_zone();
     let checks = Checks::of(settings);
     let cx = crontab::Context {

@@ -288,10 +288,8 @@ pub(super) fn confirm(question: &str) -> Result<bool, Fail> {
 }
 
 pub(super) fn user_name() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .or_else(|| crate::runner::env::current_user().map(|u| u.to_string_lossy().into_owned()))
+    crate::settings::user_name(&|k| std::env::var_os(k))
+        .map(|u| u.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 

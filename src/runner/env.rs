@@ -100,10 +100,7 @@ pub fn build(
     let mut set = |k: &str, v: OsString| vars.push((k.to_owned(), v));
     set("PATH", FIXED_PATH.into());
     set("HOME", run.home.into());
-    let user = runner_env("USER")
-        .or_else(|| runner_env("LOGNAME"))
-        .or_else(current_user)
-        .unwrap_or_default();
+    let user = crate::settings::user_name(runner_env).unwrap_or_default();
     set("USER", user.clone());
     set("LOGNAME", runner_env("LOGNAME").unwrap_or(user));
     set(
@@ -166,20 +163,6 @@ pub fn build(
     Ok(CommandEnv { vars, secrets })
 }
 
-/// The user name of this uid from `/etc/passwd`, read directly: the runner is linked statically
-/// on Linux (see the Makefile), where NSS lookups are unreliable, and USER is set by launchd,
-/// systemd and login shells anyway — this is only the fallback.
-pub fn current_user() -> Option<OsString> {
-    let uid = nix::unistd::getuid().as_raw().to_string();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let mut f = line.split(':');
-        let name = f.next()?;
-        let uid_field = f.nth(1)?;
-        (uid_field == uid).then(|| name.into())
-    })
-}
-
 /// The largest env file read.
 pub const MAX_ENV_FILE: u64 = 64 * 1024;
 
@@ -230,14 +213,17 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
 
+    /// Without USER and LOGNAME the name comes from the C library's user database.
     #[test]
-    fn user_fallback_reads_passwd() {
-        let me = current_user().expect("this uid is in /etc/passwd");
+    fn the_user_name_falls_back_to_the_user_database() {
+        let me = crate::settings::user_name(&|_| None).expect("this uid has a name");
         let id = std::process::Command::new("id")
             .arg("-un")
             .output()
             .unwrap();
         assert_eq!(me, String::from_utf8_lossy(&id.stdout).trim());
+        let given = crate::settings::user_name(&|k| (k == "LOGNAME").then(|| "ann".into()));
+        assert_eq!(given.as_deref(), Some(std::ffi::OsStr::new("ann")));
     }
 
     #[test]

@@ -183,6 +183,19 @@ pub enum SettingsError {
     },
 }
 
+/// Who runs this program, as `env` reads variables: `USER`, else `LOGNAME` (launchd, systemd and
+/// login shells set them), else the C library's user database for this uid (NSS: local users, LDAP
+/// and SSSD alike). The one place the name is worked out.
+pub fn user_name(env: &dyn Fn(&str) -> Option<OsString>) -> Option<OsString> {
+    env("USER")
+        .filter(|u| !u.is_empty())
+        .or_else(|| env("LOGNAME").filter(|u| !u.is_empty()))
+        .or_else(|| {
+            let uid = nix::unistd::Uid::current();
+            Some(nix::unistd::User::from_uid(uid).ok()??.name.into())
+        })
+}
+
 /// This binary's own path: what the kernel says (`/proc/self/exe` on Linux), else the path it was
 /// started by when that is one (`argv[0]` with a `/`, which the runner's units always give). Never
 /// a bare name, which `PATH` could resolve to another program. Why not, when neither says.

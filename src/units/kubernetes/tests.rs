@@ -618,54 +618,6 @@ fn render_all_lists_every_refusal_and_honours_exclusions() {
 }
 
 #[test]
-fn the_image_recipe_puts_things_where_the_manifests_look() {
-    let recipe = include_str!("../../../Containerfile");
-    // What the recipe does: its instructions, continuation lines joined, comments left out.
-    let instructions = recipe
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#'))
-        .collect::<Vec<_>>()
-        .join("\n")
-        .replace("\\\n", " ");
-    for needed in [
-        format!("/out{BIN_IN_IMAGE}"),
-        "COPY --from=build /out/ /".to_owned(),
-        format!("COPY automations/ {ROOT_IN_IMAGE}/automations/"),
-        format!("COPY scripts/ {ROOT_IN_IMAGE}/scripts/"),
-        format!("USER {0}:{0}", cluster("").run_as_user),
-        // The shipped example's cluster runs the image's user.
-        format!(
-            "USER {0}:{0}",
-            Cluster::parse(include_bytes!("../../../docs/kubernetes.example.toml"))
-                .unwrap()
-                .run_as_user
-        ),
-    ] {
-        assert!(
-            instructions.contains(&needed),
-            "Containerfile lacks {needed:?}"
-        );
-    }
-    // The binary copied is the one `make release` built (the Makefile's BIN, for the Linux host
-    // triple of the build stage), in the build stage that runs it.
-    let build = instructions
-        .lines()
-        .find(|l| l.starts_with("RUN make release"))
-        .expect("a RUN instruction that starts with make release");
-    let makefile = include_str!("../../../Makefile");
-    let bin = makefile
-        .lines()
-        .find_map(|l| l.strip_prefix("BIN := "))
-        .expect("the Makefile sets BIN");
-    let copied = bin.replace("$(HOST)", "*-linux-gnu");
-    assert_ne!(copied, bin, "BIN is under the host triple's folder: {bin}");
-    assert!(
-        build.contains(&format!("install -D -m 0755 {copied} ")),
-        "{build}"
-    );
-}
-
-#[test]
 fn overlap_and_limits_become_the_cronjob_s_policy_and_resources() {
     let c = cluster("memory_request = \"256Mi\"\nmemory_limit = \"1Gi\"");
     let v = rendered(
