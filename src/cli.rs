@@ -680,52 +680,46 @@ pub enum RenderTarget {
     Kubernetes,
 }
 
-/// A `run` command line parsed by hand, without building clap's command tree (most of a run's
-/// own start-up): the argv every unit renders (`<bin> run NAME --trigger schedule --root R
-/// --data-root D --namespace N`, see `units::program_arguments`) and a person's
-/// `[--root R] [--data-root D] [--namespace N] run NAME [--trigger T]`, the global options on
-/// either side of `run` as clap takes them. `None` for anything else, and for anything clap might
-/// refuse or read otherwise (a repeated option, `--opt=value`, a value that is empty or starts with
-/// `-`, `--help`, `--`): clap then parses it and says what is wrong. Where it answers, it yields
-/// the `Cli` clap would (a test compares the two over thousands of command lines).
-pub fn fast_run(args: &[std::ffi::OsString]) -> Option<Cli> {
-    fn once<T>(slot: &mut Option<T>, value: T) -> Option<()> {
-        slot.replace(value).is_none().then_some(())
-    }
-    let mut args = args.iter().skip(1).map(|a| a.to_str());
-    let (mut root, mut namespace, mut data_root) = (None, None, None);
-    let (mut run, mut name, mut trigger) = (false, None, None);
-    while let Some(arg) = args.next() {
-        let arg = arg?;
-        if !arg.starts_with('-') {
-            match (run, &name) {
-                (false, _) if arg == "run" => run = true,
-                (true, None) => name = Some(Name::new(arg).ok()?),
-                _ => return None,
-            }
-            continue;
-        }
-        let value = args.next()??;
-        if value.is_empty() || value.starts_with('-') {
-            return None;
-        }
-        match arg {
-            "--root" => once(&mut root, PathBuf::from(value))?,
-            "--data-root" => once(&mut data_root, PathBuf::from(value))?,
-            "--namespace" => once(&mut namespace, value.to_owned())?,
-            "--trigger" if run => once(&mut trigger, Trigger::from_word(value)?)?,
-            _ => return None,
-        }
+/// The one command line read without clap: the fixed-position argv every installed unit runs,
+/// exactly as `units::program_arguments` renders it — `<bin> run NAME --trigger schedule --root R
+/// --data-root D --namespace N`, eleven words, each word where that function puts it. Building
+/// clap's command tree is most of a firing's own start-up; this is no second reading of its
+/// grammar, only a match of one shape. `None` for every other line (a person's `run` included),
+/// which clap parses.
+pub fn unit_firing(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let words: Vec<&str> = args.iter().map(|a| a.to_str()).collect::<Option<_>>()?;
+    let [
+        _,
+        "run",
+        name,
+        "--trigger",
+        "schedule",
+        "--root",
+        root,
+        "--data-root",
+        data,
+        "--namespace",
+        ns,
+    ] = words[..]
+    else {
+        return None;
+    };
+    // Values as clap would take them: nothing empty or that reads as an option.
+    if [root, data, ns]
+        .iter()
+        .any(|v| v.is_empty() || v.starts_with('-'))
+    {
+        return None;
     }
     Some(Cli {
         global: Global {
-            root,
-            namespace,
-            data_root,
+            root: Some(PathBuf::from(root)),
+            namespace: Some(ns.to_owned()),
+            data_root: Some(PathBuf::from(data)),
         },
         command: Command::Run {
-            name: name?,
-            trigger: trigger.unwrap_or(Trigger::Manual),
+            name: Name::new(name).ok()?,
+            trigger: Trigger::Schedule,
             unit: false,
         },
     })
@@ -757,107 +751,103 @@ mod tests {
         v.iter().map(std::ffi::OsString::from).collect()
     }
 
-    /// Holds `fast_run` to clap's answer for `v`: when it answers, clap accepts the same line and
-    /// reads it the same way. Returns whether the fast path answered.
-    fn same_as_clap(v: &[&str]) -> bool {
-        let line = argv(v);
-        let Some(fast) = fast_run(&line) else {
-            return false;
-        };
-        match Cli::try_parse_from(&line) {
-            Ok(slow) => assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{v:?}"),
-            Err(e) => panic!("{v:?}: the fast path accepted what clap refuses: {e}"),
-        }
-        true
-    }
-
+    /// The argv a unit renders is read without clap exactly as clap reads it; any other line
+    /// is left to clap.
     #[test]
-    fn the_run_fast_path_parses_exactly_like_clap() {
-        let unit = [
-            "/bin/automations",
-            "run",
-            "heartbeat",
-            "--trigger",
-            "schedule",
-            "--root",
-            "/srv/r o",
-            "--data-root",
-            "/d/ata",
-            "--namespace",
-            "ns",
-        ];
-        for taken in [
-            &unit[..],
-            &["a", "run", "heartbeat"],
-            &["a", "--root", "/r", "--data-root", "/d", "run", "noop"],
-            &["a", "--namespace", "run", "run", "run", "--root", "r"],
-            &["a", "run", "x", "--trigger", "manual", "--data-root", "d"],
-            &["a", "--root", "r", "run", "x", "--trigger", "dashboard"],
-        ] {
-            assert!(same_as_clap(taken), "{taken:?} should take the fast path");
-        }
-        for refused in [
-            &["a", "run", "Bad"][..],
-            &["a", "run"],
-            &["a", "run", "x", "y"],
-            &["a", "list"],
-            &["a", "--trigger", "schedule", "run", "x"],
-            &["a", "run", "x", "--trigger", "sometimes"],
-            &["a", "run", "x", "--trigger", "Manual"],
-            &["a", "run", "x", "--root", "r", "--root", "s"],
-            &["a", "--root", "r", "run", "x", "--root", "r"],
-            &["a", "run", "x", "--root=r"],
-            &["a", "run", "x", "--root", "--help"],
-            &["a", "run", "x", "--root", ""],
-            &["a", "run", "x", "--root"],
-            &["a", "run", "--", "x"],
-            &["a", "run", "x", "--help"],
-            &["a", "run", "-", "x"],
-        ] {
-            assert!(fast_run(&argv(refused)).is_none(), "{refused:?}");
-        }
-        // Thousands of lines drawn from these words (a fixed generator: the same lines each run).
-        let words = [
-            "run",
-            "x",
-            "Bad",
-            "--root",
-            "/r",
-            "--data-root",
-            "d",
-            "--namespace",
-            "ns",
-            "--trigger",
-            "schedule",
-            "manual",
-            "-",
-            "",
-            "--",
-            "--help",
-            "--root=/r",
-            "list",
-            "-q",
-        ];
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |n: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            usize::try_from(seed % n as u64).unwrap()
+    fn a_units_argv_is_read_as_clap_reads_it() {
+        let def = crate::definition::parse(
+            "heartbeat.toml",
+            b"name = \"heartbeat\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+            &crate::definition::Checks {
+                home: "/home/u".into(),
+                data_root: "/d/ata".into(),
+            },
+        )
+        .unwrap();
+        let paths = crate::units::MachinePaths {
+            bin: "/bin/automations".into(),
+            root: "/srv/r o".into(),
+            data_root: "/d/ata".into(),
+            home: "/home/u".into(),
         };
-        let mut answered = 0;
-        for _ in 0..4000 {
-            let mut line = vec!["automations"];
-            // Lines that start like a run, so that many of them are ones the fast path takes.
-            if next(2) == 0 {
-                line.extend(["run", "x"]);
-            }
-            for _ in 0..next(7) {
-                line.push(words[next(words.len())]);
-            }
-            answered += usize::from(same_as_clap(&line));
+        let ns = crate::names::Namespace::new("ns").unwrap();
+        let line: Vec<std::ffi::OsString> = crate::units::program_arguments(&def, &ns, &paths)
+            .into_iter()
+            .map(Into::into)
+            .collect();
+        let fast = unit_firing(&line).expect("a unit's argv takes the fixed form");
+        let slow = Cli::try_parse_from(&line).unwrap();
+        assert_eq!(format!("{fast:?}"), format!("{slow:?}"));
+        for other in [
+            &["a", "run", "heartbeat"][..],
+            &[
+                "a",
+                "run",
+                "heartbeat",
+                "--trigger",
+                "schedule",
+                "--root",
+                "/r",
+                "--data-root",
+                "/d",
+                "--namespace",
+            ],
+            &[
+                "a",
+                "run",
+                "Bad",
+                "--trigger",
+                "schedule",
+                "--root",
+                "/r",
+                "--data-root",
+                "/d",
+                "--namespace",
+                "n",
+            ],
+            &[
+                "a",
+                "run",
+                "x",
+                "--trigger",
+                "manual",
+                "--root",
+                "/r",
+                "--data-root",
+                "/d",
+                "--namespace",
+                "n",
+            ],
+            &[
+                "a",
+                "run",
+                "x",
+                "--trigger",
+                "schedule",
+                "--root",
+                "--help",
+                "--data-root",
+                "/d",
+                "--namespace",
+                "n",
+            ],
+            &[
+                "a",
+                "run",
+                "x",
+                "--trigger",
+                "schedule",
+                "--data-root",
+                "/d",
+                "--root",
+                "/r",
+                "--namespace",
+                "n",
+            ],
+        ] {
+            let line: Vec<std::ffi::OsString> = other.iter().map(Into::into).collect();
+            assert!(unit_firing(&line).is_none(), "{other:?}");
         }
-        assert!(answered > 200, "only {answered} lines took the fast path");
     }
 
     #[test]

@@ -82,10 +82,9 @@ pub use exit::{Exit, chain_text};
 /// Parses `args`, runs the command, prints any error once, and returns the exit code.
 pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
-    // Every firing, and every `run` typed by hand, is parsed without building the whole clap
-    // command tree (a third of a manual run's own work, a hundred page faults). Anything else, and
-    // anything the fast path is unsure of, goes through clap.
-    let parsed = match cli::fast_run(&args) {
+    // A unit's firing is read without building clap's command tree (most of a firing's own
+    // start-up): its argv is one fixed shape. Everything else goes through clap.
+    let parsed = match cli::unit_firing(&args) {
         Some(cli) => Ok(cli),
         None => cli::Cli::try_parse_from(args),
     };
