@@ -678,6 +678,9 @@ pub enum Finding {
     Extra { file: String, name: String },
     /// Recorded, but its definition is gone or no longer scheduled.
     Orphaned { label: String, why: String },
+    /// Who follows whom (`state/chains.json`) is not what the definitions say any more: a chain
+    /// edited since the last `install` or `units`, which firings do not see yet.
+    Chains { file: String },
 }
 
 impl Finding {
@@ -697,26 +700,26 @@ impl Finding {
             Finding::Orphaned { label, why } => {
                 format!("{label}: orphaned ({why}); fix: {}", self.fix())
             }
+            Finding::Chains { file } => format!(
+                "{file}: who follows whom is older than the definitions (a chain was edited), so firings start the old followers; fix: {}",
+                self.fix()
+            ),
         }
     }
 
     /// The command that fixes it: reinstall what changed or is missing (showing the diff against
     /// what was approved), uninstall what is orphaned or was never installed here.
     pub fn fix(&self) -> String {
-        let name = match self {
-            Finding::Extra { name, .. } => name.as_str(),
-            Finding::Changed { label, .. }
-            | Finding::Missing { label, .. }
-            | Finding::Orphaned { label, .. } => label.rsplit('.').next().unwrap_or(label),
+        let short = |label: &'_ str| label.rsplit('.').next().unwrap_or(label).to_owned();
+        let (verb, name) = match self {
+            Finding::Chains { .. } => return "make automations-units".into(),
+            Finding::Changed { label, .. } | Finding::Missing { label, .. } => {
+                ("install", short(label))
+            }
+            Finding::Orphaned { label, .. } => ("uninstall", short(label)),
+            Finding::Extra { name, .. } => ("uninstall", name.clone()),
         };
-        match self {
-            Finding::Changed { .. } | Finding::Missing { .. } => {
-                format!("make automations-install NAME={name}")
-            }
-            Finding::Extra { .. } | Finding::Orphaned { .. } => {
-                format!("make automations-uninstall NAME={name}")
-            }
-        }
+        format!("make automations-{verb} NAME={name}")
     }
 }
 
@@ -856,6 +859,14 @@ pub fn check_machine(
         findings.extend(record_finding(
             settings, name, record, files, def, is_loaded,
         ));
+    }
+    let state = State::new(&settings.data_root);
+    if let Ok(Some(index)) = state.chains()
+        && index != crate::definition::ChainIndex::of_definitions(defs)
+    {
+        findings.push(Finding::Chains {
+            file: settings.layout().chains_index().display().to_string(),
+        });
     }
     Ok(findings)
 }

@@ -16,6 +16,7 @@
 //!   locks/<name>.queue, locks/groups/<group>.lock  the one waiter; shared lock groups  locks
 //!   state/replaced/<name>.json       who replaced a running firing            runner::overlap
 //!   state/by-hand/<name>.json        a `run --unit` waiting for its unit start runner::cause
+//!   state/chains.json                who follows whom (written by install, uninstall, units)  state
 //!   scratch/<name>/                  a run's TMPDIR (tmp/), result file, HTTP log  runner
 //!   env/<name>.env                   private variables for scheduled runs     runner
 //!   state/metrics.lock               the metrics textfile's writers            metrics
@@ -146,6 +147,11 @@ impl Layout {
     /// The chain request waiting for `name`: the upstream firing that should start it.
     pub fn chain_request(&self, name: &str) -> PathBuf {
         self.chain_requests().join(format!("{name}.json"))
+    }
+
+    /// Who follows whom (`definition::trigger::ChainIndex`).
+    pub fn chains_index(&self) -> PathBuf {
+        self.state().join("chains.json")
     }
 
     /// The request a person's `run NAME --unit` leaves for the unit start it makes.

@@ -212,6 +212,17 @@ impl State {
         self.layout.installed(name.as_str())
     }
 
+    /// Who follows whom, as `install`, `uninstall` or `units` last wrote it; `None` when none
+    /// did.
+    pub fn chains(&self) -> Result<Option<crate::definition::ChainIndex>, StateError> {
+        read_json(&self.layout.chains_index())
+    }
+
+    /// Writes who follows whom.
+    pub fn write_chains(&self, index: &crate::definition::ChainIndex) -> Result<(), StateError> {
+        write_json(&self.layout.chains_index(), index)
+    }
+
     /// The install record of `name`, if it is installed on this machine.
     pub fn install_record(&self, name: &Name) -> Result<Option<Record>, StateError> {
         read_json(&self.record_path(name))

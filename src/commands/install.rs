@@ -307,6 +307,7 @@ fn apply_each(
         after_install(settings, def, bin)?;
         super::healthchecks::after_install(settings, &def.name);
     }
+    super::machine::record_chains(settings);
     linger_warning(settings);
     Ok(Exit::Success)
 }
@@ -408,6 +409,7 @@ pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) 
     for plan in &plans {
         super::healthchecks::uninstall_hint(settings, &plan.name);
     }
+    super::machine::record_chains(settings);
     Ok(Exit::Success)
 }
 

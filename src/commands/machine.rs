@@ -176,7 +176,25 @@ pub fn units(settings: &Settings, check: bool) -> CmdResult {
         desired.len(),
         fixed.len()
     );
+    record_chains(settings);
     Ok(cluster_failed().unwrap_or(Exit::Success))
+}
+
+/// Writes who follows whom (`state/chains.json`) from the definitions as they are now, on a
+/// machine whose data root exists (where something was ever installed): what every firing's
+/// chain reads instead of every definition. A definition that does not validate is left out, as
+/// `check` says. A failure is said, never fatal.
+pub(super) fn record_chains(settings: &Settings) {
+    if !settings.layout().state().is_dir() {
+        return;
+    }
+    let Ok(loaded) = load_all(settings) else {
+        return;
+    };
+    let index = crate::definition::ChainIndex::of_definitions(&loaded.definitions);
+    if let Err(e) = crate::state::State::new(&settings.data_root).write_chains(&index) {
+        errln!("warning: {}", crate::exit::chain_text(&e));
+    }
 }
 
 pub fn render(

@@ -19,7 +19,7 @@ use crate::settings::DEFINITIONS_DIR;
 pub mod policy;
 pub mod trigger;
 pub use policy::{IoClass, Limits, Overlap, Policy};
-pub use trigger::{PathEvent, Triggers};
+pub use trigger::{ChainIndex, Followers, PathEvent, Triggers};
 
 /// Definition files larger than this are refused unread.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use toml::Value;
 
 use super::{Loaded, PLACEHOLDER_ROOT, Problem, Report, check_int, problem, strings};
@@ -431,4 +431,59 @@ fn cycle_from(start: &Name, defs: &BTreeMap<&Name, &super::Definition>) -> Optio
     }
     // `path` runs downstream → upstream; a chain reads the other way.
     Some(path.iter().rev().map(ToString::to_string).collect())
+}
+
+/// Who follows whom: for each automation, the automations its firing starts when it ends ok
+/// (`success`) and when it fails (`failure`). Kept in the data root (`state/chains.json`) by
+/// `install`, `uninstall` and `units`, so a firing finds its followers with one small read instead
+/// of reading every definition beside it; `check` says when it is older than the definitions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainIndex {
+    pub v: u32,
+    pub followers: BTreeMap<String, Followers>,
+}
+
+/// The followers of one automation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Followers {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub success: Vec<Name>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failure: Vec<Name>,
+}
+
+impl ChainIndex {
+    /// The index of `defs` (pure).
+    pub fn of_definitions(defs: &[super::Definition]) -> Self {
+        let mut followers: BTreeMap<String, Followers> = BTreeMap::new();
+        for d in defs {
+            let Some(t) = &d.trigger else { continue };
+            for up in &t.after_success {
+                followers
+                    .entry(up.to_string())
+                    .or_default()
+                    .success
+                    .push(d.name.clone());
+            }
+            for up in &t.after_failure {
+                followers
+                    .entry(up.to_string())
+                    .or_default()
+                    .failure
+                    .push(d.name.clone());
+            }
+        }
+        for f in followers.values_mut() {
+            f.success.sort();
+            f.failure.sort();
+        }
+        Self { v: 1, followers }
+    }
+
+    /// The automations a firing of `upstream` that ended `ok` (or not) starts.
+    pub fn followers(&self, upstream: &str, ok: bool) -> &[Name] {
+        self.followers
+            .get(upstream)
+            .map_or(&[], |f| if ok { &f.success } else { &f.failure })
+    }
 }

@@ -4,7 +4,7 @@
 
 use chrono::Utc;
 
-use crate::definition::{self, Checks, Definition};
+use crate::definition::{self, ChainIndex, Checks, Definition};
 use crate::layout::Layout;
 use crate::locks;
 use crate::names::{Label, Name};
@@ -94,32 +94,21 @@ fn start_one(
     })
 }
 
-/// The automations whose `[trigger]` follows `upstream` ending ok (or not), by name. Only the
-/// files that mention a chain at all are parsed: every firing asks.
+/// The automations whose `[trigger]` follows `upstream` ending ok (or not), by name: from the index
+/// of who follows whom (`state/chains.json`), one small read whatever the number of definitions.
+/// A data root without one (installed by an older version) gets it once, from the definitions.
 fn followers(settings: &Settings, upstream: &Name, ok: bool) -> Vec<Name> {
-    let dir = settings.definitions_dir();
-    let Ok(files) = crate::fsutil::list_named(&dir, "", &[".toml"]) else {
+    let state = State::new(&settings.data_root);
+    if let Ok(Some(index)) = state.chains() {
+        return index.followers(upstream.as_str(), ok).to_vec();
+    }
+    let Ok(loaded) = definition::load_all(&settings.definitions_dir(), &Checks::of(settings))
+    else {
         return Vec::new();
     };
-    let checks = Checks::of(settings);
-    let mut out = Vec::new();
-    for (_, path) in files {
-        let Ok(bytes) = crate::fsutil::read_following(&path, definition::MAX_FILE_BYTES) else {
-            continue;
-        };
-        let finder = memchr::memmem::find(&bytes, b"after_");
-        if finder.is_none() || memchr::memmem::find(&bytes, upstream.as_str().as_bytes()).is_none()
-        {
-            continue;
-        }
-        let file_name = path.file_name().unwrap_or_default().to_string_lossy();
-        if let Ok(d) = definition::parse(&file_name, &bytes, &checks)
-            && d.trigger
-                .as_ref()
-                .is_some_and(|t| t.follows(upstream.as_str(), ok))
-        {
-            out.push(d.name);
-        }
+    let index = ChainIndex::of_definitions(&loaded.definitions);
+    if let Err(e) = state.write_chains(&index) {
+        errln!("automations: {}", crate::exit::chain_text(&e));
     }
-    out
+    index.followers(upstream.as_str(), ok).to_vec()
 }
