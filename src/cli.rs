@@ -747,10 +747,6 @@ mod tests {
     use super::*;
     use clap::CommandFactory;
 
-    fn argv(v: &[&str]) -> Vec<std::ffi::OsString> {
-        v.iter().map(std::ffi::OsString::from).collect()
-    }
-
     /// The argv a unit renders is read without clap exactly as clap reads it; any other line
     /// is left to clap.
     #[test]
