@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 # package                 proving command   needed for
 PREREQS=(
     "make                 make              the Makefile itself"
-    "libc6-dev            cc                glibc's static library (libc.a), which the x86-64 release binary links"
+    "libc6-dev            cc                the C library every Rust program links with (its startup files and headers)"
     "time                 /usr/bin/time     peak RSS of a run (GNU time)"
     "python3              python3           a double-forking daemon; plistlib; the synthetic log"
     "util-linux           unshare           setsid, flock, mount and unshare in the runner and systemd tests"

@@ -1,14 +1,34 @@
 #!/usr/bin/env bash
-# `make test`: the prerequisites first (scripts/test-prereqs.sh), then every test once, in cargo's
-# release profile: the unit tests, and the integration tests against
-# target/<triple>/release/automations, the very binary `make release` builds (the one `make
-# automations-install` copies and units run) with the target and flags the Makefile exports.
-# Then one summary line. A test that cannot run fails (tests/it/harness.rs `skip`), unless
-# AUTOMATIONS_TEST_SKIP_REAL=1 was given outside CI; then it is written to a ledger and counted
-# here, so a run with skips never reads as a full pass.
+# `make test`: both tiers of tests, once each, in cargo's release profile (the build `make release`
+# makes, so the integration tests run target/release/automations, the binary `make
+# automations-install` copies). The hermetic tier is what a bare `cargo test` runs anywhere; the
+# other tier (#[ignore]d, each saying the component it needs) runs against real components: a
+# private systemd user manager, gnome-keyring, Chromium, Prometheus, the test venv's libraries…
+# Their prerequisites are checked first (scripts/test-prereqs.sh: installed when this is root on
+# Debian, else the one command that installs them is printed), and several of them need root.
+#
+# A test that cannot run fails (tests/it/harness.rs `skip`), unless AUTOMATIONS_TEST_SKIP_REAL=1
+# was given outside CI; then it is written to a ledger and counted here, so a run with skips never
+# reads as a full pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
+
+skip_real=${AUTOMATIONS_TEST_SKIP_REAL:-}
+if [[ -n ${CI:-} && ${CI:-} != false && ${CI:-} != 0 ]]; then
+    skip_real=
+fi
+if [[ $(id -u) != 0 && $skip_real != 1 ]]; then
+    cat >&2 <<MSG
+make test: the real-component tier needs root (a private systemd user manager in a mount
+namespace, tmpfs mounts, another uid). Run it as root:
+    sudo make test
+or run the hermetic tier alone, which needs nothing but Rust:
+    cargo test
+(AUTOMATIONS_TEST_SKIP_REAL=1 make test runs both and counts what it had to skip.)
+MSG
+    exit 3
+fi
 
 scripts/test-prereqs.sh
 
@@ -20,7 +40,7 @@ export AUTOMATIONS_TEST_SKIP_LOG=$ledger
 # there are cores keeps the machine busy (RUST_TEST_THREADS, libtest's own setting).
 export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
 status=0
-"$CARGO" test --locked --release "$@" || status=$?
+"$CARGO" test --locked --release "$@" -- --include-ignored || status=$?
 
 skipped=$(sort -u "$ledger" | grep -c . || true)
 if ((status != 0)); then
@@ -36,4 +56,4 @@ if (($# > 0)); then
     echo "make test: the tests selected by '$*' passed"
     exit 0
 fi
-echo "make test: every test ran and passed (none skipped)"
+echo "make test: every test of both tiers ran and passed (none skipped)"

@@ -1,27 +1,27 @@
-//! A process known by more than its pid: the pid and the process's start time, which together
-//! never name another process (a pid is reused; a reused pid belongs to a process that started
-//! later). A signal goes only to the process the pair names: on Linux through a pidfd opened before
-//! the start time is compared, so the process cannot be replaced between the look and the signal.
-//! This is how `stop-all` and `overlap = "replace"` reach a run and nothing else.
+//! A process known by more than its pid: the pid, the process's start time and its name (the
+//! kernel's `comm`), which together never name another process (a pid is reused by a process that
+//! started later; the start time counts in clock ticks, so one that got the number within the same
+//! tick is told apart by its name). A signal goes only to the process they name: on Linux through a
+//! pidfd opened before they are compared, so the process cannot be replaced between the look and
+//! the signal. This is how `stop-all` and `overlap = "replace"` reach a run and nothing else.
 
 use nix::sys::signal::Signal;
 
-/// A process, as its pid and start time (Linux: clock ticks since boot; macOS: microseconds since
-/// the epoch).
+/// A process, as its pid, start time (Linux: clock ticks since boot; macOS: microseconds since
+/// the epoch) and a hash of its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ProcessId {
     pub pid: i32,
     pub start: u64,
+    pub name: u32,
 }
 
 impl ProcessId {
     /// The process `pid` is now, if there is one.
     pub fn of(pid: i32) -> Option<Self> {
         (pid > 0).then_some(())?;
-        Some(Self {
-            pid,
-            start: start_time(pid)?,
-        })
+        let (start, name) = started(pid)?;
+        Some(Self { pid, start, name })
     }
 
     /// This process.
@@ -31,7 +31,7 @@ impl ProcessId {
 
     /// Whether `pid` is still this very process.
     pub fn alive(&self) -> bool {
-        start_time(self.pid) == Some(self.start)
+        started(self.pid) == Some((self.start, self.name))
     }
 
     /// Sends `sig` to this process, if `pid` is still it: `Ok(false)` when it is gone (or the pid
@@ -98,38 +98,47 @@ impl ProcessId {
         }
     }
 
-    /// `"<pid> <start>"`, as a lock file holds it.
+    /// `"<pid> <start> <name hash>"`, as a lock file holds it.
     pub fn to_text(self) -> String {
-        format!("{} {}", self.pid, self.start)
+        format!("{} {} {:08x}", self.pid, self.start, self.name)
     }
 
-    /// The pair [`ProcessId::to_text`] wrote.
+    /// What [`ProcessId::to_text`] wrote.
     pub fn parse(text: &str) -> Option<Self> {
-        let (pid, start) = text.trim().split_once(' ')?;
+        let mut words = text.split_ascii_whitespace();
         Some(Self {
-            pid: pid.parse().ok()?,
-            start: start.parse().ok()?,
+            pid: words.next()?.parse().ok()?,
+            start: words.next()?.parse().ok()?,
+            name: u32::from_str_radix(words.next()?, 16).ok()?,
         })
     }
 }
 
-/// When `pid` started, or `None` when there is no such (live) process.
+/// A name's hash (FNV-1a): a few bytes of the lock file, whatever the name.
+fn name_hash(name: &[u8]) -> u32 {
+    name.iter().fold(0x811c_9dc5u32, |h, &b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// When `pid` started, and its name's hash; `None` when there is no such (live) process.
 #[cfg(target_os = "linux")]
-fn start_time(pid: i32) -> Option<u64> {
+fn started(pid: i32) -> Option<(u64, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state ppid …`: comm may hold spaces and parentheses; starttime is the 22nd
     // field, the 20th after comm.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut f = rest.split_ascii_whitespace();
+    let (open, close) = (stat.find('(')?, stat.rfind(')')?);
+    let name = name_hash(stat.get(open + 1..close)?.as_bytes());
+    let mut f = stat[close + 1..].split_ascii_whitespace();
     if matches!(f.next()?, "Z" | "X") {
         return None;
     }
-    f.nth(18)?.parse().ok()
+    Some((f.nth(18)?.parse().ok()?, name))
 }
 
-/// When `pid` started, or `None` when there is no such (live) process.
+/// When `pid` started, and its name's hash; `None` when there is no such (live) process.
 #[cfg(target_os = "macos")]
-fn start_time(pid: i32) -> Option<u64> {
+fn started(pid: i32) -> Option<(u64, u32)> {
     use nix::libc;
     // SAFETY: proc_bsdinfo is plain data; zeroes are a valid value.
     let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
@@ -141,7 +150,16 @@ fn start_time(pid: i32) -> Option<u64> {
     if got != size || info.pbi_status == 5 {
         return None;
     }
-    Some(info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec)
+    let comm: Vec<u8> = info
+        .pbi_comm
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    Some((
+        info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
+        name_hash(&comm),
+    ))
 }
 
 #[cfg(test)]
@@ -158,12 +176,20 @@ mod tests {
             .unwrap();
         let id = ProcessId::of(child.id() as i32).unwrap();
         assert!(id.alive());
-        let other = ProcessId {
-            start: id.start + 1,
-            ..id
-        };
-        assert!(!other.alive());
-        assert_eq!(other.signal(Signal::SIGTERM), Ok(false));
+        // Another start, or another name at the same start (a pid taken within the same tick).
+        for other in [
+            ProcessId {
+                start: id.start + 1,
+                ..id
+            },
+            ProcessId {
+                name: id.name ^ 1,
+                ..id
+            },
+        ] {
+            assert!(!other.alive());
+            assert_eq!(other.signal(Signal::SIGTERM), Ok(false));
+        }
         assert!(id.alive(), "the process was signalled through a stale pair");
         assert_eq!(ProcessId::parse(&id.to_text()), Some(id));
         assert_eq!(id.signal(Signal::SIGTERM), Ok(true));

@@ -332,55 +332,61 @@ fn a_fifo_at_a_pinned_script_path_blocks_nothing_and_is_named() {
     }
 }
 
-/// Regression: a pinned script ran from a copy in the scratch folder, so a Python script's
-/// `import helpers` failed under a firing (`sys.path[0]` was the scratch folder) and a shell
-/// script's `. "$(dirname "$0")/lib.sh"` found nothing. Scripts now run where they are, and a
-/// scheduled firing still runs only what was installed.
-#[test]
-fn a_pinned_script_imports_its_siblings_as_in_a_terminal() {
-    let sb = Sandbox::new();
-    sb.script("helpers.py", "def answer():\n    return 42\n");
-    sb.script(
-        "report.py",
-        "#!/usr/bin/env python3\nimport helpers\nprint('report', helpers.answer(), __file__)\n",
+/// A pinned script `name` that prints `$0` (or `__file__`) after using a sibling, installed and
+/// fired as its unit would: it runs, and says it ran where it is.
+fn pinned_sibling_user(sb: &Sandbox, name: &str, script: &str) -> serde_json::Value {
+    sb.definition(
+        name,
+        &format!(
+            "name = \"{name}\"\ncommand = [\"scripts/{script}\"]\n[schedule]\nevery_minutes = 5\n"
+        ),
     );
+    sb.install_record(name, chrono::Utc::now() - chrono::Duration::days(1));
+    let o = sb.run(["run", name, "--trigger", "schedule"]);
+    assert_code(&o, 0);
+    let f = sb.last_finished();
+    assert_eq!(f["outcome"], "ok", "{f:#}");
+    let out = f["stdout_tail"].as_str().unwrap();
+    let path = sb.root.join("scripts").join(script);
+    assert!(out.contains(&path.display().to_string()), "{out}");
+    f
+}
+
+/// Regression: a pinned script ran from a copy in the scratch folder, so a shell script's
+/// `. "$(dirname "$0")/lib.sh"` found nothing (as did Python's sibling imports, Node's
+/// `require('./x')`, Ruby's `require_relative`). Scripts now run where they are, and a scheduled
+/// firing still runs only what was installed.
+#[test]
+fn a_pinned_script_sources_its_siblings_as_in_a_terminal() {
+    let sb = Sandbox::new();
     sb.script("lib.sh", "greeting=hello\n");
     sb.script(
         "greet.sh",
-        "#!/bin/bash\nset -eu\n. \"$(dirname \"$0\")/lib.sh\"\necho \"$greeting from $0\"\n",
+        "#!/bin/sh\nset -eu\n. \"$(dirname \"$0\")/lib.sh\"\necho \"$greeting from $0\"\n",
     );
-    for (name, script) in [("report", "report.py"), ("greet", "greet.sh")] {
-        sb.definition(
-            name,
-            &format!(
-                "name = \"{name}\"\ncommand = [\"scripts/{script}\"]\n[schedule]\nevery_minutes = 5\n"
-            ),
-        );
-        sb.install_record(name, chrono::Utc::now() - chrono::Duration::days(1));
-        let o = sb.run(["run", name, "--trigger", "schedule"]);
-        assert_code(&o, 0);
-        let f = sb.last_finished();
-        assert_eq!(f["outcome"], "ok", "{f:#}");
-        let out = f["stdout_tail"].as_str().unwrap();
-        let path = sb.root.join("scripts").join(script);
-        assert!(out.contains(&path.display().to_string()), "{out}");
-    }
-    assert!(
-        sb.last_finished()["stdout_tail"]
-            .as_str()
-            .unwrap()
-            .starts_with("hello from")
-    );
-    // Still pinned: an edited sibling is the person's to approve, an edited script is refused.
-    std::fs::write(
-        sb.root.join("scripts/greet.sh"),
-        "#!/bin/bash\necho edited\n",
-    )
-    .unwrap();
+    let f = pinned_sibling_user(&sb, "greet", "greet.sh");
+    assert!(f["stdout_tail"].as_str().unwrap().starts_with("hello from"));
+    // Still pinned: an edited script is refused.
+    std::fs::write(sb.root.join("scripts/greet.sh"), "#!/bin/sh\necho edited\n").unwrap();
     let o = sb.run(["run", "greet", "--trigger", "schedule"]);
     assert_code(&o, 0);
     assert_eq!(
         sb.events("skipped").pop().unwrap()["reason"],
         "script_changed"
     );
+}
+
+/// The same for Python: `import helpers` beside the script (`sys.path[0]` was the scratch
+/// folder, and a module of the same name installed elsewhere was imported instead).
+#[test]
+#[ignore = "a real component: python3"]
+fn a_pinned_python_script_imports_its_siblings_as_in_a_terminal() {
+    let sb = Sandbox::new();
+    sb.script("helpers.py", "def answer():\n    return 42\n");
+    sb.script(
+        "report.py",
+        "#!/usr/bin/env python3\nimport helpers\nprint('report', helpers.answer(), __file__)\n",
+    );
+    let f = pinned_sibling_user(&sb, "report", "report.py");
+    assert!(f["stdout_tail"].as_str().unwrap().starts_with("report 42 "));
 }

@@ -320,6 +320,7 @@ fn wait_text(c: &Client, name: &str, inner: &str, what: &str, ok: impl Fn(&str) 
 }
 
 #[test]
+#[ignore = "a real component: chromium and chromedriver"]
 fn a_person_sees_every_automation_runs_one_and_pauses_another() {
     let Some(driver) = Driver::start("a_person_sees_every_automation") else {
         return;
@@ -1202,6 +1203,7 @@ fn contrast(c: &Client, what: &str) {
 /// output a click away, actions that fit the state, a name filter, and readable contrast in light
 /// and dark.
 #[test]
+#[ignore = "a real component: chromium and chromedriver"]
 fn fifty_automations_at_a_glance() {
     let Some(driver) = Driver::start("fifty_automations_at_a_glance") else {
         return;

@@ -198,6 +198,7 @@ fn notify_toml(sb: &Sandbox, port: u16, more: &str) {
 }
 
 #[test]
+#[ignore = "a real component: aiosmtpd, in the test venv"]
 fn a_degradation_is_mailed_once_over_starttls_with_a_login_and_the_password_shows_nowhere() {
     let test =
         "a_degradation_is_mailed_once_over_starttls_with_a_login_and_the_password_shows_nowhere";
@@ -282,6 +283,7 @@ fn a_degradation_is_mailed_once_over_starttls_with_a_login_and_the_password_show
 }
 
 #[test]
+#[ignore = "a real component: aiosmtpd, in the test venv"]
 fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_unsafe() {
     let test =
         "notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_unsafe";

@@ -702,6 +702,7 @@ pub fn peak_rss(cmd: Command) -> Option<(std::process::Output, u64)> {
 /// process (every test's threads, under `cargo test`) had once been that large. With this process
 /// grown past 256 MiB, `peak_rss` of `/bin/true` is still `/bin/true`'s.
 #[test]
+#[ignore = "a real component: GNU time (peak memory)"]
 fn peak_rss_is_the_commands_own_not_the_test_process() {
     let mut ballast = vec![0u8; 256 << 20];
     for page in ballast.chunks_mut(4096) {

@@ -1011,6 +1011,7 @@ fn a_hanging_notification_server_costs_a_look_one_deadline_and_never_skips_a_fir
 /// an ntfy server answering 1 GiB pushed the runner's peak RSS to 2.1 GB. Only the first
 /// 4 KiB of an answer is read.
 #[test]
+#[ignore = "a real component: GNU time (peak memory)"]
 fn a_huge_answer_from_a_notification_service_is_not_read() {
     let (mut sb, _) = notifying(false, None);
     let big = FakeHttp::start(|_| Reply::Big(1 << 30));
@@ -1175,6 +1176,7 @@ fn the_health_check_automation_looks_at_everything() {
 }
 
 #[test]
+#[ignore = "a real component: gnome-keyring's Secret Service in a D-Bus session"]
 fn notify_key_store_validates_with_pushover_before_storing_in_the_real_keyring() {
     let mut sb = Sandbox::new();
     let Some(keyring) = Keyring::start(&mut sb, "notify_key_store_validates") else {

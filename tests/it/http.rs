@@ -141,6 +141,7 @@ fn every_class_of_answer_and_of_no_answer() {
 }
 
 #[test]
+#[ignore = "a real component: openssl (a throwaway certificate)"]
 fn a_self_signed_server_is_none_tls() {
     let sb = Sandbox::new();
     let Some(openssl) = crate::units::which("openssl") else {
@@ -305,6 +306,7 @@ fn rss_of(sb: &Sandbox, args: &[&str]) -> (Output, u64) {
 /// A 50 MB answer with --max-bytes 1000000 stops with a clear message, and costs no more memory
 /// than a 1 KiB answer (the release binary's absolute figure, at most 8 MB, is `make bench`'s).
 #[test]
+#[ignore = "a real component: GNU time (peak memory)"]
 fn a_large_body_stops_at_the_cap_in_little_memory() {
     let sb = Sandbox::new();
     let server = FakeHttp::start(|r| match r.path.as_str() {
@@ -466,6 +468,7 @@ fn a_run_records_its_calls_by_class_fifty_listed_and_forgeries_counted() {
 /// Regression: `--output /dev/null` renamed a temporary file over the device, replacing it with a
 /// regular file. A device (made here, in the sandbox) must stay a device.
 #[test]
+#[ignore = "a real component: root (a tmpfs, a device node, another uid or a mount namespace)"]
 fn output_to_a_device_writes_to_it_and_never_replaces_it() {
     use std::os::unix::fs::FileTypeExt;
     let sb = Sandbox::new();

@@ -89,6 +89,7 @@ fn leaks(dir: &Path, key: &str, n: usize) -> Vec<String> {
 }
 
 #[test]
+#[ignore = "a real component: gnome-keyring's Secret Service in a D-Bus session"]
 fn a_matching_key_runs_the_command_with_the_header_and_nothing_leaks() {
     let mut sb = Sandbox::new();
     let Some(keyring) = Keyring::start(&mut sb, "a_matching_key_runs_the_command") else {
@@ -152,6 +153,7 @@ head -c 8180 /dev/zero | tr '\0' '.'"#,
 }
 
 #[test]
+#[ignore = "a real component: gnome-keyring's Secret Service in a D-Bus session"]
 fn refusals_fail_closed_and_name_every_difference() {
     let mut sb = Sandbox::new();
     let Some(keyring) = Keyring::start(&mut sb, "refusals_fail_closed") else {
@@ -256,6 +258,7 @@ fn a_definition_without_anytype_never_touches_the_keychain() {
 }
 
 #[test]
+#[ignore = "a real component: gnome-keyring's Secret Service in a D-Bus session"]
 fn key_store_check_overwrite_and_delete_through_the_real_keyring() {
     let mut sb = Sandbox::new();
     let Some(keyring) = Keyring::start(&mut sb, "key_store_check_overwrite_and_delete") else {

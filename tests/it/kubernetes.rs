@@ -374,6 +374,7 @@ fn validate(tool: &Path, files: &[PathBuf]) -> (bool, String) {
 }
 
 #[test]
+#[ignore = "a real component: kubernetes-validate (test venv) and kubectl"]
 fn the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize() {
     let test = "the_folder_passes_kubernetes_validate_strict_and_kubectl_kustomize";
     let Some(tool) = kubernetes_validate() else {

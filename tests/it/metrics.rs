@@ -87,6 +87,7 @@ fn said(text: &str) -> BTreeMap<String, (String, Option<f64>)> {
 }
 
 #[test]
+#[ignore = "a real component: promtool and a Prometheus server"]
 fn fifty_automations_in_every_state_pass_promtool_and_say_what_health_says() {
     let test = "metrics::fifty_automations_in_every_state_pass_promtool_and_say_what_health_says";
     let Some(promtool) = tool(test, "promtool") else {
@@ -241,6 +242,7 @@ fn fifty_automations_in_every_state_pass_promtool_and_say_what_health_says() {
 }
 
 #[test]
+#[ignore = "a real component: promtool and a Prometheus server"]
 fn the_documented_config_and_alert_rules_pass_promtool() {
     let test = "metrics::the_documented_config_and_alert_rules_pass_promtool";
     let Some(promtool) = tool(test, "promtool") else {
@@ -555,6 +557,7 @@ impl Drop for Prometheus {
 }
 
 #[test]
+#[ignore = "a real component: promtool and a Prometheus server"]
 fn a_real_prometheus_scrapes_the_dashboard_with_its_token_and_the_textfile() {
     let test = "metrics::a_real_prometheus_scrapes_the_dashboard_with_its_token_and_the_textfile";
     let Some(prometheus) = tool(test, "prometheus") else {

@@ -108,6 +108,7 @@ assert left == 0, left
 /// and the head, which the firing records only at its end, lagged across the seam. At the real
 /// rotation size, so it runs against any build.
 #[test]
+#[ignore = "a real component: python3"]
 fn a_single_run_whose_start_crosses_the_rotation_size_leaves_the_chain_whole() {
     let sb = Sandbox::new();
     sb.shell_definition("t", "exit 0", "");
@@ -189,6 +190,7 @@ fn a_huge_sparse_tail_is_sealed_without_reading_it_and_breaks_nothing() {
 /// 14 of 33 `health` runs died, and the dashboard itself in its first second. Readers now read,
 /// never map: a rewritten log is at worst a finding.
 #[test]
+#[ignore = "a real component: python3"]
 fn a_log_rewritten_under_its_readers_kills_none_of_them() {
     let sb = Sandbox::new();
     for i in 0..12 {
@@ -255,6 +257,7 @@ fn a_log_rewritten_under_its_readers_kills_none_of_them() {
 /// without a clock: the log's history before that point sits in a segment that cannot be read at
 /// all (a FIFO), which a reader going that far would fail on.
 #[test]
+#[ignore = "a real component: python3"]
 fn show_and_the_run_button_read_back_only_as_far_as_the_run() {
     let sb = Sandbox::new();
     sb.shell_definition("t", "echo found", "");

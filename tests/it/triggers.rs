@@ -110,6 +110,7 @@ fn watching_inbox(
 }
 
 #[test]
+#[ignore = "a real component: a private systemd user manager (root)"]
 fn a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs() {
     let test = "a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_runs";
     let command = "[\"sh\", \"-c\", \"ls {root}/inbox | wc -l\"]";
@@ -203,6 +204,7 @@ fn a_watched_folder_fires_on_a_change_and_a_burst_of_files_stays_a_handful_of_ru
 }
 
 #[test]
+#[ignore = "a real component: a private systemd user manager (root)"]
 fn a_queue_folder_is_drained_one_file_a_run_and_then_stops_firing() {
     let test = "a_queue_folder_is_drained_one_file_a_run_and_then_stops_firing";
     let mut sb = shipped();
@@ -265,6 +267,7 @@ fn a_queue_folder_is_drained_one_file_a_run_and_then_stops_firing() {
 }
 
 #[test]
+#[ignore = "a real component: a private systemd user manager (root)"]
 fn chains_start_followers_through_their_own_units_and_say_what_did_not_start() {
     let test = "chains_start_followers_through_their_own_units_and_say_what_did_not_start";
     let mut sb = shipped();
@@ -526,6 +529,7 @@ fn the_unit_says_why_it_started_and_the_cap_skips_and_degrades() {
 /// systemd stops a path unit for good once its trigger limit is hit; no firing comes to say so, so
 /// `health` asks the manager, names it, and a reinstall watches the paths again.
 #[test]
+#[ignore = "a real component: a private systemd user manager (root)"]
 fn a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it() {
     let test = "a_watch_the_manager_stopped_is_named_by_health_and_a_reinstall_rearms_it";
     let Some((sb, m, inbox)) = watching_inbox(test, "[\"true\"]", 0) else {
