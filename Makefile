@@ -15,7 +15,7 @@ AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # a target/ folder that the next build or `cargo clean` replaces.
 STABLE_BIN ?= $(HOME)/.local/bin/automations
 
-.PHONY: build release test check check-macos lint bench \
+.PHONY: build release test check check-macos lint bench dist \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-ack automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
@@ -48,6 +48,11 @@ check: lint test automations-defs-check automations-check
 
 bench: release
 	scripts/bench.sh "$(BIN)"
+
+# The release artifacts, into target/dist/: a static musl binary with mimalloc, its manual pages
+# and completions, as a tarball and a .deb, with SHA256SUMS (scripts/dist.sh).
+dist:
+	CARGO="$(CARGO)" scripts/dist.sh
 
 automations-list: release
 	@$(AUTOMATIONS) list

@@ -32,6 +32,11 @@ PREREQS=(
     "chromium-driver      chromedriver      WebDriver for the dashboard's browser test"
     "kubernetes-client|kubectl  kubectl     kubectl kustomize builds kubernetes/ (Debian's, or Google's package)"
     "prometheus           promtool          promtool check metrics / test rules, and a Prometheus server scraping /metrics"
+    "musl-tools           musl-gcc          make dist: the static release binary's C parts, against musl"
+    "zsh                  zsh               the release's zsh completion, loaded for real"
+    "fish                 fish              the release's fish completion, loaded for real"
+    "man-db               man               the release's manual pages, rendered with man -l"
+    "lintian              lintian           the release's .deb, checked the way Debian checks packages"
 )
 # Installed without their recommended packages: prometheus recommends node_exporter and its
 # collectors (smartmontools, nvme-cli, ipmitool…), which no test uses.
@@ -99,6 +104,27 @@ if ! venv_ready; then
             exit 3
         fi
         echo "$PYPI_PINS" >"$VENV/.requirement"
+    fi
+fi
+
+# What `make dist` needs besides packages: the musl target and cargo-deb (from crates.io, into
+# this user's cargo; no root needed).
+TARGET=x86_64-unknown-linux-musl
+CARGO_DEB=3.8.0
+dist_tools_ready() {
+    { ! command -v rustup >/dev/null 2>&1 || rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; } &&
+        "${CARGO:-cargo}" deb --version 2>/dev/null | grep -qx "cargo-deb $CARGO_DEB"
+}
+if ! dist_tools_ready; then
+    if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
+        echo "test prerequisites: the $TARGET target or cargo-deb $CARGO_DEB is missing; AUTOMATIONS_TEST_SKIP_REAL=1, so make dist's test will be SKIPPED" >&2
+    else
+        echo "test prerequisites: adding the $TARGET target and cargo-deb $CARGO_DEB (rustup, cargo install)" >&2
+        if ! { { ! command -v rustup >/dev/null 2>&1 || rustup target add "$TARGET"; } &&
+            "${CARGO:-cargo}" install --locked --quiet cargo-deb --version "$CARGO_DEB"; } >&2; then
+            echo "test prerequisites: could not add the $TARGET target or cargo-deb (rustup and crates.io are needed)" >&2
+            exit 3
+        fi
     fi
 fi
 

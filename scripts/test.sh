@@ -31,6 +31,10 @@ MSG
 fi
 
 scripts/test-prereqs.sh
+# The release artifacts, which a test of the real tier unpacks, runs and installs.
+if [[ $skip_real != 1 ]] || command -v musl-gcc >/dev/null; then
+    CARGO=$CARGO scripts/dist.sh
+fi
 
 ledger=$(mktemp "${TMPDIR:-/tmp}/automations-skips.XXXXXX")
 trap 'rm -f "$ledger"' EXIT

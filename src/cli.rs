@@ -418,6 +418,18 @@ pub enum Command {
         /// The shell to complete for.
         shell: clap_complete::Shell,
     },
+
+    /// Print the manual page automations(1), or write every page to a folder.
+    ///
+    /// With --out, one page per command as well (automations-run.1, automations-log-verify.1…),
+    /// as the release packages ship them.
+    ///
+    /// Example: automations man | man -l -
+    Man {
+        /// Write automations.1 and one page per subcommand into this folder.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 /// `automations import …`.

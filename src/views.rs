@@ -55,6 +55,9 @@ pub struct ListEntry<'a> {
     pub jitter_seconds: u32,
     /// The wait included in `next`, in milliseconds (the same for that slot every time).
     pub next_jitter_ms: Option<i64>,
+    /// The file of the repository its command runs (`argv[0]`), which an install pins; `null`
+    /// for a program found on PATH or outside the repository.
+    pub script: Option<String>,
 }
 
 /// `list`'s INSTALLED column.
@@ -152,6 +155,12 @@ pub fn entry<'a>(
         next_from: next.map(|(_, _, from)| from),
         jitter_seconds: d.jitter_seconds,
         next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
+        script: crate::pins::script_path(d, &settings.root).map(|p| {
+            p.strip_prefix(&settings.root)
+                .unwrap_or(&p)
+                .display()
+                .to_string()
+        }),
     }
 }
 

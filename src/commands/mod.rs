@@ -40,16 +40,36 @@ pub fn dispatch(cli: Cli) -> CmdResult {
             clap_complete::generate(shell, &mut cmd, "automations", &mut std::io::stdout());
             Ok(Exit::Success)
         }
+        Command::Man { out } => man(out.as_deref()),
         Command::Http(args) => http::http_cmd(&args),
         Command::Result { facts, headline } => runs::result_cmd(&facts, headline.as_deref()),
         command => with_settings(command, &settings(&cli.global)?),
     }
 }
 
+/// `man`: automations(1) on stdout, or every page (one per command) into `out`.
+fn man(out: Option<&std::path::Path>) -> CmdResult {
+    use anyhow::Context as _;
+    let cmd = Cli::command();
+    match out {
+        None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot make {}", dir.display()))?;
+            clap_mangen::generate_to(cmd, dir)
+                .with_context(|| format!("cannot write the pages into {}", dir.display()))?;
+        }
+    }
+    Ok(Exit::Success)
+}
+
 /// The commands that work on this installation's settings.
 fn with_settings(command: Command, s: &Settings) -> CmdResult {
     match command {
-        Command::Completions { .. } | Command::Http(_) | Command::Result { .. } => {
+        Command::Completions { .. }
+        | Command::Man { .. }
+        | Command::Http(_)
+        | Command::Result { .. } => {
             unreachable!("dispatched without settings")
         }
         Command::Import(ImportCommand::Crontab {

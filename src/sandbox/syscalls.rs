@@ -33,7 +33,11 @@ pub(super) fn filter(abi: u32) -> Result<BpfProgram, SandboxError> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     // Compared on the low 32 bits, as the kernel reads an int and an ioctl's command.
     let socket = vec![eq(0, libc::AF_UNIX as u64)?];
-    let ioctl = vec![eq(1, libc::TIOCSTI)?, eq(1, libc::TIOCLINUX)?];
+    // The C library's type for a request differs (glibc: an unsigned long; musl: an int).
+    let ioctl = vec![
+        eq(1, u64::from(libc::TIOCSTI as u32))?,
+        eq(1, u64::from(libc::TIOCLINUX as u32))?,
+    ];
     let mut always = vec![
         libc::SYS_io_uring_setup,
         libc::SYS_io_uring_enter,

@@ -11,6 +11,7 @@ mod calendar;
 mod cron;
 mod dashboard;
 mod definitions;
+mod dist;
 mod email;
 mod exits;
 mod faults;

@@ -57,6 +57,24 @@ chmod +x "$3/bin/kubernetes-validate"
 PIP
 chmod +x "$3/bin/pip""#,
         );
+        // `make dist`'s tools: `rustup` lists the musl target (unless `no-musl` exists) and
+        // `rustup target add` records itself; `cargo deb --version` answers once `cargo install`
+        // (recorded in cargo.log) has run, or from the start unless `no-cargo-deb` exists.
+        script(
+            "rustup",
+            r#"case "$1 $2" in
+"target list") [ -e "$D/no-musl" ] || echo x86_64-unknown-linux-musl;;
+"target add") echo "$*" >> "$D/rustup.log"; rm -f "$D/no-musl";;
+esac"#,
+        );
+        script(
+            "cargo",
+            r#"case "$1" in
+deb) [ -e "$D/no-cargo-deb" ] && exit 101; echo "cargo-deb 3.8.0";;
+install) echo "$*" >> "$D/cargo.log"; rm -f "$D/no-cargo-deb";;
+*) exit 2;;
+esac"#,
+        );
         let venv = d.join("venv");
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         write_executable(&venv.join("bin/kubernetes-validate"), "#!/bin/sh\n");
@@ -284,4 +302,32 @@ fn a_missing_validator_is_installed_into_its_venv_and_a_failed_install_stops() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `make dist`'s tools that are no packages: the musl target and cargo-deb are added (as any
+/// user: rustup and cargo install need no root), and the pinned cargo-deb is the one asked for.
+#[test]
+fn the_release_tools_are_added_when_missing() {
+    let packages = all_packages();
+    let f = Fakes::new(&all_but(&packages, &[]), 1000);
+    std::fs::write(f.path().join("no-musl"), "").unwrap();
+    std::fs::write(f.path().join("no-cargo-deb"), "").unwrap();
+    let o = f.run(&[]);
+    assert_code(&o, 0);
+    assert!(
+        stderr(&o).contains("adding the x86_64-unknown-linux-musl target and cargo-deb 3.8.0"),
+        "{}",
+        stderr(&o)
+    );
+    let rustup = std::fs::read_to_string(f.path().join("rustup.log")).unwrap();
+    assert_eq!(rustup.trim(), "target add x86_64-unknown-linux-musl");
+    let cargo = std::fs::read_to_string(f.path().join("cargo.log")).unwrap();
+    assert_eq!(
+        cargo.trim(),
+        "install --locked --quiet cargo-deb --version 3.8.0"
+    );
+    // Present: nothing is added again.
+    std::fs::remove_file(f.path().join("rustup.log")).unwrap();
+    assert_code(&f.run(&[]), 0);
+    assert!(!f.path().join("rustup.log").exists());
 }
