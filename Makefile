@@ -15,7 +15,7 @@ AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # a target/ folder that the next build or `cargo clean` replaces.
 STABLE_BIN ?= $(HOME)/.local/bin/automations
 
-.PHONY: build release test check check-macos lint bench dist \
+.PHONY: build release test check check-macos check-aarch64 lint bench dist \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-ack automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
@@ -37,6 +37,12 @@ test:
 # clippy for aarch64-apple-darwin and x86_64-apple-darwin, on Linux (compile and lint only).
 check-macos:
 	CARGO="$(CARGO)" scripts/check-macos.sh
+
+# The release artifact's build for arm64 Linux (musl, mimalloc), with Debian's cross C compiler for
+# its C parts: compiles, runs nothing.
+check-aarch64:
+	CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc $(CARGO) check --locked --profile dist \
+		--target aarch64-unknown-linux-musl --features mimalloc
 
 # clippy in the release profile: its proc macros and build scripts are the very ones `make release`
 # and `make test` build, so CI compiles them once.

