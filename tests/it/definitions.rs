@@ -90,7 +90,10 @@ fn list_json_is_a_strict_versioned_document() {
         "every",
         "name = \"every\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
     );
-    sb.definition("manual", "name = \"manual\"\ncommand = [\"true\"]\n");
+    sb.definition(
+        "manual",
+        "name = \"manual\"\ncommand = [\"{root}/scripts/m.sh\", \"x\"]\n",
+    );
     sb.definition("broken", "name = \"broken\"\n");
     let doc = list_doc(&sb);
     assert_eq!(doc.version, 1);
@@ -120,6 +123,9 @@ fn list_json_is_a_strict_versioned_document() {
     );
     assert_eq!(doc.automations[1].schedule_words, "every 5 minutes");
     assert_eq!(doc.automations[2].schedule_words, "manual only");
+    // The repository file a command runs, which an install pins; none for a program on PATH.
+    assert_eq!(doc.automations[2].script.as_deref(), Some("scripts/m.sh"));
+    assert_eq!(doc.automations[1].script, None);
     // Nothing is installed here: no next firing, since nothing fires them (the next firing of an
     // installed one: systemd::list_check_and_uninstall_say_what_is_installed_and_what_to_do).
     assert_eq!(doc.automations[1].installed.as_deref(), Some("no"));

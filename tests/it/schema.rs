@@ -58,6 +58,8 @@ pub struct ListEntry {
     pub jitter_seconds: u32,
     /// The wait included in `next`, in milliseconds.
     pub next_jitter_ms: Option<i64>,
+    /// The repository file its command runs (what an install pins), if any.
+    pub script: Option<String>,
 }
 
 #[derive(Deserialize)]
