@@ -115,7 +115,7 @@ pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), Co
     )
     .map_err(anyhow::Error::from)?;
     // Its failed Healthchecks pings are acknowledged too (the ack itself is recorded already).
-    if let Err(e) = crate::state::reset_ping_streak(&settings.data_root, name.as_str()) {
+    if let Err(e) = crate::state::reset_ping_streak(&settings.data_root, name) {
         errln!(
             "warning: the ack is recorded, but its failed Healthchecks pings are not reset: {e}"
         );

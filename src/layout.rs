@@ -28,6 +28,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::names::Name;
+
 /// The live segment's file name.
 pub const LOG_FILE: &str = "runs.jsonl";
 
@@ -95,7 +97,7 @@ impl Layout {
     }
 
     /// `name`'s index file.
-    pub fn index_file(&self, name: &str) -> PathBuf {
+    pub fn index_file(&self, name: &Name) -> PathBuf {
         self.index().join(format!("{name}.idx"))
     }
 
@@ -110,7 +112,7 @@ impl Layout {
     }
 
     /// `name`'s snooze.
-    pub fn snoozed(&self, name: &str) -> PathBuf {
+    pub fn snoozed(&self, name: &Name) -> PathBuf {
         self.snoozed_dir().join(format!("{name}.json"))
     }
 
@@ -120,7 +122,7 @@ impl Layout {
     }
 
     /// `name`'s pause.
-    pub fn paused(&self, name: &str) -> PathBuf {
+    pub fn paused(&self, name: &Name) -> PathBuf {
         self.paused_dir().join(format!("{name}.json"))
     }
 
@@ -135,7 +137,7 @@ impl Layout {
     }
 
     /// `name`'s install record.
-    pub fn installed(&self, name: &str) -> PathBuf {
+    pub fn installed(&self, name: &Name) -> PathBuf {
         self.installed_dir().join(format!("{name}.json"))
     }
 
@@ -145,7 +147,7 @@ impl Layout {
     }
 
     /// The chain request waiting for `name`: the upstream firing that should start it.
-    pub fn chain_request(&self, name: &str) -> PathBuf {
+    pub fn chain_request(&self, name: &Name) -> PathBuf {
         self.chain_requests().join(format!("{name}.json"))
     }
 
@@ -155,7 +157,7 @@ impl Layout {
     }
 
     /// The request a person's `run NAME --unit` leaves for the unit start it makes.
-    pub fn unit_request(&self, name: &str) -> PathBuf {
+    pub fn unit_request(&self, name: &Name) -> PathBuf {
         self.state().join("by-hand").join(format!("{name}.json"))
     }
 
@@ -165,7 +167,7 @@ impl Layout {
     }
 
     /// When `name`'s event-started firings of the last hour started.
-    pub fn event_firings(&self, name: &str) -> PathBuf {
+    pub fn event_firings(&self, name: &Name) -> PathBuf {
         self.event_firings_dir().join(format!("{name}.json"))
     }
 
@@ -175,7 +177,7 @@ impl Layout {
     }
 
     /// What came of `name`'s last pings.
-    pub fn pings(&self, name: &str) -> PathBuf {
+    pub fn pings(&self, name: &Name) -> PathBuf {
         self.pings_dir().join(format!("{name}.json"))
     }
 
@@ -185,7 +187,7 @@ impl Layout {
     }
 
     /// The last verdict notified of `name`.
-    pub fn verdict(&self, name: &str) -> PathBuf {
+    pub fn verdict(&self, name: &Name) -> PathBuf {
         self.verdicts().join(format!("{name}.json"))
     }
 
@@ -200,22 +202,22 @@ impl Layout {
     }
 
     /// `name`'s run lock.
-    pub fn lock(&self, name: &str) -> PathBuf {
+    pub fn lock(&self, name: &Name) -> PathBuf {
         self.locks().join(format!("{name}.lock"))
     }
 
     /// The one place a firing of `name` waits in (`overlap = "queue"`).
-    pub fn queue_lock(&self, name: &str) -> PathBuf {
+    pub fn queue_lock(&self, name: &Name) -> PathBuf {
         self.locks().join(format!("{name}.queue"))
     }
 
     /// The lock of the group `group` (`lock = "…"` in definitions).
-    pub fn group_lock(&self, group: &str) -> PathBuf {
+    pub fn group_lock(&self, group: &Name) -> PathBuf {
         self.locks().join("groups").join(format!("{group}.lock"))
     }
 
     /// The note a replacing firing leaves for the one it stops (`overlap = "replace"`).
-    pub fn replaced_note(&self, name: &str) -> PathBuf {
+    pub fn replaced_note(&self, name: &Name) -> PathBuf {
         self.state().join("replaced").join(format!("{name}.json"))
     }
 
@@ -225,27 +227,27 @@ impl Layout {
     }
 
     /// `name`'s scratch folder.
-    pub fn scratch(&self, name: &str) -> PathBuf {
-        self.scratch_dir().join(name)
+    pub fn scratch(&self, name: &Name) -> PathBuf {
+        self.scratch_dir().join(name.as_str())
     }
 
     /// `name`'s run's TMPDIR.
-    pub fn scratch_tmp(&self, name: &str) -> PathBuf {
+    pub fn scratch_tmp(&self, name: &Name) -> PathBuf {
         self.scratch(name).join("tmp")
     }
 
     /// The result file of `name`'s run.
-    pub fn result_file(&self, name: &str) -> PathBuf {
+    pub fn result_file(&self, name: &Name) -> PathBuf {
         self.scratch(name).join("result.json")
     }
 
     /// The HTTP log of `name`'s run.
-    pub fn http_log(&self, name: &str) -> PathBuf {
+    pub fn http_log(&self, name: &Name) -> PathBuf {
         self.scratch(name).join("http.jsonl")
     }
 
     /// `name`'s private variables.
-    pub fn env_file(&self, name: &str) -> PathBuf {
+    pub fn env_file(&self, name: &Name) -> PathBuf {
         self.root.join("env").join(format!("{name}.env"))
     }
 
@@ -260,7 +262,7 @@ impl Layout {
     }
 
     /// `name`'s LaunchAgent's stdout and stderr.
-    pub fn launchd_log(&self, name: &str) -> PathBuf {
+    pub fn launchd_log(&self, name: &Name) -> PathBuf {
         self.launchd_logs().join(format!("{name}.log"))
     }
 }

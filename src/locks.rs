@@ -154,7 +154,7 @@ pub fn within(path: &Path, wait: std::time::Duration) -> anyhow::Result<Option<F
 
 /// The lock file of `name`.
 pub fn path(data_root: &Path, name: &Name) -> PathBuf {
-    crate::layout::Layout::new(data_root).lock(name.as_str())
+    crate::layout::Layout::new(data_root).lock(name)
 }
 
 /// Tries to take the lock of `name` without waiting; writes this process's pid into it.

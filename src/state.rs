@@ -138,7 +138,7 @@ impl State {
     }
 
     fn pause_path(&self, name: &Name) -> PathBuf {
-        self.layout.paused(name.as_str())
+        self.layout.paused(name)
     }
 
     fn stop_path(&self) -> PathBuf {
@@ -172,7 +172,7 @@ impl State {
         name: &Name,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<Snooze>, StateError> {
-        Ok(read_json::<Snooze>(&self.layout.snoozed(name.as_str()))?.filter(|s| s.holds(now)))
+        Ok(read_json::<Snooze>(&self.layout.snoozed(name))?.filter(|s| s.holds(now)))
     }
 
     /// The automations with a snooze file, from one listing.
@@ -182,7 +182,7 @@ impl State {
 
     /// Snoozes `name` (replacing an earlier snooze).
     pub fn snooze(&self, name: &Name, snooze: &Snooze) -> Result<(), StateError> {
-        write_json(&self.layout.snoozed(name.as_str()), snooze)
+        write_json(&self.layout.snoozed(name), snooze)
     }
 
     /// Ends `name`'s snooze; returns whether one still held at `now`.
@@ -193,7 +193,7 @@ impl State {
     ) -> Result<bool, StateError> {
         // A snooze file that cannot be read is removed all the same: that is what was asked.
         let held = self.snoozed(name, now).ok().flatten().is_some();
-        let path = self.layout.snoozed(name.as_str());
+        let path = self.layout.snoozed(name);
         fsutil::remove_if_exists(&path).map_err(|e| io_err(&path, e))?;
         Ok(held)
     }
@@ -209,7 +209,7 @@ impl State {
     }
 
     fn record_path(&self, name: &Name) -> PathBuf {
-        self.layout.installed(name.as_str())
+        self.layout.installed(name)
     }
 
     /// Who follows whom, as `install`, `uninstall` or `units` last wrote it; `None` when none
@@ -301,7 +301,7 @@ pub fn pings_dir(data_root: &Path) -> PathBuf {
 }
 
 /// The ping record of `name`.
-pub fn pings_path(data_root: &Path, name: &str) -> PathBuf {
+pub fn pings_path(data_root: &Path, name: &Name) -> PathBuf {
     crate::layout::Layout::new(data_root).pings(name)
 }
 
@@ -320,13 +320,13 @@ fn names_in(dir: &Path) -> Result<std::collections::BTreeSet<Name>, StateError> 
 }
 
 /// Reads what came of `name`'s pings; `None` before its first.
-pub fn read_pings(data_root: &Path, name: &str) -> Result<Option<Pings>, StateError> {
+pub fn read_pings(data_root: &Path, name: &Name) -> Result<Option<Pings>, StateError> {
     read_json(&pings_path(data_root, name))
 }
 
 /// Starts `name`'s count of failed pings again (an ack, a sync that made or found its check):
 /// what failed before says nothing of the check as it is now. Nothing when it has no record.
-pub fn reset_ping_streak(data_root: &Path, name: &str) -> Result<(), StateError> {
+pub fn reset_ping_streak(data_root: &Path, name: &Name) -> Result<(), StateError> {
     match read_pings(data_root, name)? {
         Some(p) if p.failures_in_row > 0 => write_json(
             &pings_path(data_root, name),
@@ -340,7 +340,7 @@ pub fn reset_ping_streak(data_root: &Path, name: &str) -> Result<(), StateError>
 }
 
 /// Forgets what came of `name`'s pings (it was uninstalled: it pings no more).
-pub fn forget_pings(data_root: &Path, name: &str) -> Result<(), StateError> {
+pub fn forget_pings(data_root: &Path, name: &Name) -> Result<(), StateError> {
     let path = pings_path(data_root, name);
     fsutil::remove_if_exists(&path)
         .map(|_| ())

@@ -207,7 +207,7 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
             Ok(done) => {
                 outln!("{}: {done}", line.who);
                 if matches!(line.step, Step::Create(_) | Step::Update(..)) {
-                    let _ = crate::state::reset_ping_streak(&settings.data_root, &line.who);
+                    reset_streak(settings, &line.who);
                 }
             }
             Err(e) => {
@@ -218,7 +218,7 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
     }
     // The checks that are there as they should be: their failed pings are history.
     for line in plan.iter().filter(|l| matches!(l.step, Step::InStep)) {
-        let _ = crate::state::reset_ping_streak(&settings.data_root, &line.who);
+        reset_streak(settings, &line.who);
     }
     // A check that cannot be (at login only) is said, and is no failure; a configured UUID the
     // server does not know is.
@@ -257,7 +257,7 @@ pub fn status(settings: &Settings, json: bool) -> CmdResult {
     for d in &defs {
         let watch = hc::watch(&cfg, &settings.namespace, &d.name);
         let found = sync::find(&remote, &settings.namespace, &d.name, &watch).ours();
-        let pings = crate::state::read_pings(&settings.data_root, d.name.as_str())
+        let pings = crate::state::read_pings(&settings.data_root, &d.name)
             .ok()
             .flatten();
         lines.push(StatusLine {
@@ -561,4 +561,11 @@ pub fn key_check(settings: &Settings, ping: bool) -> CmdResult {
 
 pub fn key_delete(settings: &Settings, ping: bool) -> CmdResult {
     super::keys::delete_item(settings, &kind(ping).label(&settings.namespace))
+}
+
+/// Forgets the failed pings of `who` (a line names an automation or a remote check).
+fn reset_streak(settings: &Settings, who: &str) {
+    if let Ok(name) = crate::names::Name::new(who) {
+        let _ = crate::state::reset_ping_streak(&settings.data_root, &name);
+    }
 }

@@ -224,7 +224,8 @@ fn write_row(settings: &Settings, row: &Row, made: &mut Vec<PathBuf>) -> anyhow:
         made.push(dest);
     }
     if !row.files.env.is_empty() {
-        let path = settings.layout().env_file(name);
+        let name = crate::names::Name::new(name).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let path = settings.layout().env_file(&name);
         let text: String = row
             .files
             .env

@@ -396,7 +396,7 @@ pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) 
         }
         outln!("uninstalled {}", plan.label);
         // It pings no more: what came of its pings (a failing streak) goes with it.
-        if let Err(e) = crate::state::forget_pings(&settings.data_root, plan.name.as_str()) {
+        if let Err(e) = crate::state::forget_pings(&settings.data_root, &plan.name) {
             errln!("warning: {e}");
         }
     }
@@ -469,7 +469,7 @@ fn left_of_one(settings: &Settings, name: &Name, out: &mut Vec<String>) {
             def.display()
         ));
     }
-    let env = settings.layout().env_file(name.as_str());
+    let env = settings.layout().env_file(name);
     if env.exists() {
         out.push(format!(
             "  its private environment {}: rm {}",

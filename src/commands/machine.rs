@@ -51,7 +51,7 @@ pub(super) fn env_problems(settings: &Settings, defs: &[Definition]) -> Vec<Stri
     defs.iter()
         .filter(|d| !d.env.is_empty())
         .filter_map(|d| {
-            let file = settings.layout().env_file(d.name.as_str());
+            let file = settings.layout().env_file(&d.name);
             crate::runner::env::read_env_file(&file)
                 .err()
                 .map(|e| format!("automations/{}.toml: env: {e}", d.name))

@@ -63,7 +63,7 @@ pub(super) fn run_unit(settings: &Settings, name: &Name) -> CmdResult {
     }
     let layout = settings.layout();
     let since = chrono::Utc::now() - chrono::Duration::milliseconds(5);
-    crate::runner::cause::leave_unit_request(&layout, name.as_str())
+    crate::runner::cause::leave_unit_request(&layout, name)
         .map_err(|e| Fail::from(anyhow::Error::from(e)))?;
     let label = crate::names::Label::new(&settings.namespace, name);
     // As long as a firing may take: its timeout, a queued wait, the unit's backstop, slack.
@@ -85,7 +85,7 @@ pub(super) fn run_unit(settings: &Settings, name: &Name) -> CmdResult {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     // A start folded into a firing already under way takes no request: none is left for later.
-    let _ = crate::fsutil::remove_if_exists(&layout.unit_request(name.as_str()));
+    let _ = crate::fsutil::remove_if_exists(&layout.unit_request(name));
     match (report, started) {
         (Some(r), _) => {
             outln!("{}", r.summary(name));

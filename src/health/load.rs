@@ -190,7 +190,7 @@ pub fn judge<R: Send>(
         }
         subject.watch_stopped = stopped.get(n).cloned();
         if pinged.contains(n) {
-            match crate::state::read_pings(&settings.data_root, n.as_str()) {
+            match crate::state::read_pings(&settings.data_root, n) {
                 Ok(p) => subject.pings = p,
                 Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
             }

@@ -179,7 +179,7 @@ fn record(data_root: &Path, name: &Name, results: &[(Ping, Result<String, String
     if results.is_empty() {
         return;
     }
-    let mut st = crate::state::read_pings(data_root, name.as_str())
+    let mut st = crate::state::read_pings(data_root, name)
         .ok()
         .flatten()
         .unwrap_or_default();
@@ -205,7 +205,7 @@ fn record(data_root: &Path, name: &Name, results: &[(Ping, Result<String, String
         }
     }
     if let Err(e) =
-        crate::state::write_json(&crate::state::pings_path(data_root, name.as_str()), &st)
+        crate::state::write_json(&crate::state::pings_path(data_root, name), &st)
     {
         errln!("automations: {name}: cannot keep what came of its Healthchecks pings: {e}");
     }

@@ -264,7 +264,7 @@ struct Pending {
     degradation: bool,
 }
 
-fn state_path(settings: &Settings, name: &str) -> PathBuf {
+fn state_path(settings: &Settings, name: &Name) -> PathBuf {
     settings.layout().verdict(name)
 }
 
@@ -360,7 +360,11 @@ pub fn look_at(
             report.snoozed += 1;
             continue;
         }
-        let path = state_path(settings, &v.name);
+        let Ok(name) = Name::new(&v.name) else {
+            report.unreadable.push(format!("{}: not an automation name", v.name));
+            continue;
+        };
+        let path = state_path(settings, &name);
         let mut last: Last = match crate::state::read_json(&path) {
             Ok(l) => l.unwrap_or_default(),
             Err(e) => {

@@ -332,9 +332,12 @@ impl Index {
         paths: &HashMap<u32, PathBuf>,
     ) -> io::Result<()> {
         for (name, entries) in found {
+            let Some(path) = file_of(&self.layout, name) else {
+                continue;
+            };
             let known = cursor.counts.get(name).copied().unwrap_or(0);
             let f = fsutil::open_in_data_root(
-                &self.layout.index_file(name),
+                &path,
                 OpenOptions::new()
                     .read(true)
                     .write(true)
@@ -622,7 +625,7 @@ impl Snapshot {
     /// for a file rebuilt here). A file that cannot be the index the cursor counted (a wrong
     /// header, fewer entries) is rebuilt from the log first, saying so.
     fn checked_file(&self, name: &str) -> (PathBuf, Option<File>, u64, Option<u64>) {
-        let path = self.layout.index_file(name);
+        let path = file_of(&self.layout, name).unwrap_or_default();
         let count = self.counts.get(name).copied().unwrap_or(0);
         let mut file = open_index(&path);
         let mut since = None;
@@ -690,7 +693,7 @@ impl Snapshot {
         let count = self.counts.get(name).copied().unwrap_or(0);
         if count <= BLOCK {
             let mut bytes = vec![0u8; (HEADER + count * ENTRY) as usize];
-            if let Some(f) = open_index(&self.layout.index_file(name))
+            if let Some(f) = file_of(&self.layout, name).and_then(|p| open_index(&p))
                 && f.read_exact_at(&mut bytes, 0).is_ok()
                 && is_header(&bytes)
             {
@@ -754,7 +757,9 @@ impl Snapshot {
         }
         let mut bytes = header(first_at(&self.paths, entries.first())).to_vec();
         bytes.extend_from_slice(&encode(&entries));
-        let path = self.layout.index_file(name);
+        let Some(path) = file_of(&self.layout, name) else {
+            return Ok(None);
+        };
         fsutil::write_cache(&path, &bytes)?;
         // The cursor counts the rebuilt file (what a refresh reads after this is appended anew
         // and repeats dropped by readers).
@@ -1019,6 +1024,12 @@ impl Iterator for Records<'_> {
 /// The path of the index folder of a data root (for tests and `doctor`).
 pub fn dir(data_root: &Path) -> PathBuf {
     crate::layout::Layout::new(data_root).index()
+}
+
+/// `name`'s index file, when `name` is one an automation can have: a name the log carries that is
+/// not (a forged line) has no file, so it never names a path outside the index.
+fn file_of(layout: &crate::layout::Layout, name: &str) -> Option<PathBuf> {
+    Name::new(name).ok().map(|n| layout.index_file(&n))
 }
 
 #[cfg(test)]

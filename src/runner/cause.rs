@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::definition::{Definition, trigger};
 use crate::layout::Layout;
+use crate::names::Name;
 use crate::runlog::{Trigger, Upstream};
 use crate::settings::{Manager, Settings};
 use crate::state::{self, StateError};
@@ -60,10 +61,10 @@ pub fn of(settings: &Settings, def: &Definition, trigger: Trigger) -> Cause {
         None => {}
     }
     let layout = Layout::new(&settings.data_root);
-    if take_unit_request(&layout, def.name.as_str()) {
+    if take_unit_request(&layout, &def.name) {
         return Cause::plain(Trigger::Unit);
     }
-    if let Some(up) = take_request(&layout, def.name.as_str()) {
+    if let Some(up) = take_request(&layout, &def.name) {
         return Cause {
             trigger: Trigger::After,
             paths: None,
@@ -119,7 +120,7 @@ struct Request {
 }
 
 /// Leaves a request for `name`'s next unit start: the firing `upstream` ended and it follows.
-pub fn leave_request(layout: &Layout, name: &str, upstream: &Upstream) -> Result<(), StateError> {
+pub fn leave_request(layout: &Layout, name: &Name, upstream: &Upstream) -> Result<(), StateError> {
     let req = Request {
         upstream: upstream.clone(),
         at: crate::runlog::stamp(Utc::now()),
@@ -134,7 +135,7 @@ const REQUEST_FRESH: chrono::Duration = chrono::Duration::minutes(10);
 
 /// Takes the request waiting for `name`, if a fresh one does: renamed away first, so two starts
 /// never both take it.
-fn take_request(layout: &Layout, name: &str) -> Option<Upstream> {
+fn take_request(layout: &Layout, name: &Name) -> Option<Upstream> {
     let req: Request = state::take_json(&layout.chain_request(name))?;
     let at = crate::runlog::parse_stamp(&req.at)?;
     (Utc::now() - at < REQUEST_FRESH).then_some(req.upstream)
@@ -147,7 +148,7 @@ struct UnitRequest {
 }
 
 /// Leaves a request for `name`'s next unit start: a person asked for it (`run --unit`).
-pub fn leave_unit_request(layout: &Layout, name: &str) -> Result<(), StateError> {
+pub fn leave_unit_request(layout: &Layout, name: &Name) -> Result<(), StateError> {
     let req = UnitRequest {
         at: crate::runlog::stamp(Utc::now()),
     };
@@ -159,7 +160,7 @@ pub fn leave_unit_request(layout: &Layout, name: &str) -> Result<(), StateError>
 const UNIT_REQUEST_FRESH: chrono::Duration = chrono::Duration::minutes(1);
 
 /// Takes the `run --unit` request waiting for `name`, if a fresh one does.
-fn take_unit_request(layout: &Layout, name: &str) -> bool {
+fn take_unit_request(layout: &Layout, name: &Name) -> bool {
     state::take_json::<UnitRequest>(&layout.unit_request(name))
         .and_then(|r| crate::runlog::parse_stamp(&r.at))
         .is_some_and(|at| Utc::now() - at < UNIT_REQUEST_FRESH)
@@ -201,7 +202,7 @@ struct Fired {
 /// and nothing counted, when it would be past the cap. A count that cannot be read starts again.
 pub fn count_event_firing(
     layout: &Layout,
-    name: &str,
+    name: &Name,
     max_per_hour: u32,
     now: DateTime<Utc>,
 ) -> Result<bool, StateError> {
@@ -223,6 +224,10 @@ pub fn count_event_firing(
 mod tests {
     use super::*;
 
+    fn n(s: &str) -> Name {
+        Name::new(s).unwrap()
+    }
+
     #[test]
     fn the_cap_counts_the_last_hour_only() {
         let d = tempfile::tempdir().unwrap();
@@ -232,18 +237,18 @@ mod tests {
         for i in 0..3 {
             let t = t0 + chrono::Duration::minutes(i);
             assert!(
-                count_event_firing(&layout, "x", 3, t).unwrap(),
+                count_event_firing(&layout, &n("x"), 3, t).unwrap(),
                 "firing {i}"
             );
         }
         let t = t0 + chrono::Duration::minutes(30);
-        assert!(!count_event_firing(&layout, "x", 3, t).unwrap());
+        assert!(!count_event_firing(&layout, &n("x"), 3, t).unwrap());
         // The first leaves the hour at 11:00: one more fits, then none.
         let t = t0 + chrono::Duration::minutes(60) + chrono::Duration::seconds(1);
-        assert!(count_event_firing(&layout, "x", 3, t).unwrap());
-        assert!(!count_event_firing(&layout, "x", 3, t).unwrap());
+        assert!(count_event_firing(&layout, &n("x"), 3, t).unwrap());
+        assert!(!count_event_firing(&layout, &n("x"), 3, t).unwrap());
         // Another automation has its own count.
-        assert!(count_event_firing(&layout, "y", 3, t).unwrap());
+        assert!(count_event_firing(&layout, &n("y"), 3, t).unwrap());
     }
 
     #[test]
@@ -276,17 +281,17 @@ mod tests {
             run: "r1".into(),
             outcome: crate::runlog::Outcome::Ok,
         };
-        leave_request(&layout, "offsite", &up).unwrap();
-        assert_eq!(take_request(&layout, "offsite"), Some(up.clone()));
-        assert_eq!(take_request(&layout, "offsite"), None);
+        leave_request(&layout, &n("offsite"), &up).unwrap();
+        assert_eq!(take_request(&layout, &n("offsite")), Some(up.clone()));
+        assert_eq!(take_request(&layout, &n("offsite")), None);
         // One left behind long ago says nothing of this start, and is gone once looked at.
         let stale = Request {
             upstream: up,
             at: crate::runlog::stamp(Utc::now() - chrono::Duration::minutes(11)),
         };
-        let path = layout.chain_request("offsite");
+        let path = layout.chain_request(&n("offsite"));
         std::fs::write(&path, serde_json::to_vec(&stale).unwrap()).unwrap();
-        assert_eq!(take_request(&layout, "offsite"), None);
+        assert_eq!(take_request(&layout, &n("offsite")), None);
         assert!(!path.exists());
     }
 }

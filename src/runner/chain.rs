@@ -84,11 +84,11 @@ fn start_one(
         return Err("it is still running its previous firing".into());
     }
     let layout = Layout::new(&settings.data_root);
-    crate::runner::cause::leave_request(&layout, name.as_str(), upstream)
+    crate::runner::cause::leave_request(&layout, name, upstream)
         .map_err(|e| format!("cannot leave its request: {}", crate::exit::chain_text(&e)))?;
     let label = Label::new(&settings.namespace, name);
     manager.start(&label).map_err(|e| {
-        let _ = crate::fsutil::remove_if_exists(&layout.chain_request(name.as_str()));
+        let _ = crate::fsutil::remove_if_exists(&layout.chain_request(name));
         let _ = skip(SkipReason::NotInstalled);
         crate::exit::chain_text(&e)
     })

@@ -162,7 +162,7 @@ fn command(
 ) -> Result<(Command, OsString, Redactor), (&'static str, String)> {
     let Firing { settings, def, .. } = *firing;
     let bin = crate::settings::this_binary().map_err(|e| ("spawn_failed", e.to_string()))?;
-    let env_file = settings.layout().env_file(def.name.as_str());
+    let env_file = settings.layout().env_file(&def.name);
     // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
     let vars = env::RunVars {
         run_id: firing.first_run,

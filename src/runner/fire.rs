@@ -269,7 +269,7 @@ fn record(
     // Stopped by a firing that took its place (`overlap = "replace"`): said so, and which.
     if finished.outcome == Outcome::Stopped
         && let Some((by, whose)) =
-            super::overlap::replaced_by(&firing.settings.layout(), firing.def.name.as_str())
+            super::overlap::replaced_by(&firing.settings.layout(), &firing.def.name)
     {
         finished.error = Some(crate::runlog::ErrorInfo {
             class: "replaced".into(),

@@ -471,7 +471,7 @@ fn past_the_cap(settings: &Settings, def: &Definition, cause: &Cause) -> Option<
         return None;
     };
     let layout = crate::layout::Layout::new(&settings.data_root);
-    match cause::count_event_firing(&layout, def.name.as_str(), tr.max_per_hour, Utc::now()) {
+    match cause::count_event_firing(&layout, &def.name, tr.max_per_hour, Utc::now()) {
         Ok(true) => None,
         Ok(false) => Some(format!(
             ": {} event-started firings in the last hour, its max_per_hour",

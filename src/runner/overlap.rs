@@ -14,6 +14,7 @@ use super::supervise::Signals;
 use super::{RunError, new_run_id};
 use crate::definition::{Definition, Overlap};
 use crate::layout::Layout;
+use crate::names::Name;
 use crate::locks::{self, Acquired, Plain, RunLock};
 use crate::runlog::{HeldBy, SkipReason};
 use crate::settings::Settings;
@@ -118,9 +119,9 @@ fn queue(
     queued: &mut Option<Plain>,
     until: Instant,
 ) -> Result<Waited, RunError> {
-    let name = def.name.as_str();
+    let name = &def.name;
     if queued.is_none() {
-        let place = locks::try_plain(&layout.queue_lock(name), name).map_err(io)?;
+        let place = locks::try_plain(&layout.queue_lock(name), name.as_str()).map_err(io)?;
         let Some(place) = place else {
             let detail = ": another firing already waits for the running one".to_owned();
             return Ok(Err((SkipReason::AlreadyQueued, detail)));
@@ -150,7 +151,7 @@ fn replace(
     holder: &Holder,
     replacing: &mut Option<Replacing>,
 ) -> Waited {
-    let name = def.name.as_str();
+    let name = &def.name;
     match replacing {
         None => {
             let run_id = new_run_id(chrono::Utc::now());
@@ -182,7 +183,7 @@ fn replace(
 /// A replacing firing asked `victim`'s runner to stop: its own run id, and how long it waits.
 struct Replacing {
     run_id: String,
-    victim: String,
+    victim: Name,
     until: Instant,
 }
 
@@ -203,7 +204,7 @@ fn try_both(
         .policy
         .lock
         .as_ref()
-        .map(|g| settings.layout().group_lock(g.as_str()));
+        .map(|g| settings.layout().group_lock(g));
     if let Some(holder) = group_at.as_deref().and_then(group_holder) {
         return Ok(Err(holder));
     }
@@ -239,10 +240,10 @@ fn group_holder(at: &std::path::Path) -> Option<Holder> {
 }
 
 /// Who holds it, in words.
-fn who(holder: &Holder, name: &str) -> String {
+fn who(holder: &Holder, name: &Name) -> String {
     match holder {
         Holder::Own => format!("the previous firing of {name}"),
-        Holder::Group { name: other, .. } if other == name => {
+        Holder::Group { name: other, .. } if other == name.as_str() => {
             format!("another firing of {name} (its lock group)")
         }
         Holder::Group { name: other, .. } => format!("{other} (the same lock group)"),
@@ -268,13 +269,12 @@ fn ask_to_stop(
     def: &Definition,
     holder: &Holder,
     run_id: &str,
-) -> Result<String, String> {
-    let victim = match holder {
-        Holder::Own => def.name.to_string(),
-        Holder::Group { name, .. } => name.clone(),
-    };
+) -> Result<Name, String> {
     let unknown = || "cannot tell which process holds the lock, to replace it".to_owned();
-    let victim_name = crate::names::Name::new(&victim).map_err(|_| unknown())?;
+    let victim = match holder {
+        Holder::Own => def.name.clone(),
+        Holder::Group { name } => Name::new(name).map_err(|_| unknown())?,
+    };
     let note = Note {
         by: run_id.to_owned(),
         name: def.name.to_string(),
@@ -284,7 +284,7 @@ fn ask_to_stop(
     crate::state::write_json(&at, &note)
         .map_err(|e| format!("cannot leave the note for the run it replaces: {e}"))?;
     // The holder's own run lock names its keeper and runner: only they are signalled.
-    let why = match locks::ask_to_stop(&settings.data_root, &victim_name) {
+    let why = match locks::ask_to_stop(&settings.data_root, &victim) {
         Ok(locks::Asked::Keeper(_) | locks::Asked::Runner(_)) => return Ok(victim),
         Ok(locks::Asked::NotRunning | locks::Asked::Unknown) => unknown(),
         Err(e) => format!("cannot ask {victim}'s firing to stop: {e}"),
@@ -295,7 +295,7 @@ fn ask_to_stop(
 
 /// For a stopped run of `name`: the firing that replaced it (its run id and automation), when a
 /// fresh note says so. The note is taken (renamed away first), so only one run claims it.
-pub fn replaced_by(layout: &Layout, name: &str) -> Option<(String, String)> {
+pub fn replaced_by(layout: &Layout, name: &Name) -> Option<(String, String)> {
     let note: Note = crate::state::take_json(&layout.replaced_note(name))?;
     let left = crate::runlog::parse_stamp(&note.at)?;
     let age = chrono::Utc::now().signed_duration_since(left);

@@ -31,14 +31,14 @@ impl Scratch {
     pub fn prepare(data_root: &Path, name: &Name) -> std::io::Result<Self> {
         let layout = Layout::new(data_root);
         folder(&layout.scratch_dir(), false)?;
-        let dir = layout.scratch(name.as_str());
+        let dir = layout.scratch(name);
         // Holding only `tmp/`, a folder has three links (on APFS, where files count too, more):
         // then only the two files can be left, and they are removed below. Anything else (an
         // older layout's `approved/`, a stray folder) is cleared.
         if folder(&dir, true)?.is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) != 3) {
             clear(&dir);
         }
-        let tmp = layout.scratch_tmp(name.as_str());
+        let tmp = layout.scratch_tmp(name);
         if folder(&tmp, true)?.is_some() {
             clear(&tmp);
         }
@@ -52,19 +52,19 @@ impl Scratch {
 
     /// The automation's scratch folder itself, `<data root>/scratch/<name>/`.
     pub fn dir(&self) -> PathBuf {
-        self.layout.scratch(self.name.as_str())
+        self.layout.scratch(&self.name)
     }
 
     pub fn tmp(&self) -> PathBuf {
-        self.layout.scratch_tmp(self.name.as_str())
+        self.layout.scratch_tmp(&self.name)
     }
 
     pub fn result(&self) -> PathBuf {
-        self.layout.result_file(self.name.as_str())
+        self.layout.result_file(&self.name)
     }
 
     pub fn http_log(&self) -> PathBuf {
-        self.layout.http_log(self.name.as_str())
+        self.layout.http_log(&self.name)
     }
 
     fn remove_files(&self) {

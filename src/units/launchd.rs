@@ -51,7 +51,7 @@ pub fn plist(
     watch_keys(def, paths, &mut d);
     // The machine's data root, or its placeholder in units/: a path either way.
     let log = crate::layout::Layout::new(&paths.data_root)
-        .launchd_log(def.name.as_str())
+        .launchd_log(&def.name)
         .display()
         .to_string();
     d.insert("StandardOutPath".into(), log.clone().into());
