@@ -769,6 +769,7 @@ mod tests {
             &crate::definition::Checks {
                 home: "/home/u".into(),
                 data_root: "/d/ata".into(),
+                units_dir: "/nonexistent-units".into(),
             },
         )
         .unwrap();

@@ -900,6 +900,7 @@ mod tests {
         let checks = crate::definition::Checks {
             home: PathBuf::from("/Users/al"),
             data_root: PathBuf::from("/Users/al/Library/Application Support/automations"),
+            units_dir: "/nonexistent-units".into(),
         };
         let def = |name: &str, paths: &str| {
             let text =

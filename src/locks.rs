@@ -56,6 +56,12 @@ impl RunLock {
     pub fn runner(&self) -> io::Result<()> {
         write_id(&self.file, RUNNER_AT, crate::process::ProcessId::me())
     }
+
+    /// Names the calling process as the firing's keeper again, as it is once it has taken its
+    /// own name (which the identity holds).
+    pub fn keeper(&self) -> io::Result<()> {
+        write_id(&self.file, KEEPER_AT, crate::process::ProcessId::me())
+    }
 }
 
 /// Writes `id` (or blanks) in its fixed place.
@@ -92,16 +98,19 @@ pub enum Asked {
 /// A process is signalled only while it is still the one the lock names (its start time).
 pub fn ask_to_stop(data_root: &Path, name: &Name) -> nix::Result<Asked> {
     use nix::sys::signal::Signal;
-    if holder(data_root, name).is_none() {
+    let Some(holder) = holder(data_root, name) else {
         return Ok(Asked::NotRunning);
-    }
+    };
     let Ok(file) = fsutil::open_in_data_root(
         &path(data_root, name),
         std::fs::OpenOptions::new().read(true),
     ) else {
         return Ok(Asked::Unknown);
     };
+    // The keeper is the process that took the lock: one named there that does not hold it now is
+    // a firing's before.
     if let Some(k) = read_id(&file, KEEPER_AT)
+        && u32::try_from(k.pid) == Ok(holder)
         && k.signal(Signal::SIGTERM)?
     {
         return Ok(Asked::Keeper(k.pid));
@@ -116,6 +125,9 @@ pub fn ask_to_stop(data_root: &Path, name: &Name) -> nix::Result<Asked> {
 
 impl Drop for RunLock {
     fn drop(&mut self) {
+        // Who held it is no one now: a stop later reads no stale keeper or runner.
+        let _ = write_id(&self.file, KEEPER_AT, None);
+        let _ = write_id(&self.file, RUNNER_AT, None);
         // An explicit unlock, not just a close: the run's keeper shares this open file description
         // and would otherwise hold the lock until it has exited too.
         let _ = self.file.unlock();

@@ -121,9 +121,9 @@ pub struct HashedScript {
     identity: Identity,
 }
 
-/// What changes when a file is written, replaced or renamed, and when a folder on its way is
-/// replaced: the file's device, inode, size, modification and change times; each folder's device
-/// and inode, from the repository root down.
+/// What changes when a file is written, replaced or renamed, and when a folder or link on its way
+/// is replaced or re-pointed: the file's device, inode, size, modification and change times; each
+/// folder's device and inode, and each link's own, from the script up to the repository root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Identity {
     file: (u64, u64, u64, i64, i64, i64, i64),
@@ -136,7 +136,7 @@ impl HashedScript {
     pub fn unchanged(&self, root: &Path) -> Result<(), String> {
         let now = identity_of(&self.path, root).map_err(|e| format!("{e}"))?;
         if now.folders != self.identity.folders {
-            return Err("a folder on its way was replaced".into());
+            return Err("a folder or link on its way was replaced or re-pointed".into());
         }
         if now.file != self.identity.file {
             return Err("it was written, replaced or renamed".into());
@@ -209,8 +209,16 @@ fn identity_of(path: &Path, root: &Path) -> std::io::Result<Identity> {
     use std::os::unix::fs::MetadataExt;
     let file = file_identity(&std::fs::metadata(path)?);
     let mut folders = Vec::new();
+    // A link on the way is known by its own inode as well as by what it points to: one re-pointed
+    // (`ln -sfn`) is a new link, even where it leads to the same file.
+    let link = |p: &Path| -> std::io::Result<Option<(u64, u64)>> {
+        let own = std::fs::symlink_metadata(p)?;
+        Ok(own.file_type().is_symlink().then(|| (own.dev(), own.ino())))
+    };
+    folders.extend(link(path)?);
     let mut at = path.parent();
     while let Some(dir) = at {
+        folders.extend(link(dir)?);
         let m = std::fs::metadata(dir)?;
         folders.push((m.dev(), m.ino()));
         if dir == root || !dir.starts_with(root) {
@@ -304,6 +312,7 @@ mod tests {
             &crate::definition::Checks {
                 home: "/nonexistent-home".into(),
                 data_root: "/nonexistent-data".into(),
+                units_dir: "/nonexistent-units".into(),
             },
         )
         .unwrap()
@@ -341,6 +350,31 @@ mod tests {
             definition_text: None,
             script_text: None,
         }
+    }
+
+    /// A link re-pointed after the hash is seen, even where it leads to the same file: what sits
+    /// beside the script (which `$0`'s folder and Python's `sys.path[0]` name) may differ.
+    #[test]
+    fn a_link_re_pointed_after_the_hash_is_a_change() {
+        use std::os::unix::fs::symlink;
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path();
+        for d in ["scripts", "v1", "v2"] {
+            std::fs::create_dir(r.join(d)).unwrap();
+        }
+        std::fs::write(r.join("real.sh"), "#!/bin/sh\n").unwrap();
+        symlink(r.join("real.sh"), r.join("v1/run.sh")).unwrap();
+        symlink(r.join("real.sh"), r.join("v2/run.sh")).unwrap();
+        symlink(r.join("v1/run.sh"), r.join("scripts/run.sh")).unwrap();
+        let hashed = hash_in_place(&def(&["scripts/run.sh"]), r)
+            .unwrap()
+            .unwrap();
+        assert_eq!(hashed.unchanged(r), Ok(()));
+        // `ln -sfn`: a new link put in the old one's place, to the same file by another way.
+        symlink(r.join("v2/run.sh"), r.join("scripts/new")).unwrap();
+        std::fs::rename(r.join("scripts/new"), r.join("scripts/run.sh")).unwrap();
+        let why = hashed.unchanged(r).unwrap_err();
+        assert!(why.contains("re-pointed"), "{why}");
     }
 
     #[test]

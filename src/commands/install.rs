@@ -301,10 +301,15 @@ fn apply_each(
                     list_or_none(&left)
                 );
             }
+            // Those installed before it chain as their definitions say.
+            super::machine::record_chains(settings);
             return Err(e.context(format!("{} was not installed", def.name)).into());
         }
         outln!("installed {}", plan.label);
-        after_install(settings, def, bin)?;
+        if let Err(e) = after_install(settings, def, bin) {
+            super::machine::record_chains(settings);
+            return Err(e);
+        }
         super::healthchecks::after_install(settings, &def.name);
     }
     super::machine::record_chains(settings);
@@ -390,6 +395,7 @@ pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) 
                     list_or_none(&left)
                 );
             }
+            super::machine::record_chains(settings);
             return Err(e
                 .context(format!("{} was not uninstalled", plan.name))
                 .into());

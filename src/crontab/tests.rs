@@ -17,6 +17,7 @@ impl Fixture {
         let checks = Checks {
             home: dir.path().join("home"),
             data_root: dir.path().join("data"),
+            units_dir: "/nonexistent-units".into(),
         };
         Self {
             dir,
@@ -54,6 +55,7 @@ fn definition(row: &Row) -> crate::definition::Definition {
         &Checks {
             home: "/nonexistent-home".into(),
             data_root: "/nonexistent-data".into(),
+            units_dir: "/nonexistent-units".into(),
         },
     )
     .unwrap_or_else(|e| panic!("{e:?}"))

@@ -354,6 +354,7 @@ mod tests {
         let checks = crate::definition::Checks {
             home: "/nonexistent-home".into(),
             data_root: "/nonexistent-data".into(),
+            units_dir: "/nonexistent-units".into(),
         };
         let def = crate::definition::parse("d.toml", toml.as_bytes(), &checks).unwrap();
         (def, now - Duration::hours(24), now)

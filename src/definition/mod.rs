@@ -175,6 +175,9 @@ pub struct Checks {
     pub home: PathBuf,
     /// The private data root.
     pub data_root: PathBuf,
+    /// Where the service manager reads this user's units from (a strict command may not write
+    /// there: a unit it left would run unconfined).
+    pub units_dir: PathBuf,
 }
 
 impl Checks {
@@ -183,6 +186,7 @@ impl Checks {
         Self {
             home: settings.home.clone(),
             data_root: settings.data_root.clone(),
+            units_dir: settings.agents_dir.clone(),
         }
     }
 }
@@ -228,7 +232,7 @@ pub fn load_all(dir: &Path, checks: &Checks) -> std::io::Result<Loaded> {
     loaded.definitions.sort_by(|a, b| a.name.cmp(&b.name));
     let root = dir.parent().unwrap_or(dir);
     trigger::relations(&mut loaded, root, &checks.home);
-    policy::relations(&mut loaded, root, &checks.home);
+    policy::relations(&mut loaded, root, checks);
     Ok(loaded)
 }
 

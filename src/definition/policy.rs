@@ -5,7 +5,7 @@
 //! [`check_*`](check_overlap) read one file's keys; [`relations`] checks what needs the machine
 //! (that every `writes` entry exists).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use toml::Value;
@@ -404,11 +404,11 @@ pub(super) fn combined(
 /// Checks what needs the machine: every `writes` entry exists, is a folder or file, and is
 /// reached through no link (see [`resolve_write`]). A definition with such a problem moves from
 /// `definitions` to `problems`.
-pub fn relations(loaded: &mut Loaded, root: &Path, home: &Path) {
+pub fn relations(loaded: &mut Loaded, root: &Path, checks: &super::Checks) {
     let mut bad: Vec<(Name, Problem)> = Vec::new();
     for def in &loaded.definitions {
         for p in &def.policy.writes {
-            let Err(why) = resolve_write(p, root, home) else {
+            let Err(why) = resolve_write(p, root, checks) else {
                 continue;
             };
             let file = format!("{}.toml", def.name);
@@ -427,15 +427,16 @@ pub fn relations(loaded: &mut Loaded, root: &Path, home: &Path) {
     loaded.problems.extend(bad.into_iter().map(|(_, p)| p));
 }
 
-/// One `writes` entry where it is on this machine: a folder or file that exists, reached through
-/// no link below the home folder or the repository it is written against, or below `/` for an
-/// absolute one (a link could be re-pointed later, by a `git pull`, and move what the sandbox lets
-/// it write without anyone approving it). The home folder or repository itself may be a link
-/// (Fedora Silverblue's /home is). Or why not.
-pub fn resolve_write(entry: &str, root: &Path, home: &Path) -> Result<std::path::PathBuf, String> {
-    let at = super::trigger::resolve(entry, root, home);
+/// One `writes` entry where it is on this machine, with no link left in it: a folder or file that
+/// exists, reached through no link below the home folder or the repository it is written against,
+/// or below `/` for an absolute one (a link could be re-pointed later, by a `git pull`, and move
+/// what the sandbox lets it write without anyone approving it), and holding none of the places
+/// only the runner and the person write (see [`guarded`]). The home folder or repository itself
+/// may be a link (Fedora Silverblue's /home is): it is resolved. Or why not.
+pub fn resolve_write(entry: &str, root: &Path, checks: &super::Checks) -> Result<PathBuf, String> {
+    let at = super::trigger::resolve(entry, root, &checks.home);
     let base = if entry.starts_with("~/") {
-        home
+        checks.home.as_path()
     } else if entry.starts_with(PLACEHOLDER_ROOT) {
         root
     } else {
@@ -452,14 +453,68 @@ pub fn resolve_write(entry: &str, root: &Path, home: &Path) -> Result<std::path:
         }
         Err(e) => return Err(format!("cannot be read ({}): {e}", at.display())),
     }
-    match std::fs::metadata(&at) {
-        Ok(m) if m.is_dir() || m.is_file() => Ok(at),
-        Ok(_) => Err(format!("{} is not a folder or file", at.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
-            "does not exist ({}); create it first",
-            at.display()
-        )),
-        Err(e) => Err(format!("cannot be read ({}): {e}", at.display())),
+    let real = match std::fs::metadata(&at).and_then(|m| Ok((m, std::fs::canonicalize(&at)?))) {
+        Ok((m, real)) if m.is_dir() || m.is_file() => real,
+        Ok(_) => return Err(format!("{} is not a folder or file", at.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "does not exist ({}); create it first",
+                at.display()
+            ));
+        }
+        Err(e) => return Err(format!("cannot be read ({}): {e}", at.display())),
+    };
+    for (what, place) in guarded(checks) {
+        if place.starts_with(&real) {
+            return Err(format!(
+                "holds {what} ({}), which a strict command may not write; name a folder beside it",
+                place.display()
+            ));
+        }
+    }
+    Ok(real)
+}
+
+/// The places a `writes` entry may not hold, each where it really is: the data root's folder
+/// (the run log, state, env files and settings of every namespace: only the runner writes them)
+/// and the folder the service manager reads units from (a unit left there would run unconfined).
+fn guarded(checks: &super::Checks) -> [(&'static str, PathBuf); 2] {
+    [
+        (
+            "the data root",
+            real_place(&hidden_folder(&checks.data_root)),
+        ),
+        ("the folder of user units", real_place(&checks.units_dir)),
+    ]
+}
+
+/// The folder a strict command may neither read nor write: the data root, or the `automations`
+/// folder that holds it and the data roots of other namespaces beside it.
+pub fn hidden_folder(data_root: &Path) -> PathBuf {
+    let real = real_place(data_root);
+    match real.parent() {
+        Some(parent) if parent.file_name().is_some_and(|n| n == "automations") => {
+            parent.to_path_buf()
+        }
+        _ => real,
+    }
+}
+
+/// Where `p` really is: its nearest existing folder resolved, the rest (not made yet) appended.
+fn real_place(p: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut at = p;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(at) {
+            return rest.iter().rev().fold(real, |acc, step| acc.join(step));
+        }
+        match (at.parent(), at.file_name()) {
+            (Some(parent), Some(step)) => {
+                rest.push(step.to_owned());
+                at = parent;
+            }
+            _ => return p.to_path_buf(),
+        }
     }
 }
 

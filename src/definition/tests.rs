@@ -6,6 +6,7 @@ fn checks() -> Checks {
     Checks {
         home: PathBuf::from("/home/alice"),
         data_root: PathBuf::from("/srv/data/automations"),
+        units_dir: "/nonexistent-units".into(),
     }
 }
 
@@ -977,6 +978,7 @@ fn trigger_rules() {
     let inside = Checks {
         home: PathBuf::from("/home/alice"),
         data_root: PathBuf::from("/home/alice/.local/share/automations"),
+        units_dir: "/nonexistent-units".into(),
     };
     let text = format!("{BASE}[trigger]\npaths = [\"~/.local/share/automations/state\"]\n");
     let problems = parse("x.toml", text.as_bytes(), &inside).unwrap_err();
@@ -1000,6 +1002,7 @@ fn load_folder(files: &[(&str, &str)]) -> (Vec<String>, Vec<String>, tempfile::T
     let checks = Checks {
         home: d.path().join("home"),
         data_root: d.path().join("data"),
+        units_dir: "/nonexistent-units".into(),
     };
     let loaded = load_all(&dir, &checks).unwrap();
     let problems = loaded.problems.iter().map(ToString::to_string).collect();
@@ -1080,6 +1083,7 @@ fn watched_paths_need_their_folder_and_must_be_files_or_folders() {
     let checks = Checks {
         home: d.path().join("home"),
         data_root: d.path().join("data"),
+        units_dir: "/nonexistent-units".into(),
     };
     let loaded = load_all(&d.path().join("automations"), &checks).unwrap();
     let all: Vec<String> = loaded.problems.iter().map(ToString::to_string).collect();
@@ -1279,6 +1283,7 @@ fn a_folder_a_sandboxed_automation_writes_must_exist() {
     let checks = Checks {
         home: d.path().join("home"),
         data_root: d.path().join("data"),
+        units_dir: "/nonexistent-units".into(),
     };
     let loaded = load_all(&defs, &checks).unwrap();
     let names: Vec<&str> = loaded.definitions.iter().map(|d| d.name.as_str()).collect();

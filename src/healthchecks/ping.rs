@@ -204,9 +204,7 @@ fn record(data_root: &Path, name: &Name, results: &[(Ping, Result<String, String
             }
         }
     }
-    if let Err(e) =
-        crate::state::write_json(&crate::state::pings_path(data_root, name), &st)
-    {
+    if let Err(e) = crate::state::write_json(&crate::state::pings_path(data_root, name), &st) {
         errln!("automations: {name}: cannot keep what came of its Healthchecks pings: {e}");
     }
 }

@@ -361,7 +361,9 @@ pub fn look_at(
             continue;
         }
         let Ok(name) = Name::new(&v.name) else {
-            report.unreadable.push(format!("{}: not an automation name", v.name));
+            report
+                .unreadable
+                .push(format!("{}: not an automation name", v.name));
             continue;
         };
         let path = state_path(settings, &name);

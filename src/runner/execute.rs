@@ -208,7 +208,11 @@ fn confine(
     cmd: &mut Command,
 ) -> Result<(), crate::sandbox::SandboxError> {
     let Firing { settings, def, .. } = *firing;
-    let writes = crate::sandbox::resolve_writes(def, &settings.root, &settings.home)?;
+    let writes = crate::sandbox::resolve_writes(
+        def,
+        &settings.root,
+        &crate::definition::Checks::of(settings),
+    )?;
     let dir = scratch.dir();
     let spec = crate::sandbox::Spec {
         data_root: &settings.data_root,

@@ -54,7 +54,7 @@ pub(super) fn fire(
     // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,
     // and holds the lock until it has; see keeper.rs), this process goes on as the runner. Forked
     // here, while still single-threaded.
-    let mut keeper = match split(run_id, log) {
+    let mut keeper = match split(run_id, log, firing.lock) {
         Ok(k) => k,
         // `started` is written: the run is recorded as one that could not start.
         Err(e) => {
@@ -149,20 +149,25 @@ fn tried_again(retry: &crate::definition::Retry, f: &Finished) -> bool {
     })
 }
 
-/// The split of a firing (see keeper.rs) whose keeper's first act is the `fdatasync` of the
-/// `started` line just written, or what the test switch [`ENV_STARTED_SYNC`] makes of it.
-fn split(run_id: &str, log: &RunLog) -> std::io::Result<Keeper> {
+/// The split of a firing (see keeper.rs) whose keeper's first act is to name itself in the lock
+/// under its own name, then the `fdatasync` of the `started` line just written, or what the test
+/// switch [`ENV_STARTED_SYNC`] makes of it.
+fn split(run_id: &str, log: &RunLog, lock: &crate::locks::RunLock) -> std::io::Result<Keeper> {
     let fault = std::env::var_os(ENV_STARTED_SYNC);
     Keeper::split(
         run_marker(run_id).as_bytes(),
         supervise::subreaper_wanted(),
-        &|| match fault.as_ref().and_then(|f| f.to_str()) {
-            Some("fail") => Err(std::io::Error::from_raw_os_error(nix::libc::EIO)),
-            Some("slow") => {
-                std::thread::sleep(STARTED_SYNC_SLOW);
-                log.sync_data_only()
+        &|| {
+            // Without it a stop reaches the runner instead, which passes it on as well.
+            let _ = lock.keeper();
+            match fault.as_ref().and_then(|f| f.to_str()) {
+                Some("fail") => Err(std::io::Error::from_raw_os_error(nix::libc::EIO)),
+                Some("slow") => {
+                    std::thread::sleep(STARTED_SYNC_SLOW);
+                    log.sync_data_only()
+                }
+                _ => log.sync_data_only(),
             }
-            _ => log.sync_data_only(),
         },
     )
 }

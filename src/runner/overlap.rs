@@ -14,8 +14,8 @@ use super::supervise::Signals;
 use super::{RunError, new_run_id};
 use crate::definition::{Definition, Overlap};
 use crate::layout::Layout;
-use crate::names::Name;
 use crate::locks::{self, Acquired, Plain, RunLock};
+use crate::names::Name;
 use crate::runlog::{HeldBy, SkipReason};
 use crate::settings::Settings;
 

@@ -10,8 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{self, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
+
+use crate::process::ProcessId;
 
 use super::tree::{ProcessTable, Walk};
 
@@ -33,9 +34,11 @@ pub fn end(table: &dyn ProcessTable, marker: &[u8], grace: Duration, kill_wait: 
     if found.is_empty() {
         return Ended::default();
     }
+    // Each signal goes to the process found, known by its start time (a pid taken over since
+    // by another process is left alone).
     let send = |pids: &[i32], sig| {
-        for &pid in pids {
-            let _ = signal::kill(Pid::from_raw(pid), sig);
+        for id in pids.iter().filter_map(|&pid| ProcessId::of(pid)) {
+            let _ = id.signal(sig);
         }
     };
     send(&found, Signal::SIGTERM);

@@ -7,8 +7,10 @@
 //! What the command keeps: reading and running anything outside the data root; writing its
 //! `writes`, its own scratch folder (its TMPDIR, result file and HTTP log) and `/dev/null`. What it
 //! loses: writing anywhere else, reading the data root, Unix sockets (the bus, the manager, every
-//! other local daemon; a `socketpair` still works), io_uring, typing into a terminal, and
-//! signalling or tracing any process outside its own tree.
+//! other local daemon; a stream `socketpair` still works), io_uring, typing into a terminal,
+//! changing owners and extended attributes, letting others write a file, set-user-ID and
+//! set-group-ID bits, and tracing any process outside its own tree — and, from Landlock ABI 6
+//! (Linux 6.12), signalling one (`Support::words` says what this kernel holds).
 //!
 //! Linux only: Landlock (the file system, signals, abstract sockets) and a seccomp filter, both
 //! made in the runner and installed in the command's process between fork and exec, so the runner
@@ -102,17 +104,18 @@ impl Support {
 }
 
 /// `def`'s `writes`, each where it is on this machine (see `definition::policy::resolve_write`):
-/// a link below the home folder or the repository is refused, not followed.
+/// a link below the home folder or the repository is refused, not followed, and so is an entry
+/// holding the data root or the folder of user units.
 pub fn resolve_writes(
     def: &Definition,
     root: &Path,
-    home: &Path,
+    checks: &crate::definition::Checks,
 ) -> Result<Vec<PathBuf>, SandboxError> {
     def.policy
         .writes
         .iter()
         .map(|entry| {
-            crate::definition::policy::resolve_write(entry, root, home).map_err(|why| {
+            crate::definition::policy::resolve_write(entry, root, checks).map_err(|why| {
                 SandboxError::Writes {
                     entry: entry.clone(),
                     why,

@@ -60,14 +60,14 @@ pub(super) fn ruleset(spec: &Spec) -> Result<OwnedFd, SandboxError> {
         .map_err(err)?
         .create()
         .map_err(err)?;
-    let hidden = hidden_folder(spec.data_root);
+    let hidden = crate::definition::policy::hidden_folder(spec.data_root);
     for fd in around(&hidden).map_err(|e| io_error(&hidden, e))? {
         rules = rules.add_rule(PathBeneath::new(fd, read)).map_err(err)?;
     }
     let mut writable: Vec<&Path> = vec![spec.scratch];
     writable.extend(spec.writes.iter().map(PathBuf::as_path));
     for p in writable {
-        let fd = open_path(p).map_err(|e| io_error(p, e))?;
+        let fd = open_resolved(p).map_err(|e| io_error(p, e))?;
         let access = if is_dir(&fd) {
             handled
         } else {
@@ -84,18 +84,6 @@ pub(super) fn ruleset(spec: &Spec) -> Result<OwnedFd, SandboxError> {
     Option::<OwnedFd>::from(rules).ok_or_else(|| {
         SandboxError::Unavailable("the kernel refused to make a Landlock ruleset".into())
     })
-}
-
-/// The folder a strict command may not read: the data root, or, in the default layout
-/// (`…/automations/<namespace>`), the folder holding every namespace's data root.
-fn hidden_folder(data_root: &Path) -> PathBuf {
-    let real = std::fs::canonicalize(data_root).unwrap_or_else(|_| data_root.to_path_buf());
-    match real.parent() {
-        Some(parent) if parent.file_name().is_some_and(|n| n == "automations") => {
-            parent.to_path_buf()
-        }
-        _ => real,
-    }
 }
 
 /// Every entry of every folder on the way from `/` down to `hidden`, but the next step of that way
@@ -127,6 +115,23 @@ fn open_path(p: &Path) -> std::io::Result<OwnedFd> {
     use nix::fcntl::OFlag;
     let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     Ok(nix::fcntl::open(p, flags, nix::sys::stat::Mode::empty())?)
+}
+
+/// `p`, a path with no link in it (as `resolve_write` gives), opened only if that still holds: a
+/// link put in its way since is refused, not followed. Kernels before 5.6 (no `openat2`) are
+/// left with the check of the last step.
+fn open_resolved(p: &Path) -> std::io::Result<OwnedFd> {
+    use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+    let how = OpenHow::new()
+        .flags(OFlag::O_PATH | OFlag::O_CLOEXEC)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS);
+    match nix::fcntl::openat2(nix::fcntl::AT_FDCWD, p, how) {
+        Err(nix::errno::Errno::ENOSYS) => open_path(p),
+        Err(nix::errno::Errno::ELOOP) => Err(std::io::Error::other(
+            "a link was put in its way after it was checked; not followed",
+        )),
+        r => Ok(r?),
+    }
 }
 
 fn is_dir(fd: &OwnedFd) -> bool {

@@ -14,6 +14,7 @@ pub(crate) fn def(name: &str, extra: &str) -> Definition {
         &Checks {
             home: "/nonexistent-home".into(),
             data_root: "/nonexistent-data".into(),
+            units_dir: "/nonexistent-units".into(),
         },
     )
     .unwrap()

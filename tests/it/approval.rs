@@ -59,6 +59,7 @@ fn name_with_a_long_jitter(sb: &Sandbox) -> String {
     let checks = automations::definition::Checks {
         home: "/nonexistent".into(),
         data_root: "/nonexistent".into(),
+        units_dir: "/nonexistent-units".into(),
     };
     (0..200)
         .map(|i| format!("j{i}"))

@@ -192,6 +192,7 @@ fn schedule_of(expr: &str) -> automations::schedule::Schedule {
         &automations::definition::Checks {
             home: "/nonexistent".into(),
             data_root: "/nonexistent".into(),
+            units_dir: "/nonexistent-units".into(),
         },
     )
     .unwrap_or_else(|e| panic!("{expr}: {e:?}"));

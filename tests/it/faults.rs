@@ -1513,6 +1513,53 @@ fn a_stop_reaches_only_its_run_and_a_run_whose_keeper_died() {
     assert_eq!(swaps[1]["outcome"], "ok", "{:#}", swaps[1]);
 }
 
+/// Regression: the keeper took its own process name after the lock named it, so the identity the
+/// lock held never matched it again and every stop went around it to the runner; and a lock
+/// released kept naming the last keeper and runner. While a firing runs, the lock names its live
+/// keeper (the process holding the lock) and its runner; once it is over, neither.
+#[test]
+fn the_lock_names_the_live_keeper_and_runner_and_no_one_after() {
+    use automations::process::ProcessId;
+    let sb = Sandbox::new();
+    let up = sb.path("up");
+    // The command runs once its start is on disk, which is after the keeper has named itself.
+    sb.shell_definition(
+        "long",
+        &format!("echo up > '{}'; exec sleep 300", up.display()),
+        "timeout_seconds = 600\n",
+    );
+    let mut firing = sb
+        .cmd(["run", "long"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = sb.data.join("locks/long.lock");
+    let named = |line: usize| {
+        let text = std::fs::read_to_string(&lock).unwrap_or_default();
+        text.lines().nth(line).and_then(ProcessId::parse)
+    };
+    wait_for("the command started", || up.exists());
+    let keeper = named(2).expect("the lock names the keeper");
+    assert_eq!(keeper.pid, firing.id() as i32);
+    assert!(
+        keeper.alive(),
+        "the keeper's identity does not match it: {keeper:?}"
+    );
+    let runner = named(3).unwrap();
+    assert_eq!(runner.pid, runner_of(&firing));
+    assert!(runner.alive(), "{runner:?}");
+    assert_code(&sb.run(["stop-all", "--reason", "done"]), 0);
+    firing.wait().unwrap();
+    assert_eq!(sb.last_finished()["outcome"], "stopped");
+    assert_eq!(
+        (named(2), named(3)),
+        (None, None),
+        "a released lock names no one"
+    );
+    assert_code(&sb.run(["resume-all"]), 0);
+}
+
 /// Regression: with keeper and runner SIGKILLed together while the command had a `setsid env -i`
 /// child, the next firing ended what carried the run's marker and left that child (its
 /// environment cleared, its session its own) running beside the new run. It is found through its

@@ -162,6 +162,7 @@ impl Sandbox {
         let checks = automations::definition::Checks {
             home: self.home.clone(),
             data_root: self.data.clone(),
+            units_dir: "/nonexistent-units".into(),
         };
         automations::definition::parse(&format!("{name}.toml"), &bytes, &checks)
             .unwrap_or_else(|e| panic!("{name}: {e:?}"))

@@ -709,6 +709,7 @@ fn a_scheduled_firing_waits_its_slots_jitter_and_a_person_never_waits() {
     let checks = automations::definition::Checks {
         home: "/nonexistent".into(),
         data_root: "/nonexistent".into(),
+        units_dir: "/nonexistent-units".into(),
     };
     let schedule = automations::definition::parse("spread.toml", text.as_bytes(), &checks)
         .unwrap()

@@ -294,6 +294,156 @@ fn a_writes_entry_that_became_a_link_is_refused_at_the_firing() {
     assert!(stderr(&o).contains("Backups is a link"), "{}", stderr(&o));
 }
 
+/// Regression: what Landlock does not cover was open to a strict command: it could let others
+/// write a file of its user's anywhere (`chmod o+w`), make one set-user-ID, change a group, set
+/// extended attributes, and reach any datagram socket by its path through a `socketpair`. Each is
+/// refused now (a command without the sandbox does each, so each is a real way out), while
+/// changing the mode of a file in its `writes` as `cp -p` and `rsync -a` do still works.
+#[test]
+fn what_landlock_does_not_cover_is_refused_to_a_strict_command() {
+    if automations::sandbox::Support::here().usable().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "this kernel has no usable Landlock"
+        );
+        eprintln!("SKIPPED: this kernel has no usable Landlock");
+        return;
+    }
+    let sb = Sandbox::new();
+    let out = sb.home.join("Backups");
+    std::fs::create_dir(&out).unwrap();
+    let target = sb.home.join("notes.txt");
+    std::fs::write(&target, "mine\n").unwrap();
+    let socket = sb.home.join("listen.sock");
+    let listener = std::os::unix::net::UnixDatagram::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let (t, so) = (target.display(), socket.display());
+    let attempts = [
+        ("chmod-others-write", format!("chmod 0646 '{t}'")),
+        ("chmod-setuid", format!("chmod 4700 '{t}'")),
+        ("chgrp", format!("chgrp \"$(id -g)\" '{t}'")),
+        (
+            "setxattr",
+            format!("python3 -c \"import os; os.setxattr('{t}', 'user.escaped', b'1')\""),
+        ),
+        (
+            "dgram-pair",
+            format!(
+                "python3 -c \"import socket; a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b'escaped', '{so}')\""
+            ),
+        ),
+    ];
+    let mut body = String::from("#!/bin/sh\n");
+    for (name, line) in &attempts {
+        body.push_str(&format!(
+            "if ( {line} ) >/dev/null 2>&1; then echo '{name} through'; else echo '{name} held'; fi\n"
+        ));
+    }
+    // What a copy into its writes does.
+    body.push_str("echo x > \"$HOME/Backups/copy\" && chmod 0664 \"$HOME/Backups/copy\" && echo 'own-chmod ok'\n");
+    sb.script("probe.sh", &body);
+    sb.definition(
+        "open",
+        "name = \"open\"\ncommand = [\"scripts/probe.sh\"]\n",
+    );
+    sb.definition(
+        "boxed",
+        "name = \"boxed\"\ncommand = [\"scripts/probe.sh\"]\nwrites = [\"~/Backups\"]\n[sandbox]\nlevel = \"strict\"\n",
+    );
+    let reset = || {
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let _ = std::fs::remove_file(out.join("copy"));
+        while listener.recv(&mut [0; 16]).is_ok() {}
+    };
+    use std::os::unix::fs::PermissionsExt;
+    reset();
+    assert_code(&sb.run(["run", "open"]), 0);
+    let control = sb.last_finished()["stdout_tail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (name, _) in &attempts {
+        assert!(
+            control.contains(&format!("{name} through")),
+            "{name}: {control}"
+        );
+    }
+    assert!(
+        listener.recv(&mut [0; 16]).is_ok(),
+        "without the sandbox no datagram arrived"
+    );
+    reset();
+    assert_code(&sb.run(["run", "boxed"]), 0);
+    let boxed = sb.last_finished()["stdout_tail"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (name, _) in &attempts {
+        assert!(boxed.contains(&format!("{name} held")), "{name}: {boxed}");
+    }
+    assert!(boxed.contains("own-chmod ok"), "{boxed}");
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o600, "the mode of a file outside its writes changed");
+    assert!(
+        listener.recv(&mut [0; 16]).is_err(),
+        "a datagram reached a socket outside"
+    );
+}
+
+/// Regression: `writes = ["~/.local"]` (or any folder above the data root) was accepted, and a strict
+/// command given it wrote the run log, env files and state of every automation; `writes =
+/// ["~/.config"]` let it leave a user unit that would run unconfined. Both are refused by
+/// validate, naming what the entry holds, and at the firing, before the command starts.
+#[test]
+fn a_writes_entry_holding_the_data_root_or_the_units_is_refused() {
+    let sb = Sandbox::new();
+    let above = sb.data.parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(sb.home.join(".config")).unwrap();
+    sb.script(
+        "spill.sh",
+        &format!(
+            "#!/bin/sh\necho spilled >> '{}'\nmkdir -p \"$HOME/.config/systemd/user\" && : > \"$HOME/.config/systemd/user/left.service\"\n",
+            sb.data.join("runs.jsonl").display()
+        ),
+    );
+    for (name, entry, holds) in [
+        ("above", above.display().to_string(), "holds the data root"),
+        (
+            "config",
+            "~/.config".to_owned(),
+            "holds the folder of user units",
+        ),
+    ] {
+        sb.definition(
+            name,
+            &format!(
+                "name = \"{name}\"\ncommand = [\"scripts/spill.sh\"]\nwrites = [\"{entry}\"]\n[sandbox]\nlevel = \"strict\"\n"
+            ),
+        );
+        let o = sb.run(["validate"]);
+        assert_code(&o, 2);
+        assert!(stderr(&o).contains(holds), "{name}: {}", stderr(&o));
+        let o = sb.run(["run", name]);
+        assert_code(&o, 1);
+        let f = sb.last_finished();
+        assert_eq!(f["error"]["class"], "sandbox", "{f:#}");
+        assert!(
+            f["error"]["detail"].as_str().unwrap().contains(holds),
+            "{f:#}"
+        );
+        std::fs::remove_file(sb.root.join(format!("automations/{name}.toml"))).unwrap();
+    }
+    let log = std::fs::read_to_string(sb.data.join("runs.jsonl")).unwrap_or_default();
+    assert!(
+        !log.contains("spilled"),
+        "the command wrote the run log:\n{log}"
+    );
+    assert!(
+        !sb.home.join(".config/systemd/user/left.service").exists(),
+        "the command left a user unit"
+    );
+}
+
 /// Regression: a strict automation whose data root (or repository) is under /tmp never ran (its
 /// unit's PrivateTmp= hides it: `200/CHDIR`) while validate, install and doctor said it was fine,
 /// and a person's run ran it unconfined without a word. Now validate warns, install refuses, doctor

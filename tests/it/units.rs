@@ -717,6 +717,7 @@ mod launchd {
             &automations::definition::Checks {
                 home: sb.home.clone(),
                 data_root: sb.data.clone(),
+                units_dir: "/nonexistent-units".into(),
             },
         )
         .unwrap();
@@ -769,6 +770,7 @@ mod launchd {
         let checks = automations::definition::Checks {
             home: sb.home.clone(),
             data_root: sb.data.clone(),
+            units_dir: "/nonexistent-units".into(),
         };
         let bin = stable_bin(&sb.path("bin"));
         let agents = sb.home.join("Library/LaunchAgents");

@@ -211,6 +211,7 @@ mod tests {
             &crate::definition::Checks {
                 home: "/nonexistent-home".into(),
                 data_root: "/nonexistent-data".into(),
+                units_dir: "/nonexistent-units".into(),
             },
         )
         .unwrap();
