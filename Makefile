@@ -19,6 +19,7 @@ STABLE_BIN ?= $(HOME)/.local/bin/automations
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-ack automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
+	automations-secret-store automations-secret-check automations-secret-delete automations-secret-list \
 	automations-key-store automations-key-check automations-key-delete \
 	automations-health automations-notify-test automations-notify-key-store \
 	automations-notify-key-check automations-notify-key-delete dashboard
@@ -116,17 +117,17 @@ automations-plist: release
 automations-doctor: release
 	@$(AUTOMATIONS) doctor
 
-automations-key-store: release
-	@test -n "$(NAME)" || { echo "usage: make automations-key-store NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) key store "$(NAME)"
+# Secrets, one family: SCOPE is an automation's name, notify.DRIVER or healthchecks.ping|api.
+automations-secret-store automations-secret-check automations-secret-delete: release
+	@test -n "$(SCOPE)" || { echo "usage: make $@ SCOPE=<name|notify.DRIVER|healthchecks.ping|healthchecks.api>" >&2; exit 2; }
+	@$(AUTOMATIONS) secret $(patsubst automations-secret-%,%,$@) "$(SCOPE)"
 
-automations-key-check: release
-	@test -n "$(NAME)" || { echo "usage: make automations-key-check NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) key check "$(NAME)"
+automations-secret-list: release
+	@$(AUTOMATIONS) secret list
 
-automations-key-delete: release
-	@test -n "$(NAME)" || { echo "usage: make automations-key-delete NAME=<name>" >&2; exit 2; }
-	@$(AUTOMATIONS) key delete "$(NAME)"
+# The spellings the secret family replaced: each says the new one.
+automations-key-store automations-key-check automations-key-delete:
+	@echo "make $@ is now: make automations-secret-$(patsubst automations-key-%,%,$@) SCOPE=$(or $(NAME),<name>)" >&2; exit 2
 
 automations-health: release
 	@$(AUTOMATIONS) health $(if $(NAME),"$(NAME)")
@@ -134,14 +135,8 @@ automations-health: release
 automations-notify-test: release
 	@$(AUTOMATIONS) notify test
 
-automations-notify-key-store: release
-	@$(AUTOMATIONS) notify-key store $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook) $(if $(filter 1,$(EMAIL)),--email)
-
-automations-notify-key-check: release
-	@$(AUTOMATIONS) notify-key check $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook) $(if $(filter 1,$(EMAIL)),--email)
-
-automations-notify-key-delete: release
-	@$(AUTOMATIONS) notify-key delete $(if $(filter 1,$(NTFY)),--ntfy) $(if $(filter 1,$(WEBHOOK)),--webhook) $(if $(filter 1,$(EMAIL)),--email)
+automations-notify-key-store automations-notify-key-check automations-notify-key-delete:
+	@echo "make $@ is now: make automations-secret-$(patsubst automations-notify-key-%,%,$@) SCOPE=notify.$(if $(filter 1,$(NTFY)),ntfy,$(if $(filter 1,$(WEBHOOK)),webhook,$(if $(filter 1,$(EMAIL)),email,pushover)))" >&2; exit 2
 
 dashboard: release
 	@$(AUTOMATIONS) dashboard $(if $(PORT),--port "$(PORT)")

@@ -351,8 +351,18 @@ pub enum Command {
         diff: bool,
     },
 
-    /// An automation's AnyType key in the OS keychain (macOS Keychain, Linux Secret Service).
+    /// Secrets, one family: an automation's AnyType key, the notification credentials and the
+    /// Healthchecks keys, in the OS keychain (macOS Keychain, Linux Secret Service) or, where
+    /// <data root>/secrets.toml chooses them, private files of the data root (docs/keys.md).
+    ///
+    /// A SCOPE is an automation's name (its AnyType key), notify.pushover, notify.ntfy,
+    /// notify.webhook, notify.email, healthchecks.ping or healthchecks.api. A secret is typed
+    /// or pasted at a terminal, hidden; it never appears on a command line.
     #[command(subcommand)]
+    Secret(SecretCommand),
+
+    /// Moved: automations secret store|check|delete NAME.
+    #[command(subcommand, hide = true)]
     Key(KeyCommand),
 
     /// Look over this machine's setup: each line ok / warn / fail, with the fix.
@@ -397,9 +407,8 @@ pub enum Command {
     #[command(subcommand)]
     Notify(NotifyCommand),
 
-    /// The credentials notifications use (the Pushover pair, the ntfy token, the webhook's signing
-    /// key, the SMTP password), in the OS keychain.
-    #[command(subcommand, name = "notify-key")]
+    /// Moved: automations secret store|check|delete notify.DRIVER.
+    #[command(subcommand, name = "notify-key", hide = true)]
     NotifyKey(NotifyKeyCommand),
 
     /// Healthchecks (hosted or self-hosted): pings from every firing, and remote checks kept in
@@ -523,6 +532,101 @@ pub struct HttpArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum SecretCommand {
+    /// Read a secret (hidden) at a terminal, check it where it can be checked, then store it,
+    /// replacing an earlier one in place.
+    ///
+    /// An automation's AnyType key is checked with AnyType (GET /v2/auth/whoami): only a key that
+    /// grants exactly what its [anytype] declares is stored. The Pushover pair is checked with
+    /// Pushover (nothing is sent); a Healthchecks key with Healthchecks. The ntfy token, the
+    /// webhook's signing key and the SMTP password are stored as typed.
+    ///
+    /// Example: automations secret store task-digest
+    /// Example: automations secret store healthchecks.ping
+    Store { scope: Scope },
+
+    /// Check the stored secret again where it can be checked (AnyType, Pushover, Healthchecks),
+    /// else say whether one is stored; exit 1 when none is, or it is refused.
+    ///
+    /// Example: automations secret check notify.pushover
+    Check { scope: Scope },
+
+    /// Delete the stored secret.
+    ///
+    /// Example: automations secret delete notify.ntfy
+    Delete { scope: Scope },
+
+    /// Every scope this folder can use — each automation that declares [anytype], every
+    /// notification driver, both Healthchecks keys — with whether a secret is stored for it and
+    /// where secrets are kept. Never prints a secret.
+    ///
+    /// Example: automations secret list --json
+    List {
+        /// Print {"version": 1, "kind", "store", "secrets": [{scope, label, stored, error}]}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What a secret is for: an automation's AnyType key, a notification driver's credential or a
+/// Healthchecks key. Spelled `NAME`, `notify.DRIVER` or `healthchecks.ping|api` (automation names
+/// hold no dot, so the three never meet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    Automation(Name),
+    Notify(crate::names::Driver),
+    Healthchecks(crate::healthchecks::KeyKind),
+}
+
+impl Scope {
+    /// The scopes that are not an automation's, in the order `secret list` shows them.
+    pub fn fixed() -> Vec<Self> {
+        use crate::healthchecks::KeyKind;
+        let mut all: Vec<Self> = crate::names::Driver::ALL.map(Self::Notify).into();
+        all.extend([
+            Self::Healthchecks(KeyKind::Ping),
+            Self::Healthchecks(KeyKind::Api),
+        ]);
+        all
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Automation(n) => write!(f, "{n}"),
+            Self::Notify(d) => write!(f, "notify.{d}"),
+            Self::Healthchecks(k) => write!(f, "healthchecks.{}", k.word()),
+        }
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        use crate::healthchecks::KeyKind;
+        let wrong = || {
+            format!(
+                "{s:?} is no scope: an automation's name (its AnyType key), notify.<{}> or healthchecks.<ping|api>",
+                crate::names::Driver::ALL.map(|d| d.as_str()).join("|")
+            )
+        };
+        match s.split_once('.') {
+            Some(("notify", d)) => crate::names::Driver::parse(d)
+                .map(Self::Notify)
+                .ok_or_else(wrong),
+            Some(("healthchecks", "ping")) => Ok(Self::Healthchecks(KeyKind::Ping)),
+            Some(("healthchecks", "api")) => Ok(Self::Healthchecks(KeyKind::Api)),
+            Some(_) => Err(wrong()),
+            None => Name::new(s)
+                .map(Self::Automation)
+                .map_err(|e| format!("{}; {e}", wrong())),
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
 pub enum KeyCommand {
     /// Read a key (hidden) at a terminal, verify it against the declaration, then store it.
     ///
@@ -591,8 +695,8 @@ pub enum HealthchecksCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The ping key (pings by slug) or the API key (sync, status, pause), in the OS keychain.
-    #[command(subcommand)]
+    /// Moved: automations secret store|check|delete healthchecks.ping|api.
+    #[command(subcommand, hide = true)]
     Key(HealthchecksKeyCommand),
 }
 
@@ -627,7 +731,7 @@ pub enum NotifyKeyCommand {
     /// Pushover (which sends nothing), then store them; with --ntfy, the ntfy access token; with
     /// --webhook, the key that signs each webhook body; with --email, the SMTP password.
     ///
-    /// Example: automations notify-key store --webhook
+    /// Example: automations secret store notify.webhook
     Store(NotifyKeyWhich),
     /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy,
     /// --webhook or --email, say whether that key is stored.
@@ -655,13 +759,14 @@ pub struct NotifyKeyWhich {
 }
 
 impl NotifyKeyWhich {
-    /// The driver whose credential it is: `pushover`, `ntfy`, `webhook` or `email`.
-    pub fn driver(&self) -> &'static str {
+    /// The driver whose credential it is.
+    pub fn driver(&self) -> crate::names::Driver {
+        use crate::names::Driver;
         match (self.ntfy, self.webhook, self.email) {
-            (true, _, _) => "ntfy",
-            (_, true, _) => "webhook",
-            (_, _, true) => "email",
-            _ => "pushover",
+            (true, _, _) => Driver::Ntfy,
+            (_, true, _) => Driver::Webhook,
+            (_, _, true) => Driver::Email,
+            _ => Driver::Pushover,
         }
     }
 }

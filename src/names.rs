@@ -8,6 +8,48 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// A notification driver: the one spelling of each, in `notify.toml`'s tables, keychain items,
+/// reports and the state of what was delivered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Driver {
+    Pushover,
+    Ntfy,
+    Webhook,
+    Email,
+}
+
+impl Driver {
+    /// Every driver, in the order reports show them.
+    pub const ALL: [Self; 4] = [Self::Pushover, Self::Ntfy, Self::Webhook, Self::Email];
+
+    /// Its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pushover => "pushover",
+            Self::Ntfy => "ntfy",
+            Self::Webhook => "webhook",
+            Self::Email => "email",
+        }
+    }
+
+    /// The driver named `s`, if one is.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// "pushover, ntfy, webhook, email": for messages that list them.
+    pub fn listed() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
+    }
+}
+
+impl fmt::Display for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a name was refused; the message completes "<key>: …".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -197,8 +239,8 @@ impl Label {
 
     /// The keychain label of a notification driver's credential: `local.<namespace>.notify.<driver>`
     /// (automation names hold no dot, so it never collides with an automation's label).
-    pub fn notify(namespace: &Namespace, driver: &str) -> Self {
-        Self::service(namespace, "notify", driver)
+    pub fn notify(namespace: &Namespace, driver: Driver) -> Self {
+        Self::service(namespace, "notify", driver.as_str())
     }
 
     /// The keychain label of a credential of an outside service: `local.<namespace>.<service>.<item>`

@@ -32,12 +32,13 @@ use super::{self as anytype, Declared};
 use crate::definition::AnyTypeAccess;
 use crate::fsutil;
 use crate::keys::{KeyStore, Secret};
+use crate::layout::SettingsFile;
 use crate::names::Label;
 
 /// The environment variable the command gets the key in.
 pub const HEADERS_ENV: &str = "ANYTYPE_OPENAPI_MCP_HEADERS";
 /// The policy file in the data root.
-pub const SPACES_FILE: &str = "spaces.json";
+pub const SPACES_FILE: SettingsFile = SettingsFile::Spaces;
 
 /// `spaces.json`.
 #[derive(Debug, Clone, Deserialize)]
@@ -113,7 +114,7 @@ pub fn read_spaces(at: Policy) -> Result<Spaces, Refusal> {
     // In the data root, or beside the keys of a mounted Secret: the same name either way.
     let path: PathBuf = match at {
         Policy::DataRoot(root) => crate::layout::Layout::new(root).settings_file(SPACES_FILE),
-        Policy::Secret(dir) => dir.join(SPACES_FILE),
+        Policy::Secret(dir) => dir.join(SPACES_FILE.file_name()),
     };
     let refuse = |why: String| Refusal(vec![format!("{}: {why}", path.display())]);
     let read = match at {
@@ -121,9 +122,8 @@ pub fn read_spaces(at: Policy) -> Result<Spaces, Refusal> {
             fsutil::read_private(&path, fsutil::SMALL_FILE).map_err(|e| refuse(e.to_string()))
         }
         // Its errors name the path already.
-        Policy::Secret(dir) => {
-            crate::keys::files::read(dir, SPACES_FILE).map_err(|e| Refusal(vec![e.to_string()]))
-        }
+        Policy::Secret(dir) => crate::keys::files::read(dir, SPACES_FILE.file_name())
+            .map_err(|e| Refusal(vec![e.to_string()])),
     };
     let bytes = read?.ok_or_else(|| {
         refuse("missing; it names the AnyType spaces and the agent policy for each".into())
@@ -179,7 +179,7 @@ pub struct Inspection {
     pub differences: Vec<String>,
 }
 
-/// Asks AnyType about `key` and compares (what `key check` shows). Unreadable policy or answer is
+/// Asks AnyType about `key` and compares (what `secret check NAME` shows). Unreadable policy or answer is
 /// a refusal.
 pub fn inspect(
     key: &Secret,
@@ -199,7 +199,7 @@ pub fn inspect(
     })
 }
 
-/// Checks `key` against the declaration (what the gate and `key store` run).
+/// Checks `key` against the declaration (what the gate and `secret store NAME` run).
 pub fn verify_key(
     key: &Secret,
     access: &AnyTypeAccess,
@@ -225,7 +225,7 @@ pub fn gate(
         Ok(Some(k)) => k,
         Ok(None) => {
             return Err(Refusal(vec![format!(
-                "no key is stored for {label}; store one with `automations key store {}`",
+                "no key is stored for {label}; store one with `automations secret store {}`",
                 label.as_str().rsplit('.').next().unwrap_or_default()
             )]));
         }

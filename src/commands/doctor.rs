@@ -1,7 +1,8 @@
 //! `automations doctor`: is this machine ready to run its automations? A table of checks, each a
 //! small function that says `ok`, `warn` or `fail` with the fix (STYLE 25: a new check is one
 //! function and one line in [`CHECKS`]). Doctor only looks; it never creates or changes anything
-//! (but the throwaway copies in the temp folder that measure a sandbox's exposure).
+//! (but the throwaway copies in the temp folder that measure a sandbox's exposure, and a probe
+//! secret stored, read back and deleted to prove the secret store works end to end).
 
 use std::path::Path;
 
@@ -41,6 +42,7 @@ const CHECKS: &[Check] = &[
     data_root,
     privacy_folders,
     sandboxes,
+    secrets,
     definitions_and_drift,
 ];
 
@@ -318,4 +320,59 @@ fn definitions_and_drift(c: &Ctx) -> Vec<Line> {
         Err(e) => (Line(Level::Fail, "drift", format!("{:#}", e.error)), None),
     };
     [defs, drift].into_iter().chain(cluster).collect()
+}
+
+/// Where secrets are kept, proved end to end: a probe stored, read back and deleted. A failure
+/// fails doctor when something here uses a secret (an `[anytype]` definition, notify.toml or
+/// healthchecks.toml), and warns otherwise.
+fn secrets(c: &Ctx) -> Vec<Line> {
+    use crate::layout::SettingsFile;
+    let settings = c.settings;
+    let place = crate::keys::Place::of(settings);
+    let kept = place.describe();
+    if settings.key_dir.is_some() {
+        return vec![Line(Level::Ok, "secrets", format!("read from {kept}"))];
+    }
+    let layout = settings.layout();
+    let used = [SettingsFile::Notify, SettingsFile::Healthchecks]
+        .iter()
+        .any(|f| layout.settings_file(*f).exists())
+        || super::load_all(settings)
+            .is_ok_and(|l| l.definitions.iter().any(|d| d.anytype.is_some()));
+    match probe(place.open().as_ref(), &settings.namespace) {
+        Ok(()) => vec![Line(
+            Level::Ok,
+            "secrets",
+            format!("kept in {kept}; a probe was stored, read back and deleted"),
+        )],
+        Err(e) => vec![Line(
+            if used { Level::Fail } else { Level::Warn },
+            "secrets",
+            format!(
+                "kept in {kept}, which does not work now: {e}; fix: on a server, see docs/keys.md \"On a headless Linux server\""
+            ),
+        )],
+    }
+}
+
+fn probe(
+    store: &dyn crate::keys::KeyStore,
+    namespace: &crate::names::Namespace,
+) -> Result<(), String> {
+    let label = crate::names::Label::service(namespace, "doctor", "probe");
+    let value = format!(
+        "probe-{:016x}",
+        std::process::id() as u64 ^ 0x5eed_cafe_f00d_d00d
+    );
+    let secret = crate::keys::Secret::new(value.clone()).map_err(|e| e.to_string())?;
+    store
+        .set(&label, &secret)
+        .map_err(|e| format!("storing a probe: {e}"))?;
+    let read = store.get(&label);
+    let _ = store.delete(&label);
+    match read {
+        Ok(Some(s)) if s.expose() == value => Ok(()),
+        Ok(_) => Err("the probe stored was not read back".into()),
+        Err(e) => Err(format!("reading the probe back: {e}")),
+    }
 }

@@ -135,7 +135,6 @@ fn wanted(settings: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<syn
 
 /// `healthchecks …`: the subcommand `c`.
 pub fn healthchecks_cmd(settings: &Settings, c: HealthchecksCommand) -> CmdResult {
-    let ping = |w: HealthchecksKey| w == HealthchecksKey::Ping;
     match c {
         HealthchecksCommand::Sync {
             name,
@@ -143,14 +142,17 @@ pub fn healthchecks_cmd(settings: &Settings, c: HealthchecksCommand) -> CmdResul
             prune,
         } => sync(settings, name.as_ref(), dry_run, prune),
         HealthchecksCommand::Status { json } => status(settings, json),
-        HealthchecksCommand::Key(HealthchecksKeyCommand::Store { which }) => {
-            key_store(settings, ping(which))
-        }
-        HealthchecksCommand::Key(HealthchecksKeyCommand::Check { which }) => {
-            key_check(settings, ping(which))
-        }
-        HealthchecksCommand::Key(HealthchecksKeyCommand::Delete { which }) => {
-            key_delete(settings, ping(which))
+        HealthchecksCommand::Key(c) => {
+            let (verb, which) = match c {
+                HealthchecksKeyCommand::Store { which } => ("store", which),
+                HealthchecksKeyCommand::Check { which } => ("check", which),
+                HealthchecksKeyCommand::Delete { which } => ("delete", which),
+            };
+            let word = kind(which).word();
+            Ok(super::secrets::moved(
+                &format!("healthchecks key {verb} {word}"),
+                &format!("secret {verb} healthchecks.{word}"),
+            ))
         }
     }
 }
@@ -423,13 +425,15 @@ pub fn uninstall_hint(settings: &Settings, name: &Name) {
     }
 }
 
-fn kind(ping: bool) -> KeyKind {
-    if ping { KeyKind::Ping } else { KeyKind::Api }
+fn kind(which: HealthchecksKey) -> KeyKind {
+    match which {
+        HealthchecksKey::Ping => KeyKind::Ping,
+        HealthchecksKey::Api => KeyKind::Api,
+    }
 }
 
-pub fn key_store(settings: &Settings, ping: bool) -> CmdResult {
-    let kind = kind(ping);
-    super::keys::require_terminal("healthchecks key store", "the key is")?;
+pub fn key_store(settings: &Settings, kind: KeyKind) -> CmdResult {
+    super::keys::require_terminal("secret store", "the key is")?;
     data_root(settings, Use::Read)?;
     let cfg = settings_needed(settings)?;
     let key = Secret::new(super::keys::read_hidden(&format!(
@@ -441,7 +445,7 @@ pub fn key_store(settings: &Settings, ping: bool) -> CmdResult {
         outln!(
             "not stored: a Healthchecks {} key is {} letters, digits, '-' or '_' (Project Settings shows it)",
             kind.word(),
-            if ping { 22 } else { 32 }
+            if kind == KeyKind::Ping { 22 } else { 32 }
         );
         return Ok(Exit::Failure);
     }
@@ -526,15 +530,14 @@ fn validate(
     }
 }
 
-pub fn key_check(settings: &Settings, ping: bool) -> CmdResult {
-    let kind = kind(ping);
+pub fn key_check(settings: &Settings, kind: KeyKind) -> CmdResult {
     data_root(settings, Use::Read)?;
     let cfg = settings_needed(settings)?;
     let key = match keys::for_settings(settings).get(&kind.label(&settings.namespace)) {
         Ok(Some(k)) => k,
         Ok(None) => {
             outln!(
-                "no Healthchecks {} key is stored; store one with `automations healthchecks key store {}`",
+                "no Healthchecks {} key is stored; store one with `automations secret store healthchecks.{}`",
                 kind.word(),
                 kind.word()
             );
@@ -559,8 +562,8 @@ pub fn key_check(settings: &Settings, ping: bool) -> CmdResult {
     }
 }
 
-pub fn key_delete(settings: &Settings, ping: bool) -> CmdResult {
-    super::keys::delete_item(settings, &kind(ping).label(&settings.namespace))
+pub fn key_delete(settings: &Settings, kind: KeyKind) -> CmdResult {
+    super::keys::delete_item(settings, &kind.label(&settings.namespace))
 }
 
 /// Forgets the failed pings of `who` (a line names an automation or a remote check).

@@ -454,7 +454,7 @@ fn left_behind(
     if others == 0 {
         if crate::healthchecks::enabled(settings) {
             out.push(
-                "  the Healthchecks API and ping keys, if stored in the keychain: automations healthchecks key delete api; automations healthchecks key delete ping".to_owned(),
+                "  the Healthchecks API and ping keys, if stored in the keychain: automations secret delete healthchecks.api; automations secret delete healthchecks.ping".to_owned(),
             );
         }
         out.push(format!(
@@ -484,7 +484,7 @@ fn left_of_one(settings: &Settings, name: &Name, out: &mut Vec<String>) {
         ));
     }
     out.push(format!(
-        "  its AnyType key, if one was stored: automations key delete {name}"
+        "  its AnyType key, if one was stored: automations secret delete {name}"
     ));
     out.push(format!(
         "  its runs in the run log under {} (history; `automations runs {name}` shows them)",

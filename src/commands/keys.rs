@@ -1,4 +1,5 @@
-//! `automations key store|check|delete NAME`: parsing and printing around `keys` and `gate`.
+//! An automation's AnyType key (`automations secret store|check|delete NAME`): parsing and printing
+//! around `keys` and `gate`.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -62,7 +63,7 @@ pub fn store(settings: &Settings, name: &Name) -> CmdResult {
     let access = access(settings, name)?;
     super::data_root(settings, crate::fsutil::Use::Read)?;
     let label = settings.label(name);
-    require_terminal("key store", "the key is")?;
+    require_terminal("secret store", "the key is")?;
     let key = Secret::new(read_hidden(&format!(
         "AnyType key for {label} (input hidden): "
     ))?)
@@ -103,7 +104,9 @@ pub fn check(settings: &Settings, name: &Name) -> CmdResult {
     let key = match keys::for_settings(settings).get(&label) {
         Ok(Some(k)) => k,
         Ok(None) => {
-            outln!("no key is stored for {label}; store one with `automations key store {name}`");
+            outln!(
+                "no key is stored for {label}; store one with `automations secret store {name}`"
+            );
             return Ok(Exit::Failure);
         }
         Err(e) => {

@@ -17,14 +17,13 @@ mod machine;
 mod metrics;
 mod notify;
 mod runs;
+mod secrets;
 mod switches;
 
 use anyhow::Context;
 use clap::CommandFactory;
 
-use crate::cli::{
-    Cli, Command, Global, ImportCommand, KeyCommand, LogCommand, NotifyCommand, NotifyKeyCommand,
-};
+use crate::cli::{Cli, Command, Global, ImportCommand, LogCommand, NotifyCommand};
 use crate::definition::{self, Checks, Definition};
 use crate::exit::Exit;
 use crate::names::Name;
@@ -94,9 +93,8 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         Command::Healthchecks(c) => healthchecks::healthchecks_cmd(s, c),
         Command::Notify(NotifyCommand::Test) => notify::test(s),
         Command::Notify(NotifyCommand::Look { name }) => notify::look(s, name.as_ref()),
-        Command::NotifyKey(NotifyKeyCommand::Store(w)) => notify::key_store(s, w.driver()),
-        Command::NotifyKey(NotifyKeyCommand::Check(w)) => notify::key_check(s, w.driver()),
-        Command::NotifyKey(NotifyKeyCommand::Delete(w)) => notify::key_delete(s, w.driver()),
+        Command::NotifyKey(c) => Ok(secrets::old_notify_key(&c)),
+        Command::Secret(c) => secrets::secret(s, c),
         Command::Health { name, json } => health::health_cmd(s, name.as_ref(), json),
         Command::Metrics { openmetrics } => metrics::metrics(s, openmetrics),
         Command::Validate => definitions::validate(s),
@@ -138,9 +136,7 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         } => install::uninstall(s, &names, all, dry_run),
         Command::Check { json, diff } => machine::check(s, json, diff),
         Command::Doctor => doctor::doctor(s),
-        Command::Key(KeyCommand::Store { name }) => keys::store(s, &name),
-        Command::Key(KeyCommand::Check { name }) => keys::check(s, &name),
-        Command::Key(KeyCommand::Delete { name }) => keys::delete(s, &name),
+        Command::Key(c) => Ok(secrets::old_key(&c)),
     }
 }
 

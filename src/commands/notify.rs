@@ -1,4 +1,4 @@
-//! `automations notify test|look` and `automations notify-key store|check|delete`.
+//! `automations notify test|look`, and the notification credentials of `automations secret`.
 
 use anyhow::anyhow;
 
@@ -8,7 +8,7 @@ use super::keys::read_hidden;
 use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::keys::{self, Secret};
-use crate::names::{Label, Name};
+use crate::names::{Driver, Label, Name};
 use crate::notify::{self, drivers};
 use crate::settings::Settings;
 
@@ -25,16 +25,16 @@ pub fn test(settings: &Settings) -> CmdResult {
     let cfg = notify::settings::load(&settings.data_root)?;
     for (driver, answer) in &answers {
         // A webhook's URL is often its secret: only its origin is ever said.
-        let whom = match (driver.as_str(), cfg.as_ref()) {
-            ("webhook", Some(c)) => c.webhook.as_ref().map_or_else(
-                || driver.clone(),
-                |w| format!("webhook ({})", notify::settings::origin(&w.url)),
+        let whom = match (driver, cfg.as_ref()) {
+            (Driver::Webhook, Some(c)) => c.webhook.as_ref().map_or_else(
+                || driver.to_string(),
+                |w| format!("{driver} ({})", notify::settings::origin(&w.url)),
             ),
-            ("email", Some(c)) => c.email.as_ref().map_or_else(
-                || driver.clone(),
-                |e| format!("email ({})", notify::email::Email::server(e)),
+            (Driver::Email, Some(c)) => c.email.as_ref().map_or_else(
+                || driver.to_string(),
+                |e| format!("{driver} ({})", notify::email::Email::server(e)),
             ),
-            _ => driver.clone(),
+            _ => driver.to_string(),
         };
         let driver = &whom;
         match answer {
@@ -92,12 +92,12 @@ pub fn look(settings: &Settings, name: Option<&Name>) -> CmdResult {
     })
 }
 
-fn label(settings: &Settings, driver: &str) -> Label {
+fn label(settings: &Settings, driver: Driver) -> Label {
     Label::notify(&settings.namespace, driver)
 }
 
 fn terminal() -> Result<(), Fail> {
-    super::keys::require_terminal("notify-key store", "the credentials are")
+    super::keys::require_terminal("secret store", "the credentials are")
 }
 
 fn secret(prompt: &str) -> Result<Secret, Fail> {
@@ -120,28 +120,28 @@ struct SingleKey {
     without: &'static str,
 }
 
-fn single_key(driver: &str) -> Option<SingleKey> {
+fn single_key(driver: Driver) -> Option<SingleKey> {
     match driver {
-        "ntfy" => Some(SingleKey {
+        Driver::Ntfy => Some(SingleKey {
             prompt: "ntfy access token (input hidden): ",
             what: "an ntfy token",
             without: "; topics without one need none",
         }),
-        "webhook" => Some(SingleKey {
+        Driver::Webhook => Some(SingleKey {
             prompt: "the webhook's signing key (input hidden): ",
             what: "a webhook signing key",
             without: "; a webhook with sign = true cannot be sent without one",
         }),
-        "email" => Some(SingleKey {
+        Driver::Email => Some(SingleKey {
             prompt: "the SMTP password (input hidden): ",
             what: "an SMTP password",
             without: "; a server that wants a login ([email] user) gets no mail without one",
         }),
-        _ => None,
+        Driver::Pushover => None,
     }
 }
 
-pub fn key_store(settings: &Settings, driver: &str) -> CmdResult {
+pub fn key_store(settings: &Settings, driver: Driver) -> CmdResult {
     terminal()?;
     let store = keys::for_settings(settings);
     let label = label(settings, driver);
@@ -174,7 +174,7 @@ pub fn key_store(settings: &Settings, driver: &str) -> CmdResult {
     }
 }
 
-pub fn key_check(settings: &Settings, driver: &str) -> CmdResult {
+pub fn key_check(settings: &Settings, driver: Driver) -> CmdResult {
     let store = keys::for_settings(settings);
     let label = label(settings, driver);
     if let Some(SingleKey { what, without, .. }) = single_key(driver) {
@@ -197,7 +197,9 @@ pub fn key_check(settings: &Settings, driver: &str) -> CmdResult {
     let pair = match drivers::PushoverPair::find(&env, store.as_ref(), &settings.namespace) {
         Ok(Some(p)) => p,
         Ok(None) => {
-            outln!("no Pushover pair is stored; store one with `automations notify-key store`");
+            outln!(
+                "no Pushover pair is stored; store one with `automations secret store notify.pushover`"
+            );
             return Ok(Exit::Failure);
         }
         Err(e) => return Err(Fail::new(Exit::Failure, anyhow!(e))),
@@ -214,6 +216,6 @@ pub fn key_check(settings: &Settings, driver: &str) -> CmdResult {
     }
 }
 
-pub fn key_delete(settings: &Settings, driver: &str) -> CmdResult {
+pub fn key_delete(settings: &Settings, driver: Driver) -> CmdResult {
     super::keys::delete_item(settings, &label(settings, driver))
 }

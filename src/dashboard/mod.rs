@@ -33,6 +33,7 @@ use hyper::{Method, Request, Response};
 use crate::control;
 use crate::fsutil;
 use crate::history;
+use crate::layout::SettingsFile;
 use crate::locks;
 use crate::names::Name;
 use crate::runlog::RunLog;
@@ -41,10 +42,10 @@ use crate::settings::Settings;
 use board::Board;
 
 /// The token file in the data root.
-pub const TOKEN_FILE: &str = "dashboard.token";
+pub const TOKEN_FILE: SettingsFile = SettingsFile::DashboardToken;
 /// The bearer token of `GET /metrics` (docs/metrics.md): a token of its own, since the one who
 /// holds it (Prometheus) may read the samples and do nothing else.
-pub const METRICS_TOKEN_FILE: &str = "metrics.token";
+pub const METRICS_TOKEN_FILE: SettingsFile = SettingsFile::MetricsToken;
 const COOKIE: &str = "automations_dashboard";
 const APP_JS: &str = include_str!("static/app.js");
 const APP_CSS: &str = include_str!("static/app.css");
@@ -61,7 +62,7 @@ fn random_hex() -> anyhow::Result<String> {
 
 /// The token kept in `file` of the data root (the dashboard's, or /metrics'): read, or made (32
 /// random bytes, hex) and kept 0600.
-pub fn token(data_root: &std::path::Path, file: &str) -> anyhow::Result<String> {
+pub fn token(data_root: &std::path::Path, file: SettingsFile) -> anyhow::Result<String> {
     let path = crate::layout::Layout::new(data_root).settings_file(file);
     if let Some(bytes) = fsutil::read_private(&path, 1024)
         .with_context(|| format!("cannot read {}", path.display()))?
@@ -124,7 +125,7 @@ pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
 
 /// The page the browser is opened on: a private file in the data root that forwards to `url`,
 /// so the token is never on a command line (`/proc/*/cmdline` is readable by every local user).
-const OPEN_FILE: &str = "dashboard-open.html";
+const OPEN_FILE: SettingsFile = SettingsFile::DashboardOpen;
 
 fn open_browser(data_root: &std::path::Path, url: &str) {
     let opener = if cfg!(target_os = "macos") {

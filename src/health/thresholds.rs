@@ -16,11 +16,12 @@ use std::path::Path;
 
 use toml::Value;
 
+use crate::layout::SettingsFile;
 use crate::names::Name;
 use crate::settings::file::{self, Refused};
 
 /// The file in the data root.
-pub const FILE: &str = "health.toml";
+pub const FILE: SettingsFile = SettingsFile::Health;
 
 /// What "healthy" means for one automation.
 #[derive(Clone, Debug, PartialEq)]

@@ -89,7 +89,7 @@ pub enum ApiError {
     #[error("Healthchecks did not answer ({0})")]
     NoAnswer(String),
     #[error(
-        "Healthchecks refused the API key ({0}): store a read-write key with `automations healthchecks key store api`"
+        "Healthchecks refused the API key ({0}): store a read-write key with `automations secret store healthchecks.api`"
     )]
     KeyRefused(String),
     #[error("Healthchecks refused: {0}")]

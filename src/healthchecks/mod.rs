@@ -102,7 +102,7 @@ pub fn client(settings: &Settings, cfg: &HcSettings) -> Result<api::Api, String>
     match machine_key(settings, KeyKind::Api)? {
         Some(k) => api::Api::new(&cfg.api_url, k).map_err(|e| e.to_string()),
         None => Err(format!(
-            "no Healthchecks API key ({ENV_API_KEY} or `automations healthchecks key store api`)"
+            "no Healthchecks API key ({ENV_API_KEY} or `automations secret store healthchecks.api`)"
         )),
     }
 }

@@ -216,7 +216,7 @@ struct Context {
     name: Name,
     data_root: PathBuf,
     namespace: crate::names::Namespace,
-    manager: crate::settings::Manager,
+    keys: crate::keys::Place,
 }
 
 impl Context {
@@ -246,28 +246,26 @@ impl Context {
             name: name.clone(),
             data_root: settings.data_root.clone(),
             namespace: settings.namespace.clone(),
-            manager: settings.manager,
+            keys: crate::keys::Place::of(settings),
         })
     }
 
     /// Reads the ping key when pinging by slug (`Ok(None)` when pinging by UUID), on whichever
     /// thread calls it.
     fn key_reader(&self) -> impl FnOnce() -> Result<Option<Secret>, String> + Send + 'static {
-        let (slug, namespace, manager) = (
+        let (slug, namespace, keys) = (
             matches!(self.watch, Watch::Slug(_)),
             self.namespace.clone(),
-            self.manager,
+            self.keys.clone(),
         );
         move || {
             if !slug {
                 return Ok(None);
             }
-            match super::key(KeyKind::Ping, &namespace, &|| {
-                crate::keys::for_manager(manager)
-            })? {
+            match super::key(KeyKind::Ping, &namespace, &|| keys.open())? {
                 Some(k) => Ok(Some(k)),
                 None => Err(format!(
-                    "no ping key ({} or `automations healthchecks key store ping`)",
+                    "no ping key ({} or `automations secret store healthchecks.ping`)",
                     super::ENV_PING_KEY
                 )),
             }

@@ -20,11 +20,12 @@ use std::path::Path;
 
 use toml::Value;
 
+use crate::layout::SettingsFile;
 use crate::names::Name;
 use crate::settings::file::{self, Refused};
 
 /// The file in the data root.
-pub const FILE: &str = "healthchecks.toml";
+pub const FILE: SettingsFile = SettingsFile::Healthchecks;
 /// The hosted service's ping base and API base.
 pub const PING_URL: &str = "https://hc-ping.com";
 pub const API_URL: &str = "https://healthchecks.io";

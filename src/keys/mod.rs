@@ -7,6 +7,7 @@
 //! is redacted and errors never carry it. This module must never log, print or pass a secret on
 //! a command line.
 
+pub mod data_root;
 pub mod files;
 #[cfg(target_os = "linux")]
 pub mod secret_service;
@@ -89,13 +90,78 @@ pub trait KeyStore {
     fn delete(&self, label: &Label) -> Result<bool, KeyError>;
 }
 
-/// The key store of these settings: the files of a mounted Secret when `AUTOMATIONS_KEY_DIR`
-/// names one (in a pod), else this machine's keychain.
-pub fn for_settings(settings: &crate::settings::Settings) -> Box<dyn KeyStore> {
-    match &settings.key_dir {
-        Some(dir) => Box::new(files::FileStore::new(dir.clone())),
-        None => for_manager(settings.manager),
+/// Where this installation keeps its secrets: what [`for_settings`] opens, kept apart from the
+/// settings so another thread can open it.
+#[derive(Clone, Debug)]
+pub struct Place {
+    manager: Manager,
+    data_root: std::path::PathBuf,
+    key_dir: Option<std::path::PathBuf>,
+}
+
+impl Place {
+    pub fn of(settings: &crate::settings::Settings) -> Self {
+        Self {
+            manager: settings.manager,
+            data_root: settings.data_root.clone(),
+            key_dir: settings.key_dir.clone(),
+        }
     }
+
+    /// The files of a mounted Secret when `AUTOMATIONS_KEY_DIR` names one (in a pod); else the
+    /// data root's files when `secrets.toml` chooses them; else this machine's keychain. A
+    /// `secrets.toml` that cannot be read gives a store that refuses every call, saying why.
+    pub fn open(&self) -> Box<dyn KeyStore> {
+        if let Some(dir) = &self.key_dir {
+            return Box::new(files::FileStore::new(dir.clone()));
+        }
+        match data_root::choice(&self.data_root) {
+            Ok(data_root::Choice::Files) => {
+                Box::new(data_root::DataRootStore::new(&self.data_root))
+            }
+            Ok(data_root::Choice::Keychain) => for_manager(self.manager),
+            Err(e) => Box::new(data_root::Refusing(e.to_string())),
+        }
+    }
+
+    /// What [`Place::open`] opens, as one word for scripts: `keychain`, `files` or `mounted`;
+    /// `none` when `secrets.toml` cannot be read.
+    pub fn kind(&self) -> &'static str {
+        if self.key_dir.is_some() {
+            return "mounted";
+        }
+        match data_root::choice(&self.data_root) {
+            Ok(data_root::Choice::Files) => "files",
+            Ok(data_root::Choice::Keychain) => "keychain",
+            Err(_) => "none",
+        }
+    }
+
+    /// What [`Place::open`] opens, in words: "the keychain", "files of the data root (…)", "the
+    /// mounted Secret (…)", or why it cannot be said.
+    pub fn describe(&self) -> String {
+        if let Some(dir) = &self.key_dir {
+            return format!("the mounted Secret ({})", dir.display());
+        }
+        match data_root::choice(&self.data_root) {
+            Ok(data_root::Choice::Files) => format!(
+                "files of the data root ({}), as secrets.toml chooses: unencrypted, weaker than a keychain",
+                crate::layout::Layout::new(&self.data_root)
+                    .secrets_dir()
+                    .display()
+            ),
+            Ok(data_root::Choice::Keychain) => match self.manager {
+                Manager::Launchd => "the macOS Keychain".to_owned(),
+                Manager::Systemd => "the Secret Service (the desktop keyring)".to_owned(),
+            },
+            Err(e) => format!("nowhere: {e}"),
+        }
+    }
+}
+
+/// The key store of these settings (see [`Place::open`]).
+pub fn for_settings(settings: &crate::settings::Settings) -> Box<dyn KeyStore> {
+    Place::of(settings).open()
 }
 
 /// The key store of a machine with `manager`: the Keychain beside launchd, the Secret Service beside

@@ -13,12 +13,13 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::{Format, Machine, Samples};
+use crate::layout::SettingsFile;
 use crate::names::Name;
 use crate::settings::Settings;
 use crate::settings::file;
 
 /// The settings file.
-pub const FILE: &str = "metrics.toml";
+pub const FILE: SettingsFile = SettingsFile::Metrics;
 /// The largest textfile read back to merge one automation's samples into.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// How long a firing (or a switch) waits for another writer before leaving its samples to the

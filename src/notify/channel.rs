@@ -8,7 +8,7 @@ use super::Message;
 /// A way to deliver a message.
 pub trait Notifier {
     /// Its name in reports and state: `pushover`, `ntfy`, `webhook`, `email`.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> crate::names::Driver;
     /// Delivers `m` within `time`; the service's answer (status and what it said, never a
     /// credential), or why not.
     fn send(&self, m: &Message, time: Duration) -> Result<String, String>;

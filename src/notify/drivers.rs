@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::channel::{MESSAGE_MAX, Notifier, TITLE_MAX, cut};
 use super::{Message, NotifySettings};
 use crate::keys::{KeyError, KeyStore, Secret};
-use crate::names::{Label, Namespace};
+use crate::names::{Driver, Label, Namespace};
 
 /// The deadline of every delivery of one look together (and of a test message).
 pub const DEADLINE: Duration = Duration::from_secs(10);
@@ -41,7 +41,7 @@ impl Setup<'_> {
     /// A driver's one-key credential: `var` from the environment (a manual override), else the
     /// keychain's `local.<namespace>.notify.<driver>`; `None` when neither holds one. `what` names
     /// it in errors, which never hold its value.
-    fn credential(&self, var: &str, driver: &str, what: &str) -> Result<Option<Secret>, String> {
+    fn credential(&self, var: &str, driver: Driver, what: &str) -> Result<Option<Secret>, String> {
         match (self.env)(var) {
             Some(v) => Secret::new(v).map(Some).map_err(|e| format!("{var}: {e}")),
             None => self
@@ -55,8 +55,8 @@ impl Setup<'_> {
 /// A kind of driver `notify.toml` can name: a new driver is one more [`Notifier`] and one more
 /// entry in [`KINDS`].
 pub struct Kind {
-    /// Its name in `notify.toml`, reports and state.
-    pub name: &'static str,
+    /// Which driver.
+    pub name: Driver,
     /// Whether `notify.toml` asks for it.
     pub configured: fn(&NotifySettings) -> bool,
     /// The driver with its credentials, or why it cannot be had now.
@@ -66,22 +66,22 @@ pub struct Kind {
 /// Every driver.
 pub const KINDS: &[Kind] = &[
     Kind {
-        name: "pushover",
+        name: Driver::Pushover,
         configured: |c| c.pushover,
         make: make_pushover,
     },
     Kind {
-        name: "ntfy",
+        name: Driver::Ntfy,
         configured: |c| c.ntfy.is_some(),
         make: make_ntfy,
     },
     Kind {
-        name: "webhook",
+        name: Driver::Webhook,
         configured: |c| c.webhook.is_some(),
         make: make_webhook,
     },
     Kind {
-        name: "email",
+        name: Driver::Email,
         configured: |c| c.email.is_some(),
         make: make_email,
     },
@@ -97,8 +97,8 @@ fn make_email(s: &Setup) -> Result<Box<dyn Notifier>, String> {
         .ok_or("no [email] in notify.toml")?;
     let password = match &settings.user {
         None => None,
-        Some(_) => Some(s.credential(ENV_SMTP_PASSWORD, "email", "the SMTP password").and_then(
-            |p| p.ok_or_else(|| "the SMTP server wants a login (user) but no password is stored (automations notify-key store --email, or AUTOMATIONS_SMTP_PASSWORD)".to_owned()),
+        Some(_) => Some(s.credential(ENV_SMTP_PASSWORD, Driver::Email, "the SMTP password").and_then(
+            |p| p.ok_or_else(|| "the SMTP server wants a login (user) but no password is stored (automations secret store notify.email, or AUTOMATIONS_SMTP_PASSWORD)".to_owned()),
         )?),
     };
     Ok(Box::new(super::email::Email::new(
@@ -119,8 +119,8 @@ fn make_webhook(s: &Setup) -> Result<Box<dyn Notifier>, String> {
         .clone()
         .ok_or("no [webhook] in notify.toml")?;
     let key = if w.sign {
-        Some(s.credential(ENV_WEBHOOK_SECRET, "webhook", "the webhook's signing key").and_then(
-            |k| k.ok_or_else(|| "the webhook is to be signed but has no key (automations notify-key store --webhook, or AUTOMATIONS_WEBHOOK_SECRET)".to_owned()),
+        Some(s.credential(ENV_WEBHOOK_SECRET, Driver::Webhook, "the webhook's signing key").and_then(
+            |k| k.ok_or_else(|| "the webhook is to be signed but has no key (automations secret store notify.webhook, or AUTOMATIONS_WEBHOOK_SECRET)".to_owned()),
         )?)
     } else {
         None
@@ -140,7 +140,7 @@ fn make_pushover(s: &Setup) -> Result<Box<dyn Notifier>, String> {
             pair,
         })),
         Ok(None) => Err(
-            "Pushover is configured but has no credentials (automations notify-key store)".into(),
+            "Pushover is configured but has no credentials (automations secret store notify.pushover)".into(),
         ),
         Err(e) => Err(format!("Pushover credentials: {e}")),
     }
@@ -207,7 +207,7 @@ impl PushoverPair {
                 token: Secret::new(t).map_err(|_| format!("{ENV_PUSHOVER_TOKEN} is not a key"))?,
             }));
         }
-        match keys.get(&Label::notify(namespace, "pushover")) {
+        match keys.get(&Label::notify(namespace, Driver::Pushover)) {
             Ok(Some(s)) => Self::from_secret(&s)
                 .map(Some)
                 .ok_or_else(|| "the stored Pushover pair is not user:token; store it again".into()),
@@ -229,8 +229,8 @@ pub struct Pushover {
 }
 
 impl Notifier for Pushover {
-    fn name(&self) -> &'static str {
-        "pushover"
+    fn name(&self) -> Driver {
+        Driver::Pushover
     }
 
     fn send(&self, m: &Message, time: Duration) -> Result<String, String> {
@@ -291,14 +291,14 @@ pub struct Ntfy {
 impl Ntfy {
     /// The token from the keychain (`local.<ns>.notify.ntfy`), if one is stored.
     pub fn token(keys: &dyn KeyStore, namespace: &Namespace) -> Result<Option<Secret>, String> {
-        keys.get(&Label::notify(namespace, "ntfy"))
+        keys.get(&Label::notify(namespace, Driver::Ntfy))
             .map_err(|e| format!("the keychain: {e}"))
     }
 }
 
 impl Notifier for Ntfy {
-    fn name(&self) -> &'static str {
-        "ntfy"
+    fn name(&self) -> Driver {
+        Driver::Ntfy
     }
 
     fn send(&self, m: &Message, time: Duration) -> Result<String, String> {
@@ -365,8 +365,8 @@ pub fn signature(key: &Secret, body: &[u8]) -> String {
 }
 
 impl Notifier for Webhook {
-    fn name(&self) -> &'static str {
-        "webhook"
+    fn name(&self) -> Driver {
+        Driver::Webhook
     }
 
     fn send(&self, m: &Message, time: Duration) -> Result<String, String> {

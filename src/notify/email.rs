@@ -144,8 +144,8 @@ impl Email {
 }
 
 impl Notifier for Email {
-    fn name(&self) -> &'static str {
-        "email"
+    fn name(&self) -> crate::names::Driver {
+        crate::names::Driver::Email
     }
 
     /// Sends within `time` as a whole: a server that answers each step slowly (or a name that

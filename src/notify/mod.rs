@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::health::{self, Rule, State, Verdict};
 use crate::keys;
-use crate::names::Name;
+use crate::names::{Driver, Name};
 use crate::schedule::TimeOfDay;
 use crate::settings::Settings;
 
@@ -258,7 +258,7 @@ struct Last {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Pending {
     message: Message,
-    drivers: Vec<String>,
+    drivers: Vec<Driver>,
     /// This message tells of a degradation (or the automatic pause); delivering it makes the
     /// degradation "notified".
     degradation: bool,
@@ -272,7 +272,7 @@ fn state_path(settings: &Settings, name: &Name) -> PathBuf {
 #[derive(Debug, Default)]
 pub struct LookReport {
     /// (automation, driver, answer or error).
-    pub deliveries: Vec<(String, String, Result<String, String>)>,
+    pub deliveries: Vec<(String, Driver, Result<String, String>)>,
     /// Messages held by quiet hours.
     pub held: usize,
     /// Automations passed over because they are snoozed: their news waits for the snooze's end.
@@ -295,11 +295,11 @@ const LEAST_TIME: Duration = Duration::from_millis(250);
 
 /// The drivers `notify.toml` names, whether or not their credentials can be had right now: a
 /// message waits for each of them.
-fn configured(cfg: &NotifySettings) -> Vec<String> {
+fn configured(cfg: &NotifySettings) -> Vec<Driver> {
     drivers::KINDS
         .iter()
         .filter(|k| (k.configured)(cfg))
-        .map(|k| k.name.to_owned())
+        .map(|k| k.name)
         .collect()
 }
 
@@ -376,10 +376,10 @@ pub fn look_at(
         };
         let before = last.clone();
         // The channels that take this automation's news.
-        let routed: Vec<String> = names
+        let routed: Vec<Driver> = names
             .iter()
-            .filter(|c| cfg.routes_to(c, &v.name))
-            .cloned()
+            .filter(|c| cfg.routes_to(**c, &v.name))
+            .copied()
             .collect();
         // What waits for a channel that no longer takes this automation's news (an `except`
         // added, a channel removed) is not for it any more.
@@ -425,7 +425,7 @@ fn transition(
     last: &mut Last,
     v: &Verdict,
     cfg: &NotifySettings,
-    drivers: &[String],
+    drivers: &[Driver],
     host: &str,
     at: Moment,
 ) {
@@ -502,17 +502,17 @@ fn close_answered(last: &mut Last, v: &Verdict) {
 
 /// Queues a reminder for the channels that owe nothing of the degradation: one that cannot take
 /// messages now holds back no other's reminders.
-fn remind(last: &mut Last, message: Message, drivers: &[String], now: chrono::DateTime<Utc>) {
-    let owing: Vec<&String> = last
+fn remind(last: &mut Last, message: Message, drivers: &[Driver], now: chrono::DateTime<Utc>) {
+    let owing: Vec<&Driver> = last
         .pending
         .iter()
         .filter(|p| p.degradation)
         .flat_map(|p| &p.drivers)
         .collect();
-    let free: Vec<String> = drivers
+    let free: Vec<Driver> = drivers
         .iter()
         .filter(|d| !owing.contains(d))
-        .cloned()
+        .copied()
         .collect();
     if !free.is_empty() {
         last.pending.push(Pending {
@@ -563,7 +563,7 @@ fn deliver(
             // is a delivery that failed: the message waits for the next look. So is one there is
             // no time left for.
             let left = deadline.saturating_duration_since(Instant::now());
-            let answer = match drivers.iter().find(|d| d.name() == want) {
+            let answer = match drivers.iter().find(|d| d.name() == *want) {
                 _ if left < LEAST_TIME => Err(format!(
                     "the look's {} s for deliveries ran out",
                     drivers::DEADLINE.as_secs()
@@ -581,7 +581,7 @@ fn deliver(
                 last.notified = true;
                 last.told_at = Some(crate::runlog::stamp(Utc::now()));
             }
-            report.deliveries.push((name.to_owned(), want.clone(), answer));
+            report.deliveries.push((name.to_owned(), *want, answer));
             !delivered
         });
     }
@@ -611,7 +611,7 @@ pub fn drivers(settings: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifie
 
 /// Sends one test message through every configured channel; each channel's answer, or why it
 /// could not be tried (its credentials cannot be had).
-pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<String, Result<String, String>>> {
+pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<Driver, Result<String, String>>> {
     let cfg = settings::load(&settings.data_root)?.ok_or_else(|| {
         anyhow::anyhow!(
             "no {} in {}: nothing to test",
@@ -640,7 +640,7 @@ pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<String, Result<Strin
         .filter(|k| (k.configured)(&cfg))
         .map(|k| {
             let answer = (k.make)(&setup).and_then(|d| d.send(&m, drivers::DEADLINE));
-            (k.name.to_owned(), answer)
+            (k.name, answer)
         })
         .collect())
 }
@@ -697,7 +697,7 @@ mod tests {
             remind_every_hours: Some(6),
             ..NotifySettings::default()
         };
-        let d = vec!["webhook".to_owned()];
+        let d = vec![Driver::Webhook];
         let bad = v("x", &[Rule::FailingStreak]);
         let quiet = |h| Moment {
             quiet: true,
@@ -741,14 +741,14 @@ mod tests {
         transition(&mut last, &bad, &cfg, &d, "box", at(16));
         assert_eq!(last.pending[0].message.title, "automations: x is degraded");
         // A channel that still owes the news holds back no other's reminder.
-        let two = vec!["webhook".to_owned(), "ntfy".to_owned()];
+        let two = vec![Driver::Webhook, Driver::Ntfy];
         let mut last = Last::default();
         transition(&mut last, &bad, &cfg, &two, "box", at(0));
-        last.pending[0].drivers = vec!["webhook".to_owned()];
+        last.pending[0].drivers = vec![Driver::Webhook];
         last.notified = true;
         transition(&mut last, &bad, &cfg, &two, "box", at(7));
         assert_eq!(last.pending.len(), 2);
-        assert_eq!(last.pending[1].drivers, ["ntfy"]);
+        assert_eq!(last.pending[1].drivers, [Driver::Ntfy]);
         assert_eq!(
             last.pending[1].message.about.as_ref().unwrap().kind,
             "reminder"
@@ -785,7 +785,7 @@ mod tests {
     #[test]
     fn only_transitions_queue_messages_of_fixed_words() {
         let cfg = NotifySettings::default();
-        let d = vec!["pushover".to_owned()];
+        let d = vec![Driver::Pushover];
         let mut last = Last::default();
         transition(&mut last, &v("x", &[]), &cfg, &d, "box", at(0));
         assert!(last.pending.is_empty());

@@ -23,11 +23,13 @@ use std::path::Path;
 
 use toml::Value;
 
+use crate::layout::SettingsFile;
+use crate::names::Driver;
 use crate::schedule::TimeOfDay;
 use crate::settings::file::{self, Refused};
 
 /// The file in the data root.
-pub const FILE: &str = "notify.toml";
+pub const FILE: SettingsFile = SettingsFile::Notify;
 
 /// What `notify.toml` says.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,7 +45,7 @@ pub struct NotifySettings {
     pub webhook: Option<WebhookSettings>,
     pub email: Option<EmailSettings>,
     /// Each channel's automations, by channel name (a channel without an entry takes all).
-    pub routes: std::collections::BTreeMap<String, Route>,
+    pub routes: std::collections::BTreeMap<Driver, Route>,
 }
 
 /// The `[webhook]` channel: where, in which shape, signed or not.
@@ -141,8 +143,10 @@ pub fn origin(url: &str) -> String {
 
 impl NotifySettings {
     /// Whether `channel` takes `automation`'s news.
-    pub fn routes_to(&self, channel: &str, automation: &str) -> bool {
-        self.routes.get(channel).is_none_or(|r| r.takes(automation))
+    pub fn routes_to(&self, channel: Driver, automation: &str) -> bool {
+        self.routes
+            .get(&channel)
+            .is_none_or(|r| r.takes(automation))
     }
 
     /// Whether `t` (local time of day) is within the quiet hours.
@@ -169,6 +173,10 @@ fn parse_table(table: &toml::Table) -> Result<NotifySettings, Vec<String>> {
     let mut p = Vec::new();
     let mut n = NotifySettings::default();
     for (key, v) in table {
+        if let Some(driver) = Driver::parse(key) {
+            driver_table(driver, v, &mut n, &mut p);
+            continue;
+        }
         match (key.as_str(), v) {
             ("recovery", Value::Boolean(b)) => n.recovery = *b,
             ("recovery", _) => p.push("recovery: expected true or false".into()),
@@ -188,35 +196,43 @@ fn parse_table(table: &toml::Table) -> Result<NotifySettings, Vec<String>> {
             ("remind_every_hours", _) => {
                 p.push("remind_every_hours: expected a whole number of hours, 1 to 720".into());
             }
-            ("pushover", Value::Table(t)) => {
-                n.pushover = true;
-                channel(key, t, &[], &mut n, &mut p);
-            }
-            ("ntfy", Value::Table(t)) => {
-                channel(key, t, &["url"], &mut n, &mut p);
-                match t.get("url") {
-                    Some(Value::String(u)) if http_url(u) => n.ntfy = Some(u.clone()),
-                    Some(_) => p.push("ntfy.url: expected an http(s) topic URL".into()),
-                    None => p.push("ntfy.url: missing".into()),
-                }
-            }
-            ("webhook", Value::Table(t)) => {
-                channel(key, t, &["url", "format", "sign"], &mut n, &mut p);
-                n.webhook = webhook(t, &mut p);
-            }
-            ("email", Value::Table(t)) => {
-                channel(key, t, EMAIL_KEYS, &mut n, &mut p);
-                n.email = email(t, &mut p);
-            }
-            ("pushover" | "ntfy" | "webhook" | "email", _) => {
-                p.push(format!("{key}: expected a table"));
-            }
             _ => p.push(format!(
-                "{key}: unknown key (known: recovery, quiet_hours, remind_every_hours, pushover, ntfy, webhook, email)"
+                "{key}: unknown key (known: recovery, quiet_hours, remind_every_hours, {})",
+                Driver::listed()
             )),
         }
     }
     if p.is_empty() { Ok(n) } else { Err(p) }
+}
+
+/// A driver's table: its routing and its own keys.
+fn driver_table(driver: Driver, v: &Value, n: &mut NotifySettings, p: &mut Vec<String>) {
+    let Value::Table(t) = v else {
+        p.push(format!("{driver}: expected a table"));
+        return;
+    };
+    match driver {
+        Driver::Pushover => {
+            n.pushover = true;
+            channel(driver, t, &[], n, p);
+        }
+        Driver::Ntfy => {
+            channel(driver, t, &["url"], n, p);
+            match t.get("url") {
+                Some(Value::String(u)) if http_url(u) => n.ntfy = Some(u.clone()),
+                Some(_) => p.push("ntfy.url: expected an http(s) topic URL".into()),
+                None => p.push("ntfy.url: missing".into()),
+            }
+        }
+        Driver::Webhook => {
+            channel(driver, t, &["url", "format", "sign"], n, p);
+            n.webhook = webhook(t, p);
+        }
+        Driver::Email => {
+            channel(driver, t, EMAIL_KEYS, n, p);
+            n.email = email(t, p);
+        }
+    }
 }
 
 /// Whether `u` is an http(s) URL with a host.
@@ -226,15 +242,21 @@ fn http_url(u: &str) -> bool {
 }
 
 /// A channel table's routing (`only`, `except`) and its unknown keys (`own` are the channel's).
-fn channel(name: &str, t: &toml::Table, own: &[&str], n: &mut NotifySettings, p: &mut Vec<String>) {
+fn channel(
+    name: Driver,
+    t: &toml::Table,
+    own: &[&str],
+    n: &mut NotifySettings,
+    p: &mut Vec<String>,
+) {
     let mut route = Route::default();
     for (k, v) in t {
         match k.as_str() {
             "only" => route.only = names(name, k, v, p),
             "except" => route.except = names(name, k, v, p).unwrap_or_default(),
             k if own.contains(&k) => {}
-            k if name == "pushover" => p.push(format!(
-                "pushover.{k}: unknown key (known: only, except; Pushover's credentials are in the environment or the keychain: automations notify-key store)"
+            k if name == Driver::Pushover => p.push(format!(
+                "pushover.{k}: unknown key (known: only, except; Pushover's credentials are in the environment or the keychain: automations secret store notify.pushover)"
             )),
             k => p.push(format!(
                 "{name}.{k}: unknown key (known: {}only, except)",
@@ -243,12 +265,12 @@ fn channel(name: &str, t: &toml::Table, own: &[&str], n: &mut NotifySettings, p:
         }
     }
     if route != Route::default() {
-        n.routes.insert(name.to_owned(), route);
+        n.routes.insert(name, route);
     }
 }
 
 /// A list of automation names.
-fn names(channel: &str, key: &str, v: &Value, p: &mut Vec<String>) -> Option<Vec<String>> {
+fn names(channel: Driver, key: &str, v: &Value, p: &mut Vec<String>) -> Option<Vec<String>> {
     let Value::Array(items) = v else {
         p.push(format!(
             "{channel}.{key}: expected a list of automation names"
@@ -447,9 +469,9 @@ mod tests {
         let w = n.webhook.as_ref().unwrap();
         assert_eq!(w.format, WebhookFormat::Slack);
         assert!(w.sign);
-        assert!(n.routes_to("webhook", "backup") && !n.routes_to("webhook", "noisy"));
-        assert!(n.routes_to("pushover", "backup") && !n.routes_to("pushover", "noisy"));
-        assert!(n.routes_to("ntfy", "anything"));
+        assert!(n.routes_to(Driver::Webhook, "backup") && !n.routes_to(Driver::Webhook, "noisy"));
+        assert!(n.routes_to(Driver::Pushover, "backup") && !n.routes_to(Driver::Pushover, "noisy"));
+        assert!(n.routes_to(Driver::Ntfy, "anything"));
         assert_eq!(origin(&w.url), "https://hooks.example.org");
         let e = parse(
             "remind_every_hours = 0\n[webhook]\nurl = \"hooks\"\nformat = \"xml\"\nretries = 3\nonly = [\"Not A Name\"]\n",
@@ -479,7 +501,7 @@ mod tests {
         assert_eq!((e.port, e.security), (587, MailSecurity::StartTls));
         assert_eq!(e.to, ["ops@example.org"]);
         assert_eq!(e.user.as_deref(), Some("a@example.org"));
-        assert!(!n.routes_to("email", "noisy") && n.routes_to("email", "backup"));
+        assert!(!n.routes_to(Driver::Email, "noisy") && n.routes_to(Driver::Email, "backup"));
         let implicit = parse(
             "[email]\nserver = \"smtp.example.org\"\ntls = \"implicit\"\nfrom = \"a@example.org\"\nto = [\"b@example.org\", \"c@example.org\"]\n",
         )

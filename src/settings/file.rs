@@ -35,7 +35,7 @@ pub struct Refused {
 /// (each as `key: what is wrong`). `None` when there is no such file.
 pub fn load<T>(
     data_root: &Path,
-    file: &str,
+    file: crate::layout::SettingsFile,
     parse: impl FnOnce(&toml::Table) -> Result<T, Vec<String>>,
 ) -> Result<Option<T>, Refused> {
     let path = crate::layout::Layout::new(data_root).settings_file(file);

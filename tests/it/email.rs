@@ -306,7 +306,7 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
     assert_code(&o, 1);
     assert!(
         stdout(&o).contains(&format!(
-            "{whom}: not delivered (the SMTP server wants a login (user) but no password is stored (automations notify-key store --email"
+            "{whom}: not delivered (the SMTP server wants a login (user) but no password is stored (automations secret store notify.email"
         )),
         "{}",
         stdout(&o)

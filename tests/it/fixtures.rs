@@ -124,6 +124,59 @@ impl Keyring {
         Some(k)
     }
 
+    /// The session a server has: a bus that starts gnome-keyring's Secret Service itself on the
+    /// first call (D-Bus activation), which no one has unlocked and which has no login keyring.
+    /// None (after a loud skip) without the packages.
+    pub fn on_a_server(sb: &mut Sandbox, test: &str) -> Option<Self> {
+        for tool in ["dbus-daemon", "gnome-keyring-daemon", "secret-tool"] {
+            if !Path::new("/usr/bin").join(tool).exists() {
+                skip(
+                    test,
+                    &format!(
+                        "{tool} is missing (apt-get install dbus gnome-keyring libsecret-tools)"
+                    ),
+                );
+                return None;
+            }
+        }
+        let runtime = sb.path("keyring-runtime");
+        std::fs::create_dir_all(&runtime).unwrap();
+        std::fs::set_permissions(
+            &runtime,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        // The bus hands its own environment to what it starts: the sandbox's, never the real one.
+        let mut bus = Command::new("dbus-daemon")
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &sb.home)
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .args(["--session", "--nofork", "--print-address=1"])
+            .arg(format!("--address=unix:path={}/bus", runtime.display()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut address = String::new();
+        BufReader::new(bus.stdout.take().unwrap())
+            .read_line(&mut address)
+            .unwrap();
+        let address = address.trim().to_owned();
+        sb.env("DBUS_SESSION_BUS_ADDRESS", &address);
+        Some(Keyring {
+            bus,
+            address,
+            home: sb.home.clone(),
+            runtime,
+        })
+    }
+
+    /// Its runtime folder (`XDG_RUNTIME_DIR`).
+    pub fn runtime(&self) -> &Path {
+        &self.runtime
+    }
+
     /// A command in this session.
     pub fn command(&self, program: &str) -> Command {
         let mut c = Command::new(program);
@@ -489,8 +542,10 @@ fn serve_http(
     };
 }
 
-/// Writes a settings file the way the data root requires it: owner-only (0600).
+/// Writes a settings file the way the data root requires it: owner-only (0600), its folder made
+/// when missing.
 pub fn write_private(p: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, text).unwrap();
     std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
 }

@@ -1200,7 +1200,7 @@ fn notify_key_store_validates_with_pushover_before_storing_in_the_real_keyring()
     sb.env("AUTOMATIONS_PUSHOVER_URL", &server.url);
     let store = |user: &str| {
         run_on_pty_answers(
-            sb.cmd(["notify-key", "store"]),
+            sb.cmd(["secret", "store", "notify.pushover"]),
             &[
                 ("Pushover user key (input hidden): ", user),
                 ("Pushover API token (input hidden): ", API_TOKEN),
@@ -1229,7 +1229,7 @@ fn notify_key_store_validates_with_pushover_before_storing_in_the_real_keyring()
         keyring.lookup(label).as_deref(),
         Some(format!("{USER_KEY}:{API_TOKEN}").as_str())
     );
-    let o = sb.run(["notify-key", "check"]);
+    let o = sb.run(["secret", "check", "notify.pushover"]);
     assert_code(&o, 0);
     assert!(
         stdout(&o).contains("Pushover accepts the stored pair"),
@@ -1237,10 +1237,10 @@ fn notify_key_store_validates_with_pushover_before_storing_in_the_real_keyring()
         stdout(&o)
     );
     // Without a terminal: refused, before anything is asked.
-    let o = sb.run(["notify-key", "store"]);
+    let o = sb.run(["secret", "store", "notify.pushover"]);
     assert_code(&o, 2);
     assert!(stderr(&o).contains("needs a terminal"));
-    assert_code(&sb.run(["notify-key", "delete"]), 0);
+    assert_code(&sb.run(["secret", "delete", "notify.pushover"]), 0);
     assert_eq!(keyring.lookup(label), None);
     assert!(
         server

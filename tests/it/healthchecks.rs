@@ -830,7 +830,7 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
     watch(&mut sb, &hc, "");
     let store = |kind: &str, key: &str| {
         run_on_pty_answers(
-            sb.cmd(["healthchecks", "key", "store", kind]),
+            sb.cmd(["secret", "store", &format!("healthchecks.{kind}")]),
             &[(&format!("Healthchecks {kind} key (input hidden): "), key)],
         )
     };
@@ -883,12 +883,12 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
     let logs: Vec<Pinged> = hc.pings().into_iter().filter(|p| p.kind == "log").collect();
     assert_eq!(logs.len(), 1, "one log ping proved the right key");
     for kind in ["api", "ping"] {
-        let o = sb.run(["healthchecks", "key", "check", kind]);
+        let o = sb.run(["secret", "check", &format!("healthchecks.{kind}")]);
         assert_code(&o, 0);
         assert!(stdout(&o).starts_with("ok: "), "{}", stdout(&o));
     }
     // Without a terminal: refused before anything is asked.
-    let o = sb.run(["healthchecks", "key", "store", "api"]);
+    let o = sb.run(["secret", "store", "healthchecks.api"]);
     assert_code(&o, 2);
     assert!(stderr(&o).contains("needs a terminal"), "{}", stderr(&o));
     // A firing reads the ping key from the keyring.
@@ -896,12 +896,15 @@ fn keys_are_checked_with_the_server_before_the_real_keyring_stores_them() {
     let run = sb.run(["run", "job"]);
     assert_code(&run, 0);
     let kinds: Vec<String> = hc.pings().into_iter().map(|p| p.kind).collect();
-    // (`key check ping` proved it again with a second log ping.)
+    // (`secret check healthchecks.ping` proved it again with a second log ping.)
     assert_eq!(kinds, ["log", "log", "start", "exit 0"], "{}", stderr(&run));
     // Deleted, and then said to be missing.
     for kind in ["api", "ping"] {
-        assert_code(&sb.run(["healthchecks", "key", "delete", kind]), 0);
-        let o = sb.run(["healthchecks", "key", "check", kind]);
+        assert_code(
+            &sb.run(["secret", "delete", &format!("healthchecks.{kind}")]),
+            0,
+        );
+        let o = sb.run(["secret", "check", &format!("healthchecks.{kind}")]);
         assert_code(&o, 1);
         assert!(stdout(&o).contains("is stored"), "{}", stdout(&o));
     }

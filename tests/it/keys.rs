@@ -270,14 +270,14 @@ fn key_store_check_overwrite_and_delete_through_the_real_keyring() {
     reader_definition(&sb, "read", "[\"agent\"]", "true");
 
     // No terminal: refused, nothing stored.
-    let o = sb.run(["key", "store", "reader"]);
+    let o = sb.run(["secret", "store", "reader"]);
     assert_code(&o, 2);
     assert!(stderr(&o).contains("needs a terminal"));
     assert_eq!(keyring.lookup(LABEL), None);
 
     // A key that does not match is not stored.
     api.set(Answer::Reply(200, whoami("readwrite", &["id-agent"])));
-    let r = run_on_pty(sb.cmd(["key", "store", "reader"]), "(input hidden)", KEY);
+    let r = run_on_pty(sb.cmd(["secret", "store", "reader"]), "(input hidden)", KEY);
     assert_eq!(r.code, Some(1), "{}", r.output);
     assert!(
         r.output.contains("not stored") && r.output.contains("permission is \"readwrite\""),
@@ -289,17 +289,21 @@ fn key_store_check_overwrite_and_delete_through_the_real_keyring() {
 
     // A matching key is stored, then overwritten in place.
     api.set(Answer::Reply(200, whoami("read", &["id-agent"])));
-    let r = run_on_pty(sb.cmd(["key", "store", "reader"]), "(input hidden)", KEY);
+    let r = run_on_pty(sb.cmd(["secret", "store", "reader"]), "(input hidden)", KEY);
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert!(!r.output.contains(KEY));
     assert_eq!(keyring.lookup(LABEL).as_deref(), Some(KEY));
     let second = "Second-key-0123456789abcdef";
-    let r = run_on_pty(sb.cmd(["key", "store", "reader"]), "(input hidden)", second);
+    let r = run_on_pty(
+        sb.cmd(["secret", "store", "reader"]),
+        "(input hidden)",
+        second,
+    );
     assert_eq!(r.code, Some(0), "{}", r.output);
     assert_eq!(keyring.lookup(LABEL).as_deref(), Some(second));
     assert_eq!(keyring.count(LABEL), 1, "overwritten in place, not added");
 
-    let o = sb.run(["key", "check", "reader"]);
+    let o = sb.run(["secret", "check", "reader"]);
     assert_code(&o, 0);
     assert!(
         stdout(&o).contains("ok: the stored key grants exactly what reader declares"),
@@ -311,7 +315,7 @@ fn key_store_check_overwrite_and_delete_through_the_real_keyring() {
         format!("Bearer {second}")
     );
     api.set(Answer::Reply(200, whoami("read", &["id-agent", "id-work"])));
-    let o = sb.run(["key", "check", "reader"]);
+    let o = sb.run(["secret", "check", "reader"]);
     assert_code(&o, 1);
     assert!(
         stdout(&o).contains("- the key also reaches space id-work"),
@@ -319,10 +323,10 @@ fn key_store_check_overwrite_and_delete_through_the_real_keyring() {
         stdout(&o)
     );
 
-    let o = sb.run(["key", "delete", "reader"]);
+    let o = sb.run(["secret", "delete", "reader"]);
     assert_code(&o, 0);
     assert_eq!(keyring.lookup(LABEL), None);
-    let o = sb.run(["key", "check", "reader"]);
+    let o = sb.run(["secret", "check", "reader"]);
     assert_code(&o, 1);
     assert!(stdout(&o).contains("no key is stored"));
 }

@@ -30,6 +30,7 @@ mod repo;
 mod runlog;
 mod runner;
 mod sandbox;
+mod secrets;
 mod systemd;
 mod triggers;
 mod units;

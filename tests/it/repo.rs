@@ -81,14 +81,15 @@ fn code(text: &str) -> Vec<String> {
 }
 
 fn make_targets() -> Vec<String> {
+    // A rule's line: `a b c: prerequisites` (not a recipe, a comment or `X := value`).
     std::fs::read_to_string(repo_root().join("Makefile"))
         .unwrap()
         .lines()
-        .filter_map(|l| {
-            let (t, _) = l.split_once(':')?;
-            (!t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
-                .then(|| t.to_owned())
-        })
+        .filter(|l| !l.starts_with(['\t', '#', '.']))
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(t, rest)| !t.contains('=') && !rest.starts_with('='))
+        .flat_map(|(t, _)| t.split_whitespace().map(str::to_owned).collect::<Vec<_>>())
+        .filter(|t| t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
         .collect()
 }
 
@@ -346,4 +347,77 @@ fn the_github_workflow_passes_actionlint() {
         .output()
         .unwrap();
     assert_code(&o, 0);
+}
+
+/// The shipped code of `src/` (each file up to its `#[cfg(test)]`), with its path.
+fn shipped_sources() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![repo_root().join("src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs")
+                && p.file_name().is_some_and(|n| n != "tests.rs")
+            {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let shipped = text.split("#[cfg(test)]").next().unwrap().to_owned();
+                out.push((p, shipped));
+            }
+        }
+    }
+    out
+}
+
+/// A settings file's name and a notification driver's name are each spelled once, in their own
+/// type (`SettingsFile` in layout.rs, `Driver` in names.rs); everything else names the type.
+#[test]
+fn settings_files_and_drivers_are_spelled_once() {
+    let words: Vec<String> = [
+        "health.toml",
+        "notify.toml",
+        "healthchecks.toml",
+        "metrics.toml",
+        "secrets.toml",
+        "spaces.json",
+        "dashboard.token",
+        "metrics.token",
+        "dashboard-open.html",
+    ]
+    .iter()
+    .map(|w| format!("\"{w}\""))
+    .chain(
+        ["pushover", "ntfy", "webhook", "email"]
+            .iter()
+            .map(|w| format!("\"{w}\"")),
+    )
+    .collect();
+    let owners = [Path::new("src/layout.rs"), Path::new("src/names.rs")];
+    let mut found = Vec::new();
+    let sources = shipped_sources();
+    assert!(sources.len() > 50, "{} source files", sources.len());
+    for (path, text) in &sources {
+        let rel = path.strip_prefix(repo_root()).unwrap();
+        if owners.contains(&rel) {
+            assert!(
+                words.iter().any(|w| text.contains(w.as_str())),
+                "{} no longer spells any of them: the list here is stale",
+                rel.display()
+            );
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            // clap's names of flags are field names, not the driver's.
+            if line.contains("conflicts_with") {
+                continue;
+            }
+            for w in &words {
+                if line.contains(w.as_str()) {
+                    found.push(format!("{}:{}: {w}", rel.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "spelled outside their type: {found:#?}");
 }

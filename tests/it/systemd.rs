@@ -736,7 +736,7 @@ fn list_check_and_uninstall_say_what_is_installed_and_what_to_do() {
     assert_pty_ok(&r);
     assert!(
         r.output.contains("left in place")
-            && r.output.contains("automations key delete heartbeat")
+            && r.output.contains("automations secret delete heartbeat")
             && r.output.contains("no unit runs it any more; rm ")
             && r.output.contains("rm -r "),
         "{}",
@@ -1162,7 +1162,7 @@ fn day_two_reinstall_shows_the_script_diff_and_uninstall_leaves_nothing_misleadi
     assert_pty_ok(&r);
     assert!(
         r.output.contains(
-            "automations healthchecks key delete api; automations healthchecks key delete ping"
+            "automations secret delete healthchecks.api; automations secret delete healthchecks.ping"
         ),
         "{}",
         r.output

@@ -575,7 +575,7 @@ fn volumes(
                 default_mode: Some(0o440),
                 items: Some(vec![
                     item(label.as_str()),
-                    item(crate::anytype::gate::SPACES_FILE),
+                    item(crate::anytype::gate::SPACES_FILE.file_name()),
                 ]),
             }),
             ..Default::default()
