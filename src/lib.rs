@@ -104,7 +104,7 @@ pub fn run<I: IntoIterator<Item = OsString>>(args: I) -> ExitCode {
         // The reader went away (`automations runs | head -1`): nothing is wrong.
         Err(Fail { error, .. }) if commands::fail::broken_pipe(&error) => Exit::Success,
         Err(Fail { exit, error }) => {
-            errln!("automations: error: {}", commands::fail::chain(&error));
+            errln!("automations: error: {}", exit::chain_text(error.as_ref()));
             exit
         }
     };

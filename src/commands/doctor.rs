@@ -260,7 +260,7 @@ fn sandboxes(c: &Ctx) -> Vec<Line> {
             ));
             continue;
         }
-        lines.push(match super::machine::sandbox_exposure(c.settings, def, &paths) {
+        lines.push(match crate::install::sandbox_exposure(c.settings, def, &paths) {
             None => Line(
                 Level::Warn,
                 "sandbox",
@@ -339,7 +339,7 @@ fn secrets(c: &Ctx) -> Vec<Line> {
         .any(|f| layout.settings_file(*f).exists())
         || super::load_all(settings)
             .is_ok_and(|l| l.definitions.iter().any(|d| d.anytype.is_some()));
-    match probe(place.open().as_ref(), &settings.namespace) {
+    match crate::keys::prove(place.open().as_ref(), &settings.namespace) {
         Ok(()) => vec![Line(
             Level::Ok,
             "secrets",
@@ -352,27 +352,5 @@ fn secrets(c: &Ctx) -> Vec<Line> {
                 "kept in {kept}, which does not work now: {e}; fix: on a server, see docs/keys.md \"On a headless Linux server\""
             ),
         )],
-    }
-}
-
-fn probe(
-    store: &dyn crate::keys::KeyStore,
-    namespace: &crate::names::Namespace,
-) -> Result<(), String> {
-    let label = crate::names::Label::service(namespace, "doctor", "probe");
-    let value = format!(
-        "probe-{:016x}",
-        std::process::id() as u64 ^ 0x5eed_cafe_f00d_d00d
-    );
-    let secret = crate::keys::Secret::new(value.clone()).map_err(|e| e.to_string())?;
-    store
-        .set(&label, &secret)
-        .map_err(|e| format!("storing a probe: {e}"))?;
-    let read = store.get(&label);
-    let _ = store.delete(&label);
-    match read {
-        Ok(Some(s)) if s.expose() == value => Ok(()),
-        Ok(_) => Err("the probe stored was not read back".into()),
-        Err(e) => Err(format!("reading the probe back: {e}")),
     }
 }

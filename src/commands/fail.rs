@@ -79,12 +79,3 @@ pub fn broken_pipe(error: &anyhow::Error) -> bool {
         kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
-
-/// `error: cause: cause`, the whole chain on one line.
-pub fn chain(error: &anyhow::Error) -> String {
-    error
-        .chain()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(": ")
-}

@@ -6,16 +6,15 @@ use anyhow::anyhow;
 use super::data_root;
 use super::fail::{CmdResult, Fail};
 use crate::cli::{HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand};
-use crate::definition::{self, Checks, Definition};
 use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::healthchecks::api::Api;
+use crate::healthchecks::installed::{installed, wanted};
 use crate::healthchecks::sync::{self, Step};
 use crate::healthchecks::{self as hc, HcSettings, KeyKind, Watch};
 use crate::keys::{self, Secret};
 use crate::names::Name;
 use crate::settings::Settings;
-use crate::state::State;
 
 /// `healthchecks.toml`, which these commands need.
 fn settings_needed(settings: &Settings) -> Result<HcSettings, Fail> {
@@ -34,104 +33,6 @@ fn settings_needed(settings: &Settings) -> Result<HcSettings, Fail> {
 }
 
 use hc::{client as api, remote_checks};
-
-/// What is installed on this machine (or only `only`, which must be): the scheduled definitions,
-/// and the installed automations whose definitions cannot be read now, whose checks stay theirs.
-struct Installed {
-    defs: Vec<Definition>,
-    /// Installed automations started only by their `[trigger]`: no check is made for them (a
-    /// check expects pings on a schedule).
-    event_only: Vec<Name>,
-    unreadable: Vec<sync::Unreadable>,
-    /// The definitions that exist but are invalid (`--prune` refuses while there are any).
-    invalid: Vec<String>,
-}
-
-fn installed(
-    settings: &Settings,
-    cfg: &HcSettings,
-    only: Option<&Name>,
-) -> Result<Installed, Fail> {
-    let loaded = definition::load_all(&settings.definitions_dir(), &Checks::of(settings))?;
-    let records = State::new(&settings.data_root).install_records()?;
-    let wanted = |n: &Name| only.is_none_or(|o| o == n);
-    let event_only: Vec<Name> = loaded
-        .definitions
-        .iter()
-        .filter(|d| d.schedule.is_none() && d.trigger.is_some())
-        .filter(|d| records.contains_key(&d.name) && wanted(&d.name))
-        .map(|d| d.name.clone())
-        .collect();
-    let defs: Vec<Definition> = loaded
-        .definitions
-        .into_iter()
-        .filter(|d| d.schedule.is_some() && records.contains_key(&d.name))
-        .filter(|d| wanted(&d.name))
-        .collect();
-    let mut unreadable = Vec::new();
-    let mut invalid = Vec::new();
-    for name in records.keys().filter(|n| wanted(n)) {
-        if defs.iter().any(|d| &d.name == name) || event_only.contains(name) {
-            continue;
-        }
-        let file = format!("automations/{name}.toml");
-        let problems: Vec<String> = loaded
-            .problems
-            .iter()
-            .filter(|p| p.file == file)
-            .map(ToString::to_string)
-            .collect();
-        let why = if !problems.is_empty() {
-            invalid.push(file.clone());
-            problems.join("; ")
-        } else if settings
-            .definitions_dir()
-            .join(format!("{name}.toml"))
-            .exists()
-        {
-            // Valid, but no longer scheduled: `check` calls it orphaned; its check is not pruned
-            // before it is uninstalled.
-            format!("{file} has no schedule any more")
-        } else {
-            format!("{file} is gone")
-        };
-        unreadable.push(sync::Unreadable {
-            name: name.clone(),
-            watch: hc::watch(cfg, &settings.namespace, name),
-            why,
-        });
-    }
-    if let Some(n) = only
-        && defs.is_empty()
-        && unreadable.is_empty()
-        && event_only.is_empty()
-    {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow!(
-                "{n} is not a scheduled automation installed on this machine: install it first (make automations-install NAME={n})"
-            ),
-        ));
-    }
-    Ok(Installed {
-        defs,
-        event_only,
-        unreadable,
-        invalid,
-    })
-}
-
-/// What each check should be.
-fn wanted(settings: &Settings, cfg: &HcSettings, defs: &[Definition]) -> Vec<sync::Wanted> {
-    let refs: Vec<&Definition> = defs.iter().collect();
-    sync::wanted(
-        cfg,
-        &settings.namespace,
-        &refs,
-        hc::machine_zone().as_deref(),
-        &crate::notify::host(),
-    )
-}
 
 /// `healthchecks …`: the subcommand `c`.
 pub fn healthchecks_cmd(settings: &Settings, c: HealthchecksCommand) -> CmdResult {
@@ -166,7 +67,7 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
     }
     data_root(settings, Use::Read)?;
     let cfg = settings_needed(settings)?;
-    let inst = installed(settings, &cfg, only)?;
+    let inst = installed(settings, &cfg, only).map_err(|e| Fail::new(e.exit(), e))?;
     if prune && !inst.invalid.is_empty() {
         // Which checks are orphans depends on what those definitions say: never guessed.
         return Err(Fail::new(
@@ -250,7 +151,9 @@ struct StatusLine {
 pub fn status(settings: &Settings, json: bool) -> CmdResult {
     data_root(settings, Use::Read)?;
     let cfg = settings_needed(settings)?;
-    let defs = installed(settings, &cfg, None)?.defs;
+    let defs = installed(settings, &cfg, None)
+        .map_err(|e| Fail::new(e.exit(), e))?
+        .defs;
     let (_, remote) = remote_checks(settings, &cfg)
         .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
     let src = crate::health::load::Sources::read(settings, None)?;
@@ -332,34 +235,6 @@ pub fn follow_pause(settings: &Settings, only: Option<&Name>, pause: bool) {
     }
 }
 
-/// `check`'s look at the remote checks: the drift lines (empty when in step), or why it did not
-/// look. `None` when there is no `healthchecks.toml`.
-pub fn drift(settings: &Settings) -> Option<Result<Vec<String>, String>> {
-    let cfg = match hc::settings::load(&settings.data_root) {
-        Ok(Some(c)) => c,
-        Ok(None) => return None,
-        Err(e) => return Some(Err(e.to_string())),
-    };
-    let look = || -> Result<Vec<String>, String> {
-        let inst = installed(settings, &cfg, None).map_err(|e| format!("{:#}", e.error))?;
-        let api = api(settings, &cfg)?;
-        let plan = sync::plan(
-            &api,
-            &settings.namespace,
-            &wanted(settings, &cfg, &inst.defs),
-            &inst.unreadable,
-            true,
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(plan
-            .iter()
-            .filter(|l| l.is_drift())
-            .map(|l| format!("{}; fix: {}", l.words(), l.fix()))
-            .collect())
-    };
-    Some(look())
-}
-
 /// After an install, when `healthchecks.toml` exists: its remote check is made (or brought in
 /// step) now, so its first firing pings a check that is there; or why not, and the command that
 /// makes it later.
@@ -377,7 +252,7 @@ pub fn after_install(settings: &Settings, name: &Name) {
         ),
         Err(e) => outln!(
             "healthchecks: no check was made or checked ({}); `automations healthchecks sync {name}` does it later{}",
-            crate::commands::fail::chain(&e.error),
+            crate::exit::chain_text(e.error.as_ref()),
             if matches!(watch, Watch::Slug(_)) {
                 ", and until then its pings fail"
             } else {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 
 use super::fail::{CmdResult, Fail};
 use super::machine::{
@@ -85,98 +85,6 @@ fn sandboxable(settings: &Settings, name: &Name) -> Result<(), Fail> {
     }
 }
 
-/// The binary the units run, put in place by this install (`--install-binary`, which
-/// `make automations-install` gives): from this program's own file to `to`, when they differ.
-struct BinaryCopy {
-    from: PathBuf,
-    /// This program's bytes as they were compared: what is written, whatever happens to `from`
-    /// (a rebuild) before the y.
-    bytes: Vec<u8>,
-    to: PathBuf,
-    /// Whether a binary is there now (else it is created).
-    replaces: bool,
-    /// The installed automations whose units run `to` now.
-    users: usize,
-}
-
-impl BinaryCopy {
-    /// What copying would change; `None` when `to` already holds these bytes.
-    fn plan(settings: &Settings, to: &Path) -> Result<Option<Self>, Fail> {
-        let from = crate::settings::this_binary()?;
-        let from = std::fs::canonicalize(&from).unwrap_or(from);
-        if std::fs::symlink_metadata(to).is_ok_and(|m| !m.is_file()) {
-            return Err(bad(format!(
-                "{} is there and is no regular file: the units' binary cannot go there",
-                to.display()
-            )));
-        }
-        let ours =
-            std::fs::read(&from).with_context(|| format!("cannot read {}", from.display()))?;
-        let same_size = std::fs::metadata(to).is_ok_and(|m| m.len() == ours.len() as u64);
-        if same_size && std::fs::read(to).is_ok_and(|b| b == ours) {
-            return Ok(None);
-        }
-        let there = to.exists();
-        let to_text = to.to_string_lossy();
-        let users = State::new(&settings.data_root)
-            .install_records()
-            .map(|r| r.values().filter(|r| r.bin == to_text).count())
-            .unwrap_or(0);
-        Ok(Some(Self {
-            from,
-            bytes: ours,
-            to: to.to_path_buf(),
-            replaces: there,
-            users,
-        }))
-    }
-
-    fn describe(&self) -> String {
-        let mut line = format!(
-            "{} the binary {} (a copy of {})",
-            if self.replaces { "replace" } else { "install" },
-            self.to.display(),
-            self.from.display()
-        );
-        if self.users > 0 {
-            line.push_str(&format!(
-                "; the {} installed automation(s) that run it take the new build from their next firing",
-                self.users
-            ));
-        }
-        line
-    }
-
-    /// Copies beside the target, then renames over it: a firing running the old binary is never
-    /// disturbed, and a reader never sees half a file.
-    fn apply(&self) -> anyhow::Result<()> {
-        let dir = self.to.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let tmp = dir.join(format!(".automations.new-{}", std::process::id()));
-        // One left by an install that was killed here, with this pid, is no one's.
-        let _ = std::fs::remove_file(&tmp);
-        let copied = (|| {
-            use std::io::Write as _;
-            use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o700)
-                .open(&tmp)?;
-            file.write_all(&self.bytes)?;
-            // 0755 whatever the umask, as `install -m 0755` made it.
-            file.set_permissions(std::fs::Permissions::from_mode(0o755))?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, &self.to)?;
-            std::fs::File::open(dir)?.sync_all()
-        })();
-        if copied.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        copied.with_context(|| format!("cannot install the binary at {}", self.to.display()))
-    }
-}
-
 pub fn install(
     settings: &Settings,
     names: &[Name],
@@ -190,7 +98,7 @@ pub fn install(
     let bin = unit_binary(bin)?;
     let manager = service::for_manager(settings.manager);
     let copy = if install_binary {
-        BinaryCopy::plan(settings, &bin)?
+        install::BinaryCopy::plan(settings, &bin).map_err(|e| Fail::new(e.exit(), e))?
     } else {
         None
     };
@@ -208,7 +116,7 @@ pub fn install(
                 bin.display()
             );
             out!("{}", plan.describe());
-            match super::machine::sandbox_exposure(settings, def, &paths) {
+            match crate::install::sandbox_exposure(settings, def, &paths) {
                 Some(Ok(exposure)) => outln!("  sandbox: {exposure}"),
                 Some(Err(why)) => outln!("  sandbox: exposure not measured: {why}"),
                 None => {}
@@ -248,7 +156,7 @@ pub fn install(
     }
     if let Some(c) = &copy {
         c.apply()?;
-        outln!("installed the binary at {}", c.to.display());
+        outln!("installed the binary at {}", c.to().display());
     }
     apply_each(settings, &plans, &bin, manager.as_ref())
 }

@@ -46,101 +46,18 @@ pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResu
     })
 }
 
-/// `run NAME --unit`: the installed unit starts the firing now, as its timer would (pins,
-/// sandbox, limits; past the slot guard: a request file tells the firing a person asked), and
-/// this waits for its record and prints its summary line.
+/// `run NAME --unit`: the installed unit starts the firing now, as its timer would, and this
+/// prints the run's summary line (docs/running.md).
 pub(super) fn run_unit(settings: &Settings, name: &Name) -> CmdResult {
     data_root(settings, Use::Write)?;
     let def = super::one_definition(settings, name)?;
-    let state = crate::state::State::new(&settings.data_root);
-    if state.install_record(name).ok().flatten().is_none() {
-        return Err(Fail::new(
-            Exit::BadInput,
-            anyhow::anyhow!(
-                "{name} is not installed here: --unit starts its installed unit (make automations-install NAME={name}), or run it without --unit"
-            ),
-        ));
-    }
-    let layout = settings.layout();
-    let since = chrono::Utc::now() - chrono::Duration::milliseconds(5);
-    crate::runner::cause::leave_unit_request(&layout, name)
-        .map_err(|e| Fail::from(anyhow::Error::from(e)))?;
-    let label = crate::names::Label::new(&settings.namespace, name);
-    // As long as a firing may take: its timeout, a queued wait, the unit's backstop, slack.
-    let wait = std::time::Duration::from_secs(u64::from(def.timeout_seconds) * 2 + 120);
-    let started = crate::service::for_manager(settings.manager).start_and_wait(&label, wait);
-    let until = std::time::Instant::now()
-        + if started.is_ok() {
-            wait
-        } else {
-            std::time::Duration::ZERO
-        };
-    let report = loop {
-        if let Some(r) = unit_report(settings, name, since) {
-            break Some(r);
-        }
-        if std::time::Instant::now() >= until {
-            break None;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    // A start folded into a firing already under way takes no request: none is left for later.
-    let _ = crate::fsutil::remove_if_exists(&layout.unit_request(name));
-    match (report, started) {
-        (Some(r), _) => {
-            outln!("{}", r.summary(name));
-            Ok(if r.is_fine() { Exit::Success } else { Exit::Failure })
-        }
-        (None, Err(e)) => Err(Fail::new(
-            Exit::Failure,
-            anyhow::Error::from(e).context(format!(
-                "{label}'s unit did not run it (its manager says why: systemctl --user status {label}.service)"
-            )),
-        )),
-        (None, Ok(())) => Err(Fail::new(
-            Exit::Failure,
-            anyhow::anyhow!(
-                "{label}'s unit started, but no run of it was recorded (it was already running, or could not start)"
-            ),
-        )),
-    }
-}
-
-/// The firing a `run --unit` asked for, once it is recorded: its skip, or its end.
-fn unit_report(
-    settings: &Settings,
-    name: &Name,
-    since: chrono::DateTime<chrono::Utc>,
-) -> Option<runner::Report> {
-    use crate::runlog::Event;
-    let mut finished: Option<Box<crate::runlog::Finished>> = None;
-    for rec in RunLog::new(&settings.data_root).backwards() {
-        if rec.time().is_some_and(|t| t < since) {
-            return None;
-        }
-        if rec.name != name.as_str() {
-            continue;
-        }
-        match rec.event {
-            Event::Skipped(s) if s.trigger == Trigger::Unit => {
-                return Some(runner::Report::Skipped {
-                    reason: s.reason,
-                    detail: String::new(),
-                });
-            }
-            Event::Finished(f) if finished.is_none() => finished = Some(Box::new(f)),
-            Event::Started(s) if s.trigger == Trigger::Unit => {
-                let f = finished.filter(|f| f.run == s.run)?;
-                return Some(runner::Report::Finished {
-                    run: s.run,
-                    finished: f,
-                    auto_paused: None,
-                });
-            }
-            _ => {}
-        }
-    }
-    None
+    let r = runner::unit::run(settings, &def).map_err(|e| Fail::new(e.exit(), e))?;
+    outln!("{}", r.summary(name));
+    Ok(if r.is_fine() {
+        Exit::Success
+    } else {
+        Exit::Failure
+    })
 }
 
 /// Whether the unit that started this firing counts [`Exit::Skipped`] as success: the systemd

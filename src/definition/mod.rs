@@ -40,6 +40,9 @@ pub const PLACEHOLDER_SELF: &str = "{self}";
 pub struct Problem {
     /// `automations/<file>`.
     pub file: String,
+    /// The automation the file is named for, when its name is one (`backup.toml`: backup).
+    #[serde(skip)]
+    pub name: Option<Name>,
     /// The key (dotted for tables), or `file` / `toml` for whole-file problems.
     pub key: String,
     /// What is wrong, as a lowercase fragment.
@@ -266,6 +269,9 @@ fn read_definition_file(path: &Path) -> Result<Vec<u8>, Vec<Problem>> {
 fn problem(file_name: &str, key: &str, message: impl Into<String>) -> Problem {
     Problem {
         file: format!("{DEFINITIONS_DIR}/{file_name}"),
+        name: file_name
+            .strip_suffix(".toml")
+            .and_then(|n| Name::new(n).ok()),
         key: key.to_owned(),
         message: message.into(),
     }
@@ -1143,6 +1149,7 @@ fn overlong_timeout(def: &Definition) -> Option<Problem> {
     };
     (def.timeout_seconds > gap).then(|| Problem {
         file: format!("{DEFINITIONS_DIR}/{}.toml", def.name),
+        name: Some(def.name.clone()),
         key: "timeout_seconds".into(),
         message: format!(
             "warning: {} s is longer than the shortest time between two firings ({gap} s): a run that takes that long {then}",
@@ -1171,6 +1178,7 @@ fn late_days(def: &Definition) -> Option<Problem> {
     };
     Some(Problem {
         file: format!("{DEFINITIONS_DIR}/{}.toml", def.name),
+        name: Some(def.name.clone()),
         key: "schedule.days_of_month".into(),
         message: format!(
             "warning: {} is not in every month: it does not fire in {months} (like cron and systemd)",

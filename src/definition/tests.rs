@@ -801,6 +801,7 @@ fn check_outcome(input: &[u8]) {
             );
             for p in problems {
                 assert_eq!(p.file, "automations/x.toml");
+                assert_eq!(p.name.as_ref().map(Name::as_str), Some("x"));
                 assert!(!p.key.is_empty() && !p.message.is_empty());
             }
         }
@@ -1326,4 +1327,17 @@ fn expect_min_seconds_must_be_below_the_timeout() {
         "expect_min_seconds",
         "out of range 1..=86400",
     );
+}
+
+#[test]
+fn a_problem_names_its_automation_only_when_the_file_name_is_one() {
+    let bad = b"name = \"x\"\ncommand = 3\n";
+    let named = parse("x.toml", bad, &checks()).unwrap_err();
+    assert!(
+        named
+            .iter()
+            .all(|p| p.name.as_ref().map(Name::as_str) == Some("x"))
+    );
+    let unnamed = parse("Not A Name.toml", bad, &checks()).unwrap_err();
+    assert!(!unnamed.is_empty() && unnamed.iter().all(|p| p.name.is_none()));
 }

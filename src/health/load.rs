@@ -144,13 +144,7 @@ pub fn judge<R: Send>(
     let invalid: BTreeSet<String> = loaded
         .problems
         .iter()
-        .filter_map(|p| {
-            p.file
-                .rsplit('/')
-                .next()
-                .and_then(|f| f.strip_suffix(".toml"))
-                .map(str::to_owned)
-        })
+        .filter_map(|p| p.name.as_ref().map(ToString::to_string))
         .collect();
     let state = State::new(&settings.data_root);
     let (names, installs) = known(&state, loaded, snapshot, &invalid, only)?;

@@ -13,6 +13,7 @@
 
 pub mod api;
 pub mod follow;
+pub mod installed;
 pub mod ping;
 pub mod settings;
 pub mod sync;
@@ -210,23 +211,13 @@ pub fn has_check(
     }
 }
 
-/// This machine's IANA zone: `TZ` when it names one, else where `/etc/localtime` points, else
-/// `/etc/timezone`. `None` when none says.
+/// This machine's IANA zone: `TZ` when it names one, else the system's (iana-time-zone: where
+/// `/etc/localtime` points on Linux, the system preference on macOS). `None` when none says.
 pub fn machine_zone() -> Option<String> {
-    let from_tz = std::env::var("TZ")
+    std::env::var("TZ")
         .ok()
         .map(|t| t.trim_start_matches(':').to_owned())
-        .filter(|t| settings::is_zone_name(t) && (t == "UTC" || t.contains('/')));
-    from_tz
-        .or_else(|| {
-            let target = std::fs::read_link("/etc/localtime").ok()?;
-            let t = target.to_string_lossy().into_owned();
-            let (_, zone) = t.split_once("zoneinfo/")?;
-            Some(zone.to_owned())
-        })
-        .or_else(|| {
-            let t = std::fs::read_to_string("/etc/timezone").ok()?;
-            Some(t.trim().to_owned())
-        })
+        .filter(|t| settings::is_zone_name(t) && (t == "UTC" || t.contains('/')))
+        .or_else(|| iana_time_zone::get_timezone().ok())
         .filter(|z| settings::is_zone_name(z))
 }

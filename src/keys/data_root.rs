@@ -130,6 +130,25 @@ mod tests {
     }
 
     #[test]
+    fn a_store_is_proved_by_a_probe_it_does_not_keep() {
+        let d = tempfile::tempdir().unwrap();
+        let ns = crate::names::Namespace::new("automations").unwrap();
+        assert_eq!(
+            crate::keys::prove(&DataRootStore::new(d.path()), &ns),
+            Ok(())
+        );
+        let left: Vec<_> = std::fs::read_dir(d.path().join("secrets"))
+            .unwrap()
+            .collect();
+        assert!(left.is_empty(), "the probe stayed: {left:?}");
+        let refused = crate::keys::prove(&Refusing("secrets.toml: bad".into()), &ns);
+        assert!(
+            refused.as_ref().is_err_and(|e| e.starts_with("storing a probe") && e.contains("secrets.toml: bad")),
+            "{refused:?}"
+        );
+    }
+
+    #[test]
     fn a_secret_is_stored_read_replaced_and_deleted_privately() {
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();

@@ -159,6 +159,27 @@ impl Place {
     }
 }
 
+/// Proves `store` works end to end: a probe stored, read back and deleted
+/// (`local.<namespace>.doctor.probe`); what failed, in words.
+pub fn prove(store: &dyn KeyStore, namespace: &crate::names::Namespace) -> Result<(), String> {
+    let label = crate::names::Label::service(namespace, "doctor", "probe");
+    let value = format!(
+        "probe-{:016x}",
+        std::process::id() as u64 ^ 0x5eed_cafe_f00d_d00d
+    );
+    let secret = Secret::new(value.clone()).map_err(|e| e.to_string())?;
+    store
+        .set(&label, &secret)
+        .map_err(|e| format!("storing a probe: {e}"))?;
+    let read = store.get(&label);
+    let _ = store.delete(&label);
+    match read {
+        Ok(Some(s)) if s.expose() == value => Ok(()),
+        Ok(_) => Err("the probe stored was not read back".into()),
+        Err(e) => Err(format!("reading the probe back: {e}")),
+    }
+}
+
 /// The key store of these settings (see [`Place::open`]).
 pub fn for_settings(settings: &crate::settings::Settings) -> Box<dyn KeyStore> {
     Place::of(settings).open()

@@ -23,6 +23,7 @@ pub mod supervise;
 pub mod survivors;
 pub mod tail;
 pub mod tree;
+pub mod unit;
 
 use std::ops::ControlFlow;
 

@@ -14,6 +14,12 @@ use anyhow::{Context, anyhow};
 use chrono::Utc;
 use serde::Serialize;
 
+mod binary;
+mod exposure;
+
+pub use binary::{BinaryCopy, BinaryError};
+pub use exposure::sandbox_exposure;
+
 use crate::definition::{Definition, hex_sha256};
 use crate::fsutil;
 use crate::names::{Label, Name};
