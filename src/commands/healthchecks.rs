@@ -5,7 +5,7 @@ use anyhow::anyhow;
 
 use super::data_root;
 use super::fail::{CmdResult, Fail};
-use crate::cli::{HealthchecksCommand, HealthchecksKey, HealthchecksKeyCommand};
+use crate::cli::HealthchecksCommand;
 use crate::exit::Exit;
 use crate::fsutil::Use;
 use crate::healthchecks::api::Api;
@@ -43,17 +43,8 @@ pub fn healthchecks_cmd(settings: &Settings, c: HealthchecksCommand) -> CmdResul
             prune,
         } => sync(settings, name.as_ref(), dry_run, prune),
         HealthchecksCommand::Status { json } => status(settings, json),
-        HealthchecksCommand::Key(c) => {
-            let (verb, which) = match c {
-                HealthchecksKeyCommand::Store { which } => ("store", which),
-                HealthchecksKeyCommand::Check { which } => ("check", which),
-                HealthchecksKeyCommand::Delete { which } => ("delete", which),
-            };
-            let word = kind(which).word();
-            Ok(super::secrets::moved(
-                &format!("healthchecks key {verb} {word}"),
-                &format!("secret {verb} healthchecks.{word}"),
-            ))
+        HealthchecksCommand::Key(_) => {
+            unreachable!("the spelling secret replaced: commands::secrets")
         }
     }
 }
@@ -297,13 +288,6 @@ pub fn uninstall_hint(settings: &Settings, name: &Name) {
         Err(e) => {
             outln!("healthchecks: a remote check may be left on the server (not looked: {e})")
         }
-    }
-}
-
-fn kind(which: HealthchecksKey) -> KeyKind {
-    match which {
-        HealthchecksKey::Ping => KeyKind::Ping,
-        HealthchecksKey::Api => KeyKind::Api,
     }
 }
 

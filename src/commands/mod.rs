@@ -23,7 +23,9 @@ mod switches;
 use anyhow::Context;
 use clap::CommandFactory;
 
-use crate::cli::{Cli, Command, Global, ImportCommand, LogCommand, NotifyCommand};
+use crate::cli::{
+    Cli, Command, Global, HealthchecksCommand, ImportCommand, LogCommand, NotifyCommand,
+};
 use crate::definition::{self, Checks, Definition};
 use crate::exit::Exit;
 use crate::names::Name;
@@ -90,6 +92,7 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
             },
         ),
         Command::Dashboard { port, no_open } => dashboard::dashboard(s, port, no_open),
+        Command::Healthchecks(HealthchecksCommand::Key(c)) => Ok(secrets::old_healthchecks_key(&c)),
         Command::Healthchecks(c) => healthchecks::healthchecks_cmd(s, c),
         Command::Notify(NotifyCommand::Test) => notify::test(s),
         Command::Notify(NotifyCommand::Look { name }) => notify::look(s, name.as_ref()),

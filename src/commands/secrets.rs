@@ -6,8 +6,11 @@
 use serde::Serialize;
 
 use super::fail::CmdResult;
-use crate::cli::{KeyCommand, NotifyKeyCommand, Scope, SecretCommand};
+use crate::cli::{
+    HealthchecksKey, HealthchecksKeyCommand, KeyCommand, NotifyKeyCommand, Scope, SecretCommand,
+};
 use crate::exit::Exit;
+use crate::healthchecks::KeyKind;
 use crate::keys::{KeyError, Place};
 use crate::names::Driver;
 use crate::settings::Settings;
@@ -147,5 +150,23 @@ pub fn old_notify_key(c: &NotifyKeyCommand) -> Exit {
     moved(
         &format!("notify-key {verb}{flag}"),
         &format!("secret {verb} notify.{}", which.driver()),
+    )
+}
+
+/// `healthchecks key store|check|delete ping|api`, the spelling before `secret`.
+pub fn old_healthchecks_key(c: &HealthchecksKeyCommand) -> Exit {
+    let (verb, which) = match c {
+        HealthchecksKeyCommand::Store { which } => ("store", which),
+        HealthchecksKeyCommand::Check { which } => ("check", which),
+        HealthchecksKeyCommand::Delete { which } => ("delete", which),
+    };
+    let word = match which {
+        HealthchecksKey::Ping => KeyKind::Ping,
+        HealthchecksKey::Api => KeyKind::Api,
+    }
+    .word();
+    moved(
+        &format!("healthchecks key {verb} {word}"),
+        &format!("secret {verb} healthchecks.{word}"),
     )
 }
