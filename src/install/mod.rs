@@ -16,9 +16,11 @@ use serde::Serialize;
 
 mod binary;
 mod exposure;
+mod left;
 
 pub use binary::{BinaryCopy, BinaryError};
 pub use exposure::sandbox_exposure;
+pub use left::left_behind;
 
 use crate::definition::{Definition, hex_sha256};
 use crate::fsutil;
