@@ -116,7 +116,22 @@ fn connection_cap() -> usize {
 }
 
 /// Listens on `listener` (127.0.0.1) and serves until the process ends.
+/// glibc gives each thread that allocates an arena of its own (up to eight per core), and what is
+/// freed in one stays resident; two are enough for four answering threads that mostly wait
+/// (docs/performance.md: 14.1 MiB against 14.5 MiB with 5,000 idle connections open).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn few_arenas() {
+    // SAFETY: sets one parameter of the C allocator, before this server starts its threads.
+    unsafe {
+        nix::libc::mallopt(nix::libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn few_arenas() {}
+
 pub fn serve(listener: std::net::TcpListener, handler: Arc<Handler>) -> anyhow::Result<()> {
+    few_arenas();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()

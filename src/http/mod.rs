@@ -428,6 +428,8 @@ fn send(hop: &Hop, deadline: Instant) -> Result<reqwest::blocking::Response, End
         return Err((None, Class::Timeout, why));
     }
     let client = reqwest::blocking::Client::builder()
+        // The system's roots are read (and held) only for a hop that speaks TLS.
+        .tls_built_in_root_certs(hop.url.scheme() == "https")
         .redirect(reqwest::redirect::Policy::none())
         .dns_resolver(std::sync::Arc::new(resolve::System))
         .timeout(remaining)
