@@ -13,6 +13,64 @@ use std::time::Duration;
 
 use crate::harness::{Sandbox, skip};
 
+/// A "session bus" for `sb` that nobody answers on: a test asks `accept` whether anything
+/// connected to it (the keychain asked, where it must not be).
+pub fn silent_bus(sb: &mut Sandbox) -> std::os::unix::net::UnixListener {
+    let sock = sb.path("bus.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    sb.env(
+        "DBUS_SESSION_BUS_ADDRESS",
+        &format!("unix:path={}", sock.display()),
+    );
+    listener
+}
+
+/// Whether the keyring tests' programs are installed; else a loud skip naming the first missing.
+fn keyring_tools(test: &str, tools: &[&str]) -> bool {
+    for tool in tools {
+        if !["/usr/bin", "/bin"]
+            .iter()
+            .any(|d| Path::new(d).join(tool).exists())
+        {
+            skip(
+                test,
+                &format!("{tool} is missing (apt-get install dbus gnome-keyring libsecret-tools)"),
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// A private runtime folder (0700) for one keyring: its bus socket and control socket.
+fn private_runtime(sb: &Sandbox) -> PathBuf {
+    let runtime = sb.path("keyring-runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::set_permissions(
+        &runtime,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    runtime
+}
+
+/// Starts `dbus_daemon` as a session bus listening in `runtime`; the child and its address.
+fn session_bus(mut dbus_daemon: Command, runtime: &Path) -> (Child, String) {
+    let mut bus = dbus_daemon
+        .args(["--session", "--nofork", "--print-address=1"])
+        .arg(format!("--address=unix:path={}/bus", runtime.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut address = String::new();
+    BufReader::new(bus.stdout.take().unwrap())
+        .read_line(&mut address)
+        .unwrap();
+    (bus, address.trim().to_owned())
+}
+
 /// A private D-Bus session bus with gnome-keyring's Secret Service, unlocked with a password.
 pub struct Keyring {
     bus: Child,
@@ -27,46 +85,19 @@ impl Keyring {
     /// Starts it and points the sandbox's commands at it; None (after a loud skip) without the
     /// packages.
     pub fn start(sb: &mut Sandbox, test: &str) -> Option<Self> {
-        for tool in [
+        let tools = [
             "dbus-daemon",
             "gnome-keyring-daemon",
             "secret-tool",
             "dbus-send",
-        ] {
-            if !["/usr/bin", "/bin"]
-                .iter()
-                .any(|d| Path::new(d).join(tool).exists())
-            {
-                skip(
-                    test,
-                    &format!(
-                        "{tool} is missing (apt-get install dbus gnome-keyring libsecret-tools)"
-                    ),
-                );
-                return None;
-            }
+        ];
+        if !keyring_tools(test, &tools) {
+            return None;
         }
-        let runtime = sb.path("keyring-runtime");
-        std::fs::create_dir_all(&runtime).unwrap();
-        std::fs::set_permissions(
-            &runtime,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .unwrap();
+        let runtime = private_runtime(sb);
         // The bus's socket in the sandbox, not /tmp: the daemon is killed at the end, which
         // leaves its socket behind (one /tmp/dbus-* per test run, hundreds of them).
-        let mut bus = Command::new("dbus-daemon")
-            .args(["--session", "--nofork", "--print-address=1"])
-            .arg(format!("--address=unix:path={}/bus", runtime.display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut address = String::new();
-        BufReader::new(bus.stdout.take().unwrap())
-            .read_line(&mut address)
-            .unwrap();
-        let address = address.trim().to_owned();
+        let (bus, address) = session_bus(Command::new("dbus-daemon"), &runtime);
         let k = Keyring {
             bus,
             address: address.clone(),
@@ -128,41 +159,21 @@ impl Keyring {
     /// first call (D-Bus activation), which no one has unlocked and which has no login keyring.
     /// None (after a loud skip) without the packages.
     pub fn on_a_server(sb: &mut Sandbox, test: &str) -> Option<Self> {
-        for tool in ["dbus-daemon", "gnome-keyring-daemon", "secret-tool"] {
-            if !Path::new("/usr/bin").join(tool).exists() {
-                skip(
-                    test,
-                    &format!(
-                        "{tool} is missing (apt-get install dbus gnome-keyring libsecret-tools)"
-                    ),
-                );
-                return None;
-            }
+        if !keyring_tools(
+            test,
+            &["dbus-daemon", "gnome-keyring-daemon", "secret-tool"],
+        ) {
+            return None;
         }
-        let runtime = sb.path("keyring-runtime");
-        std::fs::create_dir_all(&runtime).unwrap();
-        std::fs::set_permissions(
-            &runtime,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .unwrap();
+        let runtime = private_runtime(sb);
         // The bus hands its own environment to what it starts: the sandbox's, never the real one.
-        let mut bus = Command::new("dbus-daemon")
+        let mut daemon = Command::new("dbus-daemon");
+        daemon
             .env_clear()
             .env("PATH", "/usr/bin:/bin")
             .env("HOME", &sb.home)
-            .env("XDG_RUNTIME_DIR", &runtime)
-            .args(["--session", "--nofork", "--print-address=1"])
-            .arg(format!("--address=unix:path={}/bus", runtime.display()))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut address = String::new();
-        BufReader::new(bus.stdout.take().unwrap())
-            .read_line(&mut address)
-            .unwrap();
-        let address = address.trim().to_owned();
+            .env("XDG_RUNTIME_DIR", &runtime);
+        let (bus, address) = session_bus(daemon, &runtime);
         sb.env("DBUS_SESSION_BUS_ADDRESS", &address);
         Some(Keyring {
             bus,

@@ -25,24 +25,12 @@ fn reader_definition(sb: &Sandbox, permission: &str, spaces: &str, script: &str)
     );
 }
 
-/// A "session bus" for `sb` that only counts who connects to it (`accept` answers).
-fn counting_bus(sb: &mut Sandbox) -> std::os::unix::net::UnixListener {
-    let sock = sb.path("bus.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    listener.set_nonblocking(true).unwrap();
-    sb.env(
-        "DBUS_SESSION_BUS_ADDRESS",
-        &format!("unix:path={}", sock.display()),
-    );
-    listener
-}
-
 /// With a key gate declared, `started` is on disk before the gate starts anything: a start that
 /// cannot be synced (the test switch of faults.rs) never reaches the keychain, and the run says why.
 #[test]
 fn a_start_that_cannot_be_synced_never_reaches_the_keychain() {
     let mut sb = Sandbox::new();
-    let listener = counting_bus(&mut sb);
+    let listener = silent_bus(&mut sb);
     sb.env("AUTOMATIONS_TEST_STARTED_SYNC", "fail");
     write_spaces(&sb, SPACES);
     reader_definition(&sb, "read", "[\"agent\"]", "true");
@@ -239,7 +227,7 @@ fn refusals_fail_closed_and_name_every_difference() {
 #[test]
 fn a_definition_without_anytype_never_touches_the_keychain() {
     let mut sb = Sandbox::new();
-    let listener = counting_bus(&mut sb);
+    let listener = silent_bus(&mut sb);
     sb.definition("plain", "name = \"plain\"\ncommand = [\"true\"]\n");
     assert_code(&sb.run(["run", "plain"]), 0);
     assert!(

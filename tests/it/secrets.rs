@@ -52,18 +52,6 @@ fn mode(p: &std::path::Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
-/// A "session bus" nobody answers on: who connects to it would be asking the keychain.
-fn silent_bus(sb: &mut Sandbox) -> std::os::unix::net::UnixListener {
-    let sock = sb.path("bus.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    listener.set_nonblocking(true).unwrap();
-    sb.env(
-        "DBUS_SESSION_BUS_ADDRESS",
-        &format!("unix:path={}", sock.display()),
-    );
-    listener
-}
-
 #[test]
 fn the_file_store_keeps_secrets_private_and_a_firing_reads_them() {
     let mut sb = Sandbox::new();
