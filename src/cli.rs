@@ -626,25 +626,14 @@ impl std::str::FromStr for Scope {
     }
 }
 
+/// The spelling `secret` replaced: each says the new command and exits 2.
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
-    /// Read a key (hidden) at a terminal, verify it against the declaration, then store it.
-    ///
-    /// The key is checked with AnyType (GET /v2/auth/whoami) first: only a key that grants
-    /// exactly what [anytype] declares is stored, replacing an earlier one in place. Needs a
-    /// terminal; the key never appears on a command line.
-    ///
-    /// Example: automations key store task-digest
+    /// Moved: automations secret store NAME.
     Store { name: Name },
-
-    /// What the stored key reaches, against the declaration; exit 1 on any difference.
-    ///
-    /// Example: automations key check task-digest
+    /// Moved: automations secret check NAME.
     Check { name: Name },
-
-    /// Delete the stored key.
-    ///
-    /// Example: automations key delete task-digest
+    /// Moved: automations secret delete NAME.
     Delete { name: Name },
 }
 
@@ -709,38 +698,25 @@ pub enum HealthchecksKey {
     Api,
 }
 
+/// The spelling `secret` replaced: each says the new command and exits 2.
 #[derive(Debug, Subcommand)]
 pub enum HealthchecksKeyCommand {
-    /// Read the key (hidden) at a terminal, check it with Healthchecks, then store it.
-    ///
-    /// Example: automations healthchecks key store api
+    /// Moved: automations secret store healthchecks.ping|api.
     Store { which: HealthchecksKey },
-    /// Check the stored key with Healthchecks again.
-    ///
-    /// Example: automations healthchecks key check ping
+    /// Moved: automations secret check healthchecks.ping|api.
     Check { which: HealthchecksKey },
-    /// Delete the stored key.
-    ///
-    /// Example: automations healthchecks key delete ping
+    /// Moved: automations secret delete healthchecks.ping|api.
     Delete { which: HealthchecksKey },
 }
 
+/// The spelling `secret` replaced: each says the new command and exits 2.
 #[derive(Debug, Subcommand)]
 pub enum NotifyKeyCommand {
-    /// Read the Pushover user key and API token (hidden) at a terminal, check them with
-    /// Pushover (which sends nothing), then store them; with --ntfy, the ntfy access token; with
-    /// --webhook, the key that signs each webhook body; with --email, the SMTP password.
-    ///
-    /// Example: automations secret store notify.webhook
+    /// Moved: automations secret store notify.pushover|ntfy|webhook|email.
     Store(NotifyKeyWhich),
-    /// Check the stored Pushover pair with Pushover again (sending nothing); with --ntfy,
-    /// --webhook or --email, say whether that key is stored.
-    ///
-    /// Example: automations notify-key check
+    /// Moved: automations secret check notify.pushover|ntfy|webhook|email.
     Check(NotifyKeyWhich),
-    /// Delete the stored Pushover pair (or, with --ntfy, --webhook or --email, that key).
-    ///
-    /// Example: automations notify-key delete --ntfy
+    /// Moved: automations secret delete notify.pushover|ntfy|webhook|email.
     Delete(NotifyKeyWhich),
 }
 
