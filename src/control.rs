@@ -28,8 +28,30 @@ pub enum ControlError {
     /// The reason is empty or more than one line.
     #[error("the reason must be one non-empty line")]
     Reason,
+    /// The switch's state file could not be written.
     #[error(transparent)]
-    Other(#[from] anyhow::Error),
+    State(#[from] crate::state::StateError),
+    /// Its event could not be recorded.
+    #[error(transparent)]
+    Log(#[from] runlog::LogError),
+}
+
+impl ControlError {
+    /// Bad input is 2 (a name without a definition, a reason that is not one line); a data root
+    /// whose state file or run log cannot be opened at all is 3; anything else 1.
+    pub fn exit(&self) -> crate::exit::Exit {
+        use crate::exit::Exit;
+        match self {
+            Self::NoSuchAutomation { .. } | Self::Reason => Exit::BadInput,
+            Self::Log(runlog::LogError::Open { .. }) => Exit::Environment,
+            Self::State(crate::state::StateError::Io { source, .. })
+                if fsutil::FileError::of(source).is_some() =>
+            {
+                Exit::Environment
+            }
+            Self::State(_) | Self::Log(_) => Exit::Failure,
+        }
+    }
 }
 
 /// A reason: one non-empty line, trimmed.
@@ -65,16 +87,13 @@ pub fn pause(settings: &Settings, name: &Name, by: By, why: &str) -> Result<Paus
         reason: why.clone(),
         at: runlog::stamp(now),
     };
-    State::new(&settings.data_root)
-        .pause(name, &pause)
-        .map_err(anyhow::Error::from)?;
+    State::new(&settings.data_root).pause(name, &pause)?;
     record(
         settings,
         name.as_str(),
         Event::Paused(runlog::Paused { by, reason: why }),
         now,
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     crate::metrics::textfile::refresh(settings, Some(name));
     Ok(pause)
 }
@@ -82,10 +101,7 @@ pub fn pause(settings: &Settings, name: &Name, by: By, why: &str) -> Result<Paus
 /// Resumes `name`; returns whether it was paused.
 pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
     require_definition(settings, name)?;
-    if !State::new(&settings.data_root)
-        .resume(name)
-        .map_err(anyhow::Error::from)?
-    {
+    if !State::new(&settings.data_root).resume(name)? {
         return Ok(false);
     }
     record(
@@ -93,8 +109,7 @@ pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
         name.as_str(),
         Event::Resumed(runlog::Resumed { by: By::Hand }),
         Utc::now(),
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     crate::metrics::textfile::refresh(settings, Some(name));
     Ok(true)
 }
@@ -112,8 +127,7 @@ pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), Co
             reason: why,
         }),
         Utc::now(),
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     // Its failed Healthchecks pings are acknowledged too (the ack itself is recorded already).
     if let Err(e) = crate::state::reset_ping_streak(&settings.data_root, name) {
         errln!(
@@ -174,9 +188,7 @@ pub fn snooze(
         reason: why.clone(),
         at: runlog::stamp(now),
     };
-    State::new(&settings.data_root)
-        .snooze(name, &snooze)
-        .map_err(anyhow::Error::from)?;
+    State::new(&settings.data_root).snooze(name, &snooze)?;
     record(
         settings,
         name.as_str(),
@@ -186,8 +198,7 @@ pub fn snooze(
             reason: why,
         }),
         now,
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     Ok(snooze)
 }
 
@@ -195,10 +206,7 @@ pub fn snooze(
 pub fn unsnooze(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
     require_definition(settings, name)?;
     let now = Utc::now();
-    if !State::new(&settings.data_root)
-        .unsnooze(name, now)
-        .map_err(anyhow::Error::from)?
-    {
+    if !State::new(&settings.data_root).unsnooze(name, now)? {
         return Ok(false);
     }
     record(
@@ -206,8 +214,7 @@ pub fn unsnooze(settings: &Settings, name: &Name) -> Result<bool, ControlError> 
         name.as_str(),
         Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand }),
         now,
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     Ok(true)
 }
 
@@ -302,10 +309,7 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
 
 /// Turns the kill switch off; returns whether it was on.
 pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
-    if !State::new(&settings.data_root)
-        .resume_all()
-        .map_err(anyhow::Error::from)?
-    {
+    if !State::new(&settings.data_root).resume_all()? {
         return Ok(false);
     }
     record(
@@ -313,8 +317,7 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
         "",
         Event::ResumeAll(runlog::ResumeAll {}),
         Utc::now(),
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     crate::metrics::textfile::refresh(settings, None);
     Ok(true)
 }
@@ -322,6 +325,48 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
 #[cfg(test)]
 mod tests {
     use super::snooze_minutes;
+
+    #[test]
+    fn a_refused_switch_says_its_exit() {
+        use super::ControlError;
+        use crate::exit::Exit;
+        let name = crate::names::Name::new("x").unwrap();
+        let io = || std::io::Error::from_raw_os_error(nix::libc::EIO);
+        let cases = [
+            (
+                ControlError::NoSuchAutomation {
+                    name,
+                    path: "automations/x.toml".into(),
+                },
+                Exit::BadInput,
+            ),
+            (ControlError::Reason, Exit::BadInput),
+            (
+                ControlError::Log(crate::runlog::LogError::Open {
+                    path: "/d/runs.jsonl".into(),
+                    source: io(),
+                }),
+                Exit::Environment,
+            ),
+            (
+                ControlError::Log(crate::runlog::LogError::Write {
+                    path: "/d/runs.jsonl".into(),
+                    source: io(),
+                }),
+                Exit::Failure,
+            ),
+            (
+                ControlError::State(crate::state::StateError::Invalid {
+                    path: "/d/state/paused/x.json".into(),
+                    problem: "not JSON".into(),
+                }),
+                Exit::Failure,
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.exit(), want, "{e}");
+        }
+    }
 
     #[test]
     fn snooze_durations_are_minutes_hours_and_days_within_a_month() {

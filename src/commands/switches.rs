@@ -10,12 +10,9 @@ use crate::names::Name;
 use crate::runlog::By;
 use crate::settings::Settings;
 
-/// A switch refused for bad input (no such automation, a bad reason) is exit 2.
+/// A switch refused, with the exit its error says.
 fn control_fail(e: control::ControlError) -> Fail {
-    match e {
-        control::ControlError::Other(e) => Fail::from(e),
-        e => Fail::new(Exit::BadInput, e),
-    }
+    Fail::new(e.exit(), e)
 }
 
 pub(super) fn pause(settings: &Settings, name: &Name, reason: &str) -> CmdResult {
