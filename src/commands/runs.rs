@@ -18,14 +18,14 @@ use crate::views;
 pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
     let report = match runner::run(settings, name, trigger) {
         Ok(r) => r,
-        Err(RunError::Definition(e)) => return Err(Fail::new(Exit::BadInput, e)),
-        Err(RunError::Io(e)) => return Err(Fail::from(e)),
         Err(e @ RunError::Unrecorded { .. }) => {
+            let exit = e.exit();
             return Err(Fail::new(
-                Exit::Failure,
+                exit,
                 anyhow::Error::from(e).context(format!("{name}")),
             ));
         }
+        Err(e) => return Err(Fail::new(e.exit(), e)),
     };
     let fine = report.is_fine();
     if trigger == Trigger::Manual || trigger == Trigger::Dashboard {

@@ -121,10 +121,10 @@ pub fn held_back(
     trigger: Trigger,
     installed: &Approval,
 ) -> Result<Option<(SkipReason, String)>, RunError> {
-    if let Some(stop) = state.stopped().map_err(anyhow::Error::from)? {
+    if let Some(stop) = state.stopped()? {
         return Ok(Some((SkipReason::Stopped, format!(": {}", stop.reason))));
     }
-    if let Some(p) = state.paused(name).map_err(anyhow::Error::from)? {
+    if let Some(p) = state.paused(name)? {
         return Ok(Some((SkipReason::Paused, format!(": {}", p.reason))));
     }
     if !trigger.unattended() {

@@ -40,15 +40,14 @@ pub(super) fn fire(
     } = *firing;
     let name = &def.name;
     // Room to record the run even if the command fills the disk; none at all: do not start.
-    crate::runlog::reserve::ensure(&settings.data_root).map_err(anyhow::Error::from)?;
+    crate::runlog::reserve::ensure(&settings.data_root)?;
     // 5. started, written here and made durable by the keeper while this process goes on (the
     //    first attempt's; see `attempt`).
     let retry = &def.retry;
     let retrying = firing.cause.trigger.unattended() && retry.retries > 0;
     let started_at = Utc::now();
     let event = started(firing, std::process::id(), retrying);
-    log.append_unsynced(name.as_str(), event, started_at)
-        .map_err(|e| RunError::Io(anyhow::Error::from(e)))?;
+    log.append_unsynced(name.as_str(), event, started_at)?;
     // Its bytes go to the disk at once; the journal's commit follows in the keeper's sync.
     log.start_writeback();
     // The firing splits: the parent keeps (kills the command's tree if this runner dies mid-run,

@@ -93,8 +93,7 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
 
 /// One firing, steps 1–12 (docs/running.md): run, or skipped, and recorded either way.
 fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
-    fsutil::check_data_root(&settings.data_root, fsutil::Use::Write)
-        .map_err(anyhow::Error::from)?;
+    fsutil::check_data_root(&settings.data_root, fsutil::Use::Write)?;
     let log = RunLog::new(&settings.data_root)
         .with_stdout_mirror(settings.events_stdout)
         .with_test_rotation(settings.test_rotate_bytes);
@@ -192,9 +191,7 @@ fn before_the_lock(
         let report = told(settings, def, skip(log, name, cause, reason, detail)?);
         return Ok(ControlFlow::Break(report));
     }
-    let mut signals = Signals::install().map_err(|e| {
-        RunError::Io(anyhow::Error::new(e).context("cannot install signal handlers"))
-    })?;
+    let mut signals = Signals::install().map_err(RunError::Signals)?;
     if trigger == Trigger::Path {
         return Ok(match settle(settings, log, def, cause, signals)? {
             ControlFlow::Continue(signals) => ControlFlow::Continue((signals, None)),
@@ -371,8 +368,7 @@ fn append_at(
     event: Event,
     at: chrono::DateTime<Utc>,
 ) -> Result<(), RunError> {
-    log.append(name.as_str(), event, at)
-        .map_err(|e| RunError::Io(anyhow::Error::from(e)))
+    Ok(log.append(name.as_str(), event, at)?)
 }
 
 fn skip(

@@ -121,7 +121,8 @@ fn queue(
 ) -> Result<Waited, RunError> {
     let name = &def.name;
     if queued.is_none() {
-        let place = locks::try_plain(&layout.queue_lock(name), name.as_str()).map_err(io)?;
+        let queue = layout.queue_lock(name);
+        let place = locks::try_plain(&queue, name.as_str()).map_err(|e| lock_error(&queue, e))?;
         let Some(place) = place else {
             let detail = ": another firing already waits for the running one".to_owned();
             return Ok(Err((SkipReason::AlreadyQueued, detail)));
@@ -208,18 +209,16 @@ fn try_both(
     if let Some(holder) = group_at.as_deref().and_then(group_holder) {
         return Ok(Err(holder));
     }
-    let lock = match locks::try_acquire(&settings.data_root, &def.name).map_err(|e| {
-        let at = locks::path(&settings.data_root, &def.name);
-        io(e).context(format!("cannot take the lock {}", at.display()))
-    })? {
+    let lock = match locks::try_acquire(&settings.data_root, &def.name)
+        .map_err(|e| lock_error(&locks::path(&settings.data_root, &def.name), e))?
+    {
         Acquired::Held(l) => l,
         Acquired::Busy => return Ok(Err(Holder::Own)),
     };
     let Some(at) = group_at else {
         return Ok(Ok((lock, None)));
     };
-    let taken = locks::try_plain(&at, def.name.as_str())
-        .map_err(|e| io(e).context(format!("cannot take the group lock {}", at.display())))?;
+    let taken = locks::try_plain(&at, def.name.as_str()).map_err(|e| lock_error(&at, e))?;
     match taken {
         Some(g) => Ok(Ok((lock, Some(g)))),
         None => Ok(Err(group_holder(&at).unwrap_or(Holder::Group {
@@ -303,8 +302,11 @@ pub fn replaced_by(layout: &Layout, name: &Name) -> Option<(String, String)> {
         .then_some((note.by, note.name))
 }
 
-fn io(e: std::io::Error) -> anyhow::Error {
-    anyhow::Error::from(e)
+fn lock_error(path: &std::path::Path, source: std::io::Error) -> RunError {
+    RunError::Lock {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 #[cfg(test)]

@@ -103,9 +103,28 @@ pub enum RunError {
     /// A manual run of a missing or invalid definition: bad input, nothing recorded.
     #[error(transparent)]
     Definition(LoadError),
-    /// The data root or the log cannot be used.
+    /// The data root cannot be used.
     #[error(transparent)]
-    Io(#[from] anyhow::Error),
+    DataRoot(#[from] crate::fsutil::DataRootError),
+    /// No room to record a run.
+    #[error(transparent)]
+    DiskFull(#[from] crate::runlog::reserve::DiskFull),
+    /// The switches' state cannot be read.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// The run log cannot be written.
+    #[error(transparent)]
+    Log(#[from] crate::runlog::LogError),
+    /// A lock (the automation's, its queue's or its group's) cannot be taken.
+    #[error("cannot take the lock {}", .path.display())]
+    Lock {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// This process cannot be set up to be stopped cleanly.
+    #[error("cannot install signal handlers")]
+    Signals(#[source] std::io::Error),
     /// The command ran, but `finished` could not be written. Said on stderr, which the journal or
     /// launchd's log keeps, since the run log cannot.
     #[error(
@@ -119,4 +138,72 @@ pub enum RunError {
         #[source]
         source: crate::runlog::LogError,
     },
+}
+
+impl RunError {
+    /// Bad input is 2 (a definition that is missing or invalid); an unusable data root, a full
+    /// disk, a run log that cannot be opened, a state or lock file that is no regular file (a
+    /// link, a FIFO) is 3; the rest 1.
+    pub fn exit(&self) -> crate::exit::Exit {
+        use crate::exit::Exit;
+        let unusable_file = |e: &std::io::Error| crate::fsutil::FileError::of(e).is_some();
+        match self {
+            Self::Definition(_) => Exit::BadInput,
+            Self::DataRoot(_) | Self::DiskFull(_) => Exit::Environment,
+            Self::Log(crate::runlog::LogError::Open { .. }) => Exit::Environment,
+            Self::State(crate::state::StateError::Io { source, .. })
+            | Self::Lock { source, .. }
+                if unusable_file(source) =>
+            {
+                Exit::Environment
+            }
+            Self::State(_) | Self::Log(_) | Self::Lock { .. } | Self::Signals(_) => Exit::Failure,
+            Self::Unrecorded { .. } => Exit::Failure,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunError;
+    use crate::exit::Exit;
+
+    #[test]
+    fn a_firing_that_could_not_be_recorded_says_its_exit() {
+        let io = || std::io::Error::from_raw_os_error(nix::libc::EIO);
+        let cases = [
+            (
+                RunError::DiskFull(crate::runlog::reserve::DiskFull {
+                    path: "/d".into(),
+                    source: io(),
+                }),
+                Exit::Environment,
+            ),
+            (
+                RunError::Log(crate::runlog::LogError::Open {
+                    path: "/d/runs.jsonl".into(),
+                    source: io(),
+                }),
+                Exit::Environment,
+            ),
+            (
+                RunError::Log(crate::runlog::LogError::Write {
+                    path: "/d/runs.jsonl".into(),
+                    source: io(),
+                }),
+                Exit::Failure,
+            ),
+            (
+                RunError::Lock {
+                    path: "/d/locks/x.lock".into(),
+                    source: io(),
+                },
+                Exit::Failure,
+            ),
+            (RunError::Signals(io()), Exit::Failure),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.exit(), want, "{e}");
+        }
+    }
 }
