@@ -43,12 +43,8 @@ impl ControlError {
         use crate::exit::Exit;
         match self {
             Self::NoSuchAutomation { .. } | Self::Reason => Exit::BadInput,
-            Self::Log(runlog::LogError::Open { .. }) => Exit::Environment,
-            Self::State(crate::state::StateError::Io { source, .. })
-                if fsutil::FileError::of(source).is_some() =>
-            {
-                Exit::Environment
-            }
+            Self::Log(e) if e.unusable() => Exit::Environment,
+            Self::State(e) if e.unusable() => Exit::Environment,
             Self::State(_) | Self::Log(_) => Exit::Failure,
         }
     }

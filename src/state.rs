@@ -123,6 +123,14 @@ pub enum StateError {
     Invalid { path: PathBuf, problem: String },
 }
 
+impl StateError {
+    /// Whether the file is unusable as such (a link, a FIFO, another kind of file where a regular
+    /// one belongs): the data root's problem, exit 3, rather than a failure of this call.
+    pub fn unusable(&self) -> bool {
+        matches!(self, Self::Io { source, .. } if crate::fsutil::FileError::of(source).is_some())
+    }
+}
+
 /// The switches of one data root.
 #[derive(Clone, Debug)]
 pub struct State {

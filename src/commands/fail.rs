@@ -51,10 +51,9 @@ pub fn exit_for(error: &anyhow::Error) -> Exit {
         cause.is::<settings::SettingsError>()
             || cause.is::<fsutil::DataRootError>()
             || cause.is::<runlog::reserve::DiskFull>()
-            || matches!(
-                cause.downcast_ref::<runlog::LogError>(),
-                Some(runlog::LogError::Open { .. })
-            )
+            || cause
+                .downcast_ref::<runlog::LogError>()
+                .is_some_and(runlog::LogError::unusable)
             || cause
                 .downcast_ref::<std::io::Error>()
                 .is_some_and(|e| fsutil::FileError::of(e).is_some())

@@ -101,6 +101,13 @@ pub enum LogError {
     },
 }
 
+impl LogError {
+    /// Whether the log cannot be opened at all: the data root's problem, exit 3.
+    pub fn unusable(&self) -> bool {
+        matches!(self, Self::Open { .. })
+    }
+}
+
 /// The run log of one data root.
 #[derive(Clone, Debug)]
 pub struct RunLog {

@@ -146,15 +146,12 @@ impl RunError {
     /// link, a FIFO) is 3; the rest 1.
     pub fn exit(&self) -> crate::exit::Exit {
         use crate::exit::Exit;
-        let unusable_file = |e: &std::io::Error| crate::fsutil::FileError::of(e).is_some();
         match self {
             Self::Definition(_) => Exit::BadInput,
             Self::DataRoot(_) | Self::DiskFull(_) => Exit::Environment,
-            Self::Log(crate::runlog::LogError::Open { .. }) => Exit::Environment,
-            Self::State(crate::state::StateError::Io { source, .. })
-            | Self::Lock { source, .. }
-                if unusable_file(source) =>
-            {
+            Self::Log(e) if e.unusable() => Exit::Environment,
+            Self::State(e) if e.unusable() => Exit::Environment,
+            Self::Lock { source, .. } if crate::fsutil::FileError::of(source).is_some() => {
                 Exit::Environment
             }
             Self::State(_) | Self::Log(_) | Self::Lock { .. } | Self::Signals(_) => Exit::Failure,
