@@ -441,40 +441,62 @@ pub enum Command {
     },
 }
 
+/// The flags every `import` takes.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Print what would be written and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Write the jobs that can be imported even when others need you.
+    #[arg(long)]
+    pub partial: bool,
+    /// Print JSON (format version 1) instead of a table.
+    #[arg(long, conflicts_with = "adopt")]
+    pub json: bool,
+    /// Also install what was imported and retire the originals in the same step, after one y
+    /// (docs/moving-in.md): when an install or the retiring fails, what this step installed is
+    /// uninstalled and the originals are left as they were — never both running, never neither.
+    #[arg(long)]
+    pub adopt: bool,
+    /// With --adopt: the binary the units run [default: this one].
+    #[arg(long, value_name = "PATH", requires = "adopt")]
+    pub bin: Option<PathBuf>,
+}
+
 /// `automations import …`.
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
-    /// Turn a crontab's jobs into definitions, one per job line (docs/cron.md).
+    /// Turn a crontab's jobs into definitions, one per job line (docs/moving-in.md).
     ///
     /// Prints one row per line: its number, the definition's name, the schedule in words, and
     /// `imported` or `needs you` with the reason (and what was said about settings such as
-    /// MAILTO or PATH). Then writes automations/<name>.toml for every job, all or nothing: when
-    /// any line needs you, nothing is written unless --partial. NAME=value lines become values in
-    /// the jobs' private env files (<data root>/env/<name>.env, 0600), never definition text.
-    /// Nothing is installed: look, then `automations install --all`. Exits 0 when every job was
+    /// MAILTO or PATH). A line that is one command becomes its argv, its output redirection
+    /// dropped so output reaches the run log; a line that needs a shell becomes
+    /// scripts/cron-<name>.sh, which runs it from the home folder as cron did. Then writes
+    /// automations/<name>.toml for every job, all or nothing: when any line needs you, nothing is
+    /// written unless --partial. NAME=value lines become values in the jobs' private env files
+    /// (<data root>/env/<name>.env, 0600), never definition text. Nothing is installed unless
+    /// --adopt, which also comments the lines out of the crontab. Exits 0 when every job was
     /// imported, 1 when some need you, 2 when the crontab cannot be read.
     ///
-    /// Example: automations import crontab --dry-run
+    /// Example: automations import crontab --copy-scripts --dry-run
     Crontab {
         /// The crontab: a file, or - for standard input [default: the output of `crontab -l`].
         file: Option<PathBuf>,
-        /// Print what would be written and write nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Write the jobs that can be imported even when other lines need you.
-        #[arg(long)]
-        partial: bool,
+        #[command(flatten)]
+        common: ImportArgs,
         /// Copy scripts under the home folder that jobs run into the repository's scripts/, so
         /// they are versioned and pinned (definitions may not name the home folder).
         #[arg(long)]
         copy_scripts: bool,
+        /// Keep a line's output redirection (`> log 2>&1`) as cron ran it: the line then runs
+        /// through its own script, and its output does not reach the run log.
+        #[arg(long)]
+        keep_redirects: bool,
         /// A system crontab (/etc/crontab, /etc/cron.d/*): a user field follows the schedule;
         /// other users' jobs are listed as not imported.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "adopt")]
         system: bool,
-        /// Print JSON (format version 1) instead of a table.
-        #[arg(long)]
-        json: bool,
     },
 }
 

@@ -37,11 +37,11 @@ pub mod anytype;
 pub mod cli;
 pub mod clock;
 pub mod control;
-pub mod crontab;
 pub mod dashboard;
 pub mod definition;
 pub mod exit;
 pub mod fsutil;
+pub mod import;
 
 pub mod health;
 pub mod healthchecks;

@@ -1,5 +1,7 @@
-//! `import crontab`: reads the crontab, asks `crontab::plan` what each line becomes, prints the
-//! report and writes the definitions (with copied scripts and private env files), all or nothing.
+//! `import crontab`: reads the crontab, asks `import::crontab::plan` what each line becomes,
+//! prints the report and writes the definitions (with copied scripts, the scripts written for
+//! shell lines and private env files), all or nothing; with `--adopt`, installs them and comments
+//! the lines out of the crontab in the same step (`install::install_then`).
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -9,33 +11,67 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, anyhow};
 
 use super::fail::{CmdResult, Fail};
-use crate::crontab::{self, Row, Status};
 use crate::definition::Checks;
 use crate::exit::Exit;
 use crate::fsutil::create_new;
+use crate::import::crontab;
+use crate::import::retire::{self, Original};
+use crate::import::{Row, Status};
+use crate::names::Name;
 use crate::settings::{DEFINITIONS_DIR, Settings};
 use crate::text::field;
 
-/// The flags of `import crontab`.
+/// The flags every import takes.
 pub struct Options {
     pub dry_run: bool,
     pub partial: bool,
+    pub json: bool,
+    /// Install what was imported and retire the originals in the same step.
+    pub adopt: bool,
+    /// The binary the units run (`--adopt`).
+    pub bin: Option<PathBuf>,
+}
+
+impl From<crate::cli::ImportArgs> for Options {
+    fn from(a: crate::cli::ImportArgs) -> Self {
+        Self {
+            dry_run: a.dry_run,
+            partial: a.partial,
+            json: a.json,
+            adopt: a.adopt,
+            bin: a.bin,
+        }
+    }
+}
+
+/// The flags only `import crontab` takes.
+pub struct CrontabOptions {
     pub copy_scripts: bool,
     pub system: bool,
-    pub json: bool,
+    pub keep_redirects: bool,
 }
 
 /// The largest crontab read.
 const MAX_CRONTAB: u64 = 1024 * 1024;
 
-pub(super) fn crontab(settings: &Settings, file: Option<&Path>, o: &Options) -> CmdResult {
+pub(super) fn crontab(
+    settings: &Settings,
+    file: Option<&Path>,
+    o: &Options,
+    c: &CrontabOptions,
+) -> CmdResult {
+    if o.adopt && c.system {
+        return Err(super::machine::bad(
+            "--adopt retires lines of your own crontab (`crontab -l`); a system crontab's lines are root's to remove".into(),
+        ));
+    }
+    if o.adopt && file.is_some() {
+        return Err(super::machine::bad(
+            "--adopt reads your crontab itself (`crontab -l`), the one whose lines it comments out: leave out the file".into(),
+        ));
+    }
     let text = read_crontab(file).map_err(|e| Fail::new(Exit::BadInput, e))?;
-    let existing: BTreeSet<String> =
-        crate::fsutil::list_named(&settings.definitions_dir(), "", &[".toml"])
-            .with_context(|| format!("reading {}", settings.definitions_dir().display()))?
-            .into_iter()
-            .map(|(stem, _)| stem)
-            .collect();
+    let existing = existing_names(settings)?;
     // Whose jobs a system crontab's lines are: this user's.
     let user = crate::settings::user_name(&|k| std::env::var_os(k))
         .map(|u| u.to_string_lossy().into_owned());
@@ -48,10 +84,167 @@ pub(super) fn crontab(settings: &Settings, file: Option<&Path>, o: &Options) -> 
         user: user.as_deref(),
         zone: zone.as_deref(),
         existing: &existing,
-        system: o.system,
-        copy_scripts: o.copy_scripts,
+        system: c.system,
+        copy_scripts: c.copy_scripts,
+        keep_redirects: c.keep_redirects,
     };
-    let rows = crontab::plan(&text, &cx);
+    let plan = crontab::plan(&text, &cx);
+    let rows = plan.rows;
+    let outcome = write_and_report(settings, &rows, o, "LINE", plan.email.as_deref())?;
+    if !outcome.written || !o.adopt {
+        if outcome.written || o.dry_run {
+            let lines = crontab_lines(&rows);
+            if !lines.is_empty() && !o.json {
+                outln!(
+                    "until the crontab's lines {lines} are removed, cron runs them too: once these are installed, `crontab -e` and delete them — or import with --adopt, which installs these and comments those lines out in one step"
+                );
+            }
+        }
+        return Ok(outcome.exit);
+    }
+    let imported = imported_names(&rows)?;
+    let labels: Vec<(usize, String, String)> = rows
+        .iter()
+        .filter(|r| r.status == Status::Imported)
+        .filter_map(|r| match (&r.original, &r.name) {
+            (Some(Original::CrontabLine { line, text }), Some(name)) => Some((
+                *line,
+                text.clone(),
+                settings.label(&Name::new(name).ok()?).to_string(),
+            )),
+            _ => None,
+        })
+        .collect();
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let backup = retire::backup_dir(&settings.data_root, "crontab", &stamp).join("crontab");
+    let then = super::install::Then {
+        plan: vec![format!(
+            "then retire the crontab's lines {}: commented out (`crontab -`), the crontab as it was kept at {}",
+            crontab_lines(&rows),
+            backup.display()
+        )],
+        question: format!(
+            "Install {} automation(s) and comment their lines out of the crontab",
+            imported.len()
+        ),
+        apply: Box::new(move || retire_crontab_lines(&labels, &backup)),
+    };
+    let result = super::install::install_then(settings, &imported, o.bin.clone(), then)?;
+    Ok(if result == Exit::Success {
+        outcome.exit
+    } else {
+        result
+    })
+}
+
+/// The numbers of the lines that were imported: "3, 5, 9".
+fn crontab_lines(rows: &[Row]) -> String {
+    let lines: Vec<String> = rows
+        .iter()
+        .filter(|r| r.status == Status::Imported)
+        .filter_map(|r| r.line.map(|l| l.to_string()))
+        .collect();
+    lines.join(", ")
+}
+
+/// Comments the imported lines out of the user's crontab: it is read again (`crontab -l`), kept
+/// at `backup`, and written back (`crontab -`); a crontab that no longer holds a line as it was
+/// read is left alone.
+fn retire_crontab_lines(
+    lines: &[(usize, String, String)],
+    backup: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let now = run_crontab(&["-l"], None).context("reading the crontab again (`crontab -l`)")?;
+    let refs: Vec<(usize, &str, &str)> = lines
+        .iter()
+        .map(|(n, t, l)| (*n, t.as_str(), l.as_str()))
+        .collect();
+    let new = retire::comment_out(&now, &refs).map_err(|e| anyhow!(e))?;
+    crate::fsutil::private_dir(backup.parent().unwrap_or(backup))
+        .with_context(|| format!("making {}", backup.display()))?;
+    create_new(backup, now.as_bytes(), 0o600)
+        .with_context(|| format!("keeping the crontab at {}", backup.display()))?;
+    run_crontab(&["-"], Some(&new)).context("writing the crontab (`crontab -`)")?;
+    let written = run_crontab(&["-l"], None).context("reading the crontab back")?;
+    if written != new {
+        // Put back what was there.
+        let _ = run_crontab(&["-"], Some(&now));
+        return Err(anyhow!(
+            "the crontab read back is not what was written; the one before was put back"
+        ));
+    }
+    Ok(vec![format!(
+        "retired {} crontab line(s): commented out behind `{}`; the crontab as it was is at {}",
+        lines.len(),
+        retire::CRONTAB_MARKER,
+        backup.display()
+    )])
+}
+
+/// Runs `crontab ARGS`, writing `input` to its standard input; its standard output.
+fn run_crontab(args: &[&str], input: Option<&str>) -> anyhow::Result<String> {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("crontab")
+        .args(args)
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running `crontab` (no crontab command here?)")?;
+    if let Some(text) = input {
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin.write_all(text.as_bytes())?;
+    }
+    let o = child.wait_with_output()?;
+    if !o.status.success() {
+        return Err(anyhow!(
+            "`crontab {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ));
+    }
+    String::from_utf8(o.stdout).context("the crontab is not UTF-8 text")
+}
+
+/// The names of the definitions there are.
+fn existing_names(settings: &Settings) -> Result<BTreeSet<String>, Fail> {
+    Ok(
+        crate::fsutil::list_named(&settings.definitions_dir(), "", &[".toml"])
+            .with_context(|| format!("reading {}", settings.definitions_dir().display()))?
+            .into_iter()
+            .map(|(stem, _)| stem)
+            .collect(),
+    )
+}
+
+/// The names of the imported rows.
+fn imported_names(rows: &[Row]) -> Result<Vec<Name>, Fail> {
+    rows.iter()
+        .filter(|r| r.status == Status::Imported)
+        .filter_map(|r| r.name.as_deref())
+        .map(|n| Name::new(n).map_err(|e| Fail::new(Exit::Failure, anyhow!("{n}: {e}"))))
+        .collect()
+}
+
+/// What writing and reporting came to.
+struct Outcome {
+    written: bool,
+    exit: Exit,
+}
+
+/// Writes the imported rows' files (all or nothing, or the importable ones with --partial), prints
+/// the report, and says what comes next.
+fn write_and_report(
+    settings: &Settings,
+    rows: &[Row],
+    o: &Options,
+    first_column: &str,
+    email: Option<&str>,
+) -> Result<Outcome, Fail> {
     let needs_you = rows.iter().filter(|r| r.status == Status::NeedsYou).count();
     let imported: Vec<&Row> = rows
         .iter()
@@ -67,39 +260,57 @@ pub(super) fn crontab(settings: &Settings, file: Option<&Path>, o: &Options) -> 
             "version": 1,
             "written": write,
             "lines": rows,
+            "notify_email": email,
         });
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
     } else {
-        print_rows(out, &rows)?;
+        print_rows(out, rows, first_column)?;
+        if let Some(block) = email {
+            writeln!(
+                out,
+                "to mail failures where MAILTO mailed output, put this in <data root>/notify.toml (docs/health.md):"
+            )?;
+            for line in block.lines() {
+                writeln!(out, "    {line}")?;
+            }
+        }
         let jobs = rows
             .iter()
             .filter(|r| r.name.is_some() || r.status == Status::NeedsYou)
             .count();
+        let next = if o.adopt {
+            "`automations units` renders units/ for them; they are installed next (--adopt)"
+        } else {
+            "`automations units` renders units/ for them; nothing is installed yet: `automations validate`, then `automations install NAME…`"
+        };
         let summary = match (write, o.dry_run, needs_you) {
             (true, _, 0) => format!(
-                "wrote {} definition(s) to {DEFINITIONS_DIR}/; nothing is installed yet: `automations validate`, then `automations install --all`",
+                "wrote {} definition(s) to {DEFINITIONS_DIR}/; {next}",
                 imported.len()
             ),
             (true, _, n) => format!(
-                "wrote the {} definition(s) that could be imported (--partial); {n} line(s) need you",
+                "wrote the {} definition(s) that could be imported (--partial); {n} need you; {next}",
                 imported.len()
             ),
             (false, true, _) => format!(
-                "dry run: {} of {jobs} job line(s) can be imported, {needs_you} need you; nothing written",
+                "dry run: {} of {jobs} job(s) can be imported, {needs_you} need you; nothing written",
                 imported.len()
             ),
-            (false, false, 0) => "no job lines to import; nothing written".to_owned(),
+            (false, false, 0) => "no jobs to import; nothing written".to_owned(),
             (false, false, n) => format!(
-                "{n} line(s) need you, so nothing was written (all or nothing); fix them, or write the rest with --partial"
+                "{n} need you, so nothing was written (all or nothing); fix them, or write the rest with --partial"
             ),
         };
         writeln!(out, "{summary}")?;
     }
-    Ok(if needs_you == 0 {
-        Exit::Success
-    } else {
-        Exit::Failure
+    Ok(Outcome {
+        written: write,
+        exit: if needs_you == 0 {
+            Exit::Success
+        } else {
+            Exit::Failure
+        },
     })
 }
 
@@ -145,7 +356,7 @@ fn read_crontab(file: Option<&Path>) -> anyhow::Result<String> {
 }
 
 /// One row per line: number, name, schedule, result; the line itself and notes below it.
-fn print_rows(out: &mut dyn Write, rows: &[Row]) -> std::io::Result<()> {
+fn print_rows(out: &mut dyn Write, rows: &[Row], first_column: &str) -> std::io::Result<()> {
     let name_w = rows
         .iter()
         .filter_map(|r| r.name.as_ref().map(String::len))
@@ -158,9 +369,15 @@ fn print_rows(out: &mut dyn Write, rows: &[Row]) -> std::io::Result<()> {
         .max()
         .unwrap_or(8)
         .clamp(8, 40);
+    let first_w = rows
+        .iter()
+        .map(|r| r.file.as_ref().map_or(4, |f| f.chars().count()))
+        .max()
+        .unwrap_or(4)
+        .max(first_column.len());
     writeln!(
         out,
-        "LINE  {:name_w$}  {:sched_w$}  RESULT",
+        "{first_column:first_w$}  {:name_w$}  {:sched_w$}  RESULT",
         "NAME", "SCHEDULE"
     )?;
     for r in rows {
@@ -172,17 +389,22 @@ fn print_rows(out: &mut dyn Write, rows: &[Row]) -> std::io::Result<()> {
                 format!("not imported: {}", r.reason.as_deref().unwrap_or_default())
             }
         };
+        let first = match (&r.file, r.line) {
+            (Some(f), _) => f.clone(),
+            (None, Some(l)) => l.to_string(),
+            (None, None) => String::new(),
+        };
         writeln!(
             out,
-            "{:<4}  {:name_w$}  {:sched_w$}  {}",
-            r.line,
+            "{:<first_w$}  {:name_w$}  {:sched_w$}  {}",
+            field(&first),
             r.name.as_deref().unwrap_or("-"),
             r.schedule.as_deref().unwrap_or("-"),
             field(&result)
         )?;
-        writeln!(out, "      {}", field(&r.text))?;
+        writeln!(out, "{:first_w$}  {}", "", field(&r.text))?;
         for note in &r.notes {
-            writeln!(out, "      note: {}", field(note))?;
+            writeln!(out, "{:first_w$}  note: {}", "", field(note))?;
         }
     }
     Ok(())
@@ -190,6 +412,10 @@ fn print_rows(out: &mut dyn Write, rows: &[Row]) -> std::io::Result<()> {
 
 /// Writes every imported row's files, or none: what was made is removed when one fails.
 fn write_all(settings: &Settings, rows: &[&Row]) -> Result<(), Fail> {
+    if rows.iter().any(|r| !r.files.env.is_empty()) {
+        // Env files are private: the data root is checked as every command that writes it does.
+        super::data_root(settings, crate::fsutil::Use::Write)?;
+    }
     let mut made: Vec<PathBuf> = Vec::new();
     let result = rows
         .iter()
@@ -221,6 +447,17 @@ fn write_row(settings: &Settings, row: &Row, made: &mut Vec<PathBuf>) -> anyhow:
         std::fs::create_dir_all(dest.parent().unwrap_or(&settings.root))
             .with_context(|| format!("making the folder of {rel}"))?;
         create_new(&dest, &bytes, mode).with_context(|| format!("writing {rel}"))?;
+        made.push(dest);
+    }
+    for (rel, bytes) in &row.files.scripts {
+        let dest = settings.root.join(rel);
+        if dest.exists() {
+            // The same bytes (checked when planned): imported before.
+            continue;
+        }
+        std::fs::create_dir_all(dest.parent().unwrap_or(&settings.root))
+            .with_context(|| format!("making the folder of {rel}"))?;
+        create_new(&dest, bytes, 0o755).with_context(|| format!("writing {rel}"))?;
         made.push(dest);
     }
     if !row.files.env.is_empty() {

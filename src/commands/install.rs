@@ -161,6 +161,99 @@ pub fn install(
     apply_each(settings, &plans, &bin, manager.as_ref())
 }
 
+/// What follows an install in the same step (`import --adopt` retires the originals): what it
+/// will do, said with the plan before the one question, and the doing, after every automation is
+/// installed, which says what it did.
+pub(super) struct Then<'a> {
+    pub plan: Vec<String>,
+    pub question: String,
+    pub apply: Box<dyn FnOnce() -> anyhow::Result<Vec<String>> + 'a>,
+}
+
+/// Installs `names` and then does `then`, after one question: when an install or `then` fails,
+/// the automations installed in this step are uninstalled again, so what ran before runs on and
+/// nothing runs twice.
+pub(super) fn install_then(
+    settings: &Settings,
+    names: &[Name],
+    bin: Option<PathBuf>,
+    then: Then<'_>,
+) -> CmdResult {
+    let defs = to_install(settings, names, false)?;
+    data_root(settings, Use::Write)?;
+    let bin = unit_binary(bin)?;
+    let manager = service::for_manager(settings.manager);
+    let mut plans = Vec::new();
+    for def in &defs {
+        let plan = install::plan_install(settings, def, &bin, manager.as_ref())?;
+        let words = crate::views::schedule_words(def);
+        outln!(
+            "install {} ({words}) running {}:",
+            plan.label,
+            bin.display()
+        );
+        out!("{}", plan.describe());
+        plans.push((def, plan));
+    }
+    for line in &then.plan {
+        outln!("{line}");
+    }
+    refuse_linked_worktree(&settings.root)?;
+    check_binary(&bin, false, &defs)?;
+    require_terminal(&then.question)?;
+    preflight(manager.as_ref())?;
+    if !confirm(&then.question)? {
+        outln!("not confirmed: nothing installed, nothing retired");
+        return Ok(Exit::Failure);
+    }
+    let undo = |done: &[(&Definition, Plan)]| {
+        for (def, _) in done.iter().rev() {
+            let gone = install::plan_uninstall(settings, &def.name, manager.as_ref())
+                .and_then(|p| install::apply_uninstall(settings, &p, manager.as_ref()));
+            match gone {
+                Ok(()) => errln!("uninstalled {} again", settings.label(&def.name)),
+                Err(e) => errln!(
+                    "warning: {} could not be uninstalled again: {e:#}",
+                    settings.label(&def.name)
+                ),
+            }
+        }
+        super::machine::record_chains(settings);
+    };
+    for (i, (def, plan)) in plans.iter().enumerate() {
+        if let Err(e) = install::apply_install(settings, plan, manager.as_ref()) {
+            undo(&plans[..i]);
+            return Err(e
+                .context(format!(
+                    "{} was not installed; nothing was retired",
+                    def.name
+                ))
+                .into());
+        }
+        outln!("installed {}", plan.label);
+    }
+    super::machine::record_chains(settings);
+    match (then.apply)() {
+        Ok(lines) => {
+            for line in lines {
+                outln!("{line}");
+            }
+        }
+        Err(e) => {
+            undo(&plans);
+            return Err(Fail::new(
+                Exit::Failure,
+                e.context("the originals are as they were, and what this step installed is uninstalled again"),
+            ));
+        }
+    }
+    for (def, _) in &plans {
+        after_install(settings, def, &bin)?;
+    }
+    linger_warning(settings);
+    Ok(Exit::Success)
+}
+
 /// The unit's binary must be a file that stays: there (or about to be copied there), and not in a
 /// cargo target/ folder that the next build replaces.
 fn check_binary(bin: &Path, copied: bool, defs: &[Definition]) -> Result<(), Fail> {

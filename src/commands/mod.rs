@@ -75,20 +75,18 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         }
         Command::Import(ImportCommand::Crontab {
             file,
-            dry_run,
-            partial,
+            common,
             copy_scripts,
+            keep_redirects,
             system,
-            json,
         }) => import::crontab(
             s,
             file.as_deref(),
-            &import::Options {
-                dry_run,
-                partial,
+            &import::Options::from(common),
+            &import::CrontabOptions {
                 copy_scripts,
                 system,
-                json,
+                keep_redirects,
             },
         ),
         Command::Dashboard { port, no_open } => dashboard::dashboard(s, port, no_open),

@@ -383,7 +383,7 @@ fn launchd_plists_fire_on_the_cron_librarys_minutes() {
 }
 
 /// 25 ordinary job lines (HOME is the sandbox's home), with cron's settings and a secret value.
-const CRONTAB: &str = r#"# m h  dom mon dow   command
+pub(crate) const CRONTAB: &str = r#"# m h  dom mon dow   command
 MAILTO=ops@example.com
 SHELL=/bin/bash
 PATH=/usr/local/bin:/usr/bin:/bin
@@ -475,7 +475,7 @@ fn a_crontab_of_25_lines_moves_in_with_one_command() {
     let o = sb.run(["import", "crontab", file, "--copy-scripts", "--dry-run"]);
     assert_code(&o, 0);
     assert!(
-        stdout(&o).contains("dry run: 25 of 25 job line(s) can be imported"),
+        stdout(&o).contains("dry run: 25 of 25 job(s) can be imported"),
         "{}",
         stdout(&o)
     );
@@ -591,4 +591,31 @@ fn partial_imports_and_unreadable_crontabs() {
     let o = child.wait_with_output().unwrap();
     assert_code(&o, 0);
     assert!(stdout(&o).contains("every hour"), "{}", stdout(&o));
+}
+
+/// Env files go only into a private data root's own folders: a root others may write, or an
+/// `env/` that is a link, is refused as every other command refuses it, and nothing is written.
+#[test]
+fn env_files_are_written_only_into_a_private_data_root() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sb = Sandbox::new();
+    let file = sb.path("crontab.txt");
+    std::fs::write(&file, "TOKEN=s3cret-value\n0 1 * * * /usr/bin/uptime\n").unwrap();
+    let file = file.to_str().unwrap();
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = sb.run(["import", "crontab", file]);
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("writable by"), "{}", stderr(&o));
+    assert!(!sb.root.join("automations/uptime.toml").exists());
+
+    std::fs::set_permissions(&sb.data, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let elsewhere = sb.path("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, sb.data.join("env")).unwrap();
+    let o = sb.run(["import", "crontab", file]);
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("is a symbolic link"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(!sb.root.join("automations/uptime.toml").exists());
 }

@@ -24,6 +24,7 @@ mod http;
 mod keys;
 mod kubernetes;
 mod metrics;
+mod moving_in;
 mod policies;
 mod prereqs;
 mod repo;

@@ -1,0 +1,318 @@
+//! Moving in (docs/moving-in.md): jobs scheduled elsewhere — a crontab's lines, LaunchAgents,
+//! systemd user timers — read into the definitions that say the same, or the reason one needs a
+//! person. Each reader is pure: the caller reads the sources, passes what it knows of the machine
+//! and writes what comes back, all or nothing (`commands/import.rs`); retiring the originals
+//! (`--adopt`) is [`retire`]'s.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::names::Name;
+
+pub mod crontab;
+pub mod retire;
+pub mod shell;
+
+/// What became of one job (a crontab line, a plist, a timer) or setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// A job that becomes a definition.
+    Imported,
+    /// A job (or line) a person must look at; nothing is written for it.
+    NeedsYou,
+    /// A setting that is said, not carried over (`MAILTO`, `PATH`, …), or carried into env files.
+    Reported,
+    /// A job of another user (system crontabs).
+    NotImported,
+}
+
+/// One row of an import's report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    /// The crontab line (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// The file read (a plist, a unit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The line as shown (a `NAME=` line without its value), or the job's label or unit.
+    pub text: String,
+    /// The definition's name, for a job.
+    pub name: Option<String>,
+    /// The schedule in words, for a job.
+    pub schedule: Option<String>,
+    pub status: Status,
+    /// Why it needs you, or what was reported.
+    pub reason: Option<String>,
+    /// What a person should know about an imported job (its shell script, a dropped redirect, …).
+    pub notes: Vec<String>,
+    /// What `--adopt` retires once the new unit is installed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original: Option<retire::Original>,
+    /// What is written for it.
+    #[serde(skip)]
+    pub files: Files,
+}
+
+impl Row {
+    /// A row that needs you until the reader says otherwise.
+    pub fn new(line: Option<usize>, file: Option<String>, text: String) -> Self {
+        Self {
+            line,
+            file,
+            text,
+            name: None,
+            schedule: None,
+            status: Status::NeedsYou,
+            reason: None,
+            notes: Vec::new(),
+            original: None,
+            files: Files::default(),
+        }
+    }
+}
+
+/// What one imported job writes.
+#[derive(Clone, Debug, Default)]
+pub struct Files {
+    /// `automations/<name>.toml`'s bytes.
+    pub definition: Vec<u8>,
+    /// Scripts to copy: from (under home) to (relative to the root, `scripts/<file>`).
+    pub copies: Vec<(PathBuf, String)>,
+    /// Scripts the import writes (relative to the root, their bytes), executable.
+    pub scripts: Vec<(String, Vec<u8>)>,
+    /// The env file's lines (`NAME=value`).
+    pub env: Vec<(String, String)>,
+}
+
+/// A definition as an import writes it: where it came from in comments, then its keys.
+pub struct Draft<'a> {
+    pub name: &'a str,
+    /// Comment lines above it (without `# `): what it was imported from.
+    pub origin: Vec<String>,
+    pub description: Option<&'a str>,
+    pub command: &'a [String],
+    pub env: &'a [(String, String)],
+    pub timeout: u32,
+    /// Why that timeout, as a comment.
+    pub timeout_why: &'a str,
+    /// Top-level `key = value` lines (TOML values already written).
+    pub keys: Vec<(String, String)>,
+    /// `[schedule]` lines; none: no schedule table.
+    pub schedule: Vec<(String, String)>,
+    /// `[trigger]` lines.
+    pub trigger: Vec<(String, String)>,
+    /// `[limits]` lines.
+    pub limits: Vec<(String, String)>,
+}
+
+/// A TOML string.
+pub fn quote(s: &str) -> String {
+    toml::Value::String(s.to_owned()).to_string()
+}
+
+/// A TOML array of strings.
+pub fn quote_all<S: AsRef<str>>(items: &[S]) -> String {
+    let all: Vec<String> = items.iter().map(|s| quote(s.as_ref())).collect();
+    format!("[{}]", all.join(", "))
+}
+
+impl Draft<'_> {
+    /// The definition file.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for line in &self.origin {
+            out.push_str(&format!("# {}\n", line.replace('\n', " ")));
+        }
+        out.push_str(&format!("name = {}\n", quote(self.name)));
+        if let Some(desc) = self.description {
+            let desc: String = desc.chars().take(200).collect();
+            out.push_str(&format!("description = {}\n", quote(&desc)));
+        }
+        out.push_str(&format!("command = {}\n", quote_all(self.command)));
+        if !self.env.is_empty() {
+            let names: Vec<&str> = self.env.iter().map(|(n, _)| n.as_str()).collect();
+            out.push_str(&format!(
+                "# Values in the private env file, <data root>/env/{}.env.\nenv = {}\n",
+                self.name,
+                quote_all(&names)
+            ));
+        }
+        out.push_str(&format!(
+            "# {}\ntimeout_seconds = {}\n",
+            self.timeout_why, self.timeout
+        ));
+        for (k, v) in &self.keys {
+            out.push_str(&format!("{k} = {v}\n"));
+        }
+        for (table, lines) in [
+            ("schedule", &self.schedule),
+            ("trigger", &self.trigger),
+            ("limits", &self.limits),
+        ] {
+            if !lines.is_empty() {
+                out.push_str(&format!("\n[{table}]\n"));
+                for (k, v) in lines {
+                    out.push_str(&format!("{k} = {v}\n"));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The names an import gives, each once: a base that is taken gets `-2`, `-3`, … (counted per
+/// base, so thousands of lines with one script stay linear).
+#[derive(Default)]
+pub struct Names {
+    taken: BTreeSet<String>,
+    next: BTreeMap<String, u32>,
+}
+
+impl Names {
+    /// A valid name from `hint` (a script's or program's stem), not yet given by this import.
+    pub fn give(&mut self, hint: &str) -> String {
+        let base = name_base(hint);
+        let mut n = self.next.get(&base).copied().unwrap_or(1);
+        let mut name = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        while self.taken.contains(&name) || Name::new(&name).is_err() {
+            n += 1;
+            name = format!("{base}-{n}");
+        }
+        self.next.insert(base, n + 1);
+        self.taken.insert(name.clone());
+        name
+    }
+}
+
+/// `hint`'s file stem, lower case, runs of anything else one `-`, at most 40 characters; `job`
+/// when nothing is left.
+fn name_base(hint: &str) -> String {
+    let file = hint.rsplit('/').next().unwrap_or(hint);
+    let stem = file.split('.').next().unwrap_or(file);
+    let mut base = String::with_capacity(stem.len());
+    for c in stem.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_alphanumeric() {
+            base.push(c);
+        } else if !base.is_empty() && !base.ends_with('-') {
+            base.push('-');
+        }
+    }
+    let mut base: String = base.trim_end_matches('-').chars().take(40).collect();
+    while base.ends_with('-') {
+        base.pop();
+    }
+    if base.is_empty() { "job".into() } else { base }
+}
+
+/// A comment or label fit to be a description — in the committed definition, `list` and the
+/// unit's `Description=` — or why it is not: one that assigns a value (`API_TOKEN=…`) or holds a
+/// string shaped like a key is never carried over.
+pub fn safe_description(text: &str) -> Result<String, &'static str> {
+    let text = text.trim();
+    let words = text.split(|c: char| c.is_whitespace() || c == '"' || c == '\'');
+    for word in words {
+        if let Some((name, value)) = word.split_once('=')
+            && !name.is_empty()
+            && !value.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err("it assigns a value (NAME=value)");
+        }
+        if token_like(word) {
+            return Err("it holds a string shaped like a key or token");
+        }
+    }
+    Ok(text.chars().take(200).collect())
+}
+
+/// A key's shape: a known prefix (`sk-`, `ghp_`, `xoxb-`, `AKIA`, …) or 20 and more characters of
+/// a key's alphabet that mix letters and digits.
+fn token_like(word: &str) -> bool {
+    const PREFIXES: [&str; 9] = [
+        "sk-",
+        "sk_",
+        "pk_",
+        "ghp_",
+        "gho_",
+        "github_pat_",
+        "xox",
+        "AKIA",
+        "glpat-",
+    ];
+    let word = word.trim_matches(|c: char| ",.;:()[]<>".contains(c));
+    if PREFIXES
+        .iter()
+        .any(|p| word.starts_with(p) && word.len() >= p.len() + 8)
+    {
+        return true;
+    }
+    let run = word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_+/=".contains(c));
+    run && word.len() >= 20
+        && word.chars().any(|c| c.is_ascii_digit())
+        && word.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_counted_per_base() {
+        let mut n = Names::default();
+        let given: Vec<String> = [
+            "Report_Builder.py",
+            "report-builder.sh",
+            "x/report_builder",
+            "--",
+            "ß",
+        ]
+        .iter()
+        .map(|h| n.give(h))
+        .collect();
+        assert_eq!(
+            given,
+            [
+                "report-builder",
+                "report-builder-2",
+                "report-builder-3",
+                "job",
+                "job-2"
+            ]
+        );
+        // Linear in the number of lines of one name.
+        let mut n = Names::default();
+        for _ in 0..20_000 {
+            n.give("s.sh");
+        }
+        assert_eq!(n.give("s.sh"), "s-20001");
+    }
+
+    #[test]
+    fn descriptions_never_carry_values_or_keys() {
+        assert_eq!(
+            safe_description(" Nightly report for the team ").as_deref(),
+            Ok("Nightly report for the team")
+        );
+        for bad in [
+            "old key: API_TOKEN=sk-live-abc",
+            "token sk-live-4eC39HqLyjWDarjtT1zdp7dc",
+            "uses ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "key AbCdEf0123456789AbCdEf0123",
+        ] {
+            assert!(safe_description(bad).is_err(), "{bad}");
+        }
+        // Ordinary words with digits are no keys.
+        assert!(safe_description("Rotate logs of 2024-01-01 at /var/log/app").is_ok());
+    }
+}
