@@ -31,13 +31,22 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
         _ => {}
     }
     if all {
-        let defs: Vec<Definition> = checked_definitions(settings, true)?
-            .into_iter()
-            .filter(Definition::has_units)
-            .collect();
+        let (examples, defs): (Vec<Definition>, Vec<Definition>) =
+            checked_definitions(settings, true)?
+                .into_iter()
+                .filter(Definition::has_units)
+                .partition(|d| d.example);
+        for d in &examples {
+            outln!(
+                "{} is an example (example = true): --all leaves it out; `automations install {}` installs it",
+                d.name,
+                d.name
+            );
+        }
         if defs.is_empty() {
             return Err(bad(
-                "no definition has a [schedule] or [trigger]: nothing to install".into(),
+                "no definition but the examples has a [schedule] or [trigger]: nothing to install"
+                    .into(),
             ));
         }
         if let Some(def) = defs.iter().find(|d| d.policy.sandbox) {

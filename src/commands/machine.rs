@@ -17,7 +17,7 @@ use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
 use crate::settings::{Manager, Settings};
-use crate::units::{self, kubernetes, portable};
+use crate::units::{self, Target, kubernetes, portable};
 
 pub(super) fn bad(msg: String) -> Fail {
     Fail::new(Exit::BadInput, anyhow!(msg))
@@ -79,6 +79,8 @@ fn cluster(settings: &Settings) -> Result<Option<kubernetes::Cluster>, Fail> {
 /// or a definition it cannot say) is kept apart: it never blocks `units/` or the machine's checks.
 struct Rendered {
     files: BTreeMap<PathBuf, Vec<u8>>,
+    /// The service managers `units/` holds (the repository's `automations.toml`).
+    targets: Vec<Target>,
     /// The folders `files` covers: `units/`, or `units/ and kubernetes/`.
     folders: &'static str,
     /// Why `kubernetes/` could not be rendered (then `files` and `present` leave it out).
@@ -88,31 +90,38 @@ struct Rendered {
 impl Rendered {
     /// What the rendered folders hold now, of the folders rendered.
     fn present(&self, root: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
-        Ok(portable::present(root, self.cluster_problem.is_none())
-            .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))?)
+        Ok(
+            portable::present(root, self.cluster_problem.is_none(), &self.targets)
+                .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))?,
+        )
     }
 }
 
-fn desired(settings: &Settings, defs: &[Definition]) -> Rendered {
+fn desired(settings: &Settings, defs: &[Definition]) -> Result<Rendered, Fail> {
+    let targets = portable::targets(&settings.root).map_err(bad)?;
     let units_only = |cluster_problem| Rendered {
-        files: portable::desired(defs, &settings.namespace, None)
+        files: portable::desired(defs, &settings.namespace, None, &targets)
             .expect("units/ alone renders every valid definition"),
+        targets: targets.clone(),
         folders: "units/",
         cluster_problem,
     };
     let cluster = match cluster(settings) {
         Ok(Some(c)) => c,
-        Ok(None) => return units_only(None),
-        Err(e) => return units_only(Some(format!("{:#}", e.error))),
+        Ok(None) => return Ok(units_only(None)),
+        Err(e) => return Ok(units_only(Some(format!("{:#}", e.error)))),
     };
-    match portable::desired(defs, &settings.namespace, Some(&cluster)) {
-        Ok(files) => Rendered {
-            files,
-            folders: "units/ and kubernetes/",
-            cluster_problem: None,
+    Ok(
+        match portable::desired(defs, &settings.namespace, Some(&cluster), &targets) {
+            Ok(files) => Rendered {
+                files,
+                targets: targets.clone(),
+                folders: "units/ and kubernetes/",
+                cluster_problem: None,
+            },
+            Err(problems) => units_only(Some(problems.join("\n"))),
         },
-        Err(problems) => units_only(Some(problems.join("\n"))),
-    }
+    )
 }
 
 /// How a problem of the cluster target is said: `kubernetes/ not rendered: …`.
@@ -137,7 +146,7 @@ fn units_fix(diffs: &[portable::Difference]) -> String {
 
 pub fn units(settings: &Settings, check: bool) -> CmdResult {
     let defs = valid_definitions(settings)?;
-    let rendered = desired(settings, &defs);
+    let rendered = desired(settings, &defs)?;
     let (desired, folders) = (&rendered.files, rendered.folders);
     let cluster_failed = || {
         let problem = rendered.cluster_problem.as_deref()?;
@@ -166,8 +175,13 @@ pub fn units(settings: &Settings, check: bool) -> CmdResult {
         cluster_failed();
         return Ok(Exit::Failure);
     }
-    let fixed = portable::write(&settings.root, desired, rendered.cluster_problem.is_none())
-        .with_context(|| format!("cannot write {folders} in {}", settings.root.display()))?;
+    let fixed = portable::write(
+        &settings.root,
+        desired,
+        rendered.cluster_problem.is_none(),
+        &rendered.targets,
+    )
+    .with_context(|| format!("cannot write {folders} in {}", settings.root.display()))?;
     for d in &fixed {
         outln!("{}", d.line().replace(": ", ": rewrote, was "));
     }
@@ -375,7 +389,7 @@ pub(super) struct Drift {
 
 pub(super) fn drift(settings: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
     let defs = valid_definitions(settings)?;
-    let rendered = desired(settings, &defs);
+    let rendered = desired(settings, &defs)?;
     let present = rendered.present(&settings.root)?;
     Ok(Drift {
         units: portable::compare(&present, &rendered.files),

@@ -79,6 +79,8 @@ pub struct Definition {
     pub expect_min_seconds: Option<u32>,
     /// Calls outside services (auto-pause applies).
     pub outbound: bool,
+    /// A shipped example: `install --all` leaves it out (install it by name).
+    pub example: bool,
     /// The fact that is the headline count.
     pub headline: Option<FactName>,
     /// Variables the command may see.
@@ -327,6 +329,7 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
             timeout_seconds: f.timeout_seconds,
             expect_min_seconds: f.expect_min_seconds,
             outbound: f.outbound,
+            example: f.example,
             headline: f.headline,
             env: f.env,
             anytype: f.anytype,
@@ -389,6 +392,7 @@ struct Fields {
     timeout_seconds: u32,
     expect_min_seconds: Option<u32>,
     outbound: bool,
+    example: bool,
     headline: Option<FactName>,
     env: Vec<EnvName>,
     anytype: Option<AnyTypeAccess>,
@@ -409,6 +413,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
         timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
         expect_min_seconds: None,
         outbound: false,
+        example: false,
         headline: None,
         env: Vec::new(),
         anytype: None,
@@ -437,6 +442,10 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
             "outbound" => match value {
                 Value::Boolean(b) => f.outbound = *b,
                 v => r.wrong_type("outbound", "a boolean", v),
+            },
+            "example" => match value {
+                Value::Boolean(b) => f.example = *b,
+                v => r.wrong_type("example", "a boolean", v),
             },
             "headline" => match value {
                 Value::String(s) => match FactName::new(s) {

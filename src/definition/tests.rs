@@ -109,6 +109,7 @@ fn every_rule_valid_and_invalid() {
             "expected an integer",
         ),
         ("outbound = \"yes\"", "outbound", "expected a boolean"),
+        ("example = \"yes\"", "example", "expected a boolean"),
         ("headline = \"Beats\"", "headline", "not a valid fact name"),
         ("env = [\"AUTOMATION_X\"]", "env", "reserved"),
         ("env = [\"AUTOMATIONS_ROOT\"]", "env", "reserved"),

@@ -22,7 +22,8 @@ pub const ENV_SKIP_STATUS: &str = "AUTOMATIONS_SKIP_STATUS";
 
 /// What can be rendered: the unit formats of each service manager. A target never needs the
 /// machine it is rendered on (`render --target launchd` works on Linux).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Target {
     /// A macOS LaunchAgent property list.
     Launchd,

@@ -6,6 +6,10 @@
 //! `*.timer` files under `units/launchd/` and `units/systemd/`, and the `*.yaml` files directly under
 //! `kubernetes/` that start with the generated header, are ever touched. A CronJob's
 //! `spec.suspend: true` is runtime state (a pause) and is never compared.
+//!
+//! A repository may say which service managers it renders for in its `automations.toml`
+//! (`[units] targets = ["systemd"]`): a Linux-only team keeps no plists, and `units/launchd/` is
+//! then neither rendered nor compared.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -24,6 +28,48 @@ const CLUSTER_TOP: &str = "kubernetes/";
 /// The folder of portable units in the repository root.
 pub const UNITS_DIR: &str = "units";
 
+/// The repository's own settings, at its root.
+pub const REPO_SETTINGS: &str = "automations.toml";
+
+/// `automations.toml`: what the repository says of itself.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RepoSettings {
+    units: Option<UnitsSettings>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UnitsSettings {
+    /// The service managers `units/` holds files for.
+    targets: Vec<Target>,
+}
+
+/// The targets `units/` holds: `automations.toml`'s `[units] targets`, or every one when the file
+/// or the key is absent; an error names the file and what is wrong.
+pub fn targets(root: &Path) -> Result<Vec<Target>, String> {
+    let path = root.join(REPO_SETTINGS);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Target::ALL.to_vec()),
+        Err(e) => return Err(format!("{REPO_SETTINGS}: {e}")),
+    };
+    let settings: RepoSettings =
+        toml::from_str(&text).map_err(|e| format!("{REPO_SETTINGS}: {}", e.message()))?;
+    let Some(units) = settings.units else {
+        return Ok(Target::ALL.to_vec());
+    };
+    if units.targets.is_empty() {
+        return Err(format!(
+            "{REPO_SETTINGS}: [units] targets is empty; name \"launchd\", \"systemd\" or both"
+        ));
+    }
+    Ok(Target::ALL
+        .into_iter()
+        .filter(|t| units.targets.contains(t))
+        .collect())
+}
+
 /// One folder of rendered files and how it is compared: a new render target is one more entry
 /// in [`folders`].
 pub struct Folder {
@@ -40,6 +86,8 @@ pub struct Folder {
     normalize: fn(&[u8]) -> Cow<'_, [u8]>,
     /// The top folder to `git add` after regenerating.
     pub top: &'static str,
+    /// The service manager it holds units for (`None`: the cluster).
+    target: Option<Target>,
 }
 
 /// Every folder of rendered files: one per service-manager target under `units/`, and
@@ -53,6 +101,7 @@ fn folders() -> &'static [Folder] {
             rendered_from: |_| "its definition",
             normalize: |have| Cow::Borrowed(have),
             top: "units/",
+            target: Some(*t),
         });
         let cluster = Folder {
             dir: PathBuf::from(kubernetes::DIR),
@@ -68,6 +117,7 @@ fn folders() -> &'static [Folder] {
             },
             normalize: |have| Cow::Owned(kubernetes::without_suspend(have)),
             top: CLUSTER_TOP,
+            target: None,
         };
         units.chain(std::iter::once(cluster)).collect()
     });
@@ -87,11 +137,12 @@ pub fn desired(
     defs: &[Definition],
     namespace: &Namespace,
     cluster: Option<&Cluster>,
+    targets: &[Target],
 ) -> Result<BTreeMap<PathBuf, Vec<u8>>, Vec<String>> {
     let paths = MachinePaths::portable();
     let mut out = BTreeMap::new();
     for def in defs {
-        for target in Target::ALL {
+        for &target in targets {
             for f in render(def, namespace, &paths, target) {
                 out.insert(
                     Path::new(UNITS_DIR).join(target.dir()).join(&f.name),
@@ -109,11 +160,19 @@ pub fn desired(
 }
 
 /// What the rendered folders hold now: repository-relative path -> bytes (only files this module
-/// owns). Without `cluster`, `kubernetes/` is left out: its target was not rendered, so its files
-/// are neither compared nor touched.
-pub fn present(root: &Path, cluster: bool) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
+/// owns). Without `cluster`, `kubernetes/` is left out, and a folder of a target not in `targets`
+/// too: it was not rendered, so its files are neither compared nor touched.
+pub fn present(
+    root: &Path,
+    cluster: bool,
+    targets: &[Target],
+) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for folder in folders().iter().filter(|f| cluster || f.top != CLUSTER_TOP) {
+    let rendered = |f: &&Folder| match f.target {
+        Some(t) => targets.contains(&t),
+        None => cluster,
+    };
+    for folder in folders().iter().filter(rendered) {
         for (_, path) in crate::fsutil::list_named(&root.join(&folder.dir), "", folder.extensions)?
         {
             if std::fs::symlink_metadata(&path)?.is_file() {
@@ -253,8 +312,9 @@ pub fn write(
     root: &Path,
     desired: &BTreeMap<PathBuf, Vec<u8>>,
     cluster: bool,
+    targets: &[Target],
 ) -> io::Result<Vec<Difference>> {
-    let present = present(root, cluster)?;
+    let present = present(root, cluster, targets)?;
     let diffs = compare(&present, desired);
     for d in &diffs {
         match d {

@@ -401,6 +401,79 @@ fn units_check_catches_a_stale_or_hand_edited_units_folder() {
     assert_eq!(stdout(&o).matches(": extra").count(), 3);
 }
 
+/// A Linux-only repository says so in automations.toml: no plists are rendered, and plists left
+/// over are neither compared nor touched — `check` is clean where it failed over each one.
+#[test]
+fn a_repository_renders_only_the_targets_it_names() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "x",
+        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    // The team renders for systemd only, by hand: check fails over the plist it never wanted.
+    std::fs::create_dir_all(sb.root.join("units/launchd")).unwrap();
+    std::fs::write(
+        sb.root.join("units/launchd/local.automations.old.plist"),
+        "x",
+    )
+    .unwrap();
+    assert_code(&sb.run(["units"]), 0);
+    std::fs::write(
+        sb.root.join("units/launchd/local.automations.old.plist"),
+        "x",
+    )
+    .unwrap();
+    std::fs::remove_file(sb.root.join("units/launchd/local.automations.x.plist")).unwrap();
+    let o = sb.run(["check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("units/launchd/local.automations.x.plist: missing"),
+        "{}",
+        stdout(&o)
+    );
+
+    std::fs::write(
+        sb.root.join("automations.toml"),
+        "[units]\ntargets = [\"systemd\"]\n",
+    )
+    .unwrap();
+    let o = sb.run(["check"]);
+    assert_code(&o, 0);
+    let o = sb.run(["units"]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("units/: 2 file(s)"), "{}", stdout(&o));
+    // Not this target's: left alone.
+    assert!(
+        sb.root
+            .join("units/launchd/local.automations.old.plist")
+            .exists()
+    );
+    assert!(
+        !sb.root
+            .join("units/launchd/local.automations.x.plist")
+            .exists()
+    );
+
+    // A file that says something else is refused by name.
+    for (text, says) in [
+        (
+            "[units]\ntargets = [\"windows\"]\n",
+            "unknown variant `windows`",
+        ),
+        ("[units]\ntargets = []\n", "targets is empty"),
+        ("[unit]\n", "unknown field `unit`"),
+    ] {
+        std::fs::write(sb.root.join("automations.toml"), text).unwrap();
+        let o = sb.run(["units", "--check"]);
+        assert_code(&o, 2);
+        assert!(
+            stderr(&o).contains("automations.toml: ") && stderr(&o).contains(says),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
 #[test]
 fn the_committed_units_folder_is_current() {
     let sb = Sandbox::new();
