@@ -416,7 +416,7 @@ pub enum Command {
     #[command(subcommand)]
     Healthchecks(HealthchecksCommand),
 
-    /// Bring jobs in from elsewhere: `import crontab` turns a crontab's lines into definitions.
+    /// Bring jobs in from elsewhere: a crontab's lines, LaunchAgents, systemd user timers.
     #[command(subcommand)]
     Import(ImportCommand),
 
@@ -497,6 +497,51 @@ pub enum ImportCommand {
         /// other users' jobs are listed as not imported.
         #[arg(long, conflicts_with = "adopt")]
         system: bool,
+    },
+
+    /// Turn LaunchAgents into definitions, one per plist (docs/moving-in.md).
+    ///
+    /// Reads Program/ProgramArguments, StartCalendarInterval (a dict or an array), StartInterval,
+    /// RunAtLoad, WatchPaths, QueueDirectories, EnvironmentVariables (into private env files),
+    /// WorkingDirectory, Nice, LowPriorityIO and ExitTimeOut; StandardOutPath and
+    /// StandardErrorPath are dropped (output goes to the run log); KeepAlive and any other key
+    /// are refused by name. The same report, all or nothing, --dry-run, --json and --adopt as the
+    /// crontab's; --adopt boots each agent out and moves its plist aside, on macOS.
+    ///
+    /// Example: automations import launchd ~/Library/LaunchAgents/com.me.backup.plist --dry-run
+    Launchd {
+        /// The plists.
+        #[arg(required = true, value_name = "PLIST")]
+        plists: Vec<PathBuf>,
+        #[command(flatten)]
+        common: ImportArgs,
+        /// Copy scripts under the home folder that agents run into the repository's scripts/.
+        #[arg(long)]
+        copy_scripts: bool,
+    },
+
+    /// Turn systemd user timers (with their services) and path units into definitions
+    /// (docs/moving-in.md).
+    ///
+    /// Reads OnCalendar= (systemd's calendar syntax), OnBootSec=, OnStartupSec=,
+    /// OnUnitActiveSec=, Persistent=, RandomizedDelaySec=; the service's ExecStart=,
+    /// Environment= and EnvironmentFile= (into private env files), WorkingDirectory=,
+    /// MemoryMax=, CPUQuota=, Nice=, IOSchedulingClass=, TimeoutStartSec=; a .path unit's
+    /// PathChanged=, PathModified= and DirectoryNotEmpty=; OnSuccess=/OnFailure= between units
+    /// imported together. Any other key is refused by name. The same report, all or nothing,
+    /// --dry-run, --json and --adopt as the crontab's; --adopt disables and stops each timer and
+    /// moves its files aside.
+    ///
+    /// Example: automations import systemd ~/.config/systemd/user/backup.timer --adopt
+    Systemd {
+        /// The .timer or .path units (each with its .service beside it).
+        #[arg(required = true, value_name = "UNIT")]
+        units: Vec<PathBuf>,
+        #[command(flatten)]
+        common: ImportArgs,
+        /// Copy scripts under the home folder that units run into the repository's scripts/.
+        #[arg(long)]
+        copy_scripts: bool,
     },
 }
 

@@ -51,6 +51,51 @@ pub struct CrontabOptions {
     pub keep_redirects: bool,
 }
 
+/// `import crontab|launchd|systemd`.
+pub(super) fn import(s: &Settings, c: crate::cli::ImportCommand) -> CmdResult {
+    use crate::cli::ImportCommand;
+    match c {
+        ImportCommand::Crontab {
+            file,
+            common,
+            copy_scripts,
+            keep_redirects,
+            system,
+        } => crontab(
+            s,
+            file.as_deref(),
+            &Options::from(common),
+            &CrontabOptions {
+                copy_scripts,
+                system,
+                keep_redirects,
+            },
+        ),
+        ImportCommand::Launchd {
+            plists,
+            common,
+            copy_scripts,
+        } => units(
+            s,
+            Source::Launchd,
+            &plists,
+            &Options::from(common),
+            copy_scripts,
+        ),
+        ImportCommand::Systemd {
+            units: files,
+            common,
+            copy_scripts,
+        } => units(
+            s,
+            Source::Systemd,
+            &files,
+            &Options::from(common),
+            copy_scripts,
+        ),
+    }
+}
+
 /// The largest crontab read.
 const MAX_CRONTAB: u64 = 1024 * 1024;
 
@@ -137,6 +182,197 @@ pub(super) fn crontab(
     })
 }
 
+/// Which scheduler `import launchd|systemd` reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Launchd,
+    Systemd,
+}
+
+/// `import launchd PLIST…` and `import systemd UNIT…`: the same report, all or nothing, and with
+/// `--adopt` the same one step as the crontab's.
+pub(super) fn units(
+    settings: &Settings,
+    from: Source,
+    files: &[PathBuf],
+    o: &Options,
+    copy_scripts: bool,
+) -> CmdResult {
+    let (manager, what) = match from {
+        Source::Launchd => (crate::settings::Manager::Launchd, "LaunchAgents"),
+        Source::Systemd => (crate::settings::Manager::Systemd, "systemd user units"),
+    };
+    if o.adopt && settings.manager != manager {
+        return Err(super::machine::bad(format!(
+            "--adopt retires {what}, which this machine's service manager does not run: import without it, and install here"
+        )));
+    }
+    let files: Vec<PathBuf> = files
+        .iter()
+        .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
+        .collect();
+    let rows = unit_rows(settings, from, &files, copy_scripts)?;
+    let outcome = write_and_report(settings, &rows, o, "FILE", None)?;
+    let originals: Vec<&Original> = rows
+        .iter()
+        .filter(|r| r.status == Status::Imported)
+        .filter_map(|r| r.original.as_ref())
+        .collect();
+    if !outcome.written || !o.adopt {
+        if (outcome.written || o.dry_run) && !o.json && !originals.is_empty() {
+            outln!("{}", retire_by_hand(&originals));
+        }
+        return Ok(outcome.exit);
+    }
+    adopt_units(
+        settings,
+        from,
+        rows.as_slice(),
+        &originals,
+        o,
+        what,
+        outcome.exit,
+    )
+}
+
+/// What `import launchd|systemd` reads the files into.
+fn unit_rows(
+    settings: &Settings,
+    from: Source,
+    files: &[PathBuf],
+    copy_scripts: bool,
+) -> Result<Vec<Row>, Fail> {
+    let existing = existing_names(settings)?;
+    let checks = Checks::of(settings);
+    Ok(match from {
+        Source::Launchd => {
+            let prefix = format!("local.{}.", settings.namespace);
+            crate::import::launchd::plan(
+                files,
+                &crate::import::launchd::Context {
+                    home: &settings.home,
+                    root: &settings.root,
+                    checks: &checks,
+                    existing: &existing,
+                    copy_scripts,
+                    own_prefix: &prefix,
+                },
+            )
+        }
+        Source::Systemd => crate::import::systemd::plan(
+            files,
+            &crate::import::systemd::Context {
+                home: &settings.home,
+                root: &settings.root,
+                checks: &checks,
+                existing: &existing,
+                copy_scripts,
+            },
+        ),
+    })
+}
+
+/// `--adopt` for units and agents: install what was imported, then retire the originals.
+fn adopt_units(
+    settings: &Settings,
+    from: Source,
+    rows: &[Row],
+    originals: &[&Original],
+    o: &Options,
+    what: &str,
+    exit: Exit,
+) -> CmdResult {
+    let imported = imported_names(rows)?;
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let which = if from == Source::Launchd {
+        "launchd"
+    } else {
+        "systemd"
+    };
+    let backup = retire::backup_dir(&settings.data_root, which, &stamp);
+    let listed: Vec<String> = originals.iter().map(|o| original_name(o)).collect();
+    let plan = vec![format!(
+        "then retire {}: {}, the files moved to {}",
+        listed.join(", "),
+        if from == Source::Launchd {
+            "booted out"
+        } else {
+            "disabled and stopped"
+        },
+        backup.display()
+    )];
+    let agents: Vec<(String, PathBuf)> = originals
+        .iter()
+        .filter_map(|o| match o {
+            Original::LaunchAgent { label, plist } => Some((label.clone(), plist.clone())),
+            _ => None,
+        })
+        .collect();
+    let units: Vec<(String, Vec<PathBuf>)> = originals
+        .iter()
+        .filter_map(|o| match o {
+            Original::SystemdUnit { unit, files } => Some((unit.clone(), files.clone())),
+            _ => None,
+        })
+        .collect();
+    let then = super::install::Then {
+        plan,
+        question: format!(
+            "Install {} automation(s) and retire the {what} they replace",
+            imported.len()
+        ),
+        apply: Box::new(move || match from {
+            Source::Launchd => retire::retire_launchd(
+                &crate::service::exec::Program::new(crate::service::launchd::LAUNCHCTL),
+                nix::unistd::getuid().as_raw(),
+                &agents,
+                &backup,
+            ),
+            Source::Systemd => retire::retire_systemd(
+                &crate::service::exec::Program::new("systemctl"),
+                &units,
+                &backup,
+            ),
+        }),
+    };
+    let result = super::install::install_then(settings, &imported, o.bin.clone(), then)?;
+    Ok(if result == Exit::Success {
+        exit
+    } else {
+        result
+    })
+}
+
+/// The unit or label an original is known by.
+fn original_name(o: &Original) -> String {
+    match o {
+        Original::CrontabLine { line, .. } => format!("crontab line {line}"),
+        Original::LaunchAgent { label, .. } => label.clone(),
+        Original::SystemdUnit { unit, .. } => unit.clone(),
+    }
+}
+
+/// What to run to retire the originals by hand, once the imported ones are installed.
+fn retire_by_hand(originals: &[&Original]) -> String {
+    let mut commands = Vec::new();
+    for o in originals {
+        match o {
+            Original::LaunchAgent { label, plist } => commands.push(format!(
+                "launchctl bootout gui/$(id -u)/{label} && mv {} <somewhere else>",
+                plist.display()
+            )),
+            Original::SystemdUnit { unit, .. } => {
+                commands.push(format!("systemctl --user disable --now {unit}"));
+            }
+            Original::CrontabLine { .. } => {}
+        }
+    }
+    format!(
+        "until the originals are retired they run too: once these are installed, `{}` — or import with --adopt, which installs these and retires those in one step",
+        commands.join("`, `")
+    )
+}
+
 /// The numbers of the lines that were imported: "3, 5, 9".
 fn crontab_lines(rows: &[Row]) -> String {
     let lines: Vec<String> = rows
@@ -183,31 +419,12 @@ fn retire_crontab_lines(
 
 /// Runs `crontab ARGS`, writing `input` to its standard input; its standard output.
 fn run_crontab(args: &[&str], input: Option<&str>) -> anyhow::Result<String> {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("crontab")
-        .args(args)
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("running `crontab` (no crontab command here?)")?;
-    if let Some(text) = input {
-        let mut stdin = child.stdin.take().expect("piped");
-        stdin.write_all(text.as_bytes())?;
-    }
-    let o = child.wait_with_output()?;
-    if !o.status.success() {
-        return Err(anyhow!(
-            "`crontab {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    String::from_utf8(o.stdout).context("the crontab is not UTF-8 text")
+    let done = crate::service::exec::Program::new("crontab").run_with(
+        args,
+        input.map(str::as_bytes),
+        crate::service::exec::DEADLINE,
+    )?;
+    Ok(done.stdout)
 }
 
 /// The names of the definitions there are.

@@ -23,9 +23,7 @@ mod switches;
 use anyhow::Context;
 use clap::CommandFactory;
 
-use crate::cli::{
-    Cli, Command, Global, HealthchecksCommand, ImportCommand, LogCommand, NotifyCommand,
-};
+use crate::cli::{Cli, Command, Global, HealthchecksCommand, LogCommand, NotifyCommand};
 use crate::definition::{self, Checks, Definition};
 use crate::exit::Exit;
 use crate::names::Name;
@@ -73,22 +71,7 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         | Command::Result { .. } => {
             unreachable!("dispatched without settings")
         }
-        Command::Import(ImportCommand::Crontab {
-            file,
-            common,
-            copy_scripts,
-            keep_redirects,
-            system,
-        }) => import::crontab(
-            s,
-            file.as_deref(),
-            &import::Options::from(common),
-            &import::CrontabOptions {
-                copy_scripts,
-                system,
-                keep_redirects,
-            },
-        ),
+        Command::Import(c) => import::import(s, c),
         Command::Dashboard { port, no_open } => dashboard::dashboard(s, port, no_open),
         Command::Healthchecks(HealthchecksCommand::Key(c)) => Ok(secrets::old_healthchecks_key(&c)),
         Command::Healthchecks(c) => healthchecks::healthchecks_cmd(s, c),

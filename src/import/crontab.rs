@@ -13,11 +13,11 @@
 //! part of a definition; cron's own settings (`CRON_TZ`, `TZ`, `SHELL`, `PATH`, `MAILTO`) are
 //! reported.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::shell::{self, Op, Token, Word};
-use super::{Draft, Names, Row, Status, quote, retire::Original};
+use super::{Draft, Given, Row, Status, home_as_tilde, place_for, quote, retire::Original};
 use crate::definition::{self, Checks, PLACEHOLDER_ROOT};
 use crate::names::EnvName;
 use crate::schedule::Cron;
@@ -73,16 +73,6 @@ const CRON_SETTINGS: [(&str, &str); 5] = [
 
 /// The schedule words of an `@reboot` job.
 const AT_LOGIN_WORDS: &str = "at login (@reboot)";
-
-/// What one import has given so far: names, and where each copied script went.
-#[derive(Default)]
-struct Given {
-    names: Names,
-    /// Source (under home) -> its copy (`scripts/<file>`).
-    copies: BTreeMap<PathBuf, String>,
-    /// The copies' places, taken.
-    places: BTreeSet<String>,
-}
 
 /// Reads the crontab `text` into one row per line that is not blank or a comment.
 pub fn plan(text: &str, cx: &Context<'_>) -> Plan {
@@ -336,14 +326,6 @@ fn shorter(line: &str) -> String {
     match line.char_indices().nth(300) {
         Some((at, _)) => format!("{}…", &line[..at]),
         None => line.to_owned(),
-    }
-}
-
-/// `line` with the home folder written `~` (a repository does not name it).
-fn home_as_tilde(line: &str, home: &Path) -> String {
-    match home.to_str() {
-        Some(h) if h.len() > 1 => line.replace(h, "~"),
-        _ => line.to_owned(),
     }
 }
 
@@ -706,7 +688,7 @@ fn place_copies(
             ));
             return None;
         }
-        match place_for(&s.path, cx, given) {
+        match place_for(&s.path, cx.root, cx.home, given) {
             Ok(rel) => {
                 let note = format!("copies {shown} to {rel}");
                 if !row.notes.contains(&note) {
@@ -827,45 +809,6 @@ fn resolve(w: &Word, cwd: Option<&Path>, home: &Path) -> Option<PathBuf> {
         return Some(p.to_path_buf());
     }
     cwd.map(|c| c.join(p))
-}
-
-/// The repository place of the copy of `from`: `scripts/<file>`, or, when another script has that
-/// place, `scripts/<folder>-<file>` and then numbered — never another source's copy.
-fn place_for(from: &Path, cx: &Context<'_>, given: &mut Given) -> Result<String, String> {
-    if let Some(rel) = given.copies.get(from) {
-        return Ok(rel.clone());
-    }
-    let shown = home_as_tilde(&from.to_string_lossy(), cx.home);
-    let file = from
-        .file_name()
-        .and_then(|f| f.to_str())
-        .filter(|f| !f.is_empty())
-        .ok_or_else(|| format!("{shown} has no file name that can be copied"))?;
-    let folder = from
-        .parent()
-        .and_then(|p| p.file_name())
-        .and_then(|f| f.to_str())
-        .unwrap_or("home");
-    let bytes = std::fs::read(from).map_err(|e| format!("{shown} cannot be read: {e}"))?;
-    let candidates = std::iter::once(format!("scripts/{file}"))
-        .chain(std::iter::once(format!("scripts/{folder}-{file}")))
-        .chain((2..).map(|n| format!("scripts/{folder}-{n}-{file}")));
-    for rel in candidates.take(1000) {
-        if given.places.contains(&rel) {
-            continue;
-        }
-        match std::fs::read(cx.root.join(&rel)) {
-            // The same script, imported before: shared.
-            Ok(there) if there == bytes => {}
-            Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{rel} cannot be read: {e}")),
-        }
-        given.places.insert(rel.clone());
-        given.copies.insert(from.to_path_buf(), rel.clone());
-        return Ok(rel);
-    }
-    Err(format!("no free place in scripts/ for {shown}"))
 }
 
 #[cfg(test)]

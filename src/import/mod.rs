@@ -5,15 +5,18 @@
 //! (`--adopt`) is [`retire`]'s.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::names::Name;
 
 pub mod crontab;
+pub mod launchd;
 pub mod retire;
 pub mod shell;
+pub mod systemd;
+pub mod when;
 
 /// What became of one job (a crontab line, a plist, a timer) or setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -162,6 +165,68 @@ impl Draft<'_> {
         }
         out
     }
+}
+
+/// What one import has given so far: names, and where each copied script went.
+#[derive(Default)]
+pub struct Given {
+    pub names: Names,
+    /// Source (under home) -> its copy (`scripts/<file>`).
+    copies: BTreeMap<PathBuf, String>,
+    /// The copies' places, taken.
+    places: BTreeSet<String>,
+}
+
+/// `line` with the home folder written `~` (a repository does not name it).
+pub fn home_as_tilde(line: &str, home: &Path) -> String {
+    match home.to_str() {
+        Some(h) if h.len() > 1 => line.replace(h, "~"),
+        _ => line.to_owned(),
+    }
+}
+
+/// The repository place of the copy of `from`: `scripts/<file>`, or, when another script has that
+/// place, `scripts/<folder>-<file>` and then numbered — never another source's copy.
+pub fn place_for(
+    from: &Path,
+    root: &Path,
+    home: &Path,
+    given: &mut Given,
+) -> Result<String, String> {
+    if let Some(rel) = given.copies.get(from) {
+        return Ok(rel.clone());
+    }
+    let shown = home_as_tilde(&from.to_string_lossy(), home);
+    let file = from
+        .file_name()
+        .and_then(|f| f.to_str())
+        .filter(|f| !f.is_empty())
+        .ok_or_else(|| format!("{shown} has no file name that can be copied"))?;
+    let folder = from
+        .parent()
+        .and_then(|p| p.file_name())
+        .and_then(|f| f.to_str())
+        .unwrap_or("home");
+    let bytes = std::fs::read(from).map_err(|e| format!("{shown} cannot be read: {e}"))?;
+    let candidates = std::iter::once(format!("scripts/{file}"))
+        .chain(std::iter::once(format!("scripts/{folder}-{file}")))
+        .chain((2..).map(|n| format!("scripts/{folder}-{n}-{file}")));
+    for rel in candidates.take(1000) {
+        if given.places.contains(&rel) {
+            continue;
+        }
+        match std::fs::read(root.join(&rel)) {
+            // The same script, imported before: shared.
+            Ok(there) if there == bytes => {}
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{rel} cannot be read: {e}")),
+        }
+        given.places.insert(rel.clone());
+        given.copies.insert(from.to_path_buf(), rel.clone());
+        return Ok(rel);
+    }
+    Err(format!("no free place in scripts/ for {shown}"))
 }
 
 /// The names an import gives, each once: a base that is taken gets `-2`, `-3`, … (counted per

@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use serde::Serialize;
+
+use crate::service::exec::Program;
 
 /// What an imported job was, to retire it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -47,6 +50,200 @@ pub fn comment_out(text: &str, lines: &[(usize, &str, &str)]) -> Result<String, 
 /// A folder of the data root for what `--adopt` moved aside: `imported/<what>-<stamp>/`.
 pub fn backup_dir(data_root: &Path, what: &str, stamp: &str) -> PathBuf {
     data_root.join("imported").join(format!("{what}-{stamp}"))
+}
+
+/// Moves `from` into `dir` (made 0700), keeping its name; across file systems by copy.
+fn move_into(from: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
+    crate::fsutil::private_dir(dir).with_context(|| format!("making {}", dir.display()))?;
+    let to = dir.join(from.file_name().unwrap_or_default());
+    move_to(from, &to)?;
+    Ok(to)
+}
+
+fn move_to(from: &Path, to: &Path) -> anyhow::Result<()> {
+    if std::fs::rename(from, to).is_ok() {
+        return Ok(());
+    }
+    // Another file system: copy (a drop-in folder's files too), then remove.
+    if from.is_dir() {
+        std::fs::create_dir_all(to)?;
+        for entry in std::fs::read_dir(from)? {
+            let entry = entry?;
+            move_to(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        std::fs::remove_dir(from)?;
+    } else {
+        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+        std::fs::remove_file(from)?;
+    }
+    Ok(())
+}
+
+/// What was done to one original, to undo it.
+enum Done {
+    /// Files moved: (where they were, where they are).
+    Moved(Vec<(PathBuf, PathBuf)>),
+    /// A systemd unit disabled and stopped (it was enabled / active before).
+    Disabled {
+        unit: String,
+        enabled: bool,
+        active: bool,
+    },
+    /// A LaunchAgent booted out.
+    BootedOut { plist: PathBuf },
+}
+
+/// Retires systemd user units through `systemctl`: each disabled and stopped, its files (and
+/// drop-in folders) moved into `backup`, then the manager reloaded. When a step fails, everything
+/// done is undone (files back, units enabled and started as they were) and the error says what.
+pub fn retire_systemd(
+    systemctl: &Program,
+    units: &[(String, Vec<PathBuf>)],
+    backup: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let user = |args: &[&str]| {
+        let mut all = vec!["--user"];
+        all.extend_from_slice(args);
+        systemctl.run(&all)
+    };
+    let mut done: Vec<Done> = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for (unit, files) in units {
+            let enabled = user(&["is-enabled", unit]).is_ok_and(|d| d.stdout.trim() == "enabled");
+            let active = user(&["is-active", unit]).is_ok();
+            user(&["disable", "--now", unit])?;
+            done.push(Done::Disabled {
+                unit: unit.clone(),
+                enabled,
+                active,
+            });
+            let mut moved = Vec::new();
+            for f in files {
+                let r = move_into(f, backup);
+                match r {
+                    Ok(to) => moved.push((f.clone(), to)),
+                    Err(e) => {
+                        done.push(Done::Moved(moved));
+                        return Err(e.context(format!("moving {} aside", f.display())));
+                    }
+                }
+            }
+            done.push(Done::Moved(moved));
+        }
+        user(&["daemon-reload"])?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let undo = undo_systemd(&user, done);
+        return Err(match undo {
+            Ok(()) => e.context("retiring the systemd units failed; they are back as they were"),
+            Err(u) => e.context(format!(
+                "retiring the systemd units failed, and putting them back failed too: {u:#}"
+            )),
+        });
+    }
+    Ok(units
+        .iter()
+        .map(|(unit, _)| {
+            format!(
+                "retired {unit}: disabled and stopped, its files moved to {}",
+                backup.display()
+            )
+        })
+        .collect())
+}
+
+fn undo_systemd(
+    user: &dyn Fn(&[&str]) -> Result<crate::service::exec::Done, crate::service::exec::ExecError>,
+    done: Vec<Done>,
+) -> anyhow::Result<()> {
+    for d in done.iter().rev() {
+        if let Done::Moved(files) = d {
+            for (was, now) in files.iter().rev() {
+                move_to(now, was)?;
+            }
+        }
+    }
+    user(&["daemon-reload"])?;
+    for d in &done {
+        if let Done::Disabled {
+            unit,
+            enabled,
+            active,
+        } = d
+        {
+            if *enabled {
+                user(&["enable", unit])?;
+            }
+            if *active {
+                user(&["start", unit])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Retires LaunchAgents through `launchctl`: each booted out of `gui/<uid>` (one not loaded is
+/// fine: it was not running) and its plist moved into `backup`. When a step fails, everything
+/// done is undone (plists back, bootstrapped again).
+pub fn retire_launchd(
+    launchctl: &Program,
+    uid: u32,
+    agents: &[(String, PathBuf)],
+    backup: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let domain = format!("gui/{uid}");
+    let mut done: Vec<Done> = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for (label, plist) in agents {
+            match launchctl.run(&["bootout", &format!("{domain}/{label}")]) {
+                Ok(_) => done.push(Done::BootedOut {
+                    plist: plist.clone(),
+                }),
+                // 3 (no such process), 113 (could not find service): it was not loaded.
+                Err(e) if matches!(e.code, Some(3 | 113)) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let to = move_into(plist, backup)
+                .with_context(|| format!("moving {} aside", plist.display()))?;
+            done.push(Done::Moved(vec![(plist.clone(), to)]));
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        let undo = || -> anyhow::Result<()> {
+            for d in done.iter().rev() {
+                match d {
+                    Done::Moved(files) => {
+                        for (was, now) in files {
+                            move_to(now, was)?;
+                        }
+                    }
+                    Done::BootedOut { plist } => {
+                        let p = plist.to_string_lossy();
+                        launchctl.run(&["bootstrap", &domain, &p])?;
+                    }
+                    Done::Disabled { .. } => {}
+                }
+            }
+            Ok(())
+        };
+        return Err(match undo() {
+            Ok(()) => e.context("retiring the LaunchAgents failed; they are back as they were"),
+            Err(u) => e.context(format!(
+                "retiring the LaunchAgents failed, and putting them back failed too: {u:#}"
+            )),
+        });
+    }
+    Ok(agents
+        .iter()
+        .map(|(label, _)| {
+            format!(
+                "retired {label}: booted out, its plist moved to {}",
+                backup.display()
+            )
+        })
+        .collect())
 }
 
 #[cfg(test)]

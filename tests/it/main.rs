@@ -10,7 +10,7 @@ mod schema;
 mod a_real_timer;
 mod alerts;
 mod approval;
-mod calendar;
+pub(crate) mod calendar;
 mod cron;
 mod dashboard;
 mod definitions;

@@ -169,3 +169,257 @@ fn a_failed_retire_leaves_the_crontab_and_uninstalls_again() {
     // The definition stays written, as a plain import leaves it.
     assert!(sb.root.join("automations/uptime.toml").exists());
 }
+
+/// Ten real-world timers' `OnCalendar=` (distributions' own and users'), each with a service.
+const TIMERS: [(&str, &str); 10] = [
+    ("logrotate", "daily"),
+    ("fstrim", "weekly"),
+    ("apt-daily", "*-*-* 6,18:00"),
+    ("standup", "Mon..Fri 08:30"),
+    ("poll", "*:0/15"),
+    ("invoice", "*-*-01 03:00:00"),
+    ("offsite", "Sun 04:00"),
+    ("sync", "*-*-* 00/4:00:00"),
+    ("weekend", "Sat,Sun 10:00"),
+    ("quarter", "*-01,04,07,10-01 05:00:00"),
+];
+
+/// Writes each timer and its service into the sandbox's user unit folder; their paths.
+fn user_timers(sb: &Sandbox) -> Vec<PathBuf> {
+    let dir = sb.home.join(".config/systemd/user");
+    std::fs::create_dir_all(&dir).unwrap();
+    TIMERS
+        .iter()
+        .map(|(name, cal)| {
+            std::fs::write(
+                dir.join(format!("{name}.service")),
+                format!("[Unit]\nDescription={name}\n[Service]\nType=oneshot\nExecStart=/usr/bin/true\n"),
+            )
+            .unwrap();
+            let timer = dir.join(format!("{name}.timer"));
+            std::fs::write(
+                &timer,
+                format!("[Unit]\nDescription={name}\n[Timer]\nOnCalendar={cal}\nPersistent=true\n[Install]\nWantedBy=timers.target\n"),
+            )
+            .unwrap();
+            timer
+        })
+        .collect()
+}
+
+/// Each imported timer fires where systemd says its original does: the next 20 elapses of
+/// `systemd-analyze calendar` for the original `OnCalendar=`, in four zones.
+#[test]
+#[ignore = "a real component: systemd-analyze"]
+fn imported_timers_fire_where_systemd_fires_the_originals() {
+    if crate::units::which("systemd-analyze").is_none() {
+        return skip(
+            "imported_timers_fire_where_systemd_fires_the_originals",
+            "systemd-analyze is not installed (apt-get install systemd)",
+        );
+    }
+    let sb = Sandbox::new();
+    let timers = user_timers(&sb);
+    let mut args = vec![
+        "import".to_owned(),
+        "systemd".to_owned(),
+        "--json".to_owned(),
+    ];
+    args.extend(timers.iter().map(|t| t.display().to_string()));
+    let o = sb.run(&args);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["written"], true, "{doc:#}");
+    // June: no zone here changes its offset during the first iterations (docs/cron.md says what
+    // systemd does in a change).
+    let base = chrono::DateTime::parse_from_rfc3339("2026-06-10T00:00:30Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    for (i, (name, cal)) in TIMERS.iter().enumerate() {
+        let def = sb.parsed(name);
+        let original = std::fs::read_to_string(&timers[i]).unwrap();
+        for zone in [
+            "Europe/Berlin",
+            "America/New_York",
+            "Asia/Kathmandu",
+            "Australia/Lord_Howe",
+        ] {
+            let want = crate::calendar::systemd_elapses(&original, zone, base, 20);
+            assert_eq!(want.len(), 20, "{cal}");
+            let tz: chrono_tz::Tz = zone.parse().unwrap();
+            let got = automations::schedule::slots_between(
+                def.schedule.as_ref().unwrap(),
+                &tz,
+                base,
+                want[19],
+            );
+            assert_eq!(got, want, "{name} ({cal}) in {zone}: {:?}", def.schedule);
+        }
+    }
+}
+
+/// `import systemd --adopt` on a real user manager: ours installed and active, the original
+/// disabled, stopped and moved aside; when moving it aside fails, the original is enabled and
+/// active again and ours uninstalled.
+#[test]
+#[ignore = "a real component: a private systemd user manager (root)"]
+fn a_systemd_timer_is_adopted_or_left_as_it_was() {
+    let mut sb = Sandbox::new();
+    sb.use_stable_bin();
+    let Some(m) = UserManager::start(&mut sb, "a_systemd_timer_is_adopted_or_left_as_it_was")
+    else {
+        return;
+    };
+    let dir = sb.home.join(".config/systemd/user");
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["nightly", "hourly"] {
+        std::fs::write(
+            dir.join(format!("{name}.service")),
+            "[Service]\nType=oneshot\nExecStart=/usr/bin/true\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join(format!("{name}.timer")),
+            "[Timer]\nOnCalendar=*-*-* 03:00\nPersistent=true\n[Install]\nWantedBy=timers.target\n",
+        )
+        .unwrap();
+    }
+    m.systemctl(&["daemon-reload"]);
+    for t in ["nightly.timer", "hourly.timer"] {
+        let o = m.systemctl(&["enable", "--now", t]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(m.prop(t, "ActiveState"), "active");
+    }
+
+    // A step that fails: the backup folder cannot be made (a file holds its place).
+    std::fs::create_dir_all(&sb.data).unwrap();
+    std::fs::write(sb.data.join("imported"), "in the way").unwrap();
+    let r = run_on_pty(
+        sb.cmd([
+            "import",
+            "systemd",
+            dir.join("hourly.timer").to_str().unwrap(),
+            "--adopt",
+        ]),
+        "Type y to confirm",
+        "y",
+    );
+    assert_eq!(r.code, Some(1), "{}", r.output);
+    assert!(
+        r.output.contains("they are back as they were"),
+        "{}",
+        r.output
+    );
+    assert!(
+        r.output
+            .contains("uninstalled local.automations.hourly again"),
+        "{}",
+        r.output
+    );
+    assert_eq!(m.prop("hourly.timer", "ActiveState"), "active");
+    assert_eq!(m.prop("hourly.timer", "UnitFileState"), "enabled");
+    assert!(dir.join("hourly.timer").exists() && dir.join("hourly.service").exists());
+    assert_eq!(
+        m.prop("local.automations.hourly.timer", "LoadState"),
+        "not-found"
+    );
+    std::fs::remove_file(sb.data.join("imported")).unwrap();
+
+    let r = run_on_pty(
+        sb.cmd([
+            "import",
+            "systemd",
+            dir.join("nightly.timer").to_str().unwrap(),
+            "--adopt",
+        ]),
+        "Type y to confirm",
+        "y",
+    );
+    assert_eq!(r.code, Some(0), "{}", r.output);
+    assert!(r.output.contains("retired nightly.timer"), "{}", r.output);
+    assert_eq!(
+        m.prop("local.automations.nightly.timer", "ActiveState"),
+        "active"
+    );
+    assert_eq!(m.prop("nightly.timer", "LoadState"), "not-found");
+    assert!(!dir.join("nightly.timer").exists() && !dir.join("nightly.service").exists());
+    let moved: Vec<String> = std::fs::read_dir(sb.data.join("imported"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(moved.len(), 2, "{moved:?}");
+    assert!(moved.contains(&"nightly.timer".to_owned()), "{moved:?}");
+}
+
+/// Retiring LaunchAgents through a `launchctl` stand-in (macOS is not here; the flow around it is
+/// the systemd one above): each booted out of gui/UID and its plist moved aside; when a later
+/// step fails, the plists are back and bootstrapped again.
+#[test]
+fn launch_agents_are_retired_or_put_back() {
+    use automations::import::retire::retire_launchd;
+    use automations::service::exec::Program;
+    let sb = Sandbox::new();
+    let fake = sb.path("launchctl");
+    let calls = sb.path("launchctl.calls");
+    write_executable(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$1/$2\" in bootout/gui/501/com.example.gone) echo 'Boot-out failed: 3: No such process' >&2; exit 3 ;; bootout/gui/501/com.example.stuck) echo 'Boot-out failed: 5: Input/output error' >&2; exit 5 ;; esac\nexit 0\n",
+            calls.display()
+        ),
+    );
+    let agents_dir = sb.home.join("Library/LaunchAgents");
+    std::fs::create_dir_all(&agents_dir).unwrap();
+    let agent = |label: &str| {
+        let p = agents_dir.join(format!("{label}.plist"));
+        std::fs::write(&p, label).unwrap();
+        (label.to_owned(), p)
+    };
+    let a = agent("com.example.a");
+    let gone = agent("com.example.gone");
+    let backup = sb.path("data/imported/launchd-1");
+    let lines = retire_launchd(
+        &Program::new(&fake),
+        501,
+        &[a.clone(), gone.clone()],
+        &backup,
+    )
+    .unwrap();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(!a.1.exists() && backup.join("com.example.a.plist").exists());
+    // Not loaded is fine: it was not running.
+    assert!(backup.join("com.example.gone.plist").exists());
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap(),
+        "bootout gui/501/com.example.a\nbootout gui/501/com.example.gone\n"
+    );
+
+    // An agent that will not boot out: the one before it is back where it was, bootstrapped
+    // again, and the stuck one is left as it is.
+    std::fs::remove_file(&calls).unwrap();
+    let b = agent("com.example.b");
+    let stuck = agent("com.example.stuck");
+    let backup = sb.path("data/imported/launchd-2");
+    let e = retire_launchd(
+        &Program::new(&fake),
+        501,
+        &[b.clone(), stuck.clone()],
+        &backup,
+    )
+    .unwrap_err();
+    let text = format!("{e:#}");
+    assert!(
+        text.contains("they are back as they were") && text.contains("Input/output error"),
+        "{text}"
+    );
+    assert!(b.1.exists() && stuck.1.exists());
+    assert!(!backup.join("com.example.b.plist").exists());
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap(),
+        format!(
+            "bootout gui/501/com.example.b\nbootout gui/501/com.example.stuck\nbootstrap gui/501 {}\n",
+            b.1.display()
+        )
+    );
+}

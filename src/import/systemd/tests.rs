@@ -1,0 +1,300 @@
+use super::*;
+
+fn cron(spec: &str) -> Result<String, String> {
+    calendar_cron(spec).map(|c| c.text())
+}
+
+#[test]
+fn calendar_expressions_become_cron_fields() {
+    for (spec, want) in [
+        ("daily", "0 0 * * *"),
+        ("weekly", "0 0 * * 1"),
+        ("hourly", "0 * * * *"),
+        ("quarterly", "0 0 1 1,4,7,10 *"),
+        ("*-*-* 03:30:00", "30 3 * * *"),
+        ("Mon..Fri 09:00", "0 9 * * 1-5"),
+        ("Sat,Sun 10:15", "15 10 * * 6,0"),
+        ("Fri..Sun 08:00", "0 8 * * 5-7"),
+        ("*-*-01 04:00:00", "0 4 1 * *"),
+        ("*-01,07-01 00:00", "0 0 1 1,7 *"),
+        ("*:0/15", "0-59/15 * * * *"),
+        ("*-*-* 8..18/2:00", "0 8-18/2 * * *"),
+        ("*-*-* *:05:00", "5 * * * *"),
+        ("Mon", "0 0 * * 1"),
+        ("*-*-1,15 12:00", "0 12 1,15 * *"),
+    ] {
+        assert_eq!(cron(spec).as_deref(), Ok(want), "{spec}");
+    }
+    for (spec, why) in [
+        ("*-*-* 10:00:30", "seconds"),
+        ("2027-*-* 10:00", "years"),
+        ("*-*~01 10:00", "month's end"),
+        (
+            "Mon *-*-01 10:00",
+            "both the day of the month and the weekday",
+        ),
+        ("*-*-* 10:00 Europe/Berlin", "zone Europe/Berlin"),
+        ("*-*-* 10:00 UTC", "zone UTC"),
+        ("*-*-* 25:00", "out of range"),
+    ] {
+        let e = cron(spec).unwrap_err();
+        assert!(e.contains(why), "{spec}: {e}");
+    }
+}
+
+#[test]
+fn exec_start_words_spans_and_units() {
+    let home = Path::new("/home/al");
+    assert_eq!(
+        exec_words(
+            r#"/usr/bin/rsync -a "/srv/my files" '%h/b' x\ y 100%%"#,
+            home
+        )
+        .unwrap(),
+        [
+            "/usr/bin/rsync",
+            "-a",
+            "/srv/my files",
+            "/home/al/b",
+            "x y",
+            "100%"
+        ]
+    );
+    assert!(
+        exec_words("/bin/echo $HOME", home)
+            .unwrap_err()
+            .contains("expands")
+    );
+    assert!(exec_words("/bin/echo %n", home).unwrap_err().contains("%n"));
+    assert_eq!(time_span("5min"), Ok(300));
+    assert_eq!(time_span("1h 30min"), Ok(5400));
+    assert_eq!(time_span("90"), Ok(90));
+    assert_eq!(time_span("2d"), Ok(172_800));
+    assert!(time_span("soon").is_err());
+}
+
+#[test]
+fn a_unit_file_is_read_as_systemd_reads_it() {
+    let mut u = Unit::default();
+    u.parse("# c\n[Service]\nExecStart=/bin/a \\\n  --long\nEnvironment=A=1\nEnvironment=\nEnvironment=B=2\n")
+        .unwrap();
+    assert_eq!(u.last("Service", "ExecStart"), Some("/bin/a  --long"));
+    assert_eq!(u.all("Service", "Environment"), ["B=2"]);
+    assert!(
+        Unit::default()
+            .parse("Key=1\n")
+            .unwrap_err()
+            .contains("before any")
+    );
+}
+
+/// A fixture home with a user unit folder.
+struct Home {
+    dir: tempfile::TempDir,
+    checks: Checks,
+    existing: BTreeSet<String>,
+}
+
+impl Home {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.config/systemd/user")).unwrap();
+        std::fs::create_dir_all(dir.path().join("repo/scripts")).unwrap();
+        let checks = Checks {
+            home: dir.path().join("home"),
+            data_root: dir.path().join("data"),
+            units_dir: "/nonexistent-units".into(),
+        };
+        Self {
+            dir,
+            checks,
+            existing: BTreeSet::new(),
+        }
+    }
+
+    fn unit(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join("home/.config/systemd/user").join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    fn plan(&self, arms: &[PathBuf], copy: bool) -> Vec<Row> {
+        let home = self.dir.path().join("home");
+        let root = self.dir.path().join("repo");
+        plan(
+            arms,
+            &Context {
+                home: &home,
+                root: &root,
+                checks: &self.checks,
+                existing: &self.existing,
+                copy_scripts: copy,
+            },
+        )
+    }
+}
+
+fn text(row: &Row) -> String {
+    String::from_utf8(row.files.definition.clone()).unwrap()
+}
+
+#[test]
+fn a_timer_and_its_service_become_one_definition() {
+    let h = Home::new();
+    let t = h.unit(
+        "backup.timer",
+        "[Unit]\nDescription=Nightly backup\n[Timer]\nOnCalendar=Mon..Fri 02:30\nPersistent=true\nRandomizedDelaySec=5min\n[Install]\nWantedBy=timers.target\n",
+    );
+    h.unit(
+        "backup.service",
+        "[Unit]\nDescription=Nightly backup\nAfter=network-online.target\n[Service]\nType=oneshot\nExecStart=/usr/bin/restic backup /srv\nEnvironment=RESTIC_REPOSITORY=/mnt/r \"RESTIC_PASSWORD=hunter2 x\"\nNice=10\nIOSchedulingClass=idle\nMemoryMax=1G\nCPUQuota=50%\nTimeoutStartSec=2h\n",
+    );
+    let rows = h.plan(std::slice::from_ref(&t), false);
+    assert_eq!(rows[0].status, Status::Imported, "{rows:#?}");
+    let def = text(&rows[0]);
+    for want in [
+        "name = \"backup\"",
+        "description = \"Nightly backup\"",
+        "command = [\"/usr/bin/restic\", \"backup\", \"/srv\"]",
+        "env = [\"RESTIC_REPOSITORY\", \"RESTIC_PASSWORD\"]",
+        "timeout_seconds = 7200",
+        "daily_at = \"02:30\"",
+        "weekdays = [\"mon\", \"tue\", \"wed\", \"thu\", \"fri\"]",
+        "jitter_seconds = 300",
+        "nice = 10",
+        "io = \"idle\"",
+        "memory_max = \"1G\"",
+        "cpu_quota = \"50%\"",
+    ] {
+        assert!(def.contains(want), "{want} in\n{def}");
+    }
+    assert!(!def.contains("hunter2"));
+    assert_eq!(
+        rows[0].files.env,
+        [
+            ("RESTIC_REPOSITORY".to_owned(), "/mnt/r".to_owned()),
+            ("RESTIC_PASSWORD".to_owned(), "hunter2 x".to_owned())
+        ]
+    );
+    match &rows[0].original {
+        Some(Original::SystemdUnit { unit, files }) => {
+            assert_eq!(unit, "backup.timer");
+            assert_eq!(files.len(), 2);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn what_it_cannot_say_is_refused_by_name() {
+    let h = Home::new();
+    let svc = "[Service]\nExecStart=/usr/bin/true\n";
+    for (timer, service, why) in [
+        (
+            "[Timer]\nOnCalendar=daily\nWakeSystem=true\n",
+            svc,
+            "[Timer] WakeSystem=",
+        ),
+        (
+            "[Timer]\nOnCalendar=daily\n",
+            "[Service]\nExecStart=/usr/bin/true\nUser=root\n",
+            "[Service] User=",
+        ),
+        (
+            "[Timer]\nOnCalendar=daily\n",
+            "[Service]\nType=forking\nExecStart=/usr/bin/true\n",
+            "Type=forking",
+        ),
+        (
+            "[Timer]\nOnCalendar=daily\n",
+            "[Service]\nExecStart=-/usr/bin/true\n",
+            "prefix",
+        ),
+        (
+            "[Timer]\nOnCalendar=daily\n",
+            "[Service]\nExecStart=/a\nExecStart=/b\n",
+            "several ExecStart=",
+        ),
+        (
+            "[Timer]\nOnCalendar=daily\n",
+            "[Service]\nExecStart=/usr/bin/true\nWorkingDirectory=/srv\n",
+            "WorkingDirectory=/srv",
+        ),
+        (
+            "[Timer]\nOnCalendar=Mon 9:00\nOnCalendar=Tue 10:00\n",
+            svc,
+            "several OnCalendar=",
+        ),
+        ("[Timer]\nOnActiveSec=5min\n", svc, "[Timer] OnActiveSec="),
+        (
+            "[Unit]\n[Timer]\nOnCalendar=daily\n",
+            "[Unit]\nOnFailure=mail@%n.service\n[Service]\nExecStart=/usr/bin/true\n",
+            "not imported with it",
+        ),
+    ] {
+        let t = h.unit("j.timer", timer);
+        h.unit("j.service", service);
+        let rows = h.plan(&[t], false);
+        assert_eq!(rows[0].status, Status::NeedsYou, "{timer}{service}");
+        let reason = rows[0].reason.clone().unwrap();
+        assert!(reason.contains(why), "{why}: {reason}");
+    }
+}
+
+#[test]
+fn intervals_logins_paths_and_chains() {
+    let h = Home::new();
+    let a = h.unit("a.timer", "[Timer]\nOnBootSec=5min\nOnUnitActiveSec=1h\n");
+    h.unit(
+        "a.service",
+        "[Unit]\nOnSuccess=b.service\n[Service]\nExecStart=/usr/bin/true\n",
+    );
+    std::fs::create_dir_all(h.dir.path().join("home/inbox")).unwrap();
+    let b = h.unit("b.path", "[Path]\nPathChanged=%h/inbox\nUnit=b.service\n");
+    h.unit("b.service", "[Service]\nExecStart=/usr/bin/true\n");
+    let rows = h.plan(&[a, b], false);
+    assert!(
+        rows.iter().all(|r| r.status == Status::Imported),
+        "{rows:#?}"
+    );
+    let a = text(&rows[0]);
+    assert!(
+        a.contains("every_minutes = 60") && a.contains("at_login = true"),
+        "{a}"
+    );
+    let b = text(&rows[1]);
+    assert!(
+        b.contains("paths = [\"~/inbox\"]")
+            && b.contains("on = \"changed\"")
+            && b.contains("after_success = [\"a\"]"),
+        "{b}"
+    );
+}
+
+#[test]
+fn a_script_under_home_is_copied_when_asked() {
+    let h = Home::new();
+    let script = h.dir.path().join("home/bin/job.sh");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(&script, "#!/bin/sh\n").unwrap();
+    let t = h.unit("job.timer", "[Timer]\nOnCalendar=hourly\n");
+    h.unit("job.service", "[Service]\nExecStart=%h/bin/job.sh --all\n");
+    let rows = h.plan(std::slice::from_ref(&t), false);
+    assert!(
+        rows[0]
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("--copy-scripts")
+    );
+    let rows = h.plan(&[t], true);
+    assert!(
+        text(&rows[0]).contains("command = [\"{root}/scripts/job.sh\", \"--all\"]"),
+        "{}",
+        text(&rows[0])
+    );
+    assert_eq!(
+        rows[0].files.copies,
+        [(script, "scripts/job.sh".to_owned())]
+    );
+}
