@@ -172,7 +172,13 @@ pub(super) fn crontab(
             "Install {} automation(s) and comment their lines out of the crontab",
             imported.len()
         ),
-        apply: Box::new(move || retire_crontab_lines(&labels, &backup)),
+        apply: Box::new(move || {
+            retire::retire_crontab(
+                &crate::service::exec::Program::new("crontab"),
+                &labels,
+                &backup,
+            )
+        }),
     };
     let result = super::install::install_then(settings, &imported, o.bin.clone(), then)?;
     Ok(if result == Exit::Success {
@@ -381,50 +387,6 @@ fn crontab_lines(rows: &[Row]) -> String {
         .filter_map(|r| r.line.map(|l| l.to_string()))
         .collect();
     lines.join(", ")
-}
-
-/// Comments the imported lines out of the user's crontab: it is read again (`crontab -l`), kept
-/// at `backup`, and written back (`crontab -`); a crontab that no longer holds a line as it was
-/// read is left alone.
-fn retire_crontab_lines(
-    lines: &[(usize, String, String)],
-    backup: &Path,
-) -> anyhow::Result<Vec<String>> {
-    let now = run_crontab(&["-l"], None).context("reading the crontab again (`crontab -l`)")?;
-    let refs: Vec<(usize, &str, &str)> = lines
-        .iter()
-        .map(|(n, t, l)| (*n, t.as_str(), l.as_str()))
-        .collect();
-    let new = retire::comment_out(&now, &refs).map_err(|e| anyhow!(e))?;
-    crate::fsutil::private_dir(backup.parent().unwrap_or(backup))
-        .with_context(|| format!("making {}", backup.display()))?;
-    create_new(backup, now.as_bytes(), 0o600)
-        .with_context(|| format!("keeping the crontab at {}", backup.display()))?;
-    run_crontab(&["-"], Some(&new)).context("writing the crontab (`crontab -`)")?;
-    let written = run_crontab(&["-l"], None).context("reading the crontab back")?;
-    if written != new {
-        // Put back what was there.
-        let _ = run_crontab(&["-"], Some(&now));
-        return Err(anyhow!(
-            "the crontab read back is not what was written; the one before was put back"
-        ));
-    }
-    Ok(vec![format!(
-        "retired {} crontab line(s): commented out behind `{}`; the crontab as it was is at {}",
-        lines.len(),
-        retire::CRONTAB_MARKER,
-        backup.display()
-    )])
-}
-
-/// Runs `crontab ARGS`, writing `input` to its standard input; its standard output.
-fn run_crontab(args: &[&str], input: Option<&str>) -> anyhow::Result<String> {
-    let done = crate::service::exec::Program::new("crontab").run_with(
-        args,
-        input.map(str::as_bytes),
-        crate::service::exec::DEADLINE,
-    )?;
-    Ok(done.stdout)
 }
 
 /// The names of the definitions there are.

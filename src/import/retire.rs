@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use anyhow::{Context, anyhow};
 use serde::Serialize;
 
 use crate::service::exec::Program;
@@ -45,6 +45,51 @@ pub fn comment_out(text: &str, lines: &[(usize, &str, &str)]) -> Result<String, 
     let mut joined = out.join("\n");
     joined.push('\n');
     Ok(joined)
+}
+
+/// Comments the imported lines out of the user's crontab: it is read again (`crontab -l`), kept
+/// at `backup`, and written back (`crontab -`); a crontab that no longer holds a line as it was
+/// read is left alone.
+pub fn retire_crontab(
+    crontab: &Program,
+    lines: &[(usize, String, String)],
+    backup: &Path,
+) -> anyhow::Result<Vec<String>> {
+    let now = run(crontab, &["-l"], None).context("reading the crontab again (`crontab -l`)")?;
+    let refs: Vec<(usize, &str, &str)> = lines
+        .iter()
+        .map(|(n, t, l)| (*n, t.as_str(), l.as_str()))
+        .collect();
+    let new = comment_out(&now, &refs).map_err(|e| anyhow!(e))?;
+    crate::fsutil::private_dir(backup.parent().unwrap_or(backup))
+        .with_context(|| format!("making {}", backup.display()))?;
+    crate::fsutil::create_new(backup, now.as_bytes(), 0o600)
+        .with_context(|| format!("keeping the crontab at {}", backup.display()))?;
+    run(crontab, &["-"], Some(&new)).context("writing the crontab (`crontab -`)")?;
+    let written = run(crontab, &["-l"], None).context("reading the crontab back")?;
+    if written != new {
+        // Put back what was there.
+        let _ = run(crontab, &["-"], Some(&now));
+        return Err(anyhow!(
+            "the crontab read back is not what was written; the one before was put back"
+        ));
+    }
+    Ok(vec![format!(
+        "retired {} crontab line(s): commented out behind `{}`; the crontab as it was is at {}",
+        lines.len(),
+        CRONTAB_MARKER,
+        backup.display()
+    )])
+}
+
+/// Runs `crontab ARGS`, writing `input` to its standard input; its standard output.
+fn run(crontab: &Program, args: &[&str], input: Option<&str>) -> anyhow::Result<String> {
+    let done = crontab.run_with(
+        args,
+        input.map(str::as_bytes),
+        crate::service::exec::DEADLINE,
+    )?;
+    Ok(done.stdout)
 }
 
 /// A folder of the data root for what `--adopt` moved aside: `imported/<what>-<stamp>/`.
