@@ -430,6 +430,11 @@ fn write_and_report(
         .filter(|r| r.status == Status::Imported)
         .collect();
     let write = !o.dry_run && (needs_you == 0 || o.partial) && !imported.is_empty();
+    if write && o.adopt {
+        // What the install would refuse is refused before a file is written.
+        let names: Vec<&str> = imported.iter().filter_map(|r| r.name.as_deref()).collect();
+        super::install::ready_to_install(settings, &names, o.bin.clone())?;
+    }
     if write {
         write_all(settings, &imported)?;
     }

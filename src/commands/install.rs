@@ -149,7 +149,8 @@ pub fn install(
         return Ok(Exit::Success);
     }
     refuse_linked_worktree(&settings.root)?;
-    check_binary(&bin, copy.is_some(), &defs)?;
+    let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+    check_binary(&bin, copy.is_some(), &names)?;
     let question = match plans.as_slice() {
         [(_, plan)] => format!("Install {}", plan.label),
         [] => "Install the binary".to_owned(),
@@ -177,6 +178,20 @@ pub(super) struct Then<'a> {
     pub plan: Vec<String>,
     pub question: String,
     pub apply: Box<dyn FnOnce() -> anyhow::Result<Vec<String>> + 'a>,
+}
+
+/// What [`install_then`] would refuse before it asks — the binary the units run, a terminal to
+/// ask at, a service manager that takes units — checked before an import writes anything.
+pub(super) fn ready_to_install(
+    settings: &Settings,
+    names: &[&str],
+    bin: Option<PathBuf>,
+) -> Result<(), Fail> {
+    let bin = unit_binary(bin)?;
+    check_binary(&bin, false, names)?;
+    refuse_linked_worktree(&settings.root)?;
+    require_terminal("Install and retire the originals")?;
+    preflight(service::for_manager(settings.manager).as_ref())
 }
 
 /// Installs `names` and then does `then`, after one question: when an install or `then` fails,
@@ -208,7 +223,8 @@ pub(super) fn install_then(
         outln!("{line}");
     }
     refuse_linked_worktree(&settings.root)?;
-    check_binary(&bin, false, &defs)?;
+    let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+    check_binary(&bin, false, &names)?;
     require_terminal(&then.question)?;
     preflight(manager.as_ref())?;
     if !confirm(&then.question)? {
@@ -265,7 +281,7 @@ pub(super) fn install_then(
 
 /// The unit's binary must be a file that stays: there (or about to be copied there), and not in a
 /// cargo target/ folder that the next build replaces.
-fn check_binary(bin: &Path, copied: bool, defs: &[Definition]) -> Result<(), Fail> {
+fn check_binary(bin: &Path, copied: bool, names: &[&str]) -> Result<(), Fail> {
     if !copied && !bin.is_file() {
         return Err(Fail::new(
             Exit::Environment,
@@ -276,7 +292,6 @@ fn check_binary(bin: &Path, copied: bool, defs: &[Definition]) -> Result<(), Fai
         ));
     }
     if install::in_build_folder(bin) {
-        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
         return Err(Fail::new(
             Exit::Environment,
             anyhow!(

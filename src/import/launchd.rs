@@ -105,13 +105,24 @@ fn one(path: &Path, cx: &Context<'_>, given: &mut Given, row: &mut Row) -> Resul
     let stem = label.rsplit('.').next().unwrap_or(label);
     let name = given.names.give(stem);
     row.name = Some(name.clone());
-    let command = program(d, cx, given, row)?;
-    if let Some(dir) = d.get("WorkingDirectory").and_then(Value::as_string)
-        && Path::new(dir) != cx.home
-    {
-        return Err(format!(
-            "WorkingDirectory {dir}: a command here runs in the repository; start it with `cd` in a script and import an agent that runs that"
-        ));
+    let mut command = program(d, cx, given, row)?;
+    match d.get("WorkingDirectory").map(|v| v.as_string().ok_or("WorkingDirectory is no string")) {
+        Some(dir) => {
+            let dir = dir?;
+            if !Path::new(dir).is_absolute() {
+                return Err(format!("WorkingDirectory {dir} is no absolute path"));
+            }
+            let (rel, bytes) = super::starts_in("launchd", &name, dir, cx.home, cx.root, &command)?;
+            row.notes.push(format!(
+                "runs as {rel}, written for it (pinned), which starts it in {} as launchd did",
+                home_as_tilde(dir, cx.home)
+            ));
+            command = vec![format!("{PLACEHOLDER_ROOT}/{rel}")];
+            row.files.scripts.push((rel, bytes));
+        }
+        None => row.notes.push(
+            "launchd ran it from /; here it runs from the repository root".into(),
+        ),
     }
     let schedule = schedule(d, row)?;
     let trigger = watched(d, cx)?;
@@ -224,10 +235,6 @@ fn passed_over(d: &Dictionary, row: &mut Row, name: &str) {
     if d.contains_key("ProcessType") {
         row.notes.push("ProcessType is passed over".into());
     }
-    row.notes.push(
-        "launchd ran it from / (or its WorkingDirectory); here it runs from the repository root"
-            .into(),
-    );
 }
 
 /// `EnvironmentVariables` as env-file values (`PATH` said and left out).

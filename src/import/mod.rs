@@ -229,6 +229,52 @@ pub fn place_for(
     Err(format!("no free place in scripts/ for {shown}"))
 }
 
+/// A script that runs `argv` in `dir`, as the scheduler it came from did (`WorkingDirectory`):
+/// `scripts/<from>-<name>.sh`, which the definition runs instead — pinned like any script. A
+/// copied script in `argv` (`{root}/scripts/x.sh`) is named beside it; a folder under home is
+/// written from `$HOME`. An error names a file already there with other content.
+pub fn starts_in(
+    from: &str,
+    name: &str,
+    dir: &str,
+    home: &Path,
+    root: &Path,
+    argv: &[String],
+) -> Result<(String, Vec<u8>), String> {
+    let q = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let own = format!("{}/scripts/", crate::definition::PLACEHOLDER_ROOT);
+    let mut uses_here = false;
+    let words: Vec<String> = argv
+        .iter()
+        .map(|a| match a.strip_prefix(&own) {
+            Some(file) => {
+                uses_here = true;
+                format!("\"$here\"/{}", q(file))
+            }
+            None => q(a),
+        })
+        .collect();
+    let cd = match Path::new(dir).strip_prefix(home) {
+        Ok(rest) if rest.as_os_str().is_empty() => "cd || exit 1".to_owned(),
+        Ok(rest) => format!("cd \"$HOME\"/{} || exit 1", q(&rest.to_string_lossy())),
+        Err(_) => format!("cd {} || exit 1", q(dir)),
+    };
+    let rel = format!("scripts/{from}-{name}.sh");
+    let text = format!(
+        "#!/bin/sh\n# {from} ran this job in {dir}; this starts it there, as {from} did.\n# Written by `automations import {from}` for automations/{name}.toml, which runs it pinned:\n# an edit runs unattended only after `automations install {name}` (docs/moving-in.md).\n{}{cd}\nexec {}\n",
+        if uses_here { "here=${0%/*}\n" } else { "" },
+        words.join(" ")
+    );
+    if let Ok(there) = std::fs::read(root.join(&rel))
+        && there != text.as_bytes()
+    {
+        return Err(format!(
+            "{rel} exists already with other content; move it aside or import this job by hand"
+        ));
+    }
+    Ok((rel, text.into_bytes()))
+}
+
 /// The names an import gives, each once: a base that is taken gets `-2`, `-3`, … (counted per
 /// base, so thousands of lines with one script stay linear).
 #[derive(Default)]

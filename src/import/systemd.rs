@@ -481,16 +481,29 @@ fn service_keys(
     }
     let argv = exec_words(line, cx.home)?;
     r.command = command(argv, cx, given, row)?;
-    if let Some(dir) = unit.last("Service", "WorkingDirectory") {
-        let home = cx.home.display().to_string();
-        if !matches!(dir, "~" | "%h") && dir != home {
-            return Err(format!(
-                "WorkingDirectory={dir}: a command here runs in the repository; start it with `cd` in a script and import the unit that runs that"
+    match unit.last("Service", "WorkingDirectory") {
+        Some(dir) => {
+            let home = cx.home.display().to_string();
+            let dir = match dir.strip_prefix('-').unwrap_or(dir) {
+                "~" | "%h" => home,
+                d => d.replace("%h", &home),
+            };
+            if !Path::new(&dir).is_absolute() {
+                return Err(format!("WorkingDirectory={dir} is no absolute path"));
+            }
+            let (rel, bytes) =
+                super::starts_in("systemd", &r.name, &dir, cx.home, cx.root, &r.command)?;
+            row.notes.push(format!(
+                "runs as {rel}, written for it (pinned), which starts it in {} as systemd did",
+                home_as_tilde(&dir, cx.home)
             ));
+            r.command = vec![format!("{PLACEHOLDER_ROOT}/{rel}")];
+            row.files.scripts.push((rel, bytes));
         }
+        None => row.notes.push(
+            "systemd ran it from the home folder; here it runs from the repository root".into(),
+        ),
     }
-    row.notes
-        .push("systemd ran it from the home folder; here it runs from the repository root".into());
     environment(unit, r, cx)?;
     limits(unit, r)?;
     if let Some(t) = unit.last("Service", "TimeoutStartSec") {

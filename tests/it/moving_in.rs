@@ -423,3 +423,25 @@ fn launch_agents_are_retired_or_put_back() {
         )
     );
 }
+
+/// What the install would refuse — a binary in target/, no terminal to ask at — is refused before
+/// anything is written: no definition, no script, the crontab as it was.
+#[test]
+fn adopt_refuses_before_it_writes() {
+    let mut sb = Sandbox::new();
+    let text = "0 3 * * * /usr/bin/uptime\n";
+    let (file, _, _) = crontab_stand_in(&mut sb, text);
+    let o = sb.run(["import", "crontab", "--adopt"]);
+    assert_code(&o, 3);
+    assert!(stderr(&o).contains("inside a cargo target/ folder"), "{}", stderr(&o));
+    sb.use_stable_bin();
+    let o = sb.run(["import", "crontab", "--adopt"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("needs a person at a terminal"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(sb.root.join("automations")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    // A file to import, or a system crontab, is no crontab of yours to retire lines from.
+    let o = sb.run(["import", "crontab", file.to_str().unwrap(), "--adopt"]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("leave out the file"), "{}", stderr(&o));
+}

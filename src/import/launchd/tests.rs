@@ -291,3 +291,26 @@ fn what_it_cannot_say_is_refused_by_name() {
             .contains("this tool's own")
     );
 }
+
+/// `WorkingDirectory` is kept: a script written for the agent starts there, from `$HOME`.
+#[test]
+fn a_working_directory_is_where_its_script_starts() {
+    let h = Home::new();
+    std::fs::create_dir_all(h.home().join("proj")).unwrap();
+    let p = h.plist(
+        "com.example.proj",
+        &format!(
+            "<key>StartInterval</key><integer>600</integer><key>WorkingDirectory</key><string>{}</string>",
+            h.home().join("proj").display()
+        ),
+    );
+    let rows = h.plan(&[p], false);
+    assert_eq!(rows[0].status, Status::Imported, "{rows:#?}");
+    let (rel, bytes) = &rows[0].files.scripts[0];
+    assert_eq!(rel, "scripts/launchd-proj.sh");
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.ends_with("cd \"$HOME\"/'proj' || exit 1\nexec '/usr/bin/true' '--x'\n"),
+        "{text}"
+    );
+}

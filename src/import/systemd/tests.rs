@@ -216,11 +216,6 @@ fn what_it_cannot_say_is_refused_by_name() {
             "several ExecStart=",
         ),
         (
-            "[Timer]\nOnCalendar=daily\n",
-            "[Service]\nExecStart=/usr/bin/true\nWorkingDirectory=/srv\n",
-            "WorkingDirectory=/srv",
-        ),
-        (
             "[Timer]\nOnCalendar=Mon 9:00\nOnCalendar=Tue 10:00\n",
             svc,
             "several OnCalendar=",
@@ -296,5 +291,37 @@ fn a_script_under_home_is_copied_when_asked() {
     assert_eq!(
         rows[0].files.copies,
         [(script, "scripts/job.sh".to_owned())]
+    );
+}
+
+/// `WorkingDirectory=` is kept: the job runs through a script written for it that starts there.
+#[test]
+fn a_working_directory_is_where_its_script_starts() {
+    let h = Home::new();
+    let work = h.dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let t = h.unit("here.timer", "[Timer]\nOnCalendar=daily\n");
+    h.unit(
+        "here.service",
+        &format!(
+            "[Service]\nExecStart=/bin/sh -c 'pwd > out'\nWorkingDirectory={}\n",
+            work.display()
+        ),
+    );
+    let rows = h.plan(&[t], false);
+    assert_eq!(rows[0].status, Status::Imported, "{rows:#?}");
+    assert!(text(&rows[0]).contains("command = [\"{root}/scripts/systemd-here.sh\"]"));
+    let (rel, bytes) = &rows[0].files.scripts[0];
+    let script = h.dir.path().join("repo").join(rel);
+    std::fs::write(&script, bytes).unwrap();
+    let o = std::process::Command::new("/bin/sh")
+        .arg(&script)
+        .env("HOME", h.dir.path().join("home"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("out")).unwrap().trim(),
+        work.display().to_string()
     );
 }
