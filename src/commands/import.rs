@@ -250,31 +250,18 @@ fn unit_rows(
 ) -> Result<Vec<Row>, Fail> {
     let existing = existing_names(settings)?;
     let checks = Checks::of(settings);
+    let prefix = format!("local.{}.", settings.namespace);
+    let cx = crate::import::Context {
+        home: &settings.home,
+        root: &settings.root,
+        checks: &checks,
+        existing: &existing,
+        copy_scripts,
+        own_prefix: &prefix,
+    };
     Ok(match from {
-        Source::Launchd => {
-            let prefix = format!("local.{}.", settings.namespace);
-            crate::import::launchd::plan(
-                files,
-                &crate::import::launchd::Context {
-                    home: &settings.home,
-                    root: &settings.root,
-                    checks: &checks,
-                    existing: &existing,
-                    copy_scripts,
-                    own_prefix: &prefix,
-                },
-            )
-        }
-        Source::Systemd => crate::import::systemd::plan(
-            files,
-            &crate::import::systemd::Context {
-                home: &settings.home,
-                root: &settings.root,
-                checks: &checks,
-                existing: &existing,
-                copy_scripts,
-            },
-        ),
+        Source::Launchd => crate::import::launchd::plan(files, &cx),
+        Source::Systemd => crate::import::systemd::plan(files, &cx),
     })
 }
 

@@ -118,13 +118,7 @@ pub fn install(
         if plan.is_empty() {
             outln!("{} is already installed and up to date", plan.label);
         } else {
-            let words = crate::views::schedule_words(def);
-            outln!(
-                "install {} ({words}) running {}:",
-                plan.label,
-                bin.display()
-            );
-            out!("{}", plan.describe());
+            print_plan(def, &plan, &bin);
             match crate::install::sandbox_exposure(settings, def, &paths) {
                 Some(Ok(exposure)) => outln!("  sandbox: {exposure}"),
                 Some(Err(why)) => outln!("  sandbox: exposure not measured: {why}"),
@@ -171,6 +165,17 @@ pub fn install(
     apply_each(settings, &plans, &bin, manager.as_ref())
 }
 
+/// One automation's install plan, as the question will cover it.
+fn print_plan(def: &Definition, plan: &Plan, bin: &Path) {
+    let words = crate::views::schedule_words(def);
+    outln!(
+        "install {} ({words}) running {}:",
+        plan.label,
+        bin.display()
+    );
+    out!("{}", plan.describe());
+}
+
 /// What follows an install in the same step (`import --adopt` retires the originals): what it
 /// will do, said with the plan before the one question, and the doing, after every automation is
 /// installed, which says what it did.
@@ -210,13 +215,7 @@ pub(super) fn install_then(
     let mut plans = Vec::new();
     for def in &defs {
         let plan = install::plan_install(settings, def, &bin, manager.as_ref())?;
-        let words = crate::views::schedule_words(def);
-        outln!(
-            "install {} ({words}) running {}:",
-            plan.label,
-            bin.display()
-        );
-        out!("{}", plan.describe());
+        print_plan(def, &plan, &bin);
         plans.push((def, plan));
     }
     for line in &then.plan {

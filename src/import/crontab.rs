@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use super::shell::{self, Op, Token, Word};
 use super::{Draft, Given, Row, Status, home_as_tilde, place_for, quote, retire::Original};
-use crate::definition::{self, Checks, PLACEHOLDER_ROOT};
+use crate::definition::{Checks, PLACEHOLDER_ROOT};
 use crate::names::EnvName;
 use crate::schedule::Cron;
 
@@ -263,10 +263,6 @@ fn job(
         ));
         return row;
     }
-    let timeout = cron.as_ref().map_or(definition::MAX_TIMEOUT_SECONDS, |c| {
-        c.shortest_gap_seconds()
-            .clamp(60, definition::MAX_TIMEOUT_SECONDS)
-    });
     let description = match comment.map(super::safe_description) {
         Some(Ok(d)) => Some(d),
         Some(Err(why)) => {
@@ -281,7 +277,7 @@ fn job(
         Some(c) => vec![("cron".to_owned(), quote(c.text()))],
         None => vec![("at_login".to_owned(), "true".to_owned())],
     };
-    let text = Draft {
+    let checked = Draft {
         name: &name,
         origin: vec![
             "Imported from a crontab line by `automations import crontab`:".into(),
@@ -290,16 +286,19 @@ fn job(
         description: description.as_deref(),
         command: &run.argv,
         env,
-        timeout,
-        timeout_why: "cron lets a job run until it ends; this is the time to its next firing (at most a day).",
+        timeout: 0,
+        timeout_why: "",
         keys: Vec::new(),
         schedule,
         trigger: Vec::new(),
         limits: Vec::new(),
     }
-    .text();
-    match definition::parse(&format!("{name}.toml"), text.as_bytes(), cx.checks) {
-        Ok(_) => {
+    .checked(
+        "cron lets a job run until it ends; this is the time to its next firing (at most a day).",
+        cx.checks,
+    );
+    match checked {
+        Ok((text, _)) => {
             row.status = Status::Imported;
             row.files.definition = text.into_bytes();
             row.files.env = env.to_vec();
@@ -310,13 +309,7 @@ fn job(
                 text: line.to_owned(),
             });
         }
-        Err(problems) => {
-            let all: Vec<String> = problems.iter().map(|p| p.message.clone()).collect();
-            row.reason = Some(format!(
-                "the definition it makes is refused: {}",
-                all.join("; ")
-            ));
-        }
+        Err(why) => row.reason = Some(why),
     }
     row
 }

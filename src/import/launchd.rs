@@ -6,29 +6,15 @@
 //! `LowPriorityIO` the limits. `StandardOutPath`/`StandardErrorPath` are dropped with a note (the
 //! output goes to the run log); `KeepAlive` and any key it cannot say are refused by name.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use plist::{Dictionary, Value};
 
 use super::retire::Original;
 use super::when::{CronFields, schedule_keys};
-use super::{Draft, Given, Row, Status, home_as_tilde, place_for, quote, quote_all};
-use crate::definition::{self, Checks, PLACEHOLDER_ROOT};
+use super::{Context, Draft, Given, Row, Status, home_as_tilde, place_for, quote, quote_all};
+use crate::definition::PLACEHOLDER_ROOT;
 use crate::names::EnvName;
-
-/// What the import knows of the machine and the repository.
-pub struct Context<'a> {
-    pub home: &'a Path,
-    pub root: &'a Path,
-    pub checks: &'a Checks,
-    /// The names that already have a definition.
-    pub existing: &'a BTreeSet<String>,
-    /// Copy scripts under the home folder into `scripts/`.
-    pub copy_scripts: bool,
-    /// This tool's own labels begin with it (`local.<namespace>.`): not imported again.
-    pub own_prefix: &'a str,
-}
 
 /// The largest plist read.
 const MAX_PLIST_BYTES: u64 = 1024 * 1024;
@@ -106,7 +92,10 @@ fn one(path: &Path, cx: &Context<'_>, given: &mut Given, row: &mut Row) -> Resul
     let name = given.names.give(stem);
     row.name = Some(name.clone());
     let mut command = program(d, cx, given, row)?;
-    match d.get("WorkingDirectory").map(|v| v.as_string().ok_or("WorkingDirectory is no string")) {
+    match d
+        .get("WorkingDirectory")
+        .map(|v| v.as_string().ok_or("WorkingDirectory is no string"))
+    {
         Some(dir) => {
             let dir = dir?;
             if !Path::new(dir).is_absolute() {
@@ -120,9 +109,9 @@ fn one(path: &Path, cx: &Context<'_>, given: &mut Given, row: &mut Row) -> Resul
             command = vec![format!("{PLACEHOLDER_ROOT}/{rel}")];
             row.files.scripts.push((rel, bytes));
         }
-        None => row.notes.push(
-            "launchd ran it from /; here it runs from the repository root".into(),
-        ),
+        None => row
+            .notes
+            .push("launchd ran it from /; here it runs from the repository root".into()),
     }
     let schedule = schedule(d, row)?;
     let trigger = watched(d, cx)?;
@@ -165,58 +154,35 @@ impl Written<'_> {
     fn into_row(self, row: &mut Row, path: &Path, cx: &Context<'_>) -> Result<(), String> {
         let (name, label) = (self.name, self.label);
         let description = format!("Imported from the LaunchAgent {label}");
-        let draft = |timeout: u32, why: &'static str| {
-            Draft {
-                name,
-                origin: vec![format!(
-                    "Imported from the LaunchAgent {label} by `automations import launchd`."
-                )],
-                description: Some(&description),
-                command: self.command,
-                env: &self.env,
-                timeout,
-                timeout_why: why,
-                keys: Vec::new(),
-                schedule: self.schedule.clone(),
-                trigger: self.trigger.clone(),
-                limits: self.limits.clone(),
-            }
-            .text()
-        };
-        let check =
-            |text: &str| definition::parse(&format!("{name}.toml"), text.as_bytes(), cx.checks);
-        let gap = check(&draft(definition::MAX_TIMEOUT_SECONDS, ""))
-            .ok()
-            .and_then(|d| d.schedule.map(|s| s.shortest_gap_seconds()))
-            .unwrap_or(definition::MAX_TIMEOUT_SECONDS)
-            .clamp(60, definition::MAX_TIMEOUT_SECONDS);
-        let text = draft(
-            gap,
-            "launchd let a job run until it ended; this is the time to its next firing (at most a day).",
-        );
-        match check(&text) {
-            Ok(def) => {
-                row.schedule = Some(crate::views::schedule_words(&def));
-                row.status = Status::Imported;
-                row.files.definition = text.into_bytes();
-                row.files.env = self.env;
-                row.original = Some(Original::LaunchAgent {
-                    label: label.to_owned(),
-                    plist: path.to_path_buf(),
-                });
-                Ok(())
-            }
-            Err(problems) => {
-                let all: Vec<String> = problems
-                    .iter()
-                    .map(|p| format!("{}: {}", p.key, p.message))
-                    .collect();
-                Err(format!(
-                    "the definition it makes is refused: {}",
-                    all.join("; ")
-                ))
-            }
+        let checked = Draft {
+            name,
+            origin: vec![format!(
+                "Imported from the LaunchAgent {label} by `automations import launchd`."
+            )],
+            description: Some(&description),
+            command: self.command,
+            env: &self.env,
+            timeout: 0,
+            timeout_why: "",
+            keys: Vec::new(),
+            schedule: self.schedule,
+            trigger: self.trigger,
+            limits: self.limits,
         }
+        .checked(
+            "launchd let a job run until it ended; this is the time to its next firing (at most a day).",
+            cx.checks,
+        );
+        let (text, def) = checked?;
+        row.schedule = Some(crate::views::schedule_words(&def));
+        row.status = Status::Imported;
+        row.files.definition = text.into_bytes();
+        row.files.env = self.env;
+        row.original = Some(Original::LaunchAgent {
+            label: label.to_owned(),
+            plist: path.to_path_buf(),
+        });
+        Ok(())
     }
 }
 

@@ -9,14 +9,30 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::definition::Checks;
 use crate::names::Name;
 
 pub mod crontab;
+#[cfg(test)]
+mod fixture;
 pub mod launchd;
 pub mod retire;
 pub mod shell;
 pub mod systemd;
 pub mod when;
+
+/// What `import launchd` and `import systemd` know of the machine and the repository.
+pub struct Context<'a> {
+    pub home: &'a Path,
+    pub root: &'a Path,
+    pub checks: &'a Checks,
+    /// The names that already have a definition.
+    pub existing: &'a BTreeSet<String>,
+    /// Copy scripts under the home folder into `scripts/`.
+    pub copy_scripts: bool,
+    /// This tool's own labels begin with it (`local.<namespace>.`): not imported again.
+    pub own_prefix: &'a str,
+}
 
 /// What became of one job (a crontab line, a plist, a timer) or setting.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -99,6 +115,7 @@ pub struct Draft<'a> {
     pub description: Option<&'a str>,
     pub command: &'a [String],
     pub env: &'a [(String, String)],
+    /// 0: the time to its next firing ([`Draft::checked`]).
     pub timeout: u32,
     /// Why that timeout, as a comment.
     pub timeout_why: &'a str,
@@ -110,6 +127,43 @@ pub struct Draft<'a> {
     pub trigger: Vec<(String, String)>,
     /// `[limits]` lines.
     pub limits: Vec<(String, String)>,
+}
+
+impl Draft<'_> {
+    /// The definition text, its timeout the time to its next firing (60 s to a day) unless it
+    /// has one, checked as `validate` checks it: the text and the definition, or why it is
+    /// refused, every problem named.
+    pub fn checked(
+        mut self,
+        until_next: &'static str,
+        checks: &Checks,
+    ) -> Result<(String, crate::definition::Definition), String> {
+        let file = format!("{}.toml", self.name);
+        let parse = |text: &str| crate::definition::parse(&file, text.as_bytes(), checks);
+        if self.timeout == 0 {
+            self.timeout = crate::definition::MAX_TIMEOUT_SECONDS;
+            let gap = parse(&self.text())
+                .ok()
+                .and_then(|d| d.schedule.map(|s| s.shortest_gap_seconds()))
+                .unwrap_or(crate::definition::MAX_TIMEOUT_SECONDS);
+            self.timeout = gap.clamp(60, crate::definition::MAX_TIMEOUT_SECONDS);
+            self.timeout_why = until_next;
+        }
+        let text = self.text();
+        match parse(&text) {
+            Ok(def) => Ok((text, def)),
+            Err(problems) => {
+                let all: Vec<String> = problems
+                    .iter()
+                    .map(|p| format!("{}: {}", p.key, p.message))
+                    .collect();
+                Err(format!(
+                    "the definition it makes is refused: {}",
+                    all.join("; ")
+                ))
+            }
+        }
+    }
 }
 
 /// A TOML string.

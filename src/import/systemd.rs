@@ -7,25 +7,13 @@
 //! trigger; `OnSuccess=`/`OnFailure=` a chain. A key it cannot say is refused by name, never
 //! dropped in silence.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::retire::Original;
 use super::when::{CronFields, schedule_keys};
-use super::{Draft, Given, Row, Status, home_as_tilde, place_for, quote, quote_all};
-use crate::definition::{self, Checks, PLACEHOLDER_ROOT};
+use super::{Context, Draft, Given, Row, Status, home_as_tilde, place_for, quote, quote_all};
+use crate::definition::{self, PLACEHOLDER_ROOT};
 use crate::names::EnvName;
-
-/// What the import knows of the machine and the repository.
-pub struct Context<'a> {
-    pub home: &'a Path,
-    pub root: &'a Path,
-    pub checks: &'a Checks,
-    /// The names that already have a definition.
-    pub existing: &'a BTreeSet<String>,
-    /// Copy scripts under the home folder into `scripts/`.
-    pub copy_scripts: bool,
-}
 
 /// The largest unit file (or env file) read.
 const MAX_UNIT_BYTES: u64 = 256 * 1024;
@@ -968,60 +956,34 @@ fn finish(row: &mut Row, r: Read, cx: &Context<'_>) {
         ));
         return;
     }
-    let origin = format!(
-        "Imported from the systemd user unit {} by `automations import systemd`.",
-        row.text
+    let checked = Draft {
+        name: &r.name,
+        origin: vec![format!(
+            "Imported from the systemd user unit {} by `automations import systemd`.",
+            row.text
+        )],
+        description: r.description.as_deref(),
+        command: &r.command,
+        env: &r.env,
+        timeout: r.timeout.unwrap_or(0),
+        timeout_why: "TimeoutStartSec= of its service.",
+        keys: Vec::new(),
+        schedule: r.schedule.clone(),
+        trigger: r.trigger.clone(),
+        limits: r.limits.clone(),
+    }
+    .checked(
+        "systemd let the oneshot run until it ended; this is the time to its next firing (at most a day).",
+        cx.checks,
     );
-    let draft = |timeout: u32, why: &'static str| {
-        Draft {
-            name: &r.name,
-            origin: vec![origin.clone()],
-            description: r.description.as_deref(),
-            command: &r.command,
-            env: &r.env,
-            timeout,
-            timeout_why: why,
-            keys: Vec::new(),
-            schedule: r.schedule.clone(),
-            trigger: r.trigger.clone(),
-            limits: r.limits.clone(),
-        }
-        .text()
-    };
-    let check =
-        |text: &str| definition::parse(&format!("{}.toml", r.name), text.as_bytes(), cx.checks);
-    let text = match r.timeout {
-        Some(t) => draft(t, "TimeoutStartSec= of its service."),
-        None => {
-            // A oneshot runs without end in systemd; here, until the next firing (at most a day).
-            let gap = check(&draft(definition::MAX_TIMEOUT_SECONDS, ""))
-                .ok()
-                .and_then(|d| d.schedule.map(|s| s.shortest_gap_seconds()))
-                .unwrap_or(definition::MAX_TIMEOUT_SECONDS)
-                .clamp(60, definition::MAX_TIMEOUT_SECONDS);
-            draft(
-                gap,
-                "systemd let the oneshot run until it ended; this is the time to its next firing (at most a day).",
-            )
-        }
-    };
-    match check(&text) {
-        Ok(def) => {
+    match checked {
+        Ok((text, def)) => {
             row.schedule = Some(crate::views::schedule_words(&def));
             row.status = Status::Imported;
             row.files.definition = text.into_bytes();
             row.files.env = r.env;
         }
-        Err(problems) => {
-            let all: Vec<String> = problems
-                .iter()
-                .map(|p| format!("{}: {}", p.key, p.message))
-                .collect();
-            row.reason = Some(format!(
-                "the definition it makes is refused: {}",
-                all.join("; ")
-            ));
-        }
+        Err(why) => row.reason = Some(why),
     }
 }
 

@@ -417,6 +417,21 @@ BACKUP_KEY=hunter2-in-no-definition
 0 0 29 2 * /usr/bin/true
 "#;
 
+/// The scripts under home that [`CRONTAB`]'s lines run.
+pub(crate) fn home_scripts(home: &std::path::Path) {
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    for s in [
+        "sync.sh",
+        "db-dump.sh",
+        "invoice.sh",
+        "weekly-report.py",
+        "friday.sh",
+        "nightly.sh",
+    ] {
+        write_executable(&home.join("bin").join(s), format!("#!/bin/sh\necho {s}\n"));
+    }
+}
+
 /// The schedule part of a job line: a shortcut, or the first five fields.
 fn schedule_text(line: &str) -> String {
     let words: Vec<&str> = line.split_whitespace().collect();
@@ -436,20 +451,7 @@ fn a_crontab_of_25_lines_moves_in_with_one_command() {
         return;
     };
     let sb = Sandbox::new();
-    std::fs::create_dir_all(sb.home.join("bin")).unwrap();
-    for s in [
-        "sync.sh",
-        "db-dump.sh",
-        "invoice.sh",
-        "weekly-report.py",
-        "friday.sh",
-        "nightly.sh",
-    ] {
-        write_executable(
-            &sb.home.join("bin").join(s),
-            format!("#!/bin/sh\necho {s}\n"),
-        );
-    }
+    home_scripts(&sb.home);
     let text = CRONTAB.replace("HOME/", &format!("{}/", sb.home.display()));
     let file = sb.path("crontab.txt");
     std::fs::write(&file, &text).unwrap();

@@ -2,7 +2,7 @@
 //! systemd user manager and the originals retired in the same step — or, when a step fails, the
 //! new units are gone again and the originals as they were.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::harness::*;
 use crate::systemd::UserManager;
@@ -32,20 +32,6 @@ fn crontab_stand_in(sb: &mut Sandbox, text: &str) -> (PathBuf, PathBuf, PathBuf)
     (file, calls, refuse)
 }
 
-fn home_scripts(home: &Path) {
-    std::fs::create_dir_all(home.join("bin")).unwrap();
-    for s in [
-        "sync.sh",
-        "db-dump.sh",
-        "invoice.sh",
-        "weekly-report.py",
-        "friday.sh",
-        "nightly.sh",
-    ] {
-        write_executable(&home.join("bin").join(s), format!("#!/bin/sh\necho {s}\n"));
-    }
-}
-
 /// 25 lines come in pinned, are installed as 25 timers, and leave the crontab commented out with
 /// a backup; an edited script is caught by `check` like any installed one.
 #[test]
@@ -56,7 +42,7 @@ fn a_25_line_crontab_is_adopted_in_one_step() {
     let Some(_m) = UserManager::start(&mut sb, "a_25_line_crontab_is_adopted_in_one_step") else {
         return;
     };
-    home_scripts(&sb.home);
+    crate::cron::home_scripts(&sb.home);
     let text = crate::cron::CRONTAB.replace("HOME/", &format!("{}/", sb.home.display()));
     let (file, calls, _) = crontab_stand_in(&mut sb, &text);
 
@@ -433,12 +419,25 @@ fn adopt_refuses_before_it_writes() {
     let (file, _, _) = crontab_stand_in(&mut sb, text);
     let o = sb.run(["import", "crontab", "--adopt"]);
     assert_code(&o, 3);
-    assert!(stderr(&o).contains("inside a cargo target/ folder"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("inside a cargo target/ folder"),
+        "{}",
+        stderr(&o)
+    );
     sb.use_stable_bin();
     let o = sb.run(["import", "crontab", "--adopt"]);
     assert_code(&o, 2);
-    assert!(stderr(&o).contains("needs a person at a terminal"), "{}", stderr(&o));
-    assert_eq!(std::fs::read_dir(sb.root.join("automations")).unwrap().count(), 0);
+    assert!(
+        stderr(&o).contains("needs a person at a terminal"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_dir(sb.root.join("automations"))
+            .unwrap()
+            .count(),
+        0
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
     // A file to import, or a system crontab, is no crontab of yours to retire lines from.
     let o = sb.run(["import", "crontab", file.to_str().unwrap(), "--adopt"]);

@@ -1,51 +1,42 @@
-use std::collections::BTreeSet;
-
 use super::*;
 
-struct Fixture {
-    dir: tempfile::TempDir,
-    checks: Checks,
-    existing: BTreeSet<String>,
+use crate::import::fixture::Fixture;
+
+/// What the crontab `text` becomes for alice in Berlin.
+fn plan_for(
+    f: &Fixture,
+    text: &str,
+    system: bool,
+    copy_scripts: bool,
+    keep_redirects: bool,
+) -> Plan {
+    let (root, home) = (f.root(), f.home());
+    let cx = Context {
+        home: &home,
+        root: &root,
+        checks: &f.checks,
+        user: Some("alice"),
+        zone: Some("Europe/Berlin"),
+        existing: &f.existing,
+        system,
+        copy_scripts,
+        keep_redirects,
+    };
+    plan(text, &cx)
 }
 
-impl Fixture {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        for d in ["home/bin", "repo/scripts", "data"] {
-            std::fs::create_dir_all(dir.path().join(d)).unwrap();
-        }
-        let checks = Checks {
-            home: dir.path().join("home"),
-            data_root: dir.path().join("data"),
-            units_dir: "/nonexistent-units".into(),
-        };
-        Self {
-            dir,
-            checks,
-            existing: BTreeSet::new(),
-        }
-    }
+trait Plans {
+    fn plan(&self, text: &str, system: bool, copy_scripts: bool) -> Vec<Row>;
+}
 
-    fn home(&self) -> std::path::PathBuf {
-        self.dir.path().join("home")
-    }
-
+impl Plans for Fixture {
     fn plan(&self, text: &str, system: bool, copy_scripts: bool) -> Vec<Row> {
-        let root = self.dir.path().join("repo");
-        let home = self.home();
-        let cx = Context {
-            home: &home,
-            root: &root,
-            checks: &self.checks,
-            user: Some("alice"),
-            zone: Some("Europe/Berlin"),
-            existing: &self.existing,
-            system,
-            copy_scripts,
-            keep_redirects: false,
-        };
-        plan(text, &cx).rows
+        plan_for(self, text, system, copy_scripts, false).rows
     }
+}
+
+fn fixture() -> Fixture {
+    Fixture::new(&["home/bin"])
 }
 
 fn definition(row: &Row) -> crate::definition::Definition {
@@ -70,7 +61,7 @@ fn wrapper(row: &Row) -> String {
 
 #[test]
 fn plain_lines_become_an_argv_and_shell_syntax_runs_as_a_script_of_its_own() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "0 3 * * *   /usr/bin/rsync  -a /srv /mnt\n\
          */5 * * * * /usr/bin/curl -s https://x.example | /usr/bin/logger\n\
@@ -112,7 +103,7 @@ fn plain_lines_become_an_argv_and_shell_syntax_runs_as_a_script_of_its_own() {
 /// The wrapper runs: from home, where cron ran the line, and its copies beside it.
 #[test]
 fn a_shell_line_runs_from_home_with_its_copies_beside_it() {
-    let f = Fixture::new();
+    let f = fixture();
     let home = f.home();
     std::fs::create_dir_all(home.join("a")).unwrap();
     std::fs::write(home.join("a/run.sh"), "#!/bin/sh\necho a-ran in \"$PWD\"\n").unwrap();
@@ -153,7 +144,7 @@ fn a_shell_line_runs_from_home_with_its_copies_beside_it() {
 
 #[test]
 fn a_percent_sign_is_refused_with_why() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan("0 9 * * * /usr/bin/mail -s hi me%body text\n", false, false);
     assert_eq!(rows[0].status, Status::NeedsYou);
     assert!(
@@ -168,7 +159,7 @@ fn a_percent_sign_is_refused_with_why() {
 
 #[test]
 fn settings_are_said_and_values_go_to_env_files_of_the_jobs_below() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "0 1 * * * /usr/bin/true\n\
          MAILTO=ops@example.com\nSHELL=/bin/bash\nPATH=/opt/bin:/usr/bin\nHOME=/elsewhere\n\
@@ -207,7 +198,7 @@ fn settings_are_said_and_values_go_to_env_files_of_the_jobs_below() {
 
 #[test]
 fn scripts_under_home_need_you_unless_copied() {
-    let f = Fixture::new();
+    let f = fixture();
     let script = f.home().join("bin/backup.sh");
     std::fs::write(&script, "#!/bin/sh\n").unwrap();
     let line = format!("30 2 * * 1-5 {} --full\n", script.display());
@@ -268,7 +259,7 @@ fn scripts_under_home_need_you_unless_copied() {
 
 #[test]
 fn names_come_from_scripts_are_unique_and_never_overwrite() {
-    let mut f = Fixture::new();
+    let mut f = fixture();
     f.existing.insert("report".into());
     let rows = f.plan(
         "# Nightly report for the team\n\
@@ -297,7 +288,7 @@ fn names_come_from_scripts_are_unique_and_never_overwrite() {
 
 #[test]
 fn system_crontabs_import_only_this_users_jobs() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "17 * * * * alice /usr/bin/true\n25 6 * * * root /usr/sbin/logrotate /etc/logrotate.conf\n@daily alice /usr/bin/false\n",
         true,
@@ -315,7 +306,7 @@ fn system_crontabs_import_only_this_users_jobs() {
 
 #[test]
 fn schedules_and_reboot_and_lines_that_are_no_cron() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "@reboot /usr/bin/true\n61 * * * * /usr/bin/true\n* * * *\nhello world\n",
         false,
@@ -359,7 +350,7 @@ fn schedules_and_reboot_and_lines_that_are_no_cron() {
 
 #[test]
 fn each_script_gets_its_own_copy() {
-    let f = Fixture::new();
+    let f = fixture();
     let home = f.home();
     for d in ["a", "b"] {
         std::fs::create_dir_all(home.join(d)).unwrap();
@@ -392,7 +383,7 @@ fn each_script_gets_its_own_copy() {
 
 #[test]
 fn paths_are_read_from_home_as_cron_reads_them() {
-    let f = Fixture::new();
+    let f = fixture();
     let home = f.home();
     std::fs::write(home.join("bin/check.sh"), "#!/bin/sh\n").unwrap();
     std::fs::write(home.join("bin/x.sh"), "#!/bin/sh\n").unwrap();
@@ -417,25 +408,20 @@ fn paths_are_read_from_home_as_cron_reads_them() {
     let names: Vec<&str> = rows.iter().map(|r| r.name.as_deref().unwrap()).collect();
     assert_eq!(names, ["check", "x", "x-2", "x-3"]);
     // --keep-redirects keeps the line as cron ran it, in its own script.
-    let root = f.dir.path().join("repo");
-    let cx = Context {
-        home: &home,
-        root: &root,
-        checks: &f.checks,
-        user: Some("alice"),
-        zone: None,
-        existing: &f.existing,
-        system: false,
-        copy_scripts: true,
-        keep_redirects: true,
-    };
-    let kept = plan("0 1 * * * bin/check.sh > /dev/null 2>&1\n", &cx).rows;
+    let kept = plan_for(
+        &f,
+        "0 1 * * * bin/check.sh > /dev/null 2>&1\n",
+        false,
+        true,
+        true,
+    )
+    .rows;
     assert!(wrapper(&kept[0]).ends_with("\"$here\"/check.sh > /dev/null 2>&1\n"));
 }
 
 #[test]
 fn names_say_what_does_the_work() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "0 1 * * * cd /srv/app && ./rotate.sh | logger\n\
          0 2 * * * find /var/tmp -mtime +7 -delete\n\
@@ -450,7 +436,7 @@ fn names_say_what_does_the_work() {
 
 #[test]
 fn descriptions_never_carry_secrets() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "# old key: API_TOKEN=sk-live-abcdef123456\n0 1 * * * /usr/bin/true\n",
         false,
@@ -473,7 +459,7 @@ fn descriptions_never_carry_secrets() {
 
 #[test]
 fn a_no_break_space_is_part_of_a_word() {
-    let f = Fixture::new();
+    let f = fixture();
     let rows = f.plan(
         "0\u{a0}1 * * * /usr/bin/true\n0 1 * * * /usr/bin/echo a\u{a0}b\n",
         false,
@@ -487,7 +473,7 @@ fn a_no_break_space_is_part_of_a_word() {
 /// line shares one copy, and the work is linear (names are counted per base, copies looked up).
 #[test]
 fn many_lines_and_long_lines_share_one_copy() {
-    let f = Fixture::new();
+    let f = fixture();
     std::fs::write(f.home().join("s.sh"), "#!/bin/sh\n").unwrap();
     let many: String = (0..8000).map(|_| "0 1 * * * ~/s.sh\n").collect();
     let rows = f.plan(&many, false, true);
@@ -503,21 +489,14 @@ fn many_lines_and_long_lines_share_one_copy() {
 
 #[test]
 fn mailto_becomes_an_email_block() {
-    let f = Fixture::new();
-    let root = f.dir.path().join("repo");
-    let home = f.home();
-    let cx = Context {
-        home: &home,
-        root: &root,
-        checks: &f.checks,
-        user: Some("alice"),
-        zone: None,
-        existing: &f.existing,
-        system: false,
-        copy_scripts: false,
-        keep_redirects: false,
-    };
-    let p = plan("MAILTO=ops@example.com,bob\n0 1 * * * /usr/bin/true\n", &cx);
+    let f = fixture();
+    let p = plan_for(
+        &f,
+        "MAILTO=ops@example.com,bob\n0 1 * * * /usr/bin/true\n",
+        false,
+        false,
+        false,
+    );
     let block = p.email.unwrap();
     let parsed: toml::Table = toml::from_str(&block).unwrap();
     assert_eq!(

@@ -4,34 +4,19 @@ use super::*;
 use crate::names::Namespace;
 use crate::units::{MachinePaths, Target};
 
-/// A fixture home with a LaunchAgents folder.
-struct Home {
-    dir: tempfile::TempDir,
-    checks: Checks,
-    existing: BTreeSet<String>,
+use crate::import::fixture::Fixture;
+
+/// A home with a LaunchAgents folder.
+fn home_with_agents() -> Fixture {
+    Fixture::new(&["home/Library/LaunchAgents"])
 }
 
-impl Home {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("home/Library/LaunchAgents")).unwrap();
-        std::fs::create_dir_all(dir.path().join("repo/scripts")).unwrap();
-        let checks = Checks {
-            home: dir.path().join("home"),
-            data_root: dir.path().join("data"),
-            units_dir: "/nonexistent-units".into(),
-        };
-        Self {
-            dir,
-            checks,
-            existing: BTreeSet::new(),
-        }
-    }
+trait Agents {
+    fn plist(&self, label: &str, body: &str) -> PathBuf;
+    fn plan(&self, plists: &[PathBuf], copy: bool) -> Vec<Row>;
+}
 
-    fn home(&self) -> PathBuf {
-        self.dir.path().join("home")
-    }
-
+impl Agents for Fixture {
     /// A plist with `body` (XML inside the top dict) beside the label and program.
     fn plist(&self, label: &str, body: &str) -> PathBuf {
         let p = self
@@ -55,19 +40,7 @@ impl Home {
     }
 
     fn plan(&self, plists: &[PathBuf], copy: bool) -> Vec<Row> {
-        let home = self.home();
-        let root = self.dir.path().join("repo");
-        plan(
-            plists,
-            &Context {
-                home: &home,
-                root: &root,
-                checks: &self.checks,
-                existing: &self.existing,
-                copy_scripts: copy,
-                own_prefix: "local.automations.",
-            },
-        )
+        self.with_context(copy, |cx| plan(plists, cx))
     }
 }
 
@@ -75,7 +48,7 @@ fn def(row: &Row) -> crate::definition::Definition {
     crate::definition::parse(
         &format!("{}.toml", row.name.as_deref().unwrap()),
         &row.files.definition,
-        &Checks {
+        &crate::definition::Checks {
             home: "/nonexistent-home".into(),
             data_root: "/nonexistent-data".into(),
             units_dir: "/nonexistent-units".into(),
@@ -116,7 +89,7 @@ fn int_dict(pairs: &[(&str, u64)]) -> String {
 /// entries.
 #[test]
 fn calendar_intervals_render_back_to_the_same_entries() {
-    let h = Home::new();
+    let h = home_with_agents();
     let weekdays: Vec<String> = (1..=5)
         .map(|w| int_dict(&[("Weekday", w), ("Hour", 9), ("Minute", 0)]))
         .collect();
@@ -192,7 +165,7 @@ fn calendar_intervals_render_back_to_the_same_entries() {
 
 #[test]
 fn intervals_paths_environment_and_notes() {
-    let h = Home::new();
+    let h = home_with_agents();
     std::fs::create_dir_all(h.home().join("Inbox")).unwrap();
     let inbox = h.home().join("Inbox").display().to_string();
     let p = h.plist(
@@ -244,7 +217,7 @@ fn intervals_paths_environment_and_notes() {
 
 #[test]
 fn what_it_cannot_say_is_refused_by_name() {
-    let h = Home::new();
+    let h = home_with_agents();
     for (label, body, why) in [
         ("a", "<key>KeepAlive</key><true/>", "KeepAlive"),
         (
@@ -295,7 +268,7 @@ fn what_it_cannot_say_is_refused_by_name() {
 /// `WorkingDirectory` is kept: a script written for the agent starts there, from `$HOME`.
 #[test]
 fn a_working_directory_is_where_its_script_starts() {
-    let h = Home::new();
+    let h = home_with_agents();
     std::fs::create_dir_all(h.home().join("proj")).unwrap();
     let p = h.plist(
         "com.example.proj",

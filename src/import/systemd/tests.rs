@@ -88,49 +88,27 @@ fn a_unit_file_is_read_as_systemd_reads_it() {
     );
 }
 
-/// A fixture home with a user unit folder.
-struct Home {
-    dir: tempfile::TempDir,
-    checks: Checks,
-    existing: BTreeSet<String>,
+use crate::import::fixture::Fixture;
+
+/// A home with a user unit folder.
+fn home_with_units() -> Fixture {
+    Fixture::new(&["home/.config/systemd/user"])
 }
 
-impl Home {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("home/.config/systemd/user")).unwrap();
-        std::fs::create_dir_all(dir.path().join("repo/scripts")).unwrap();
-        let checks = Checks {
-            home: dir.path().join("home"),
-            data_root: dir.path().join("data"),
-            units_dir: "/nonexistent-units".into(),
-        };
-        Self {
-            dir,
-            checks,
-            existing: BTreeSet::new(),
-        }
-    }
+trait Units {
+    fn unit(&self, name: &str, text: &str) -> PathBuf;
+    fn plan(&self, arms: &[PathBuf], copy: bool) -> Vec<Row>;
+}
 
+impl Units for Fixture {
     fn unit(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.dir.path().join("home/.config/systemd/user").join(name);
+        let p = self.home().join(".config/systemd/user").join(name);
         std::fs::write(&p, text).unwrap();
         p
     }
 
     fn plan(&self, arms: &[PathBuf], copy: bool) -> Vec<Row> {
-        let home = self.dir.path().join("home");
-        let root = self.dir.path().join("repo");
-        plan(
-            arms,
-            &Context {
-                home: &home,
-                root: &root,
-                checks: &self.checks,
-                existing: &self.existing,
-                copy_scripts: copy,
-            },
-        )
+        self.with_context(copy, |cx| plan(arms, cx))
     }
 }
 
@@ -140,7 +118,7 @@ fn text(row: &Row) -> String {
 
 #[test]
 fn a_timer_and_its_service_become_one_definition() {
-    let h = Home::new();
+    let h = home_with_units();
     let t = h.unit(
         "backup.timer",
         "[Unit]\nDescription=Nightly backup\n[Timer]\nOnCalendar=Mon..Fri 02:30\nPersistent=true\nRandomizedDelaySec=5min\n[Install]\nWantedBy=timers.target\n",
@@ -187,7 +165,7 @@ fn a_timer_and_its_service_become_one_definition() {
 
 #[test]
 fn what_it_cannot_say_is_refused_by_name() {
-    let h = Home::new();
+    let h = home_with_units();
     let svc = "[Service]\nExecStart=/usr/bin/true\n";
     for (timer, service, why) in [
         (
@@ -238,7 +216,7 @@ fn what_it_cannot_say_is_refused_by_name() {
 
 #[test]
 fn intervals_logins_paths_and_chains() {
-    let h = Home::new();
+    let h = home_with_units();
     let a = h.unit("a.timer", "[Timer]\nOnBootSec=5min\nOnUnitActiveSec=1h\n");
     h.unit(
         "a.service",
@@ -268,7 +246,7 @@ fn intervals_logins_paths_and_chains() {
 
 #[test]
 fn a_script_under_home_is_copied_when_asked() {
-    let h = Home::new();
+    let h = home_with_units();
     let script = h.dir.path().join("home/bin/job.sh");
     std::fs::create_dir_all(script.parent().unwrap()).unwrap();
     std::fs::write(&script, "#!/bin/sh\n").unwrap();
@@ -297,7 +275,7 @@ fn a_script_under_home_is_copied_when_asked() {
 /// `WorkingDirectory=` is kept: the job runs through a script written for it that starts there.
 #[test]
 fn a_working_directory_is_where_its_script_starts() {
-    let h = Home::new();
+    let h = home_with_units();
     let work = h.dir.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
     let t = h.unit("here.timer", "[Timer]\nOnCalendar=daily\n");
