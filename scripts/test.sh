@@ -31,9 +31,29 @@ MSG
 fi
 
 scripts/test-prereqs.sh
-# The release artifacts, which a test of the real tier unpacks, runs and installs.
+# The release artifacts, which a test of the real tier unpacks, runs and installs, are built beside
+# the tests' build: another target and profile, which cargo builds at once in the same target
+# folder, so each one's last crates compile while the other's dependencies do.
+mkdir -p target
+dist_log=target/make-test-dist.log
+dist_pid=
 if [[ $skip_real != 1 ]] || command -v musl-gcc >/dev/null; then
-    CARGO=$CARGO scripts/dist.sh
+    CARGO=$CARGO scripts/dist.sh >"$dist_log" 2>&1 &
+    dist_pid=$!
+fi
+build_status=0
+"$CARGO" test --locked --release --no-run || build_status=$?
+if [[ -n $dist_pid ]]; then
+    if ! wait "$dist_pid"; then
+        cat "$dist_log" >&2
+        echo "make test: make dist failed (above)" >&2
+        exit 1
+    fi
+    cat "$dist_log"
+fi
+if ((build_status != 0)); then
+    echo "make test: the tests do not build (above)" >&2
+    exit "$build_status"
 fi
 
 ledger=$(mktemp "${TMPDIR:-/tmp}/automations-skips.XXXXXX")

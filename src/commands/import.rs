@@ -5,7 +5,6 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -13,7 +12,6 @@ use anyhow::{Context, anyhow};
 use super::fail::{CmdResult, Fail};
 use crate::definition::Checks;
 use crate::exit::Exit;
-use crate::fsutil::create_new;
 use crate::import::crontab;
 use crate::import::retire::{self, Original};
 use crate::import::{Row, Status};
@@ -581,74 +579,17 @@ fn print_rows(out: &mut dyn Write, rows: &[Row], first_column: &str) -> std::io:
     Ok(())
 }
 
-/// Writes every imported row's files, or none: what was made is removed when one fails.
+/// Writes every imported row's files, or none (`import::write`).
 fn write_all(settings: &Settings, rows: &[&Row]) -> Result<(), Fail> {
     if rows.iter().any(|r| !r.files.env.is_empty()) {
         // Env files are private: the data root is checked as every command that writes it does.
         super::data_root(settings, crate::fsutil::Use::Write)?;
     }
-    let mut made: Vec<PathBuf> = Vec::new();
-    let result = rows
-        .iter()
-        .try_for_each(|row| write_row(settings, row, &mut made));
-    if let Err(e) = result {
-        for p in made.iter().rev() {
-            let _ = std::fs::remove_file(p);
-        }
-        return Err(Fail::new(
-            Exit::Failure,
-            e.context("nothing was imported (the files already written were removed)"),
-        ));
-    }
-    Ok(())
-}
-
-fn write_row(settings: &Settings, row: &Row, made: &mut Vec<PathBuf>) -> anyhow::Result<()> {
-    let name = row.name.as_deref().unwrap_or_default();
-    for (from, rel) in &row.files.copies {
-        let dest = settings.root.join(rel);
-        if dest.exists() {
-            // The same content (checked when planned): shared with another job, or imported before.
-            continue;
-        }
-        let bytes = std::fs::read(from).with_context(|| format!("reading {}", from.display()))?;
-        let mode = std::fs::metadata(from)
-            .map(|m| m.permissions().mode() & 0o755)
-            .unwrap_or(0o644);
-        std::fs::create_dir_all(dest.parent().unwrap_or(&settings.root))
-            .with_context(|| format!("making the folder of {rel}"))?;
-        create_new(&dest, &bytes, mode).with_context(|| format!("writing {rel}"))?;
-        made.push(dest);
-    }
-    for (rel, bytes) in &row.files.scripts {
-        let dest = settings.root.join(rel);
-        if dest.exists() {
-            // The same bytes (checked when planned): imported before.
-            continue;
-        }
-        std::fs::create_dir_all(dest.parent().unwrap_or(&settings.root))
-            .with_context(|| format!("making the folder of {rel}"))?;
-        create_new(&dest, bytes, 0o755).with_context(|| format!("writing {rel}"))?;
-        made.push(dest);
-    }
-    if !row.files.env.is_empty() {
-        let name = crate::names::Name::new(name).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        let path = settings.layout().env_file(&name);
-        let text: String = row
-            .files
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}\n"))
-            .collect();
-        crate::fsutil::private_dir(path.parent().unwrap_or(&settings.data_root))
-            .with_context(|| format!("making the folder of {}", path.display()))?;
-        create_new(&path, text.as_bytes(), 0o600)
-            .with_context(|| format!("writing {}", path.display()))?;
-        made.push(path);
-    }
-    let path = settings.definitions_dir().join(format!("{name}.toml"));
-    create_new(&path, &row.files.definition, 0o644)
-        .with_context(|| format!("writing {DEFINITIONS_DIR}/{name}.toml"))?;
-    made.push(path);
-    Ok(())
+    crate::import::write(
+        &settings.root,
+        &settings.definitions_dir(),
+        &settings.layout(),
+        rows,
+    )
+    .map_err(|e| Fail::new(Exit::Failure, e))
 }

@@ -329,6 +329,99 @@ pub fn starts_in(
     Ok((rel, text.into_bytes()))
 }
 
+/// A file an import could not write: nothing was imported.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {source}; nothing was imported (the files already written were removed)")]
+pub struct WriteError {
+    what: String,
+    #[source]
+    source: std::io::Error,
+}
+
+/// Writes every imported row's files — copied scripts, scripts written for a job, private env
+/// files (0600), definitions — or none: what was made is removed when one fails. A copy or script
+/// already there has the same bytes (checked when planned) and is shared.
+pub fn write(
+    root: &Path,
+    definitions: &Path,
+    layout: &crate::layout::Layout,
+    rows: &[&Row],
+) -> Result<(), WriteError> {
+    let mut made: Vec<PathBuf> = Vec::new();
+    let result = rows
+        .iter()
+        .try_for_each(|row| write_row(root, definitions, layout, row, &mut made));
+    if result.is_err() {
+        for p in made.iter().rev() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    result
+}
+
+fn write_row(
+    root: &Path,
+    definitions: &Path,
+    layout: &crate::layout::Layout,
+    row: &Row,
+    made: &mut Vec<PathBuf>,
+) -> Result<(), WriteError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let failed = |what: String| move |source| WriteError { what, source };
+    let mut new_file = |path: PathBuf, bytes: &[u8], mode: u32, shown: String| {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(failed(format!("making the folder of {shown}")))?;
+        }
+        crate::fsutil::create_new(&path, bytes, mode)
+            .map_err(failed(format!("writing {shown}")))?;
+        made.push(path);
+        Ok::<(), WriteError>(())
+    };
+    for (from, rel) in &row.files.copies {
+        let dest = root.join(rel);
+        if dest.exists() {
+            continue;
+        }
+        let bytes = std::fs::read(from).map_err(failed(format!("reading {}", from.display())))?;
+        let mode = std::fs::metadata(from).map_or(0o644, |m| m.permissions().mode() & 0o755);
+        new_file(dest, &bytes, mode, rel.clone())?;
+    }
+    for (rel, bytes) in &row.files.scripts {
+        let dest = root.join(rel);
+        if !dest.exists() {
+            new_file(dest, bytes, 0o755, rel.clone())?;
+        }
+    }
+    let name = row.name.as_deref().unwrap_or_default();
+    if !row.files.env.is_empty() {
+        let valid = Name::new(name).map_err(|e| WriteError {
+            what: format!("the env file of {name}"),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let path = layout.env_file(&valid);
+        let text: String = row
+            .files
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect();
+        if let Some(dir) = path.parent() {
+            crate::fsutil::private_dir(dir)
+                .map_err(failed(format!("making the folder of {}", path.display())))?;
+        }
+        let shown = path.display().to_string();
+        new_file(path, text.as_bytes(), 0o600, shown)?;
+    }
+    let path = definitions.join(format!("{name}.toml"));
+    new_file(
+        path,
+        &row.files.definition,
+        0o644,
+        format!("automations/{name}.toml"),
+    )
+}
+
 /// The names an import gives, each once: a base that is taken gets `-2`, `-3`, … (counted per
 /// base, so thousands of lines with one script stay linear).
 #[derive(Default)]
