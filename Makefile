@@ -45,11 +45,11 @@ check-aarch64:
 	CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc $(CARGO) check --locked --profile dist \
 		--target aarch64-unknown-linux-musl --features mimalloc
 
-# clippy in the release profile: its proc macros and build scripts are the very ones `make release`
-# and `make test` build, so CI compiles them once.
+# clippy in the tests' profile: its proc macros and build scripts are the very ones `make test`
+# builds, so CI compiles them once.
 lint:
 	$(CARGO) fmt --check
-	$(CARGO) clippy --locked --release --all-targets -- -D warnings
+	$(CARGO) clippy --locked --profile test-build --all-targets -- -D warnings
 
 check: lint test automations-defs-check automations-check
 

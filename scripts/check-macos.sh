@@ -71,5 +71,5 @@ for t in "${TARGETS[@]}"; do
     targets+=(--target "$t")
 done
 echo "check-macos: cargo clippy --all-targets ${targets[*]}" >&2
-env "${vars[@]}" "$CARGO" clippy --locked --release --all-targets "${targets[@]}" -- -D warnings
+env "${vars[@]}" "$CARGO" clippy --locked --profile test-build --all-targets "${targets[@]}" -- -D warnings
 echo "check-macos: both Apple targets compile and lint clean"

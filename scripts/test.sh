@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `make test`: both tiers of tests, once each, in cargo's release profile (the build `make release`
-# makes, so the integration tests run target/release/automations, the binary `make
-# automations-install` copies). The hermetic tier is what a bare `cargo test` runs anywhere; the
+# `make test`: both tiers of tests, once each, in the `test-build` profile (Cargo.toml): the release
+# build's dependencies with this crate compiled at opt-level 0, the same program as `make release`
+# builds, a minute and more sooner (docs/performance.md). The hermetic tier is what a bare `cargo test` runs anywhere; the
 # other tier (#[ignore]d, each saying the component it needs) runs against real components: a
 # private systemd user manager, gnome-keyring, Chromium, Prometheus, the test venv's libraries…
 # Their prerequisites are checked first (scripts/test-prereqs.sh: installed when this is root on
@@ -31,29 +31,9 @@ MSG
 fi
 
 scripts/test-prereqs.sh
-# The release artifacts, which a test of the real tier unpacks, runs and installs, are built beside
-# the tests' build: another target and profile, which cargo builds at once in the same target
-# folder, so each one's last crates compile while the other's dependencies do.
-mkdir -p target
-dist_log=target/make-test-dist.log
-dist_pid=
+# The release artifacts, which a test of the real tier unpacks, runs and installs.
 if [[ $skip_real != 1 ]] || command -v musl-gcc >/dev/null; then
-    CARGO=$CARGO scripts/dist.sh >"$dist_log" 2>&1 &
-    dist_pid=$!
-fi
-build_status=0
-"$CARGO" test --locked --release --no-run || build_status=$?
-if [[ -n $dist_pid ]]; then
-    if ! wait "$dist_pid"; then
-        cat "$dist_log" >&2
-        echo "make test: make dist failed (above)" >&2
-        exit 1
-    fi
-    cat "$dist_log"
-fi
-if ((build_status != 0)); then
-    echo "make test: the tests do not build (above)" >&2
-    exit "$build_status"
+    CARGO=$CARGO scripts/dist.sh
 fi
 
 ledger=$(mktemp "${TMPDIR:-/tmp}/automations-skips.XXXXXX")
@@ -64,7 +44,7 @@ export AUTOMATIONS_TEST_SKIP_LOG=$ledger
 # there are cores keeps the machine busy (RUST_TEST_THREADS, libtest's own setting).
 export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
 status=0
-"$CARGO" test --locked --release "$@" -- --include-ignored || status=$?
+"$CARGO" test --locked --profile test-build "$@" -- --include-ignored || status=$?
 
 skipped=$(sort -u "$ledger" | grep -c . || true)
 if ((status != 0)); then

@@ -138,9 +138,15 @@ pub(super) fn crontab(
         if outcome.written || o.dry_run {
             let lines = crontab_lines(&rows);
             if !lines.is_empty() && !o.json {
-                outln!(
-                    "until the crontab's lines {lines} are removed, cron runs them too: once these are installed, `crontab -e` and delete them — or import with --adopt, which installs these and comments those lines out in one step"
-                );
+                if o.adopt {
+                    outln!(
+                        "with --adopt (not in a dry run), these are installed and the crontab's lines {lines} then commented out"
+                    );
+                } else {
+                    outln!(
+                        "until the crontab's lines {lines} are removed, cron runs them too: once these are installed, `crontab -e` and delete them — or import with --adopt, which installs these and comments those lines out in one step"
+                    );
+                }
             }
         }
         return Ok(outcome.exit);
@@ -224,7 +230,15 @@ pub(super) fn units(
         .collect();
     if !outcome.written || !o.adopt {
         if (outcome.written || o.dry_run) && !o.json && !originals.is_empty() {
-            outln!("{}", retire_by_hand(&originals));
+            if o.adopt {
+                let listed: Vec<String> = originals.iter().map(|o| original_name(o)).collect();
+                outln!(
+                    "with --adopt (not in a dry run), these are installed and then {} retired",
+                    listed.join(", ")
+                );
+            } else {
+                outln!("{}", retire_by_hand(&originals));
+            }
         }
         return Ok(outcome.exit);
     }

@@ -273,6 +273,7 @@ pub(super) fn install_then(
     }
     for (def, _) in &plans {
         after_install(settings, def, &bin)?;
+        super::healthchecks::after_install(settings, &def.name);
     }
     linger_warning(settings);
     Ok(Exit::Success)

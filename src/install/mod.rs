@@ -120,16 +120,46 @@ pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachineP
     Ok(paths)
 }
 
-/// True when `bin` lives in a cargo build folder (`…/target/{debug,release}/…`), which `cargo
-/// clean` or the next build can remove or replace under a running schedule.
+/// True when `bin` lives in a cargo build folder — `…/target/{debug,release}/…`, or below any
+/// `target/` folder cargo marked as its own (`CACHEDIR.TAG`: every profile's and target's
+/// folders) — which `cargo clean` or the next build can remove or replace under a running schedule.
 pub fn in_build_folder(bin: &Path) -> bool {
     let parts: Vec<&std::ffi::OsStr> = bin.iter().collect();
-    parts
+    let named = parts
         .windows(2)
         .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
         || parts
             .windows(3)
-            .any(|w| w[0] == "target" && (w[2] == "debug" || w[2] == "release"))
+            .any(|w| w[0] == "target" && (w[2] == "debug" || w[2] == "release"));
+    named
+        || bin
+            .ancestors()
+            .skip(1)
+            .any(|d| d.file_name() == Some("target".as_ref()) && d.join("CACHEDIR.TAG").is_file())
+}
+
+#[cfg(test)]
+mod build_folder_tests {
+    #[test]
+    fn any_profile_of_a_cargo_target_folder_is_a_build_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        std::fs::create_dir_all(target.join("test-build")).unwrap();
+        let bin = target.join("test-build/automations");
+        assert!(!super::in_build_folder(&bin));
+        std::fs::write(
+            target.join("CACHEDIR.TAG"),
+            "Signature: 8a477f597d28d172789f06886806bc55",
+        )
+        .unwrap();
+        assert!(super::in_build_folder(&bin));
+        assert!(super::in_build_folder(std::path::Path::new(
+            "/x/target/release/automations"
+        )));
+        assert!(!super::in_build_folder(std::path::Path::new(
+            "/home/u/.local/bin/automations"
+        )));
+    }
 }
 
 /// The folder macOS privacy protection (TCC) guards that `path` lies in, if any: `~/Documents`,

@@ -417,6 +417,14 @@ fn adopt_refuses_before_it_writes() {
     let mut sb = Sandbox::new();
     let text = "0 3 * * * /usr/bin/uptime\n";
     let (file, _, _) = crontab_stand_in(&mut sb, text);
+    // A dry run says what --adopt would do, and does nothing.
+    let o = sb.run(["import", "crontab", "--adopt", "--dry-run"]);
+    assert_code(&o, 0);
+    assert!(
+        stdout(&o).contains("with --adopt (not in a dry run), these are installed and the crontab's lines 1 then commented out"),
+        "{}",
+        stdout(&o)
+    );
     let o = sb.run(["import", "crontab", "--adopt"]);
     assert_code(&o, 3);
     assert!(
