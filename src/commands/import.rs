@@ -135,19 +135,8 @@ pub(super) fn crontab(
     let rows = plan.rows;
     let outcome = write_and_report(settings, &rows, o, "LINE", plan.email.as_deref())?;
     if !outcome.written || !o.adopt {
-        if outcome.written || o.dry_run {
-            let lines = crontab_lines(&rows);
-            if !lines.is_empty() && !o.json {
-                if o.adopt {
-                    outln!(
-                        "with --adopt (not in a dry run), these are installed and the crontab's lines {lines} then commented out"
-                    );
-                } else {
-                    outln!(
-                        "until the crontab's lines {lines} are removed, cron runs them too: once these are installed, `crontab -e` and delete them — or import with --adopt, which installs these and comments those lines out in one step"
-                    );
-                }
-            }
+        if (outcome.written || o.dry_run) && !o.json {
+            say_what_to_retire(&rows, o.adopt);
         }
         return Ok(outcome.exit);
     }
@@ -376,6 +365,24 @@ fn retire_by_hand(originals: &[&Original]) -> String {
         "until the originals are retired they run too: once these are installed, `{}` — or import with --adopt, which installs these and retires those in one step",
         commands.join("`, `")
     )
+}
+
+/// What becomes of the crontab's imported lines: what `--adopt` would do (a dry run), or how to
+/// remove them by hand.
+fn say_what_to_retire(rows: &[Row], adopt: bool) {
+    let lines = crontab_lines(rows);
+    if lines.is_empty() {
+        return;
+    }
+    if adopt {
+        outln!(
+            "with --adopt (not in a dry run), these are installed and the crontab's lines {lines} then commented out"
+        );
+    } else {
+        outln!(
+            "until the crontab's lines {lines} are removed, cron runs them too: once these are installed, `crontab -e` and delete them — or import with --adopt, which installs these and comments those lines out in one step"
+        );
+    }
 }
 
 /// The numbers of the lines that were imported: "3, 5, 9".
