@@ -121,8 +121,9 @@ pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachineP
 }
 
 /// True when `bin` lives in a cargo build folder — `…/target/{debug,release}/…`, or below any
-/// `target/` folder cargo marked as its own (`CACHEDIR.TAG`: every profile's and target's
-/// folders) — which `cargo clean` or the next build can remove or replace under a running schedule.
+/// `target/` folder cargo keeps its own files in (`.rustc_info.json`, `CACHEDIR.TAG`), every
+/// profile's and target's folders — which `cargo clean` or the next build can remove or replace
+/// under a running schedule.
 pub fn in_build_folder(bin: &Path) -> bool {
     let parts: Vec<&std::ffi::OsStr> = bin.iter().collect();
     let named = parts
@@ -135,7 +136,8 @@ pub fn in_build_folder(bin: &Path) -> bool {
         || bin
             .ancestors()
             .skip(1)
-            .any(|d| d.file_name() == Some("target".as_ref()) && d.join("CACHEDIR.TAG").is_file())
+            .filter(|d| d.file_name() == Some("target".as_ref()))
+            .any(|d| d.join(".rustc_info.json").is_file() || d.join("CACHEDIR.TAG").is_file())
 }
 
 #[cfg(test)]

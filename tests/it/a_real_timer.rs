@@ -1,6 +1,6 @@
 //! A real systemd timer firing the runner, on a private user manager (tests/it/systemd.rs has the
 //! rest). Its own module, named to sort first: libtest starts tests in name order, and this one
-//! mostly waits — 20 to 80 s for a whole minute on the wall clock — so begun first, the rest of the
+//! mostly waits — 10 to 70 s for a whole minute on the wall clock — so begun first, the rest of the
 //! suite runs during its wait instead of after it.
 
 use std::time::{Duration, Instant};
@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::systemd::{UserManager, assert_pty_ok, install, shipped};
 
 /// A real timer fires the runner: a one-minute grid, and  a list of times, the first
-/// at least 20 s ahead; after it fires, systemd's next elapse is the list's other time.
+/// at least 10 s ahead; after it fires, systemd's next elapse is the list's other time.
 #[test]
 #[ignore = "a real component: a private systemd user manager (root)"]
 fn fires_the_runner() {
@@ -22,9 +22,9 @@ fn fires_the_runner() {
     );
     assert_pty_ok(&install(&sb, "minutely"));
     // Local wall-clock times (the manager has no TZ: it reads the zone from /etc/localtime, as
-    // this process does unless TZ says otherwise), the first a whole minute 20 to 80 s ahead
+    // this process does unless TZ says otherwise), the first a whole minute 10 to 70 s ahead
     // of the install that follows at once (which takes well under a second).
-    let soon = chrono::Utc::now() + chrono::Duration::seconds(80);
+    let soon = chrono::Utc::now() + chrono::Duration::seconds(70);
     let first = soon
         - chrono::Duration::seconds(i64::from(chrono::Timelike::second(&soon)))
         - chrono::Duration::nanoseconds(i64::from(chrono::Timelike::nanosecond(&soon)));
