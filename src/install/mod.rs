@@ -120,47 +120,39 @@ pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachineP
     Ok(paths)
 }
 
-/// True when `bin` lives in a cargo build folder — `…/target/{debug,release}/…`, or below any
-/// `target/` folder cargo keeps its own files in (`.rustc_info.json`, `CACHEDIR.TAG`), every
-/// profile's and target's folders — which `cargo clean` or the next build can remove or replace
-/// under a running schedule.
+/// The profiles' folders of a cargo build: cargo's own, and this project's (Cargo.toml).
+const PROFILE_DIRS: [&str; 4] = ["debug", "release", "test-build", "dist"];
+
+/// True when `bin` lives in a cargo build folder (`…/target/<profile>/…` or
+/// `…/target/<target triple>/<profile>/…`), which `cargo clean` or the next build can remove or
+/// replace under a running schedule.
 pub fn in_build_folder(bin: &Path) -> bool {
     let parts: Vec<&std::ffi::OsStr> = bin.iter().collect();
-    let named = parts
-        .windows(2)
-        .any(|w| w[0] == "target" && (w[1] == "debug" || w[1] == "release"))
-        || parts
-            .windows(3)
-            .any(|w| w[0] == "target" && (w[2] == "debug" || w[2] == "release"));
-    named
-        || bin
-            .ancestors()
-            .skip(1)
-            .filter(|d| d.file_name() == Some("target".as_ref()))
-            .any(|d| d.join(".rustc_info.json").is_file() || d.join("CACHEDIR.TAG").is_file())
+    let profile = |p: &std::ffi::OsStr| PROFILE_DIRS.iter().any(|d| p == *d);
+    parts.windows(2).any(|w| w[0] == "target" && profile(w[1]))
+        || parts.windows(3).any(|w| w[0] == "target" && profile(w[2]))
 }
 
 #[cfg(test)]
 mod build_folder_tests {
+    use std::path::Path;
+
     #[test]
-    fn any_profile_of_a_cargo_target_folder_is_a_build_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let target = dir.path().join("target");
-        std::fs::create_dir_all(target.join("test-build")).unwrap();
-        let bin = target.join("test-build/automations");
-        assert!(!super::in_build_folder(&bin));
-        std::fs::write(
-            target.join("CACHEDIR.TAG"),
-            "Signature: 8a477f597d28d172789f06886806bc55",
-        )
-        .unwrap();
-        assert!(super::in_build_folder(&bin));
-        assert!(super::in_build_folder(std::path::Path::new(
-            "/x/target/release/automations"
-        )));
-        assert!(!super::in_build_folder(std::path::Path::new(
-            "/home/u/.local/bin/automations"
-        )));
+    fn every_profile_folder_is_a_build_folder_and_a_copy_beside_them_is_not() {
+        for bin in [
+            "/x/target/release/automations",
+            "/x/target/test-build/automations",
+            "/x/target/x86_64-unknown-linux-musl/dist/automations",
+            "/x/target/debug/deps/automations-1234",
+        ] {
+            assert!(super::in_build_folder(Path::new(bin)), "{bin}");
+        }
+        for bin in [
+            "/home/u/.local/bin/automations",
+            "/x/target/tmp/automations-it-1/bin/automations",
+        ] {
+            assert!(!super::in_build_folder(Path::new(bin)), "{bin}");
+        }
     }
 }
 
