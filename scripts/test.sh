@@ -46,14 +46,15 @@ export RUST_TEST_THREADS=${RUST_TEST_THREADS:-6}
 status=0
 dist_test=dist::the_release_artifacts_are_whole_and_install
 if [[ -n $build_dist && $# == 0 ]]; then
-    # The whole suite: the tests' build first; then the release artifacts build at the lowest
-    # priority while the tests run (they mostly wait on timers, servers and children, so the
-    # build takes what they leave idle), and the one test that needs them runs last.
-    "$CARGO" test --locked --profile test-build --no-run
+    # The whole suite: the release artifacts build at the lowest priority beside the tests' build
+    # and then while the tests run (another profile, which cargo builds at once in the same
+    # target folder; the tests mostly wait on timers, servers and children), taking what the
+    # others leave idle; the one test that needs them runs last.
     mkdir -p target
     dist_log=target/make-test-dist.log
     CARGO=$CARGO nice -n 19 scripts/dist.sh >"$dist_log" 2>&1 &
     dist_pid=$!
+    "$CARGO" test --locked --profile test-build --no-run
     "$CARGO" test --locked --profile test-build -- --include-ignored --skip "$dist_test" || status=$?
     if ! wait "$dist_pid"; then
         cat "$dist_log" >&2
