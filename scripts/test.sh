@@ -54,6 +54,8 @@ if [[ -n $build_dist && $# == 0 ]]; then
     dist_log=target/make-test-dist.log
     CARGO=$CARGO nice -n 19 scripts/dist.sh >"$dist_log" 2>&1 &
     dist_pid=$!
+    # Should the tests' build fail (set -e ends this script), the release build ends with it.
+    trap 'rm -f "$ledger"; kill "$dist_pid" 2>/dev/null || true' EXIT
     "$CARGO" test --locked --profile test-build --no-run
     "$CARGO" test --locked --profile test-build -- --include-ignored --skip "$dist_test" || status=$?
     if ! wait "$dist_pid"; then
