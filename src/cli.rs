@@ -635,63 +635,7 @@ pub enum SecretCommand {
     },
 }
 
-/// What a secret is for: an automation's AnyType key, a notification driver's credential or a
-/// Healthchecks key. Spelled `NAME`, `notify.DRIVER` or `healthchecks.ping|api` (automation names
-/// hold no dot, so the three never meet).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scope {
-    Automation(Name),
-    Notify(crate::names::Driver),
-    Healthchecks(crate::healthchecks::KeyKind),
-}
-
-impl Scope {
-    /// The scopes that are not an automation's, in the order `secret list` shows them.
-    pub fn fixed() -> Vec<Self> {
-        use crate::healthchecks::KeyKind;
-        let mut all: Vec<Self> = crate::names::Driver::ALL.map(Self::Notify).into();
-        all.extend([
-            Self::Healthchecks(KeyKind::Ping),
-            Self::Healthchecks(KeyKind::Api),
-        ]);
-        all
-    }
-}
-
-impl std::fmt::Display for Scope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Automation(n) => write!(f, "{n}"),
-            Self::Notify(d) => write!(f, "notify.{d}"),
-            Self::Healthchecks(k) => write!(f, "healthchecks.{}", k.word()),
-        }
-    }
-}
-
-impl std::str::FromStr for Scope {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        use crate::healthchecks::KeyKind;
-        let wrong = || {
-            format!(
-                "{s:?} is no scope: an automation's name (its AnyType key), notify.<{}> or healthchecks.<ping|api>",
-                crate::names::Driver::ALL.map(|d| d.as_str()).join("|")
-            )
-        };
-        match s.split_once('.') {
-            Some(("notify", d)) => crate::names::Driver::parse(d)
-                .map(Self::Notify)
-                .ok_or_else(wrong),
-            Some(("healthchecks", "ping")) => Ok(Self::Healthchecks(KeyKind::Ping)),
-            Some(("healthchecks", "api")) => Ok(Self::Healthchecks(KeyKind::Api)),
-            Some(_) => Err(wrong()),
-            None => Name::new(s)
-                .map(Self::Automation)
-                .map_err(|e| format!("{}; {e}", wrong())),
-        }
-    }
-}
+pub use crate::secrets::Scope;
 
 /// The spelling `secret` replaced: each says the new command and exits 2.
 #[derive(Debug, Subcommand)]

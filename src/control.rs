@@ -195,6 +195,7 @@ pub fn snooze(
         }),
         now,
     )?;
+    crate::metrics::textfile::refresh(settings, Some(name));
     Ok(snooze)
 }
 
@@ -211,6 +212,7 @@ pub fn unsnooze(settings: &Settings, name: &Name) -> Result<bool, ControlError> 
         Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand }),
         now,
     )?;
+    crate::metrics::textfile::refresh(settings, Some(name));
     Ok(true)
 }
 

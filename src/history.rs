@@ -263,8 +263,8 @@ pub fn recent(
     }
 }
 
-/// The newest run of `name` (not a skip) — with `failed`, the newest that did not end ok — through
-/// the index, reading back only as far as it is.
+/// The newest run of `name` (not a skip; its newest skip when it never ran) — with `failed`, the
+/// newest that did not end ok — through the index, reading back only as far as it is.
 pub fn latest(
     log: &RunLog,
     data_root: &Path,
@@ -273,14 +273,20 @@ pub fn latest(
 ) -> Result<Option<RunView>, LogError> {
     let snapshot = Index::new(log).refresh()?;
     let mut runs = Runs::new(snapshot.records(name).without_skips(), data_root);
-    Ok(runs.find(|v| {
+    let found = runs.find(|v| {
         v.run.is_some()
             && (!failed
                 || matches!(
                     v.status,
                     Status::Failed | Status::Timeout | Status::Stopped | Status::Interrupted
                 ))
-    }))
+    });
+    if found.is_some() || failed {
+        return Ok(found);
+    }
+    // Never ran, but skipped: the newest skip is what there is to show (`runs` lists it too).
+    let mut all = Runs::new(snapshot.records(name), data_root);
+    Ok(all.find(|v| v.status == Status::Skipped))
 }
 
 /// The last run (not a skip) of each name in `names`, through the index.

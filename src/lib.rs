@@ -62,6 +62,7 @@ pub mod runlog;
 pub mod runner;
 pub mod sandbox;
 pub mod schedule;
+pub mod secrets;
 pub mod service;
 pub mod settings;
 pub mod state;

@@ -99,7 +99,8 @@ pub struct ScriptPin {
 /// What is installed of one automation, as `list` shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Installed {
-    /// The definition or a unit file differs from what was installed.
+    /// What `check` calls changed or missing (a unit file edited or gone, the definition or
+    /// script changed, a path moved, a newer renderer); whether the manager has it loaded aside.
     pub changed: bool,
     /// The schedule its unit fires on: the one recorded at install, else (an older record) the
     /// definition's when it is the one installed; `None` when that cannot be known.

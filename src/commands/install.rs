@@ -112,6 +112,10 @@ pub fn install(
         None
     };
     let paths = install::machine_paths(settings, &bin)?;
+    // The binary first: replacing it changes every automation that runs it, not only these.
+    if let Some(c) = &copy {
+        outln!("{}", c.describe());
+    }
     let mut plans = Vec::new();
     for def in &defs {
         let plan = install::plan_install(settings, def, &bin, manager.as_ref())?;
@@ -126,9 +130,6 @@ pub fn install(
             }
             plans.push((def, plan));
         }
-    }
-    if let Some(c) = &copy {
-        outln!("{}", c.describe());
     }
     if plans.is_empty() && copy.is_none() {
         // Nothing to change, nothing asked: what comes next for each, as after an install.
@@ -145,11 +146,16 @@ pub fn install(
     refuse_linked_worktree(&settings.root)?;
     let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
     check_binary(&bin, copy.is_some(), &names)?;
-    let question = match plans.as_slice() {
+    let mut question = match plans.as_slice() {
         [(_, plan)] => format!("Install {}", plan.label),
         [] => "Install the binary".to_owned(),
         many => format!("Install {} automations", many.len()),
     };
+    if let Some(users) = copy.as_ref().map(|c| c.users()).filter(|n| *n > 0) {
+        question.push_str(&format!(
+            " and replace the binary {users} installed automation(s) run"
+        ));
+    }
     require_terminal(&question)?;
     preflight(manager.as_ref())?;
     let installing: Vec<Definition> = plans.iter().map(|(d, _)| (*d).clone()).collect();
@@ -430,6 +436,12 @@ pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) 
         if let Err(e) = crate::state::forget_pings(&settings.data_root, &plan.name) {
             errln!("warning: {e}");
         }
+    }
+    if let Some(file) = crate::metrics::textfile::after_uninstall(settings) {
+        outln!(
+            "removed the metrics textfile {}: nothing installed here keeps it current (a manual run writes it again)",
+            file.display()
+        );
     }
     let records: Vec<&crate::state::Record> =
         plans.iter().filter_map(|p| p.record.as_ref()).collect();

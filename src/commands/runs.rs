@@ -165,7 +165,7 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
                     "skipped ({}, {} held by {})",
                     reason.as_str(),
                     field(&h.lock),
-                    field(&h.name)
+                    field(&h.holder_words(&r.name))
                 ),
                 None => format!("skipped ({})", reason.as_str()),
             },
@@ -303,7 +303,7 @@ fn print_status(out: &mut dyn Write, view: &history::RunView) -> std::io::Result
             "status    skipped ({}): its lock group {} was held by {}",
             reason.as_str(),
             field(&h.lock),
-            field(&h.name)
+            field(&h.holder_words(&view.name))
         )?,
         (Some(reason), None) => writeln!(out, "status    skipped ({})", reason.as_str())?,
         _ => writeln!(out, "status    {}", view.status.as_str())?,

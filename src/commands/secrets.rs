@@ -11,7 +11,7 @@ use crate::cli::{
 };
 use crate::exit::Exit;
 use crate::healthchecks::KeyKind;
-use crate::keys::{KeyError, Place};
+use crate::keys::Place;
 use crate::names::Driver;
 use crate::settings::Settings;
 
@@ -70,30 +70,15 @@ fn list(settings: &Settings, json: bool) -> CmdResult {
         .map(|d| Scope::Automation(d.name))
         .collect();
     scopes.extend(Scope::fixed());
-    let mut rows = Vec::with_capacity(scopes.len());
-    // A keychain that does not answer (locked, waiting on a prompt) is asked once, not per scope.
-    let mut gave_up: Option<KeyError> = None;
-    for scope in scopes {
-        let label = match &scope {
-            Scope::Automation(name) => settings.label(name),
-            Scope::Notify(driver) => crate::names::Label::notify(&settings.namespace, *driver),
-            Scope::Healthchecks(kind) => kind.label(&settings.namespace),
-        };
-        let answer = match &gave_up {
-            Some(e) => Err(e.clone()),
-            None => store.get(&label).map(|s| s.is_some()),
-        };
-        if let Err(e @ (KeyError::Timeout | KeyError::Locked | KeyError::Unavailable(_))) = &answer
-        {
-            gave_up = Some(e.clone());
-        }
-        rows.push(Row {
+    let rows: Vec<Row> = crate::secrets::ask(store.as_ref(), &settings.namespace, scopes)
+        .into_iter()
+        .map(|(scope, label, answer)| Row {
             scope: scope.to_string(),
             label: label.to_string(),
             stored: answer.as_ref().ok().copied(),
             error: answer.err().map(|e| e.to_string()),
-        });
-    }
+        })
+        .collect();
     let kept = place.describe();
     if json {
         let listing = Listing {

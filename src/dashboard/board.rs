@@ -1,6 +1,7 @@
 //! What the dashboard shows, gathered once per request: every automation — names from the
 //! definitions, the log and the install records, so a broken definition or a unit firing without
-//! one shows as degraded, never disappears —, degraded ones first, each with its verdict (from the
+//! one shows as degraded, never disappears; a name only the log knows (deleted, not installed)
+//! is left out —, degraded ones first, each with its verdict (from the
 //! one `health::load::assess`), its list entry (the `list --json` view, next firing included), its last
 //! ten runs, its latest result and a 24-hour strip. The page renders it; `/api/automations` is its
 //! JSON, built from the CLI's own `--json` views.
@@ -181,6 +182,7 @@ impl Board {
         let mut cards: Vec<Card> = subjects
             .iter()
             .zip(verdicts)
+            .filter(|(subject, _)| !subject.retired())
             .map(|(subject, verdict)| card_of(settings, &snapshot, subject, verdict, day_ago, now))
             .collect();
         // Degraded first, then unknown, paused and healthy; then by name.

@@ -86,6 +86,15 @@ pub struct Subject {
     pub runs: Vec<RunView>,
 }
 
+impl Subject {
+    /// A name only the log still knows: its definition was deleted (not left invalid) and no unit
+    /// of it is installed here. The board and the metrics leave it out: nothing of it will run
+    /// again, and `runs NAME` still shows its history.
+    pub fn retired(&self) -> bool {
+        self.definition.is_none() && !self.invalid && self.installed_at.is_none()
+    }
+}
+
 /// "Now", for the pure rules.
 #[derive(Clone, Debug)]
 pub struct Now<Tz: TimeZone> {

@@ -73,6 +73,11 @@ impl BinaryCopy {
         }))
     }
 
+    /// The installed automations whose units run it now.
+    pub fn users(&self) -> usize {
+        self.users
+    }
+
     /// Where the binary goes.
     pub fn to(&self) -> &Path {
         &self.to

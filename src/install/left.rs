@@ -2,6 +2,7 @@
 //! uninstall).
 
 use crate::names::Name;
+use crate::secrets::Scope;
 use crate::settings::Settings;
 use crate::units;
 
@@ -37,12 +38,37 @@ pub fn left_behind(
             ));
         }
     }
+    // The secrets of what went: the AnyType keys of these automations (those whose definition
+    // uses one), and when nothing is installed any more, the notification and Healthchecks
+    // credentials. Only those stored are named; a store that cannot answer is said once.
+    let mut scopes: Vec<Scope> = names
+        .iter()
+        .filter(|n| uses_key(settings, n))
+        .map(|n| Scope::Automation((*n).clone()))
+        .collect();
     if others == 0 {
-        if crate::healthchecks::enabled(settings) {
-            out.push(
-                "  the Healthchecks API and ping keys, if stored in the keychain: automations secret delete healthchecks.api; automations secret delete healthchecks.ping".to_owned(),
-            );
+        scopes.extend(Scope::fixed());
+    }
+    if !scopes.is_empty() {
+        let store = crate::keys::for_settings(settings);
+        let mut cannot_tell = None;
+        for (scope, _, answer) in crate::secrets::ask(store.as_ref(), &settings.namespace, scopes) {
+            match answer {
+                Ok(true) => out.push(format!(
+                    "  the secret {scope} in {}: automations secret delete {scope}",
+                    crate::keys::Place::of(settings).describe()
+                )),
+                Ok(false) => {}
+                Err(e) => cannot_tell = Some(e),
+            }
         }
+        if let Some(e) = cannot_tell {
+            out.push(format!(
+                "  secrets: whether any is stored cannot be told ({e}); automations secret list shows them"
+            ));
+        }
+    }
+    if others == 0 {
         out.push(format!(
             "  the data root {} (the run log, settings and state of every automation): rm -r {}",
             settings.data_root.display(),
@@ -69,11 +95,43 @@ fn left_of_one(settings: &Settings, name: &Name, out: &mut Vec<String>) {
             units::shell_word(&env.to_string_lossy())
         ));
     }
-    out.push(format!(
-        "  its AnyType key, if one was stored: automations secret delete {name}"
-    ));
+    if let Some(stamp) = timer_stamp(settings, name).filter(|p| p.exists()) {
+        out.push(format!(
+            "  its timer's stamp file {} (when the timer last fired, for catching up): rm {}",
+            stamp.display(),
+            units::shell_word(&stamp.to_string_lossy())
+        ));
+    }
     out.push(format!(
         "  its runs in the run log under {} (history; `automations runs {name}` shows them)",
         settings.data_root.display()
     ));
+}
+
+/// Whether `name`'s definition (when it still has one) uses an AnyType key.
+fn uses_key(settings: &Settings, name: &Name) -> bool {
+    crate::definition::load_one(
+        &settings.definitions_dir(),
+        name,
+        &crate::definition::Checks::of(settings),
+    )
+    .is_ok_and(|d| d.anytype.is_some())
+}
+
+/// Where the user's systemd keeps when `name`'s timer last fired (`Persistent=true`), which
+/// disabling the timer leaves: `$XDG_DATA_HOME/systemd/timers/stamp-<label>.timer`. None beside
+/// launchd, which keeps no such file.
+fn timer_stamp(settings: &Settings, name: &Name) -> Option<std::path::PathBuf> {
+    if settings.manager != crate::settings::Manager::Systemd {
+        return None;
+    }
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| settings.home.join(".local/share"));
+    Some(
+        data_home
+            .join("systemd/timers")
+            .join(format!("stamp-{}.timer", settings.label(name))),
+    )
 }

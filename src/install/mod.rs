@@ -72,14 +72,11 @@ pub fn installed(
     for (name, record) in records {
         let Ok(record) = record else { continue };
         let def = defs.iter().find(|d| d.name == name);
-        let files = present.get(&name);
-        let unit_changed = record.files.iter().any(|(f, h)| {
-            files
-                .and_then(|fs| fs.get(f))
-                .map(|b| hex_sha256(b))
-                .as_ref()
-                != Some(h)
-        });
+        let none = BTreeMap::new();
+        let files = present.get(&name).unwrap_or(&none);
+        // Changed by what `check` finds (whether the manager has it loaded aside: that takes
+        // asking the manager, which `check` does and `list` does not).
+        let changed = record_finding(settings, &name, &record, files, def, true).is_some();
         // The definition, the pinned script, or a record without pins: scheduled firings skip it.
         let def_changed =
             def.is_none_or(|d| crate::pins::check(Some(&record), d, &settings.root).is_some());
@@ -91,7 +88,7 @@ pub fn installed(
         out.insert(
             name,
             Installed {
-                changed: unit_changed || def_changed,
+                changed,
                 schedule,
                 from_record,
             },

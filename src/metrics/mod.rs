@@ -79,6 +79,10 @@ pub struct Row {
     pub tally: Tally,
     pub verdict: State,
     pub paused: bool,
+    /// Until when its notifications are held (`snooze`), Unix seconds, while a snooze holds.
+    pub snoozed_until: Option<f64>,
+    /// When its unit was installed on this machine, Unix seconds.
+    pub installed: Option<f64>,
     /// Healthchecks pings that failed in a row (0 without pings).
     pub ping_failures: u32,
 }
@@ -151,6 +155,8 @@ pub fn row(
         tally,
         verdict: verdict.verdict,
         paused: subject.paused.is_some(),
+        snoozed_until: subject.snoozed.as_ref().and_then(|s| seconds(&s.until)),
+        installed: subject.installed_at.map(unix),
         ping_failures: subject.pings.as_ref().map_or(0, |p| p.failures_in_row),
     }
 }
@@ -193,10 +199,11 @@ pub fn collect(
     let now = health::load::now();
     src.snapshot.keep_tallies();
     // Each worker keeps only the samples: the verdict and the subject are dropped where made.
-    health::load::judge(settings, src, only, |subject, verdict| {
+    let all = health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
-        Samples::of(&row(&subject, &verdict, tally, &now), m, format)
-    })
+        (!subject.retired()).then(|| Samples::of(&row(&subject, &verdict, tally, &now), m, format))
+    })?;
+    Ok(all.into_iter().flatten().collect())
 }
 
 /// The whole document of every automation in `src`, in `format` (`automations metrics`, the
@@ -225,11 +232,12 @@ pub fn collect_with_verdicts(
 ) -> anyhow::Result<Vec<(Samples, Verdict)>> {
     let now = health::load::now();
     src.snapshot.keep_tallies();
-    health::load::judge(settings, src, only, |subject, verdict| {
+    let all = health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
         let row = row(&subject, &verdict, tally, &now);
-        (Samples::of(&row, m, format), verdict)
-    })
+        (!subject.retired()).then(|| (Samples::of(&row, m, format), verdict))
+    })?;
+    Ok(all.into_iter().flatten().collect())
 }
 
 /// What a family holds.
@@ -244,6 +252,8 @@ enum Which {
     RunsCreated,
     Verdict,
     Paused,
+    SnoozedUntil,
+    Installed,
     PingFailures,
 }
 
@@ -256,7 +266,7 @@ struct Family {
 }
 
 /// The families of each automation, in the order they are written.
-const FAMILIES: [Family; 10] = [
+const FAMILIES: [Family; 12] = [
     Family {
         which: Which::LastRun,
         name: "automations_last_run_timestamp_seconds",
@@ -310,6 +320,18 @@ const FAMILIES: [Family; 10] = [
         name: "automations_paused",
         kind: "gauge",
         help: "1 when the automation is paused (by hand or automatically).",
+    },
+    Family {
+        which: Which::SnoozedUntil,
+        name: "automations_snoozed_until_timestamp_seconds",
+        kind: "gauge",
+        help: "Until when the automation's notifications are held (automations snooze); absent when not snoozed. The shipped alert rules hold its alerts until then too.",
+    },
+    Family {
+        which: Which::Installed,
+        name: "automations_installed_timestamp_seconds",
+        kind: "gauge",
+        help: "When the automation's unit was installed on this machine (absent when not installed).",
     },
     Family {
         which: Which::PingFailures,
@@ -388,6 +410,8 @@ fn samples(family: &Family, row: &Row, format: Format, labels: &str, out: &mut S
         Which::NextRun => row.next_run,
         Which::StaleAfter => row.stale_after,
         Which::Paused => Some(f64::from(u8::from(row.paused))),
+        Which::SnoozedUntil => row.snoozed_until,
+        Which::Installed => row.installed,
         Which::PingFailures => Some(f64::from(row.ping_failures)),
         Which::Runs => {
             for (outcome, count) in outcomes(&row.tally) {

@@ -24,6 +24,8 @@ fn row(name: &str) -> Row {
         },
         verdict: State::Healthy,
         paused: false,
+        snoozed_until: None,
+        installed: None,
         ping_failures: 0,
     }
 }

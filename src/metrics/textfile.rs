@@ -1,5 +1,5 @@
 //! node_exporter's textfile collector: `<data root>/metrics.toml` names a `.prom` file. Every
-//! firing, skipped or not, and every pause, resume and ack puts its automation's samples now into
+//! firing, skipped or not, and every pause, resume, ack, snooze and unsnooze puts its automation's samples now into
 //! it; `health`, `notify look` (of every automation), `stop-all` and `resume-all` write it whole.
 //! Each write is a new file renamed over the old one, so the collector never reads half of one,
 //! and writers take turns (`state/metrics.lock`), so a whole write never puts back what a firing
@@ -168,7 +168,7 @@ pub fn update_from(
     file.update(&own, &m, || all_now(settings, &m))
 }
 
-/// After a skipped firing, a pause, resume or ack of `only` (its samples), or the kill switch
+/// After a skipped firing, a pause, resume, ack, snooze or unsnooze of `only` (its samples), or the kill switch
 /// (`None`: every automation's): the textfile brought up to date when `metrics.toml` names one. A
 /// problem is said on stderr, never returned: what changed did change.
 pub fn refresh(settings: &Settings, only: Option<&Name>) {
@@ -190,6 +190,34 @@ pub fn refresh(settings: &Settings, only: Option<&Name>) {
     if let Err(e) = result {
         errln!("automations: metrics: {e:#}");
     }
+}
+
+/// After an uninstall: while something is still installed here, the textfile is written whole
+/// (the automations uninstalled say what is true now: not installed, no next run); once nothing
+/// is, the textfile is removed, since nothing would keep it current (a manual run writes it
+/// again). Returns the removed file. A problem is said on stderr, never returned.
+pub fn after_uninstall(settings: &Settings) -> Option<PathBuf> {
+    let result = (|| -> anyhow::Result<Option<PathBuf>> {
+        let Some(file) = Textfile::of(settings)? else {
+            return Ok(None);
+        };
+        let installed = crate::state::State::new(&settings.data_root).install_records()?;
+        if !installed.is_empty() {
+            let m = Machine::read(settings)?;
+            file.write_all(&all_now(settings, &m)?, &m)?;
+            return Ok(None);
+        }
+        let _turn = file.turn(WHOLE_WAIT)?;
+        match std::fs::remove_file(&file.path) {
+            Ok(()) => Ok(Some(file.path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("cannot remove {}", file.path.display())),
+        }
+    })();
+    result.unwrap_or_else(|e| {
+        errln!("automations: metrics: {e:#}");
+        None
+    })
 }
 
 #[cfg(test)]

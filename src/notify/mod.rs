@@ -220,6 +220,13 @@ fn words_with_numbers(v: &Verdict, rule: Rule) -> String {
         Rule::FailingStreak => Some(format!("{} in a row", f.streak)),
         Rule::MissedDays => f.missed_days.map(|d| format!("{d} days")),
         Rule::Stale => f.age_ms.map(health::human_ms),
+        // Their figures are their detail: "ran 1.0 s, usually 20 s", "the latest run took 5 min,
+        // usually 1 min", "3 of 4 recent outside calls got no answer (75 %)".
+        Rule::TooShort | Rule::Slow | Rule::Http4xx | Rule::Http5xx | Rule::HttpNoAnswer => v
+            .reasons
+            .iter()
+            .find(|r| r.rule == rule)
+            .map(|r| r.detail.clone()),
         _ => None,
     };
     match numbers {
@@ -609,6 +616,18 @@ pub fn drivers(settings: &Settings, cfg: &NotifySettings) -> Vec<Box<dyn Notifie
         .collect()
 }
 
+/// The test message, naming the machine it came from (a team's channel hears from several).
+fn test_message(host: &str, now: chrono::DateTime<Utc>) -> Message {
+    Message {
+        title: format!("automations: a test from {host}"),
+        body: format!(
+            "A test from automations on {host} at {}: notifications reach you.",
+            now.format("%Y-%m-%d %H:%M UTC")
+        ),
+        about: None,
+    }
+}
+
 /// Sends one test message through every configured channel; each channel's answer, or why it
 /// could not be tried (its credentials cannot be had).
 pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<Driver, Result<String, String>>> {
@@ -619,14 +638,7 @@ pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<Driver, Result<Strin
             settings.data_root.display()
         )
     })?;
-    let m = Message {
-        title: "automations: a test".into(),
-        body: format!(
-            "A test from automations at {}: notifications reach you.",
-            Utc::now().format("%Y-%m-%d %H:%M UTC")
-        ),
-        about: None,
-    };
+    let m = test_message(&host(), Utc::now());
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     let keys = keys::for_settings(settings);
     let setup = drivers::Setup {
@@ -779,6 +791,39 @@ mod tests {
         assert!(
             body(&[Rule::SuccessRate, Rule::PingsFailing])
                 .ends_with("See the last run: automations show report")
+        );
+    }
+
+    /// Regression: a too-short run's message said "run too short" without its figures, which
+    /// only `health` had.
+    #[test]
+    fn a_message_about_a_rule_carries_its_figures() {
+        let mut verdict = v("backup", &[Rule::TooShort]);
+        verdict.reasons[0].detail = "ran 1.0 s, usually 20 s".into();
+        let body = degraded_message(&verdict, "box").body;
+        assert!(
+            body.starts_with("backup on box is degraded: run too short (ran 1.0 s, usually 20 s)."),
+            "{body}"
+        );
+        let mut verdict = v("backup", &[Rule::Slow]);
+        verdict.reasons[0].detail = "the latest run took 5 min, usually 1 min".into();
+        let body = degraded_message(&verdict, "box").body;
+        assert!(
+            body.contains("slow run (the latest run took 5 min, usually 1 min)"),
+            "{body}"
+        );
+    }
+
+    /// Regression: `notify test` did not say which machine it came from.
+    #[test]
+    fn the_test_message_names_its_host() {
+        let m = test_message("backup-01", at(0).now);
+        assert_eq!(m.title, "automations: a test from backup-01");
+        assert!(
+            m.body
+                .starts_with("A test from automations on backup-01 at "),
+            "{}",
+            m.body
         );
     }
 

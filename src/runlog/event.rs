@@ -263,6 +263,18 @@ pub struct HeldBy {
     pub name: String,
 }
 
+impl HeldBy {
+    /// Who held the lock group, as said of a skip of `skipped`: the holder's name, or "its own
+    /// earlier run" when the holder is the very automation that was skipped.
+    pub fn holder_words(&self, skipped: &str) -> String {
+        if self.name == skipped {
+            "its own earlier run".to_owned()
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Paused {
     pub by: By,

@@ -1,4 +1,4 @@
-//! After `finished` (docs/running.md): auto-pause (docs/health.md), the notification look
+//! After `finished` or `skipped` (docs/running.md): auto-pause (docs/health.md), the notification look
 //! (docs/health.md) and the metrics textfile (docs/metrics.md).
 //!
 //! None ever changes the run's recorded outcome or its exit status: a failure prints one line on
@@ -53,25 +53,62 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
         }
     }
     if look {
-        match crate::notify::look_at(settings, &src, Some(&def.name), crate::notify::RUNNER_WAIT) {
-            Ok(report) if report.busy => errln!(
-                "automations: {}: another notification look is under way; this run's is left to the next look",
-                def.name
-            ),
-            Ok(report) => {
-                for problem in &report.unreadable {
-                    errln!("automations: notifications: {problem}");
-                }
-            }
-            Err(e) => errln!("automations: {}: notifications: {e:#}", def.name),
-        }
+        look_at(settings, &src, &def.name, "run");
     }
-    if let Some(file) = textfile
-        && let Err(e) = crate::metrics::textfile::update_from(settings, &file, &src, &def.name)
-    {
-        errln!("automations: {}: metrics: {e:#}", def.name);
+    if let Some(file) = textfile {
+        update_textfile(settings, &file, &src, &def.name);
     }
     after
+}
+
+/// The notification look at `name` after its run or skip (`what`); a problem is one line.
+fn look_at(settings: &Settings, src: &Sources, name: &crate::names::Name, what: &str) {
+    match crate::notify::look_at(settings, src, Some(name), crate::notify::RUNNER_WAIT) {
+        Ok(report) if report.busy => errln!(
+            "automations: {name}: another notification look is under way; this {what} is left to the next look"
+        ),
+        Ok(report) => {
+            for problem in &report.unreadable {
+                errln!("automations: notifications: {problem}");
+            }
+        }
+        Err(e) => errln!("automations: {name}: notifications: {e:#}"),
+    }
+}
+
+/// `name`'s samples now into the metrics textfile; a problem is one line.
+fn update_textfile(
+    settings: &Settings,
+    file: &crate::metrics::textfile::Textfile,
+    src: &Sources,
+    name: &crate::names::Name,
+) {
+    if let Err(e) = crate::metrics::textfile::update_from(settings, file, src, name) {
+        errln!("automations: {name}: metrics: {e:#}");
+    }
+}
+
+/// After a skipped firing of `name`: the notification look (when notifications are configured)
+/// and the metrics textfile (when `metrics.toml` names one), from one read of its health.
+pub fn after_skip(settings: &Settings, name: &crate::names::Name) {
+    let look = crate::notify::enabled(settings);
+    if !look {
+        crate::metrics::textfile::refresh(settings, Some(name));
+        return;
+    }
+    let src = match Sources::read(settings, Some(name)) {
+        Ok(src) => src,
+        Err(e) => {
+            errln!("automations: {name}: cannot read its health: {e:#}");
+            return;
+        }
+    };
+    look_at(settings, &src, name, "skip");
+    match crate::metrics::textfile::Textfile::of(settings) {
+        Ok(Some(file)) => update_textfile(settings, &file, &src, name),
+        Ok(None) => {}
+        Err(e) => errln!("automations: metrics: {e}"),
+    }
 }
 
 /// Pauses `def`'s automation when its failures in a row since the last resume reach

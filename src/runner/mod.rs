@@ -84,9 +84,11 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
         cool_down();
     }
     let report = report?;
-    // A skip is news for the metrics textfile too (a run's is told after the run).
+    // A skip is news too, at once, as a run's is after the run: when it changes the verdict
+    // (a script changed since its install, say), the notification look and the metrics
+    // textfile hear of it now, not at the next look.
     if let Report::Skipped { .. } = report {
-        crate::metrics::textfile::refresh(settings, Some(name));
+        after::after_skip(settings, name);
     }
     Ok(report)
 }
@@ -399,7 +401,11 @@ fn skip_held(
         held_by,
     } = busy;
     if let Some(h) = &held_by {
-        detail = format!(": lock group {:?} held by {}{detail}", h.lock, h.name);
+        detail = format!(
+            ": lock group {:?} held by {}{detail}",
+            h.lock,
+            h.holder_words(name.as_str())
+        );
     }
     let skipped = Skipped {
         trigger: cause.trigger,

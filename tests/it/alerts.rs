@@ -189,12 +189,13 @@ fn notify_test_says_what_every_channel_answered_and_only_the_webhooks_origin() {
         stdout(&o)
     );
     let last = hook.seen().pop().unwrap();
+    // The machine it came from, named as every message names it.
+    let host = automations::notify::host();
     let slack: serde_json::Value = serde_json::from_slice(&last.body).unwrap();
     assert!(
-        slack["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("*automations: a test*\nA test from automations"),
+        slack["text"].as_str().unwrap().starts_with(&format!(
+            "*automations: a test from {host}*\nA test from automations on {host} at "
+        )),
         "{slack}"
     );
     assert_eq!(

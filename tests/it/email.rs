@@ -330,8 +330,15 @@ fn notify_test_says_what_the_server_answered_and_a_login_never_goes_where_it_is_
     assert_eq!(mails.len(), 1);
     assert_eq!(mails[0]["tls"], true);
     let data = mails[0]["data"].as_str().unwrap();
-    assert!(data.contains("Subject: automations: a test"), "{data}");
-    assert!(data.contains("A test from automations at "), "{data}");
+    let host = automations::notify::host();
+    assert!(
+        data.contains(&format!("Subject: automations: a test from {host}")),
+        "{data}"
+    );
+    assert!(
+        data.contains(&format!("A test from automations on {host} at ")),
+        "{data}"
+    );
 
     // A wrong password: the server's refusal, in its words, and never the password.
     sb.env("AUTOMATIONS_SMTP_PASSWORD", "not-the-password");

@@ -32,6 +32,7 @@ mod runlog;
 mod runner;
 mod sandbox;
 mod secrets;
+mod signals;
 mod systemd;
 mod triggers;
 mod units;

@@ -281,6 +281,13 @@ fn the_documented_config_and_alert_rules_pass_promtool() {
         stdout(&out),
         stderr(&out)
     );
+    // One way to scrape (the other only as a comment): two would send every alert twice.
+    let config = std::fs::read_to_string(dir.join("prometheus.yml")).unwrap();
+    let jobs: Vec<&str> = config
+        .lines()
+        .filter(|l| l.trim_start().starts_with("- job_name:"))
+        .collect();
+    assert_eq!(jobs, ["  - job_name: node"], "{config}");
 }
 
 /// A definition of the textfile test: `name` runs `script`, and has a schedule.
@@ -338,7 +345,7 @@ fn every_firing_rewrites_the_textfile_whole_and_health_rewrites_it_all() {
                     text.starts_with("# HELP ") && text.ends_with("\"} 1\n"),
                     "a torn read:\n{text}"
                 );
-                assert_eq!(text.matches("# TYPE ").count(), 12, "{text}");
+                assert_eq!(text.matches("# TYPE ").count(), 14, "{text}");
                 reads += 1;
             }
             reads
@@ -596,6 +603,9 @@ fn a_real_prometheus_scrapes_the_dashboard_with_its_token_and_the_textfile() {
         r#"global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files:
+  - {rules}
 scrape_configs:
   - job_name: dashboard
     authorization:
@@ -613,6 +623,7 @@ scrape_configs:
         credentials = credentials.display(),
         port = dash.port,
         files = files.port,
+        rules = repo_root().join("docs/prometheus/rules.yml").display(),
     );
     let prom = Prometheus::start(&prometheus, &sb, &config);
     let targets = prom.targets(&["dashboard", "no-token", "textfile"]);
@@ -661,6 +672,50 @@ scrape_configs:
     let failed = prom
         .query("automations_runs_total{job=\"dashboard\",automation=\"sync\",outcome=\"failed\"}");
     assert_eq!(failed[0].1, 3.0);
+
+    // The shipped rules: sync's degraded verdict is an alert on its way (pending for its 15
+    // minutes), from each job; a snooze holds it back in the very next evaluation, and the
+    // snooze's end is a sample of its own.
+    let pending = || -> Vec<String> {
+        prom.query("ALERTS{alertname=\"AutomationDegraded\"}")
+            .into_iter()
+            .map(|(m, _)| {
+                format!(
+                    "{}/{}",
+                    m["automation"].as_str().unwrap(),
+                    m["job"].as_str().unwrap()
+                )
+            })
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect()
+    };
+    wait_for("sync's alert to be pending", || pending().len() == 2);
+    assert_eq!(pending(), ["sync/dashboard", "sync/textfile"]);
+    let out = sb.run([
+        "snooze",
+        "sync",
+        "2h",
+        "--reason",
+        "known: the mirror is down",
+    ]);
+    assert_code(&out, 0);
+    wait_for("the snooze to hold the alert back", || pending().is_empty());
+    let until = prom.query("automations_snoozed_until_timestamp_seconds{automation=\"sync\"}");
+    assert_eq!(until.len(), 2, "{until:?}");
+    let now = chrono::Utc::now().timestamp() as f64;
+    assert!(
+        until
+            .iter()
+            .all(|(_, v)| *v > now + 7000.0 && *v <= now + 7200.0),
+        "{until:?}"
+    );
+    // Its verdict is its own still: snoozing holds the news, not the truth.
+    assert_eq!(
+        prom.query("automations_verdict{automation=\"sync\",verdict=\"degraded\"} == 1")
+            .len(),
+        2
+    );
     drop(prom);
 
     // By hand: no token, a wrong one, the page's cookie instead, a wrong Host.
