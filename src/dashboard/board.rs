@@ -182,7 +182,7 @@ impl Board {
         let mut cards: Vec<Card> = subjects
             .iter()
             .zip(verdicts)
-            .filter(|(subject, _)| !subject.retired())
+            .filter(|(subject, verdict)| !subject.retired(verdict))
             .map(|(subject, verdict)| card_of(settings, &snapshot, subject, verdict, day_ago, now))
             .collect();
         // Degraded first, then unknown, paused and healthy; then by name.

@@ -87,11 +87,15 @@ pub struct Subject {
 }
 
 impl Subject {
-    /// A name only the log still knows: its definition was deleted (not left invalid) and no unit
-    /// of it is installed here. The board and the metrics leave it out: nothing of it will run
-    /// again, and `runs NAME` still shows its history.
-    pub fn retired(&self) -> bool {
-        self.definition.is_none() && !self.invalid && self.installed_at.is_none()
+    /// A name only the log still knows: its definition was deleted (not left invalid), no unit of
+    /// it is installed here, and none still fires and fails (`verdict` is not degraded). The board
+    /// and the metrics leave it out: nothing of it will run again, and `runs NAME` still shows its
+    /// history.
+    pub fn retired(&self, verdict: &Verdict) -> bool {
+        self.definition.is_none()
+            && !self.invalid
+            && self.installed_at.is_none()
+            && verdict.verdict != State::Degraded
     }
 }
 

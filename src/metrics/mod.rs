@@ -201,7 +201,8 @@ pub fn collect(
     // Each worker keeps only the samples: the verdict and the subject are dropped where made.
     let all = health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
-        (!subject.retired()).then(|| Samples::of(&row(&subject, &verdict, tally, &now), m, format))
+        (!subject.retired(&verdict))
+            .then(|| Samples::of(&row(&subject, &verdict, tally, &now), m, format))
     })?;
     Ok(all.into_iter().flatten().collect())
 }
@@ -235,7 +236,7 @@ pub fn collect_with_verdicts(
     let all = health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
         let row = row(&subject, &verdict, tally, &now);
-        (!subject.retired()).then(|| (Samples::of(&row, m, format), verdict))
+        (!subject.retired(&verdict)).then(|| (Samples::of(&row, m, format), verdict))
     })?;
     Ok(all.into_iter().flatten().collect())
 }
