@@ -169,8 +169,9 @@ pub enum Command {
     /// automations_last_success_timestamp_seconds, automations_last_run_duration_seconds,
     /// automations_next_run_timestamp_seconds, automations_stale_after_seconds,
     /// automations_runs_total{outcome},
-    /// automations_verdict{verdict}, automations_paused, automations_healthchecks_ping_failures,
-    /// automations_stop_all, automations_info. Never a run's output. For node_exporter's textfile
+    /// automations_verdict{verdict}, automations_paused,
+    /// automations_snoozed_until_timestamp_seconds, automations_installed_timestamp_seconds,
+    /// automations_healthchecks_ping_failures, automations_stop_all, automations_info. Never a run's output. For node_exporter's textfile
     /// collector, name the file in <data root>/metrics.toml (`textfile = "/path/automations.prom"`):
     /// every firing and every `health` rewrite it. The dashboard serves the same at /metrics
     /// (docs/metrics.md).
@@ -181,6 +182,25 @@ pub enum Command {
         /// Prometheus text format.
         #[arg(long)]
         openmetrics: bool,
+    },
+
+    /// What fires in the hours ahead: one row per automation, each firing of its installed
+    /// schedule at the minute it starts (its slot, later by its jitter), and the busiest minutes,
+    /// where firings pile up.
+    ///
+    /// Times are this machine's. A paused or uninstalled automation fires nothing; an interval
+    /// of awake time has only its next firing (sleep moves it). The dashboard draws the same,
+    /// beside the last 24 hours (docs/dashboard.md).
+    ///
+    /// Example: automations timeline --hours 12
+    Timeline {
+        /// How many hours ahead, 1 to 168.
+        #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::timeline::MAX_HOURS)))]
+        hours: u32,
+        /// Print {"version": 1, "from", "to", "hours", "automations": [{name, state, firings:
+        /// [{at, slot}], ...}], "busiest": [{minute, firings}]} instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 
     /// Pause an automation: its firings are skipped until `resume`.

@@ -67,6 +67,7 @@ pub mod service;
 pub mod settings;
 pub mod state;
 pub mod text;
+pub mod timeline;
 pub mod units;
 pub mod views;
 

@@ -19,6 +19,7 @@ mod notify;
 mod runs;
 mod secrets;
 mod switches;
+mod timeline;
 
 use anyhow::Context;
 use clap::CommandFactory;
@@ -81,6 +82,7 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         Command::Secret(c) => secrets::secret(s, c),
         Command::Health { name, json } => health::health_cmd(s, name.as_ref(), json),
         Command::Metrics { openmetrics } => metrics::metrics(s, openmetrics),
+        Command::Timeline { hours, json } => timeline::timeline(s, hours, json),
         Command::Validate => definitions::validate(s),
         Command::List { json } => definitions::list(s, json),
         Command::Run { name, unit, .. } if unit => runs::run_unit(s, &name),
