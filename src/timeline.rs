@@ -259,25 +259,7 @@ where
                 .collect(),
             _ => " ".repeat(COLUMNS),
         };
-        let said = match &r.ahead {
-            Ahead::Scheduled {
-                firings,
-                jitter_seconds,
-            } if !firings.is_empty() && firings.len() <= 4 => {
-                let times: Vec<String> = firings
-                    .iter()
-                    .map(|f| local(f.at).format("%H:%M").to_string())
-                    .collect();
-                let jitter = if *jitter_seconds > 0 {
-                    format!(" (each up to {jitter_seconds} s after its slot)")
-                } else {
-                    String::new()
-                };
-                times.join(", ") + &jitter
-            }
-            Ahead::Scheduled { firings, .. } if !firings.is_empty() => r.schedule_words.clone(),
-            other => other.words(),
-        };
+        let said = row_words(r, tz);
         let count = match &r.ahead {
             Ahead::Scheduled { .. } => firings.len().to_string(),
             _ => "-".into(),
@@ -303,10 +285,36 @@ where
     out
 }
 
+/// What a row of [`table`] says after its columns: its firings' times when there are at most
+/// four, else its schedule in words, or why nothing fires.
+fn row_words<Tz: TimeZone>(r: &Row, tz: &Tz) -> String
+where
+    Tz::Offset: std::fmt::Display,
+{
+    match &r.ahead {
+        Ahead::Scheduled {
+            firings,
+            jitter_seconds,
+        } if !firings.is_empty() && firings.len() <= 4 => {
+            let times: Vec<String> = firings
+                .iter()
+                .map(|f| f.at.with_timezone(tz).format("%H:%M").to_string())
+                .collect();
+            let jitter = if *jitter_seconds > 0 {
+                format!(" (each up to {jitter_seconds} s after its slot)")
+            } else {
+                String::new()
+            };
+            times.join(", ") + &jitter
+        }
+        Ahead::Scheduled { firings, .. } if !firings.is_empty() => r.schedule_words.clone(),
+        other => other.words(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone as _;
 
     fn def(text: &str) -> crate::definition::Definition {
         let checks = crate::definition::Checks {

@@ -45,6 +45,8 @@ pub struct Card {
     /// Its pause, as health read it.
     pub paused: Option<crate::state::Pause>,
     pub snoozed: Option<crate::state::Snooze>,
+    /// What its installed schedule fires in the next 24 hours (the timeline's right half).
+    pub ahead: crate::timeline::Ahead,
 }
 
 /// Where a row goes and which count it adds to: what needs a look first.
@@ -151,6 +153,9 @@ pub struct Mark {
     /// When, exactly (the minute above is for drawing).
     #[serde(skip)]
     pub at: DateTime<Utc>,
+    /// Its run (none for a skip): what a click on it opens.
+    #[serde(skip)]
+    pub run: Option<String>,
 }
 
 impl Board {
@@ -187,6 +192,9 @@ impl Board {
             .collect();
         // Degraded first, then unknown, paused and healthy; then by name.
         cards.sort_by(|a, b| a.category().cmp(&b.category()).then(a.name.cmp(&b.name)));
+        for card in &mut cards {
+            card.ahead = ahead_of(card, &loaded.definitions, &installs, now);
+        }
         Ok(Board {
             stopped,
             problems,
@@ -252,6 +260,31 @@ impl Board {
     }
 }
 
+/// What `card`'s installed schedule fires in the next 24 hours, in this machine's time.
+fn ahead_of(
+    card: &Card,
+    definitions: &[Definition],
+    installs: &std::collections::BTreeMap<crate::names::Name, crate::state::Installed>,
+    now: DateTime<Utc>,
+) -> crate::timeline::Ahead {
+    let def = definitions.iter().find(|d| d.name.as_str() == card.name);
+    let subject = crate::timeline::Subject {
+        name: &card.name,
+        installed: def
+            .and_then(|d| installs.get(&d.name))
+            .and_then(|i| i.schedule.as_ref()),
+        scheduled: def.is_some_and(|d| d.schedule.is_some()),
+        jitter_seconds: def.map_or(0, |d| d.jitter_seconds),
+        paused: card.paused.is_some(),
+        last_start: card
+            .recent
+            .iter()
+            .find(|r| r.run.is_some())
+            .and_then(|r| crate::runlog::parse_stamp(&r.at)),
+    };
+    crate::timeline::ahead(&subject, &chrono::Local, now, 24)
+}
+
 /// One automation's card: its last ten runs (and back 24 hours for the strip), its newest finished
 /// run, and the daily slots of the 24 hours no run followed.
 fn card_of(
@@ -275,6 +308,7 @@ fn card_of(
                 status: run.status,
                 scheduled: run.trigger == crate::runlog::Trigger::Schedule,
                 at: t,
+                run: run.run.clone(),
             });
         }
         if latest.is_none() && run.finished.is_some() {
@@ -306,6 +340,7 @@ fn card_of(
         installed: subject.installed_at.is_some(),
         paused: subject.paused.clone(),
         snoozed: subject.snoozed.clone(),
+        ahead: crate::timeline::Ahead::Unscheduled,
     }
 }
 
@@ -368,6 +403,7 @@ mod tests {
             status: Status::Ok,
             scheduled,
             at,
+            run: None,
         }
     }
 

@@ -12,13 +12,15 @@
 //!   needs an Origin of exactly those (cross-site requests).
 //! - `Content-Security-Policy: default-src 'self'` with no inline script or style, so markup in
 //!   a run's output could not run even if it were not escaped (it is: maud escapes every value, the
-//!   script only ever sets `textContent`). No caching, no referrer (the first URL holds the token).
+//!   script sets `textContent`, and the one markup it parses — an open row's pictures — is the
+//!   server's own, escaped by maud). No caching, no referrer (the first URL holds the token).
 //!
 //! Actions go through the same functions as the command line (`control`, and the runner started
 //! in the background with `--trigger dashboard`), so they are checked and recorded the same way.
 
 pub mod board;
 mod page;
+mod pictures;
 mod server;
 
 use std::io::Read;
@@ -293,6 +295,9 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
             Err(e) => json(500, &serde_json::json!({"error": format!("{e:#}")})),
         },
         (Method::GET, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
+        (Method::GET, p) if p.starts_with("/api/pictures/") => {
+            pictures_api(ctx, &p["/api/pictures/".len()..])
+        }
         (Method::POST, p) => {
             // Cross-site writes: the Origin must be this very page.
             let origins = hosts.map(|h| format!("http://{h}"));
@@ -302,6 +307,22 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
             action(ctx, p, &String::from_utf8_lossy(request.body()))
         }
         _ => text(404, "not found\n"),
+    }
+}
+
+/// `GET /api/pictures/NAME`: the duration trend and calendar strip of one automation, as the HTML
+/// an open row shows (server-rendered SVG; maud escapes every value).
+fn pictures_api(ctx: &Ctx, name: &str) -> Reply {
+    let Ok(name) = Name::new(name) else {
+        return text(404, "no such automation\n");
+    };
+    match pictures::History::read(&ctx.settings, &name) {
+        Ok(h) => reply(
+            200,
+            "text/html; charset=utf-8",
+            pictures::fragment(&h).into_string(),
+        ),
+        Err(e) => text(500, &format!("cannot read the runs: {e:#}\n")),
     }
 }
 

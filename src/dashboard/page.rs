@@ -62,6 +62,7 @@ pub fn page(settings: &Settings, b: &Board) -> Markup {
                         }
                     }
                 }
+                (super::pictures::timeline(b))
                 main {
                     @if b.cards.is_empty() {
                         p.empty { "No automations: add a definition to automations/ (docs/definitions.md)." }
@@ -98,7 +99,7 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
     let def = b.definition(&c.name);
     let last = c.recent.iter().find(|r| r.run.is_some());
     html! {
-        article class=(row_class(c)) data-name=(c.name) data-category=(c.category().as_str()) {
+        article id={ "a-" (c.name) } class=(row_class(c)) data-name=(c.name) data-category=(c.category().as_str()) {
             details {
                 summary {
                     span.mark aria-hidden="true" {}
@@ -125,6 +126,7 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
                         dd data-field="last" { (last_run(last)) }
                     }
                     (strip(c))
+                    div.pictures data-field="pictures" aria-live="polite" {}
                     details.latest {
                         summary { "Latest result" }
                         div data-field="latest" { (latest(c.latest.as_ref())) }

@@ -1040,8 +1040,14 @@ fn the_token_stays_off_command_lines_and_out_of_the_cookie() {
 
 /// Fifty automations in every state .
 pub(crate) fn fifty() -> Sandbox {
+    fifty_with(|_| {})
+}
+
+/// [`fifty`], with `history` written to the log before any of their runs.
+fn fifty_with(history: impl FnOnce(&Sandbox)) -> Sandbox {
     let mut sb = Sandbox::new();
     std::fs::create_dir_all(&sb.data).unwrap();
+    history(&sb);
     for i in 1..=8 {
         sb.shell_definition(&format!("fail-{i:02}"), "echo broken pipe >&2; exit 1", "");
         for _ in 0..3 {
@@ -1508,4 +1514,295 @@ fn the_token_is_printed_on_a_terminal_only() {
         line.starts_with("dashboard: http://127.0.0.1:") && line.contains("/?token="),
         "{line:?}"
     );
+}
+
+/// Appends a scheduled run of `name` that started at `at`, took `ms` and ended `ok` or failed,
+/// through the log's own writer (the chain stays whole): history from days ago, without waiting
+/// for it.
+fn past_run(sb: &Sandbox, name: &str, at: chrono::DateTime<chrono::Utc>, ms: u64, ok: bool) {
+    use automations::runlog::{Record, RunLog, stamp};
+    let log = RunLog::new(&sb.data);
+    let run = format!("{}-{:06x}", at.format("%Y%m%dT%H%M%S%.3fZ"), ms);
+    let clock = serde_json::json!({"boot": "past", "awake_ms": 1, "total_ms": 1});
+    let end = at + chrono::Duration::milliseconds(ms as i64);
+    let record = |v: serde_json::Value| -> Record { serde_json::from_value(v).unwrap() };
+    let started = record(serde_json::json!({
+        "v": 1, "event": "started", "run": run, "trigger": "schedule", "pid": 1,
+        "definition": null, "clock": clock, "name": name, "at": stamp(at), "prev": "",
+    }));
+    log.append(name, started.event, at).unwrap();
+    let finished = record(serde_json::json!({
+        "v": 1, "event": "finished", "run": run, "outcome": if ok { "ok" } else { "failed" },
+        "exit_code": if ok { 0 } else { 1 }, "signal": null, "duration_ms": ms,
+        "error": if ok { serde_json::Value::Null } else { serde_json::json!({"class": "exit_status", "detail": "exit status 1"}) },
+        "stdout_tail": "", "stderr_tail": if ok { "" } else { "disk full\n" },
+        "dropped": {"stdout": 0, "stderr": 0}, "facts": {}, "headline": null, "http": null,
+        "leftover_processes": 0, "clock": clock, "trigger": "schedule", "started_at": stamp(at),
+        "name": name, "at": stamp(end), "prev": "",
+    }));
+    log.append(name, finished.event, end).unwrap();
+}
+
+/// The fifty, in time: eight nights at 03:00 that pile up, one with a 30-minute jitter, one every
+/// ten minutes, and `report` (ok-11) with 100 runs over 30 days — about 20 s each, one slow, a few
+/// failed — before its last run today, which took a moment (too short).
+fn fifty_in_time() -> Sandbox {
+    let now = chrono::Utc::now();
+    let sb = fifty_with(|sb| {
+        for i in 0..100i64 {
+            let at = now - chrono::Duration::hours(7 * (100 - i)) - chrono::Duration::minutes(5);
+            let ms = match i {
+                60 => 80_000,
+                _ => 18_000 + (i as u64 % 5) * 1_000,
+            };
+            past_run(sb, "ok-11", at, ms, !matches!(i, 40 | 41 | 77 | 90));
+        }
+        // The last night's 03:00, for the nights' runs in the last 24 hours.
+        let today3 = chrono::Local::now()
+            .date_naive()
+            .and_hms_opt(3, 0, 0)
+            .unwrap()
+            .and_local_timezone(chrono::Local)
+            .earliest()
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let night = if today3 < now {
+            today3
+        } else {
+            today3 - chrono::Duration::days(1)
+        };
+        for n in 1..=8 {
+            past_run(sb, &format!("ok-{n:02}"), night, 40_000 + n * 3_000, n != 5);
+        }
+    });
+    for n in 1..=8 {
+        let name = format!("ok-{n:02}");
+        sb.shell_definition(&name, "echo fine", "[schedule]\ndaily_at = \"03:00\"\n");
+        sb.install_record(&name, now - chrono::Duration::days(3));
+    }
+    sb.shell_definition(
+        "ok-09",
+        "echo fine",
+        "[schedule]\ndaily_at = [\"09:30\", \"21:30\"]\njitter_seconds = 1800\n",
+    );
+    sb.install_record("ok-09", now - chrono::Duration::days(3));
+    sb.shell_definition("ok-10", "echo fine", "[schedule]\nevery_minutes = 10\n");
+    sb.install_record("ok-10", now - chrono::Duration::days(3));
+    sb.shell_definition("ok-11", "echo fine", "[schedule]\ndaily_at = \"12:00\"\n");
+    sb.install_record("ok-11", now - chrono::Duration::days(31));
+    sb
+}
+
+/// Every mark of the pictures that has no text equivalent (an `aria-label` of its own or of the
+/// link around it), by class.
+const UNLABELLED: &str = r#"
+return [...document.querySelectorAll('.bar, .tl-mark, .tl-next, .tl-dense, .tr-ok, .tr-failed, .cal')]
+  .filter((e) => !(e.getAttribute('aria-label') || (e.closest('a') && e.closest('a').getAttribute('aria-label'))))
+  .map((e) => e.getAttribute('class'));
+"#;
+
+/// A 390×844 page (a phone's width), not window.
+fn phone(c: &Client) {
+    let frame = c
+        .execute("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];", vec![])
+        .unwrap();
+    c.set_window_size(
+        390 + frame[0].as_u64().unwrap() as u32,
+        844 + frame[1].as_u64().unwrap() as u32,
+    )
+    .unwrap();
+}
+
+fn shot_at(c: &Client, file: &str, size: (u32, u32)) {
+    let png = c.screenshot().unwrap();
+    assert_eq!(png_size(&png), size);
+    let out = repo_root().join("target").join(file);
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    std::fs::write(&out, png).unwrap();
+}
+
+/// The questions people ask with their eyes — what runs at 03:00, is report getting slower,
+/// which days failed — had only tables for answers. Now: a timeline of the last and next 24 hours
+/// (the busiest minutes at a glance, `automations timeline`'s own), a click on a past mark opens
+/// that run, an open row draws its duration trend with health's thresholds and its last 30 days;
+/// every mark has words; light and dark, 1280×800 and a phone's 390×844.
+#[test]
+#[ignore = "a real component: chromium and chromedriver"]
+fn pictures_of_time_for_fifty_automations() {
+    let Some(driver) = Driver::start("pictures_of_time_for_fifty_automations") else {
+        return;
+    };
+    let sb = fifty_in_time();
+    let cli: serde_json::Value =
+        serde_json::from_slice(&sb.run(["timeline", "--json"]).stdout).unwrap();
+    let first = &cli["busiest"][0];
+    let minute = automations::runlog::parse_stamp(first["minute"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Local)
+        .format("%H:%M")
+        .to_string();
+    assert_eq!(minute, "03:00", "{cli}");
+    let busiest = format!("03:00 ({} firings)", first["firings"]);
+    assert!(first["firings"].as_u64().unwrap() >= 8, "{cli}");
+    let dash = Dashboard::start(&sb);
+    for (profile, extra, size) in [
+        ("light", &[][..], (1280, 800)),
+        ("dark", &["--force-dark-mode"][..], (1280, 800)),
+        ("phone", &[][..], (390, 844)),
+        ("phone-dark", &["--force-dark-mode"][..], (390, 844)),
+    ] {
+        let c = driver.session_with(&sb.path(profile), extra);
+        if size.0 == 390 {
+            phone(&c);
+        }
+        c.goto(&dash.url).unwrap();
+        wait_for_rows(&c);
+        let said = c.find(Locator::Css(".busiest")).unwrap().text().unwrap();
+        assert!(
+            said.contains(&busiest),
+            "{profile}: {said} (want {busiest})"
+        );
+        // The timeline, opened: a line per automation, each labelled in words.
+        js(
+            &c,
+            "document.querySelector('details.tl-rows').open = true; return null;",
+        );
+        let lines = js(
+            &c,
+            "return [...document.querySelectorAll('.tl-row svg')].map((s) => s.getAttribute('aria-label'));",
+        );
+        let lines: Vec<String> = serde_json::from_value(lines).unwrap();
+        assert_eq!(lines.len(), 50, "{profile}");
+        let of = |name: &str| {
+            lines
+                .iter()
+                .find(|l| l.starts_with(&format!("{name}: ")))
+                .unwrap_or_else(|| panic!("{name} in {lines:?}"))
+                .clone()
+        };
+        assert!(
+            of("ok-01").ends_with("next 24 hours: 03:00"),
+            "{}",
+            of("ok-01")
+        );
+        assert!(
+            of("ok-05").contains("2 run(s) in the last 24 hours (1 ok, 1 failed)"),
+            "{}",
+            of("ok-05")
+        );
+        assert!(
+            of("hold-01").ends_with("next 24 hours: by hand or on events"),
+            "{}",
+            of("hold-01")
+        );
+        let count = |sel: &str| {
+            js(
+                &c,
+                &format!("return document.querySelectorAll(\"{sel}\").length;"),
+            )
+            .as_u64()
+            .unwrap()
+        };
+        assert_eq!(count(".tl-row[data-tl='ok-09'] .tl-jitter"), 2, "{profile}");
+        assert_eq!(count(".tl-row[data-tl='ok-10'] .tl-dense"), 1, "{profile}");
+        assert_eq!(count(".tl-row[data-tl='ok-01'] .tl-next"), 1, "{profile}");
+        assert_eq!(
+            js(&c, UNLABELLED),
+            serde_json::json!([]),
+            "{profile}: marks without words"
+        );
+        // Nothing wider than the page, at a phone's width too.
+        let wide = js(&c, "return document.documentElement.scrollWidth;")
+            .as_u64()
+            .unwrap();
+        assert!(wide <= u64::from(size.0), "{profile}: {wide} px wide");
+        js(&c, "window.scrollTo(0, 0); return null;");
+        shot_at(&c, &format!("dashboard-timeline-{profile}.png"), size);
+
+        // A past mark opens its run in its row.
+        let mark = c
+            .find(Locator::Css(
+                ".tl-row[data-tl='ok-05'] a[data-open-run]:has(rect.failed)",
+            ))
+            .unwrap();
+        c.execute(
+            "arguments[0].scrollIntoView({block: 'center'}); return null;",
+            vec![serde_json::to_value(&mark).unwrap()],
+        )
+        .unwrap();
+        mark.click().unwrap();
+        let detail = wait_text(
+            &c,
+            "ok-05",
+            "[data-field=run-detail]",
+            "the run opened from the timeline",
+            |t| t.contains("disk full"),
+        );
+        assert!(detail.contains("failed (exit_status)"), "{detail}");
+
+        // report's pictures, drawn when its row opens.
+        js(
+            &c,
+            "document.querySelector('details.tl-rows').open = false; return null;",
+        );
+        open_row(&c, "ok-11");
+        wait_text(&c, "ok-11", "[data-field=pictures]", "the pictures", |t| {
+            t.contains("too short below")
+        });
+        assert_eq!(
+            count("article[data-name='ok-11'] figure.trend [role=img]"),
+            100
+        );
+        assert_eq!(
+            count("article[data-name='ok-11'] figure.trend .tr-failed"),
+            4
+        );
+        assert_eq!(count("article[data-name='ok-11'] .tr-slow"), 1);
+        assert_eq!(count("article[data-name='ok-11'] .tr-short"), 1);
+        assert_eq!(count("article[data-name='ok-11'] .cal"), 30);
+        assert!(
+            count("article[data-name='ok-11'] .cal.failed")
+                + count("article[data-name='ok-11'] .cal.mixed")
+                >= 3
+        );
+        assert!(count("article[data-name='ok-11'] .cal.ok") >= 20);
+        let caption = text_of(&c, "ok-11", "figure.trend figcaption");
+        assert!(
+            caption.starts_with("Duration of the last 100 run(s) of ok-11, usually 2")
+                && caption.contains("; slow above 1 min; too short below 4.0 s")
+                && caption.ends_with("; 4 did not end ok"),
+            "{caption}"
+        );
+        assert_eq!(
+            js(&c, UNLABELLED),
+            serde_json::json!([]),
+            "{profile}: marks without words"
+        );
+        let v = c
+            .execute(
+                CONTRAST,
+                vec![serde_json::json!([
+                    ".busiest",
+                    ".tl-name",
+                    ".tl-labels span",
+                    "figcaption",
+                    ".tl-rows > summary",
+                    "body"
+                ])],
+            )
+            .unwrap();
+        assert_eq!(
+            v[1],
+            serde_json::json!([]),
+            "{profile}: contrast under 4.5:1"
+        );
+        c.execute(
+            "document.querySelector(\"article[data-name='ok-11']\").scrollIntoView(); window.scrollBy(0, -80); return null;",
+            vec![],
+        )
+        .unwrap();
+        shot_at(&c, &format!("dashboard-trend-{profile}.png"), size);
+        c.close().unwrap();
+    }
+    sb.assert_log_verifies();
 }

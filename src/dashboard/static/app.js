@@ -1,6 +1,7 @@
 // The dashboard's behaviour: refresh in place, filter, open any run, and the actions. Served from
 // /static/app.js (the Content-Security-Policy allows no inline script). Every value goes in as
-// textContent or a DOM node: a run's output is never parsed as markup.
+// textContent or a DOM node: a run's output is never parsed as markup. The one markup parsed is
+// an open row's pictures, which the server rendered with every value escaped.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -188,12 +189,42 @@ function output(f) {
 }
 
 // One run, any run: the same document as `automations show <id> --json`.
-async function openRun(button) {
-  const row = button.closest("article");
+function openRun(button) {
+  return openRunIn(button.closest("article"), button.dataset.run);
+}
+
+// A past mark of the timeline: its automation's row opens, with the run shown in it.
+function openFromTimeline(mark) {
+  const row = document.querySelector('article[data-name="' + CSS.escape(mark.dataset.of) + '"]');
+  if (!row) return;
+  row.hidden = false;
+  row.querySelector("details").open = true;
+  row.scrollIntoView({ block: "start" });
+  openRunIn(row, mark.dataset.openRun);
+}
+
+// The duration trend and the calendar strip of an opened row, drawn by the server (SVG, every
+// value escaped by it), fetched the first time the row opens.
+async function loadPictures(row) {
+  const box = field(row, "pictures");
+  if (!box || box.dataset.loaded) return;
+  box.dataset.loaded = "1";
+  try {
+    const r = await fetch("/api/pictures/" + encodeURIComponent(row.dataset.name), { credentials: "same-origin" });
+    if (!r.ok) throw new Error(r.status);
+    const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+    box.replaceChildren(...doc.body.childNodes);
+  } catch (e) {
+    delete box.dataset.loaded;
+    box.replaceChildren(el("p", "cannot draw its history: " + e.message));
+  }
+}
+
+async function openRunIn(row, id) {
   const box = field(row, "run-detail");
   try {
     // With the automation's name, the server reads only its lines (through its index).
-    const r = await fetch("/api/runs/" + encodeURIComponent(row.dataset.name) + "/" + encodeURIComponent(button.dataset.run),
+    const r = await fetch("/api/runs/" + encodeURIComponent(row.dataset.name) + "/" + encodeURIComponent(id),
       { credentials: "same-origin" });
     const doc = await r.json();
     if (!r.ok) throw new Error(doc.error || r.status);
@@ -349,11 +380,23 @@ document.addEventListener("click", (ev) => {
     applyFilter();
     return;
   }
+  const mark = ev.target.closest("[data-open-run]");
+  if (mark) {
+    ev.preventDefault();
+    openFromTimeline(mark);
+    return;
+  }
   const b = ev.target.closest("button[data-action]");
   if (!b) return;
   ev.preventDefault();
   act(b.dataset.action, b.closest("form"), b);
 });
+
+// `toggle` does not bubble: listened for on the way down.
+document.addEventListener("toggle", (ev) => {
+  const row = ev.target.parentElement && ev.target.parentElement.closest("article.row");
+  if (row && ev.target === row.querySelector("details") && ev.target.open) loadPictures(row);
+}, true);
 
 document.addEventListener("input", (ev) => {
   if (ev.target.matches('[data-field="filter"]')) applyFilter();

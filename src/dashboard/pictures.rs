@@ -1,0 +1,517 @@
+//! The dashboard's pictures of time (docs/dashboard.md), server-rendered SVG with no script of
+//! their own: the **timeline** of the last and the next 24 hours across every automation (on the
+//! page), and per automation its **duration trend** over the last 100 runs and a **calendar
+//! strip** of the last 30 days (fetched when its row opens: reading 100 runs of every automation
+//! for every page would cost the page what only an open row needs).
+//!
+//! Every mark has a text equivalent: its `<title>` (a tooltip) and an `aria-label`; each picture a
+//! label that says what it shows in words. Colours are the stylesheet's classes, light and dark.
+
+use chrono::{DateTime, Duration, Local, NaiveDate, Utc};
+use maud::{Markup, html};
+
+use super::board::{Board, Card};
+use crate::history::{RunView, Status};
+use crate::timeline::{self, Ahead};
+
+/// Minutes across the timeline: the last 24 hours, then the next 24.
+const SPAN: i64 = 48 * 60;
+/// The histogram's bars: one per half hour.
+const BARS: usize = 96;
+/// Runs the duration trend draws.
+pub const TREND_RUNS: usize = 100;
+/// Days the calendar strip shows.
+pub const CALENDAR_DAYS: i64 = 30;
+
+/// `03:00` in this machine's time.
+fn hm(t: DateTime<Utc>) -> String {
+    t.with_timezone(&Local).format("%H:%M").to_string()
+}
+
+/// `2026-12-06 03:00` in this machine's time.
+fn day_hm(t: DateTime<Utc>) -> String {
+    t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// `0.42 s`, `3.2 min`, `1.5 h`: a duration for a label.
+fn took(ms: u64) -> String {
+    crate::health::human_ms(ms)
+}
+
+/// The timeline: the busiest half hours at a glance, then one row per automation with its runs
+/// of the last 24 hours (each opens its run) and its firings of the next 24 (jitter as a band).
+pub fn timeline(b: &Board) -> Markup {
+    let now = b.now;
+    let from = now - Duration::hours(24);
+    let minute = |t: DateTime<Utc>| (t - from).num_minutes().clamp(0, SPAN - 1);
+    // Runs behind, firings ahead, per half hour.
+    let mut past = vec![0usize; BARS / 2];
+    for c in &b.cards {
+        for m in &c.strip.marks {
+            past[(m.minute as usize / 30).min(BARS / 2 - 1)] += 1;
+        }
+    }
+    let ahead = timeline::histogram(b.cards.iter().map(|c| &c.ahead), now, 24, BARS / 2);
+    let highest = past.iter().chain(&ahead).copied().max().unwrap_or(0).max(1);
+    let busiest = timeline::busiest(b.cards.iter().map(|c| &c.ahead), 3);
+    // The three busiest half hours ahead, marked as such.
+    let mut order: Vec<usize> = (0..ahead.len()).filter(|i| ahead[*i] >= 2).collect();
+    order.sort_by(|a, b| ahead[*b].cmp(&ahead[*a]).then(a.cmp(b)));
+    order.truncate(3);
+    let busy_words = if busiest.is_empty() {
+        "no two firings start in the same minute".to_owned()
+    } else {
+        busiest
+            .iter()
+            .map(|b| format!("{} ({} firings)", hm(b.minute), b.firings))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let labels: Vec<String> = (0..8)
+        .map(|k| {
+            let at = from + Duration::hours(6 * k);
+            if k == 4 {
+                format!("now {}", hm(at))
+            } else {
+                hm(at)
+            }
+        })
+        .collect();
+    html! {
+        section.timeline aria-labelledby="timeline-title" {
+            div.tl-head {
+                h2 #timeline-title { "Timeline" }
+                p.busiest data-field="busiest" { "Busiest minutes ahead: " (busy_words) }
+            }
+            div.tl-line {
+                span.tl-name { "all" }
+                svg.tl-bars viewBox={ "0 0 " (SPAN) " 30" } preserveAspectRatio="none" role="img"
+                    aria-label={ "Firings per half hour: " (bar_words(&past, &ahead)) } {
+                    @for (i, n) in past.iter().enumerate().filter(|(_, n)| **n > 0) {
+                        (bar(i, *n, highest, "past", &format!("{}–{}: {n} run(s)", hm(from + Duration::minutes(i as i64 * 30)), hm(from + Duration::minutes(i as i64 * 30 + 30)))))
+                    }
+                    @for (i, n) in ahead.iter().enumerate().filter(|(_, n)| **n > 0) {
+                        (bar(BARS / 2 + i, *n, highest, if order.contains(&i) { "ahead busy" } else { "ahead" },
+                            &format!("{}–{}: {n} firing(s)", hm(now + Duration::minutes(i as i64 * 30)), hm(now + Duration::minutes(i as i64 * 30 + 30)))))
+                    }
+                    rect.tl-now x=(SPAN / 2 - 1) y="0" width="2" height="30" {}
+                }
+            }
+            div.tl-line.tl-axis aria-hidden="true" {
+                span.tl-name {}
+                span.tl-labels { @for l in &labels { span { (l) } } }
+            }
+            details.tl-rows {
+                summary { "Per automation (" (b.cards.len()) ") · the last 24 hours and the next 24, in this machine's time" }
+                @for c in &b.cards { (row(c, &minute)) }
+            }
+        }
+    }
+}
+
+/// One bar of the histogram: half hour `i` of the 96, `n` of at most `highest`.
+fn bar(i: usize, n: usize, highest: usize, class: &str, words: &str) -> Markup {
+    // By the square root: a half hour of 3 still shows beside one of 50 (its title has the count).
+    let h = ((n as f64 / highest as f64).sqrt() * 28.0).ceil().max(2.0) as i64;
+    html! {
+        rect class={ "bar " (class) } x=(i * 30 + 2) y=(30 - h) width="26" height=(h) role="img" aria-label=(words) { title { (words) } }
+    }
+}
+
+/// "12 runs in the last 24 hours, 40 firings in the next 24": the histogram in words.
+fn bar_words(past: &[usize], ahead: &[usize]) -> String {
+    format!(
+        "{} run(s) in the last 24 hours, {} firing(s) in the next 24",
+        past.iter().sum::<usize>(),
+        ahead.iter().sum::<usize>()
+    )
+}
+
+/// One automation's line of the timeline.
+fn row(c: &Card, minute: &dyn Fn(DateTime<Utc>) -> i64) -> Markup {
+    let firings = c.ahead.firings();
+    let dense = c.ahead.dense(24);
+    let jitter_minutes = match &c.ahead {
+        Ahead::Scheduled { jitter_seconds, .. } => f64::from(*jitter_seconds) / 60.0,
+        _ => 0.0,
+    };
+    let label = row_words(c);
+    html! {
+        div.tl-line.tl-row data-tl=(c.name) {
+            a.tl-name href={ "#a-" (c.name) } title=(label) { (c.name) }
+            svg.tl viewBox={ "0 0 " (SPAN) " 14" } preserveAspectRatio="none" role="group" aria-label=(label) {
+                rect.tl-axis x="0" y="6" width=(SPAN) height="2" {}
+                @for m in &c.strip.marks {
+                    @let words = format!("{} · {}", day_hm(m.at), m.status.as_str());
+                    @match &m.run {
+                        Some(run) => a href={ "#a-" (c.name) } data-open-run=(run) data-of=(c.name) aria-label={ "open the run of " (words) } {
+                            rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" { title { (words) " (open it)" } }
+                        },
+                        None => rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" role="img" aria-label=(words) { title { (words) } },
+                    }
+                }
+                @if dense {
+                    @let (first, last) = (firings[0].at, firings[firings.len() - 1].at);
+                    @let words = format!("{} firings from {} to {}", firings.len(), hm(first), hm(last));
+                    rect.tl-dense x=(minute(first)) y="3" width=((last - first).num_minutes().max(1)) height="8" role="img" aria-label=(words) { title { (words) } }
+                } @else {
+                    @for f in firings {
+                        @let words = if jitter_minutes > 0.0 {
+                            format!("{} (slot {}, up to {:.0} min later)", day_hm(f.at), hm(f.slot), jitter_minutes)
+                        } else {
+                            format!("{} (next)", day_hm(f.at))
+                        };
+                        @if jitter_minutes > 0.0 {
+                            rect.tl-jitter x=(minute(f.slot)) y="2" width=(format!("{:.1}", jitter_minutes.max(2.0))) height="10" {}
+                        }
+                        rect.tl-next x=(minute(f.at)) y="1" width="12" height="12" role="img" aria-label=(words) { title { (words) } }
+                    }
+                }
+                rect.tl-now x=(SPAN / 2 - 1) y="0" width="2" height="14" {}
+            }
+        }
+    }
+}
+
+/// What a timeline row shows, in words: "backup: 3 runs in the last 24 hours (2 ok, 1 failed);
+/// next: 03:00, 15:00".
+fn row_words(c: &Card) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for m in &c.strip.marks {
+        let s = m.status.as_str();
+        match counts.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    let past = if counts.is_empty() {
+        "no runs in the last 24 hours".to_owned()
+    } else {
+        let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        format!(
+            "{} run(s) in the last 24 hours ({})",
+            c.strip.marks.len(),
+            parts.join(", ")
+        )
+    };
+    let firings = c.ahead.firings();
+    let next = match &c.ahead {
+        Ahead::Scheduled { .. } if !firings.is_empty() && firings.len() <= 6 => {
+            let times: Vec<String> = firings.iter().map(|f| hm(f.at)).collect();
+            format!("next 24 hours: {}", times.join(", "))
+        }
+        other => format!("next 24 hours: {}", other.words()),
+    };
+    format!("{}: {past}; {next}", c.name)
+}
+
+/// The runs and figures an open row draws: its last [`TREND_RUNS`] finished runs and every run of
+/// the last [`CALENDAR_DAYS`] days (newest first).
+pub struct History {
+    pub name: String,
+    pub runs: Vec<RunView>,
+    pub thresholds: crate::health::Thresholds,
+    /// Its definition's `expect_min_seconds`.
+    pub expect_min_seconds: Option<u32>,
+    pub today: NaiveDate,
+}
+
+impl History {
+    /// Reads `name`'s runs back as far as both pictures need.
+    pub fn read(
+        settings: &crate::settings::Settings,
+        name: &crate::names::Name,
+    ) -> anyhow::Result<Self> {
+        let snapshot =
+            crate::runlog::index::Index::new(&crate::runlog::RunLog::new(&settings.data_root))
+                .refresh()?;
+        let today = Local::now().date_naive();
+        let since = today - Duration::days(CALENDAR_DAYS - 1);
+        let mut runs = Vec::new();
+        let mut finished = 0;
+        for run in crate::history::runs_of(&snapshot, &settings.data_root, name.as_str()) {
+            let day =
+                crate::runlog::parse_stamp(&run.at).map(|t| t.with_timezone(&Local).date_naive());
+            let in_calendar = day.is_some_and(|d| d >= since);
+            if finished >= TREND_RUNS && !in_calendar {
+                break;
+            }
+            if run.duration_ms().is_some() {
+                finished += 1;
+            }
+            runs.push(run);
+        }
+        let thresholds = crate::health::thresholds::load(&settings.data_root)
+            .unwrap_or_default()
+            .of(name.as_str())
+            .clone();
+        let expect_min_seconds = crate::definition::load_one(
+            &settings.definitions_dir(),
+            name,
+            &crate::definition::Checks::of(settings),
+        )
+        .ok()
+        .and_then(|d| d.expect_min_seconds);
+        Ok(Self {
+            name: name.to_string(),
+            runs,
+            thresholds,
+            expect_min_seconds,
+            today,
+        })
+    }
+}
+
+/// The duration trend and the calendar strip of one automation (the fragment an open row loads).
+pub fn fragment(h: &History) -> Markup {
+    html! {
+        (trend(h))
+        (calendar(h))
+    }
+}
+
+/// The thresholds health applies to the next run: slow above, too short below (either may not
+/// apply yet: too few successes).
+pub struct Lines {
+    pub median_ms: Option<u64>,
+    pub slow_ms: Option<u64>,
+    pub short_ms: Option<u64>,
+}
+
+/// What health's slow and too-short rules compare the next run with, from `runs` (newest first).
+pub fn lines(h: &History) -> Lines {
+    let th = &h.thresholds;
+    let oks: Vec<u64> = h
+        .runs
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .filter_map(RunView::duration_ms)
+        .collect();
+    let median_of = |n: usize| {
+        let mut w: Vec<u64> = oks.iter().take(n).copied().collect();
+        w.sort_unstable();
+        (!w.is_empty()).then(|| w[w.len() / 2])
+    };
+    let median = median_of(th.window);
+    let slow = median
+        .filter(|_| oks.len().min(th.window) >= th.min_runs)
+        .map(|m| {
+            ((th.slow_factor * m.max(1) as f64) as u64).max(u64::from(th.slow_min_seconds) * 1000)
+        });
+    let usual = median_of(usize::MAX);
+    let short_rule = usual
+        .filter(|_| oks.len() >= th.short_min_successes)
+        .map(|m| (th.short_factor * m as f64) as u64);
+    let expected = h.expect_min_seconds.map(|s| u64::from(s) * 1000);
+    let short = match (short_rule, expected) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    Lines {
+        median_ms: median,
+        slow_ms: slow,
+        short_ms: short,
+    }
+}
+
+/// The last [`TREND_RUNS`] finished runs' durations, oldest left: successes a line of dots,
+/// failures a red square at their time, the slow and too-short thresholds drawn across.
+pub fn trend(h: &History) -> Markup {
+    let runs: Vec<&RunView> = h
+        .runs
+        .iter()
+        .filter(|r| r.duration_ms().is_some())
+        .take(TREND_RUNS)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let l = lines(h);
+    if runs.is_empty() {
+        return html! { p.picture-empty { "Duration trend: no run has finished yet." } };
+    }
+    let (w, top, bottom, left, right) = (600.0, 10.0, 130.0, 46.0, 590.0);
+    let highest = runs
+        .iter()
+        .filter_map(|r| r.duration_ms())
+        .chain(l.slow_ms)
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64
+        * 1.1;
+    let y = |ms: u64| bottom - (ms as f64 / highest) * (bottom - top);
+    let step = if runs.len() > 1 {
+        (right - left) / (runs.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let x = |i: usize| left + i as f64 * step;
+    let points: String = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.status == Status::Ok)
+        .filter_map(|(i, r)| Some(format!("{:.1},{:.1}", x(i), y(r.duration_ms()?))))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let failed = runs.iter().filter(|r| r.status != Status::Ok).count();
+    let mut summary = format!("Duration of the last {} run(s) of {}", runs.len(), h.name);
+    if let Some(m) = l.median_ms {
+        summary.push_str(&format!(", usually {}", took(m)));
+    }
+    if let Some(s) = l.slow_ms {
+        summary.push_str(&format!("; slow above {}", took(s)));
+    }
+    if let Some(s) = l.short_ms {
+        summary.push_str(&format!("; too short below {}", took(s)));
+    }
+    summary.push_str(&format!("; {failed} did not end ok"));
+    html! {
+        figure.picture.trend {
+            figcaption { (summary) }
+            svg viewBox={ "0 0 " (w) " 150" } role="group" aria-label=(summary) {
+                line.tr-axis x1=(left) y1=(bottom) x2=(right) y2=(bottom) {}
+                text.tr-label x=(left - 4.0) y=(top + 4.0) text-anchor="end" { (took(highest as u64)) }
+                text.tr-label x=(left - 4.0) y=(bottom) text-anchor="end" { "0" }
+                @if let Some(s) = l.slow_ms {
+                    line.tr-slow x1=(left) y1=(format!("{:.1}", y(s))) x2=(right) y2=(format!("{:.1}", y(s))) {}
+                    text.tr-label.tr-slow-label x=(right) y=(format!("{:.1}", y(s) - 3.0)) text-anchor="end" { "slow > " (took(s)) }
+                }
+                @if let Some(s) = l.short_ms {
+                    line.tr-short x1=(left) y1=(format!("{:.1}", y(s))) x2=(right) y2=(format!("{:.1}", y(s))) {}
+                    text.tr-label.tr-short-label x=(right) y=(format!("{:.1}", y(s) - 3.0)) text-anchor="end" { "too short < " (took(s)) }
+                }
+                @if !points.is_empty() { polyline.tr-line points=(points) {} }
+                @for (i, r) in runs.iter().enumerate() {
+                    @let d = r.duration_ms().unwrap_or(0);
+                    @let words = format!("{} · {} · {}", day_hm_of(r), r.status.as_str(), took(d));
+                    @if r.status == Status::Ok {
+                        circle.tr-ok cx=(format!("{:.1}", x(i))) cy=(format!("{:.1}", y(d))) r="3" role="img" aria-label=(words) { title { (words) } }
+                    } @else {
+                        rect class={ "tr-failed " (r.status.as_str()) } x=(format!("{:.1}", x(i) - 4.0)) y=(format!("{:.1}", y(d) - 4.0)) width="8" height="8" role="img" aria-label=(words) { title { (words) } }
+                    }
+                }
+                text.tr-label x=(left) y="146" { (runs.first().map(|r| day_hm_of(r)).unwrap_or_default()) }
+                text.tr-label x=(right) y="146" text-anchor="end" { (runs.last().map(|r| day_hm_of(r)).unwrap_or_default()) }
+            }
+        }
+    }
+}
+
+/// When a run started, in this machine's time.
+fn day_hm_of(r: &RunView) -> String {
+    crate::runlog::parse_stamp(&r.at).map_or_else(|| r.at.clone(), day_hm)
+}
+
+/// One day of the calendar strip.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Day {
+    pub ok: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    /// Its last run (not a skip) did not end ok.
+    pub last_failed: bool,
+}
+
+impl Day {
+    /// `none`, `ok`, `mixed` (failures, then ok), `failed` (ended failing), `skipped` (only
+    /// skips).
+    pub fn class(&self) -> &'static str {
+        match self {
+            Day {
+                ok: 0,
+                failed: 0,
+                skipped: 0,
+                ..
+            } => "none",
+            Day {
+                ok: 0, failed: 0, ..
+            } => "skipped",
+            Day { failed: 0, .. } => "ok",
+            Day {
+                last_failed: true, ..
+            } => "failed",
+            _ => "mixed",
+        }
+    }
+}
+
+/// The last [`CALENDAR_DAYS`] days of `h`, oldest first, by this machine's days.
+pub fn days(h: &History) -> Vec<(NaiveDate, Day)> {
+    let first = h.today - Duration::days(CALENDAR_DAYS - 1);
+    let mut out: Vec<(NaiveDate, Day)> = first
+        .iter_days()
+        .take(CALENDAR_DAYS as usize)
+        .map(|d| (d, Day::default()))
+        .collect();
+    // Newest first: the first real run met on a day is its last.
+    for r in &h.runs {
+        let Some(day) =
+            crate::runlog::parse_stamp(&r.at).map(|t| t.with_timezone(&Local).date_naive())
+        else {
+            continue;
+        };
+        let Some((_, d)) = out.iter_mut().find(|(x, _)| *x == day) else {
+            continue;
+        };
+        match r.status {
+            Status::Skipped => d.skipped += 1,
+            Status::Running => {}
+            Status::Ok => {
+                d.ok += 1;
+            }
+            _ => {
+                if d.ok == 0 && d.failed == 0 {
+                    d.last_failed = true;
+                }
+                d.failed += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A square a day for the last 30 days, coloured by the day's outcome.
+pub fn calendar(h: &History) -> Markup {
+    let days = days(h);
+    let bad = days.iter().filter(|(_, d)| d.failed > 0).count();
+    let summary = format!(
+        "Last {CALENDAR_DAYS} days of {}: {} day(s) with a failure, {} without a run",
+        h.name,
+        bad,
+        days.iter().filter(|(_, d)| d.class() == "none").count()
+    );
+    html! {
+        figure.picture.calendar {
+            figcaption { (summary) }
+            svg viewBox={ "0 0 " (CALENDAR_DAYS * 16) " 16" } role="group" aria-label=(summary) {
+                @for (i, (date, d)) in days.iter().enumerate() {
+                    @let words = day_words(*date, d);
+                    rect class={ "cal " (d.class()) } x=(i * 16 + 1) y="1" width="14" height="14" rx="2" role="img" aria-label=(words) { title { (words) } }
+                }
+            }
+            p.cal-ends aria-hidden="true" {
+                span { (days.first().map(|(d, _)| d.format("%b %-d").to_string()).unwrap_or_default()) }
+                span { "today" }
+            }
+        }
+    }
+}
+
+/// "2026-12-01: 3 runs, 1 failed", "2026-12-02: no runs".
+fn day_words(date: NaiveDate, d: &Day) -> String {
+    let runs = d.ok + d.failed;
+    let mut words = match runs {
+        0 => format!("{date}: no runs"),
+        n => format!("{date}: {n} run(s)"),
+    };
+    if d.failed > 0 {
+        words.push_str(&format!(", {} failed", d.failed));
+        if !d.last_failed {
+            words.push_str(", ended ok");
+        }
+    }
+    if d.skipped > 0 {
+        words.push_str(&format!(", {} skipped", d.skipped));
+    }
+    words
+}
