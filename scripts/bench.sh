@@ -259,7 +259,24 @@ for k in range(n):
     name = "job-%02d" % (k + 1)
     open(f"{d}/{name}.toml", "w").write(f'name = "{name}"\ncommand = ["/bin/true"]\n[schedule]\nevery_minutes = 60\n')
 PY
-    python3 "$(dirname "$0")/synth_log.py" $((n * 300)) "$work/scale-d-$n" "$n"
+    # Their last 24 hours of hourly runs end now, and each is installed (an install record of
+    # the definition as it is, as `install` writes one): the dashboard's timeline draws 24 runs
+    # behind and 24 firings ahead on every line.
+    python3 "$(dirname "$0")/synth_log.py" $((n * 300)) "$work/scale-d-$n" "$n" recent
+    python3 - "$sroot" "$work/scale-d-$n" "$n" <<'PY'
+import datetime, hashlib, json, os, sys
+root, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(f"{data}/state/installed", mode=0o700, exist_ok=True)
+at = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=30)).isoformat()
+for k in range(n):
+    name = "job-%02d" % (k + 1)
+    sha = hashlib.sha256(open(f"{root}/automations/{name}.toml", "rb").read()).hexdigest()
+    record = {"label": f"local.automations.{name}", "target": "systemd", "files": {},
+              "definition": sha, "bin": "/usr/local/bin/automations", "root": root, "data_root": data,
+              "installed_at": at, "pinned": True}
+    with open(f"{data}/state/installed/{name}.json", "w") as f:
+        json.dump(record, f)
+PY
     "$BIN" --root "$sroot" --data-root "$work/scale-d-$n" list >/dev/null
     read -r spid surl < <(dash "$work/scale-d-$n" "$sroot")
     pids+=("$spid")

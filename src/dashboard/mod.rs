@@ -295,6 +295,14 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
             Err(e) => json(500, &serde_json::json!({"error": format!("{e:#}")})),
         },
         (Method::GET, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
+        (Method::GET, "/api/timeline") => match Board::gather(&ctx.settings) {
+            Ok(b) => reply(
+                200,
+                "text/html; charset=utf-8",
+                pictures::timeline_lines(&b).into_string(),
+            ),
+            Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
+        },
         (Method::GET, p) if p.starts_with("/api/pictures/") => {
             pictures_api(ctx, &p["/api/pictures/".len()..])
         }

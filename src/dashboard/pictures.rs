@@ -4,8 +4,9 @@
 //! strip** of the last 30 days (fetched when its row opens: reading 100 runs of every automation
 //! for every page would cost the page what only an open row needs).
 //!
-//! Every mark has a text equivalent: its `<title>` (a tooltip) and an `aria-label`; each picture a
-//! label that says what it shows in words. Colours are the stylesheet's classes, light and dark.
+//! Every mark has a text equivalent: its `<title>`, which is both its tooltip and the name a
+//! screen reader reads (a link's, for a mark that opens a run); each picture a label that says
+//! what it shows in words. Colours are the stylesheet's classes, light and dark.
 
 use chrono::{DateTime, Duration, Local, NaiveDate, Utc};
 use maud::{Markup, html};
@@ -43,7 +44,6 @@ fn took(ms: u64) -> String {
 pub fn timeline(b: &Board) -> Markup {
     let now = b.now;
     let from = now - Duration::hours(24);
-    let minute = |t: DateTime<Utc>| (t - from).num_minutes().clamp(0, SPAN - 1);
     // Runs behind, firings ahead, per half hour.
     let mut past = vec![0usize; BARS / 2];
     for c in &b.cards {
@@ -101,11 +101,23 @@ pub fn timeline(b: &Board) -> Markup {
                 span.tl-name {}
                 span.tl-labels { @for l in &labels { span { (l) } } }
             }
+            // The lines are fetched when this opens: a thousand automations' marks are megabytes
+            // that only a person who opens them needs.
             details.tl-rows {
                 summary { "Per automation (" (b.cards.len()) ") · the last 24 hours and the next 24, in this machine's time" }
-                @for c in &b.cards { (row(c, &minute)) }
+                div.tl-lines data-field="tl-lines" aria-live="polite" {}
             }
         }
+    }
+}
+
+/// The timeline's line per automation (what "Per automation" fetches when it opens), in the
+/// page's order.
+pub fn timeline_lines(b: &Board) -> Markup {
+    let from = b.now - Duration::hours(24);
+    let minute = |t: DateTime<Utc>| (t - from).num_minutes().clamp(0, SPAN - 1);
+    html! {
+        @for c in &b.cards { (row(c, &minute)) }
     }
 }
 
@@ -114,7 +126,7 @@ fn bar(i: usize, n: usize, highest: usize, class: &str, words: &str) -> Markup {
     // By the square root: a half hour of 3 still shows beside one of 50 (its title has the count).
     let h = ((n as f64 / highest as f64).sqrt() * 28.0).ceil().max(2.0) as i64;
     html! {
-        rect class={ "bar " (class) } x=(i * 30 + 2) y=(30 - h) width="26" height=(h) role="img" aria-label=(words) { title { (words) } }
+        rect class={ "bar " (class) } x=(i * 30 + 2) y=(30 - h) width="26" height=(h) role="img" { title { (words) } }
     }
 }
 
@@ -144,16 +156,17 @@ fn row(c: &Card, minute: &dyn Fn(DateTime<Utc>) -> i64) -> Markup {
                 @for m in &c.strip.marks {
                     @let words = format!("{} · {}", day_hm(m.at), m.status.as_str());
                     @match &m.run {
-                        Some(run) => a href={ "#a-" (c.name) } data-open-run=(run) data-of=(c.name) aria-label={ "open the run of " (words) } {
-                            rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" { title { (words) " (open it)" } }
+                        Some(run) => a href={ "#a-" (c.name) } data-open-run=(run) data-of=(c.name) {
+                            title { "open the run of " (words) }
+                            rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" {}
                         },
-                        None => rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" role="img" aria-label=(words) { title { (words) } },
+                        None => rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" role="img" { title { (words) } },
                     }
                 }
                 @if dense {
                     @let (first, last) = (firings[0].at, firings[firings.len() - 1].at);
                     @let words = format!("{} firings from {} to {}", firings.len(), hm(first), hm(last));
-                    rect.tl-dense x=(minute(first)) y="3" width=((last - first).num_minutes().max(1)) height="8" role="img" aria-label=(words) { title { (words) } }
+                    rect.tl-dense x=(minute(first)) y="3" width=((last - first).num_minutes().max(1)) height="8" role="img" { title { (words) } }
                 } @else {
                     @for f in firings {
                         @let words = if jitter_minutes > 0.0 {
@@ -164,7 +177,7 @@ fn row(c: &Card, minute: &dyn Fn(DateTime<Utc>) -> i64) -> Markup {
                         @if jitter_minutes > 0.0 {
                             rect.tl-jitter x=(minute(f.slot)) y="2" width=(format!("{:.1}", jitter_minutes.max(2.0))) height="10" {}
                         }
-                        rect.tl-next x=(minute(f.at)) y="1" width="12" height="12" role="img" aria-label=(words) { title { (words) } }
+                        rect.tl-next x=(minute(f.at)) y="1" width="12" height="12" role="img" { title { (words) } }
                     }
                 }
                 rect.tl-now x=(SPAN / 2 - 1) y="0" width="2" height="14" {}
@@ -385,9 +398,9 @@ pub fn trend(h: &History) -> Markup {
                     @let d = r.duration_ms().unwrap_or(0);
                     @let words = format!("{} · {} · {}", day_hm_of(r), r.status.as_str(), took(d));
                     @if r.status == Status::Ok {
-                        circle.tr-ok cx=(format!("{:.1}", x(i))) cy=(format!("{:.1}", y(d))) r="3" role="img" aria-label=(words) { title { (words) } }
+                        circle.tr-ok cx=(format!("{:.1}", x(i))) cy=(format!("{:.1}", y(d))) r="3" role="img" { title { (words) } }
                     } @else {
-                        rect class={ "tr-failed " (r.status.as_str()) } x=(format!("{:.1}", x(i) - 4.0)) y=(format!("{:.1}", y(d) - 4.0)) width="8" height="8" role="img" aria-label=(words) { title { (words) } }
+                        rect class={ "tr-failed " (r.status.as_str()) } x=(format!("{:.1}", x(i) - 4.0)) y=(format!("{:.1}", y(d) - 4.0)) width="8" height="8" role="img" { title { (words) } }
                     }
                 }
                 text.tr-label x=(left) y="146" { (runs.first().map(|r| day_hm_of(r)).unwrap_or_default()) }
@@ -486,7 +499,7 @@ pub fn calendar(h: &History) -> Markup {
             svg viewBox={ "0 0 " (CALENDAR_DAYS * 16) " 16" } role="group" aria-label=(summary) {
                 @for (i, (date, d)) in days.iter().enumerate() {
                     @let words = day_words(*date, d);
-                    rect class={ "cal " (d.class()) } x=(i * 16 + 1) y="1" width="14" height="14" rx="2" role="img" aria-label=(words) { title { (words) } }
+                    rect class={ "cal " (d.class()) } x=(i * 16 + 1) y="1" width="14" height="14" rx="2" role="img" { title { (words) } }
                 }
             }
             p.cal-ends aria-hidden="true" {

@@ -1593,11 +1593,12 @@ fn fifty_in_time() -> Sandbox {
     sb
 }
 
-/// Every mark of the pictures that has no text equivalent (an `aria-label` of its own or of the
-/// link around it), by class.
+/// Every mark of the pictures that has no text equivalent (a `<title>` of its own or of the link
+/// around it: the name a screen reader reads), by class.
 const UNLABELLED: &str = r#"
+const named = (e) => e && [...e.children].some((c) => c.tagName === 'title' && c.textContent.trim());
 return [...document.querySelectorAll('.bar, .tl-mark, .tl-next, .tl-dense, .tr-ok, .tr-failed, .cal')]
-  .filter((e) => !(e.getAttribute('aria-label') || (e.closest('a') && e.closest('a').getAttribute('aria-label'))))
+  .filter((e) => !(named(e) || named(e.closest('a'))))
   .map((e) => e.getAttribute('class'));
 "#;
 
@@ -1667,6 +1668,15 @@ fn pictures_of_time_for_fifty_automations() {
             &c,
             "document.querySelector('details.tl-rows').open = true; return null;",
         );
+        let until = Instant::now() + Duration::from_secs(20);
+        while js(&c, "return document.querySelectorAll('.tl-row').length;") != serde_json::json!(50)
+        {
+            assert!(
+                Instant::now() < until,
+                "{profile}: the timeline's lines never came"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let lines = js(
             &c,
             "return [...document.querySelectorAll('.tl-row svg')].map((s) => s.getAttribute('aria-label'));",

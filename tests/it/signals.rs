@@ -105,3 +105,107 @@ fn a_deleted_definition_leaves_the_board_and_the_metrics_and_keeps_its_history()
     let runs = stdout(&sb.run(["runs", "gone"]));
     assert!(runs.lines().count() >= 2, "{runs}");
 }
+
+/// `automations timeline`: what fires in the hours ahead, from the installed schedules, and
+/// where it piles up; a paused or uninstalled automation fires nothing and says so.
+#[test]
+fn the_timeline_says_what_fires_next_and_where_it_piles_up() {
+    let sb = Sandbox::new();
+    for name in ["backup", "nightly-db"] {
+        sb.shell_definition(name, "exit 0", "[schedule]\ndaily_at = \"03:00\"\n");
+        sb.install_record(name, chrono::Utc::now());
+    }
+    sb.shell_definition("offsite", "exit 0", "[schedule]\nevery_minutes = 60\n");
+    sb.install_record("offsite", chrono::Utc::now());
+    sb.shell_definition(
+        "report",
+        "exit 0",
+        "[schedule]\ndaily_at = [\"05:00\", \"17:00\"]\njitter_seconds = 1800\n",
+    );
+    sb.install_record("report", chrono::Utc::now());
+    sb.shell_definition("sync", "exit 0", "[schedule]\nevery_minutes = 15\n");
+    sb.install_record("sync", chrono::Utc::now());
+    assert_code(&sb.run(["pause", "sync", "--reason", "moving the NAS"]), 0);
+    sb.shell_definition("fresh", "exit 0", "[schedule]\nevery_minutes = 30\n");
+
+    let o = sb.run(["timeline", "--json"]);
+    assert_code(&o, 0);
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let of = |name: &str| {
+        doc["automations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc}"))
+            .clone()
+    };
+    // The next 03:00 of this machine's clock, as a firing of both nightly jobs.
+    let now = chrono::Local::now();
+    let mut three = now
+        .date_naive()
+        .and_hms_opt(3, 0, 0)
+        .unwrap()
+        .and_local_timezone(chrono::Local)
+        .earliest()
+        .unwrap();
+    if three <= now {
+        three += chrono::Duration::days(1);
+    }
+    let three = automations::runlog::stamp(three.with_timezone(&chrono::Utc));
+    for name in ["backup", "nightly-db"] {
+        let a = of(name);
+        assert_eq!(a["state"], "scheduled", "{a}");
+        assert_eq!(a["firings"].as_array().unwrap().len(), 1, "{a}");
+        assert_eq!(
+            automations::runlog::parse_stamp(a["firings"][0]["at"].as_str().unwrap())
+                .map(automations::runlog::stamp),
+            Some(three.clone()),
+            "{a}"
+        );
+    }
+    assert_eq!(of("offsite")["firings"].as_array().unwrap().len(), 24);
+    // report waits its jitter after each slot: at most 30 minutes, as the runner computes it.
+    for f in of("report")["firings"].as_array().unwrap() {
+        let at = automations::runlog::parse_stamp(f["at"].as_str().unwrap()).unwrap();
+        let slot = automations::runlog::parse_stamp(f["slot"].as_str().unwrap()).unwrap();
+        assert!(
+            at >= slot && at - slot <= chrono::Duration::seconds(1800),
+            "{f}"
+        );
+    }
+    assert_eq!(of("sync")["state"], "paused");
+    assert_eq!(of("fresh")["state"], "not_installed");
+    assert_eq!(
+        doc["busiest"][0]["minute"],
+        three.replace(".000Z", "Z"),
+        "{doc}"
+    );
+    assert_eq!(doc["busiest"][0]["firings"], 3, "{doc}");
+
+    let table = stdout(&sb.run(["timeline"]));
+    assert!(
+        table.contains("busiest minutes: 03:00 (3 firings)"),
+        "{table}"
+    );
+    let line = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} in {table}"))
+            .to_owned()
+    };
+    assert!(line("backup").ends_with("  03:00"), "{table}");
+    assert!(line("sync").ends_with("  paused"), "{table}");
+    assert!(line("fresh").ends_with("  not installed"), "{table}");
+    assert!(line("offsite").ends_with("  every hour"), "{table}");
+    assert!(
+        table.contains("1 scheduled automation(s) not installed here fire nothing"),
+        "{table}"
+    );
+    // Twelve hours: fewer firings of the hourly one; more than a week is refused.
+    let twelve: serde_json::Value =
+        serde_json::from_slice(&sb.run(["timeline", "--hours", "12", "--json"]).stdout).unwrap();
+    assert_eq!(twelve["hours"], 12);
+    assert_code(&sb.run(["timeline", "--hours", "169"]), 2);
+}

@@ -1,7 +1,8 @@
 // The dashboard's behaviour: refresh in place, filter, open any run, and the actions. Served from
 // /static/app.js (the Content-Security-Policy allows no inline script). Every value goes in as
 // textContent or a DOM node: a run's output is never parsed as markup. The one markup parsed is
-// an open row's pictures, which the server rendered with every value escaped.
+// the pictures (the timeline's lines, an open row's trend), which the server rendered with every
+// value escaped.
 "use strict";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -220,6 +221,20 @@ async function loadPictures(row) {
   }
 }
 
+// The timeline's line per automation, drawn by the server, fetched each time "Per automation"
+// opens (the page's own pictures are of its load; these are of now).
+async function loadTimelineLines(details) {
+  const box = details.querySelector('[data-field="tl-lines"]');
+  try {
+    const r = await fetch("/api/timeline", { credentials: "same-origin" });
+    if (!r.ok) throw new Error(r.status);
+    const doc = new DOMParser().parseFromString(await r.text(), "text/html");
+    box.replaceChildren(...doc.body.childNodes);
+  } catch (e) {
+    box.replaceChildren(el("p", "cannot draw the timeline: " + e.message));
+  }
+}
+
 async function openRunIn(row, id) {
   const box = field(row, "run-detail");
   try {
@@ -394,6 +409,10 @@ document.addEventListener("click", (ev) => {
 
 // `toggle` does not bubble: listened for on the way down.
 document.addEventListener("toggle", (ev) => {
+  if (ev.target.matches && ev.target.matches("details.tl-rows") && ev.target.open) {
+    loadTimelineLines(ev.target);
+    return;
+  }
   const row = ev.target.parentElement && ev.target.parentElement.closest("article.row");
   if (row && ev.target === row.querySelector("details") && ev.target.open) loadPictures(row);
 }, true);
