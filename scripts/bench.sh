@@ -247,7 +247,8 @@ rss_loud_median=$(median "${louds[@]}")
 rss_some_median=$(median "${somes[@]}")
 
 # 10, 100 and 1,000 definitions with 100 runs each (and a skipped firing beside each run):
-# validate, list, health and the dashboard's first page, each with its index already built.
+# validate, list, health, the dashboard's first page (its timeline's bars included) and the
+# timeline's lines it fetches when "Per automation" opens, each with its index already built.
 declare -A scale_url
 for n in 10 100 1000; do
     sroot=$work/scale-$n
@@ -287,12 +288,13 @@ done
 for r in 1 2 3; do
     for n in 10 100 1000; do
         sroot=$work/scale-$n
-        echo "== round $r, $n definitions, 100 runs each: validate, list, health, the dashboard's page"
+        echo "== round $r, $n definitions, 100 runs each: validate, list, health, the dashboard's page, its timeline's lines"
         hyperfine -N --style basic --warmup 3 --runs 20 --export-json "$work/h-scale-$n-$r.json" \
             "$BIN --root $sroot --data-root $work/scale-d-$n validate" \
             "$BIN --root $sroot --data-root $work/scale-d-$n list" \
             "$BIN --root $sroot --data-root $work/scale-d-$n health" \
-            "curl -sf -o /dev/null -H '$(cookie "$work/scale-d-$n" "${scale_url[$n]}")' ${scale_url[$n]}" 2>&1 | grep -E '^(Benchmark|  Time)'
+            "curl -sf -o /dev/null -H '$(cookie "$work/scale-d-$n" "${scale_url[$n]}")' ${scale_url[$n]}" \
+            "curl -sf -o /dev/null -H '$(cookie "$work/scale-d-$n" "${scale_url[$n]}")' ${scale_url[$n]}api/timeline" 2>&1 | grep -E '^(Benchmark|  Time)'
     done
 done
 # metrics against health over the same 1,000 automations, paired: against its table (the
@@ -355,7 +357,7 @@ def spread(r, n=None):
 (health_k, metrics_k, health_json_k), (_, metrics_r, _) = paired("p-metrics.json", 0)
 _, (_, metrics_json_r, _) = paired("p-metrics.json", 2)
 scale_rounds = {n: [medians(f"h-scale-{n}-{r}.json") for r in (1, 2, 3)] for n in (10, 100, 1000)}
-scale = {n: [statistics.median(m[i] for m in rs) for i in range(4)] for n, rs in scale_rounds.items()}
+scale = {n: [statistics.median(m[i] for m in rs) for i in range(5)] for n, rs in scale_rounds.items()}
 k1, m1 = medians("h-runs.json")
 def pair(name, label, target, detail=""):
     small, big = medians(name)
@@ -408,7 +410,8 @@ rows = [
      rss_crowd * 1024 <= 15_000_000, f"{rss_crowd} KiB"),
 ]
 for i, (what, target) in enumerate([("validate", 100), ("list", 100), ("health", 100),
-                                    ("the dashboard's page", 300)]):
+                                    ("the dashboard's page", 300),
+                                    ("its timeline's lines, opened", 400)]):
     at = {n: scale[n][i] for n in scale}
     rows.append((f"{what}, 1,000 definitions x 100 runs (ms)", at[1000], f"<= {target}",
                  at[1000] <= target,

@@ -172,24 +172,21 @@ impl Board {
         if let Err(e) = crate::notify::settings::load(&settings.data_root) {
             problems.push(e.to_string());
         }
-        let health::load::Assessment { subjects, verdicts } =
-            health::load::assess(settings, &src, None)?;
-        let health::load::Sources {
-            loaded, snapshot, ..
-        } = src;
+        let now = Utc::now();
+        let day_ago = now - Duration::hours(24);
+        // Each card is made by the worker that judged its automation (the cores share the
+        // reading, as health's does).
+        let cards = health::load::judge(settings, &src, None, |subject, verdict| {
+            (!subject.retired(&verdict))
+                .then(|| card_of(settings, &src.snapshot, &subject, verdict, day_ago, now))
+        })?;
+        let mut cards: Vec<Card> = cards.into_iter().flatten().collect();
+        let health::load::Sources { loaded, .. } = src;
         let installs =
             crate::install::installed(settings, &loaded.definitions).unwrap_or_else(|e| {
                 problems.push(format!("{e:#}"));
                 Default::default()
             });
-        let now = Utc::now();
-        let day_ago = now - Duration::hours(24);
-        let mut cards: Vec<Card> = subjects
-            .iter()
-            .zip(verdicts)
-            .filter(|(subject, verdict)| !subject.retired(verdict))
-            .map(|(subject, verdict)| card_of(settings, &snapshot, subject, verdict, day_ago, now))
-            .collect();
         // Degraded first, then unknown, paused and healthy; then by name.
         cards.sort_by(|a, b| a.category().cmp(&b.category()).then(a.name.cmp(&b.name)));
         for card in &mut cards {
@@ -295,30 +292,37 @@ fn card_of(
     day_ago: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Card {
-    // The last ten runs, and back to 24 hours ago for the strip.
+    // The last ten runs, whole; then back to 24 hours ago for the strip, by their ends alone
+    // (an hourly job's day is 24 runs, and the strip needs only when each started and how it
+    // ended: half the lines, none of their starts parsed).
     let mut recent = Vec::new();
     let mut latest = None;
-    let mut marks = Vec::new();
     for run in history::runs_of(snapshot, &settings.data_root, &subject.name) {
-        let at = crate::runlog::parse_stamp(&run.at);
-        let in_day = at.is_some_and(|t| t > day_ago);
-        if let Some(t) = at.filter(|_| in_day) {
-            marks.push(Mark {
-                minute: (t - day_ago).num_minutes().clamp(0, 1439) as u32,
-                status: run.status,
-                scheduled: run.trigger == crate::runlog::Trigger::Schedule,
-                at: t,
-                run: run.run.clone(),
-            });
-        }
         if latest.is_none() && run.finished.is_some() {
             latest = Some(run.clone());
         }
         if recent.len() < RECENT {
             recent.push(run);
-        } else if !in_day && latest.is_some() {
+        } else if latest.is_some() {
             break;
         }
+    }
+    let mut marks = Vec::new();
+    let ends = snapshot.records(&subject.name).ends_first();
+    for run in history::Runs::new(ends, &settings.data_root).ends_first() {
+        let Some(t) = crate::runlog::parse_stamp(&run.at) else {
+            continue;
+        };
+        if t <= day_ago {
+            break;
+        }
+        marks.push(Mark {
+            minute: (t - day_ago).num_minutes().clamp(0, 1439) as u32,
+            status: run.status,
+            scheduled: run.trigger == crate::runlog::Trigger::Schedule,
+            at: t,
+            run: run.run,
+        });
     }
     let missed = missed_slots(
         subject.definition.as_ref(),

@@ -306,12 +306,31 @@ fn strip(c: &Card) -> Markup {
     html! {
         svg.strip viewBox="0 0 1440 12" preserveAspectRatio="none" data-field="strip" role="img" aria-label="runs in the last 24 hours" {
             rect.axis x="0" y="5" width="1440" height="2" {}
-            @for m in &c.strip.marks {
-                rect class=(format!("mark {}", m.status.as_str())) x=(m.minute) y="0" width="6" height="12" {}
+            // One shape per status: a busy automation's day is hundreds of marks.
+            @for (status, d) in strip_paths(&c.strip.marks) {
+                path class={ "mark " (status) } d=(d) {}
             }
             @for m in &c.strip.missed {
                 rect.missed x=(m) y="1" width="6" height="10" {}
             }
         }
     }
+}
+
+/// The strip's marks as one path per status (6 minutes wide, the strip's height each).
+fn strip_paths(marks: &[super::board::Mark]) -> Vec<(&'static str, String)> {
+    use std::fmt::Write as _;
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for m in marks {
+        let status = m.status.as_str();
+        let d = match out.iter_mut().find(|(s, _)| *s == status) {
+            Some((_, d)) => d,
+            None => {
+                out.push((status, String::new()));
+                &mut out.last_mut().expect("just pushed").1
+            }
+        };
+        let _ = write!(d, "M{} 0h6v12h-6z", m.minute);
+    }
+    out
 }

@@ -153,37 +153,59 @@ fn row(c: &Card, minute: &dyn Fn(DateTime<Utc>) -> i64) -> Markup {
             a.tl-name href={ "#a-" (c.name) } title=(label) { (c.name) }
             svg.tl viewBox={ "0 0 " (SPAN) " 14" } preserveAspectRatio="none" role="group" aria-label=(label) {
                 rect.tl-axis x="0" y="6" width=(SPAN) height="2" {}
-                @for m in &c.strip.marks {
-                    @let words = format!("{} · {}", day_hm(m.at), m.status.as_str());
-                    @match &m.run {
-                        Some(run) => a href={ "#a-" (c.name) } data-open-run=(run) data-of=(c.name) {
-                            title { "open the run of " (words) }
-                            rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" {}
-                        },
-                        None => rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" role="img" { title { (words) } },
+                // A run opens from its mark; the skips, which have no run to open, are one shape.
+                @for (m, run) in c.strip.marks.iter().filter_map(|m| Some((m, m.run.as_ref()?))) {
+                    a tabindex="0" data-open-run=(run) {
+                        title { "open the run of " (day_hm(m.at)) " · " (m.status.as_str()) }
+                        rect class={ "tl-mark " (m.status.as_str()) } x=(minute(m.at)) y="1" width="12" height="12" {}
+                    }
+                }
+                @let skips: Vec<DateTime<Utc>> = c.strip.marks.iter().filter(|m| m.run.is_none()).map(|m| m.at).collect();
+                @if !skips.is_empty() {
+                    path.tl-mark.skipped d=(shapes(skips.iter().map(|t| (minute(*t), 12.0)), 1, 12)) role="img" {
+                        title { "skipped: " (skips.iter().map(|t| day_hm(*t)).collect::<Vec<_>>().join(", ")) }
                     }
                 }
                 @if dense {
                     @let (first, last) = (firings[0].at, firings[firings.len() - 1].at);
                     @let words = format!("{} firings from {} to {}", firings.len(), hm(first), hm(last));
                     rect.tl-dense x=(minute(first)) y="3" width=((last - first).num_minutes().max(1)) height="8" role="img" { title { (words) } }
-                } @else {
-                    @for f in firings {
-                        @let words = if jitter_minutes > 0.0 {
-                            format!("{} (slot {}, up to {:.0} min later)", day_hm(f.at), hm(f.slot), jitter_minutes)
-                        } else {
-                            format!("{} (next)", day_hm(f.at))
-                        };
-                        @if jitter_minutes > 0.0 {
-                            rect.tl-jitter x=(minute(f.slot)) y="2" width=(format!("{:.1}", jitter_minutes.max(2.0))) height="10" {}
-                        }
-                        rect.tl-next x=(minute(f.at)) y="1" width="12" height="12" role="img" { title { (words) } }
+                } @else if !firings.is_empty() {
+                    // One shape for the firings ahead, one for their jitter bands: a line of an
+                    // hourly job is 24 marks, and a thousand lines would be megabytes of them.
+                    @if jitter_minutes > 0.0 {
+                        path.tl-jitter d=(shapes(firings.iter().map(|f| (minute(f.slot), jitter_minutes.max(2.0))), 2, 10)) {}
+                    }
+                    path.tl-next d=(shapes(firings.iter().map(|f| (minute(f.at), 12.0)), 1, 12)) role="img" {
+                        title { (ahead_words(firings, jitter_minutes)) }
                     }
                 }
                 rect.tl-now x=(SPAN / 2 - 1) y="0" width="2" height="14" {}
             }
         }
     }
+}
+
+/// A path of rectangles: one `width` wide and `height` tall at each `(x, width)`, from `y`.
+fn shapes(at: impl Iterator<Item = (i64, f64)>, y: u32, height: u32) -> String {
+    use std::fmt::Write as _;
+    let mut d = String::new();
+    for (x, w) in at {
+        let _ = write!(d, "M{x} {y}h{w:.1}v{height}h-{w:.1}z");
+    }
+    d
+}
+
+/// The firings ahead in words: "next: 2026-12-07 03:00, 2026-12-07 15:00", with the jitter's span.
+fn ahead_words(firings: &[timeline::Firing], jitter_minutes: f64) -> String {
+    let times: Vec<String> = firings.iter().map(|f| day_hm(f.at)).collect();
+    let mut words = format!("next: {}", times.join(", "));
+    if jitter_minutes > 0.0 {
+        words.push_str(&format!(
+            " (each up to {jitter_minutes:.0} min after its slot)"
+        ));
+    }
+    words
 }
 
 /// What a timeline row shows, in words: "backup: 3 runs in the last 24 hours (2 ok, 1 failed);

@@ -1713,7 +1713,21 @@ fn pictures_of_time_for_fifty_automations() {
             .as_u64()
             .unwrap()
         };
-        assert_eq!(count(".tl-row[data-tl='ok-09'] .tl-jitter"), 2, "{profile}");
+        assert_eq!(
+            count(".tl-row[data-tl='ok-09'] path.tl-jitter"),
+            1,
+            "{profile}"
+        );
+        let next = js(
+            &c,
+            "return document.querySelector(\".tl-row[data-tl='ok-09'] .tl-next title\").textContent;",
+        );
+        assert!(
+            next.as_str()
+                .unwrap()
+                .ends_with("(each up to 30 min after its slot)"),
+            "{next}"
+        );
         assert_eq!(count(".tl-row[data-tl='ok-10'] .tl-dense"), 1, "{profile}");
         assert_eq!(count(".tl-row[data-tl='ok-01'] .tl-next"), 1, "{profile}");
         assert_eq!(

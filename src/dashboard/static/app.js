@@ -196,7 +196,8 @@ function openRun(button) {
 
 // A past mark of the timeline: its automation's row opens, with the run shown in it.
 function openFromTimeline(mark) {
-  const row = document.querySelector('article[data-name="' + CSS.escape(mark.dataset.of) + '"]');
+  const line = mark.closest(".tl-row");
+  const row = line && document.querySelector('article[data-name="' + CSS.escape(line.dataset.tl) + '"]');
   if (!row) return;
   row.hidden = false;
   row.querySelector("details").open = true;
@@ -416,6 +417,15 @@ document.addEventListener("toggle", (ev) => {
   const row = ev.target.parentElement && ev.target.parentElement.closest("article.row");
   if (row && ev.target === row.querySelector("details") && ev.target.open) loadPictures(row);
 }, true);
+
+// Enter on a focused mark of the timeline opens its run, as a click does.
+document.addEventListener("keydown", (ev) => {
+  if (ev.key !== "Enter") return;
+  const mark = ev.target.closest && ev.target.closest("[data-open-run]");
+  if (!mark) return;
+  ev.preventDefault();
+  openFromTimeline(mark);
+});
 
 document.addEventListener("input", (ev) => {
   if (ev.target.matches('[data-field="filter"]')) applyFilter();
