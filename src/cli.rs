@@ -171,8 +171,9 @@ pub enum Command {
     /// automations_runs_total{outcome},
     /// automations_verdict{verdict}, automations_paused,
     /// automations_snoozed_until_timestamp_seconds, automations_installed_timestamp_seconds,
-    /// automations_healthchecks_ping_failures, automations_stop_all, automations_info. Never a run's output. For node_exporter's textfile
-    /// collector, name the file in <data root>/metrics.toml (`textfile = "/path/automations.prom"`):
+    /// automations_healthchecks_ping_failures, automations_stop_all, automations_info. Never a
+    /// run's output. For node_exporter's textfile collector, name the file in
+    /// <data root>/metrics.toml (`textfile = "/path/automations.prom"`):
     /// every firing and every `health` rewrite it. The dashboard serves the same at /metrics
     /// (docs/metrics.md).
     ///

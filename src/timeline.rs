@@ -206,10 +206,10 @@ pub struct Row {
 /// Columns of the terminal's picture of the window.
 const COLUMNS: usize = 48;
 
-/// The terminal's view of `rows` over `(from, from + hours]`, times in `tz` (named `zone`): a line per
-/// automation with a column per 1/48 of the window (`·` none, a digit the firings that start in
-/// it, `#` ten or more), its firings' times (or its schedule in words when there are more than
-/// four), then the busiest minutes.
+/// The terminal's view of `rows` over `(from, from + hours]`, times in `tz` (named `zone`): a
+/// line per automation with a column per 1/48 of the window (`·` none, a digit the firings that
+/// start in it, `#` ten or more), its firings' times (or its schedule in words when there are
+/// more than four), then the busiest minutes.
 pub fn table<Tz: TimeZone>(
     rows: &[Row],
     (tz, zone): (&Tz, &str),

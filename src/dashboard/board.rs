@@ -1,10 +1,11 @@
 //! What the dashboard shows, gathered once per request: every automation — names from the
 //! definitions, the log and the install records, so a broken definition or a unit firing without
-//! one shows as degraded, never disappears; a name only the log knows (deleted, not installed)
-//! is left out —, degraded ones first, each with its verdict (from the
-//! one `health::load::assess`), its list entry (the `list --json` view, next firing included), its last
-//! ten runs, its latest result and a 24-hour strip. The page renders it; `/api/automations` is its
-//! JSON, built from the CLI's own `--json` views.
+//! one shows as degraded, never disappears; a name only the log knows (deleted, not installed) is
+//! left out —, degraded ones first, each with its verdict (from the one `health::load::judge`
+//! pass, whose workers make the cards), its list entry (the `list --json` view, next firing
+//! included), its last ten runs, its latest result, a 24-hour strip and its firings ahead (the
+//! timeline). The page renders it; `/api/automations` is its JSON, built from the CLI's own
+//! `--json` views.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;

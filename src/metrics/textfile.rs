@@ -1,6 +1,7 @@
 //! node_exporter's textfile collector: `<data root>/metrics.toml` names a `.prom` file. Every
-//! firing, skipped or not, and every pause, resume, ack, snooze and unsnooze puts its automation's samples now into
-//! it; `health`, `notify look` (of every automation), `stop-all` and `resume-all` write it whole.
+//! firing, skipped or not, and every pause, resume, ack, snooze and unsnooze puts its automation's
+//! samples now into it; `health`, `notify look` (of every automation), `stop-all`, `resume-all`
+//! and `uninstall` write it whole (and an uninstall that leaves nothing installed removes it).
 //! Each write is a new file renamed over the old one, so the collector never reads half of one,
 //! and writers take turns (`state/metrics.lock`), so a whole write never puts back what a firing
 //! just replaced (docs/metrics.md). None of it ever fails or changes a run or a command: a problem
@@ -168,9 +169,9 @@ pub fn update_from(
     file.update(&own, &m, || all_now(settings, &m))
 }
 
-/// After a skipped firing, a pause, resume, ack, snooze or unsnooze of `only` (its samples), or the kill switch
-/// (`None`: every automation's): the textfile brought up to date when `metrics.toml` names one. A
-/// problem is said on stderr, never returned: what changed did change.
+/// After a skipped firing, a pause, resume, ack, snooze or unsnooze of `only` (its samples), or the
+/// kill switch (`None`: every automation's): the textfile brought up to date when `metrics.toml`
+/// names one. A problem is said on stderr, never returned: what changed did change.
 pub fn refresh(settings: &Settings, only: Option<&Name>) {
     let result = (|| -> anyhow::Result<()> {
         let Some(file) = Textfile::of(settings)? else {

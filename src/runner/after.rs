@@ -1,5 +1,6 @@
-//! After `finished` or `skipped` (docs/running.md): auto-pause (docs/health.md), the notification look
-//! (docs/health.md) and the metrics textfile (docs/metrics.md).
+//! After `finished` or `skipped` (docs/running.md): auto-pause (docs/health.md), the notification
+//! look (docs/health.md), the metrics textfile (docs/metrics.md), and for a person's run what
+//! health says of its time.
 //!
 //! None ever changes the run's recorded outcome or its exit status: a failure prints one line on
 //! stderr (which the journal or launchd's log keeps) and is otherwise ignored. All stay off a good
@@ -18,6 +19,9 @@ use crate::state::State;
 pub struct After {
     /// The automation was paused automatically, with this reason.
     pub auto_paused: Option<String>,
+    /// What health's rules about a run's time say of this very run, with their figures ("run too
+    /// short: ran 1.0 s, usually 20 s"), for a person's run: its summary line says it too.
+    pub of_this_run: Vec<String>,
 }
 
 /// The checks after a run of `def` that ended in `finished`. What they read (this one definition,
@@ -26,6 +30,11 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
     let mut after = After::default();
     let pause_check = def.outbound && finished.outcome != Outcome::Ok;
     let look = crate::notify::enabled(settings);
+    // A person waits for the summary line anyway: it carries what health says of the run's time.
+    let person = matches!(
+        finished.trigger,
+        Some(crate::runlog::Trigger::Manual | crate::runlog::Trigger::Dashboard)
+    );
     let textfile = match crate::metrics::textfile::Textfile::of(settings) {
         Ok(t) => t,
         Err(e) => {
@@ -33,7 +42,7 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
             None
         }
     };
-    if !pause_check && !look && textfile.is_none() {
+    if !pause_check && !look && textfile.is_none() && !person {
         return after;
     }
     let src = match Sources::of(settings, def.clone()) {
@@ -52,6 +61,9 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
             ),
         }
     }
+    if person {
+        after.of_this_run = of_this_run(settings, &src, def);
+    }
     if look {
         look_at(settings, &src, &def.name, "run");
     }
@@ -59,6 +71,20 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
         update_textfile(settings, &file, &src, &def.name);
     }
     after
+}
+
+/// What the slow and too-short rules say of `def`'s latest run, each with its figures.
+fn of_this_run(settings: &Settings, src: &Sources, def: &Definition) -> Vec<String> {
+    use crate::health::Rule;
+    let Ok(Assessment { verdicts, .. }) = assess(settings, src, Some(&def.name)) else {
+        return Vec::new();
+    };
+    verdicts
+        .iter()
+        .flat_map(|v| &v.reasons)
+        .filter(|r| matches!(r.rule, Rule::TooShort | Rule::Slow))
+        .map(|r| format!("{}: {}", r.rule.words(), r.detail))
+        .collect()
 }
 
 /// The notification look at `name` after its run or skip (`what`); a problem is one line.

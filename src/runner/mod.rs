@@ -170,6 +170,7 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
         run: finished.run.clone(),
         finished: Box::new(finished),
         auto_paused: after.auto_paused,
+        of_this_run: after.of_this_run,
     })
 }
 
@@ -529,6 +530,7 @@ fn record_unstartable(
         run: run_id,
         finished: Box::new(finished),
         auto_paused: None,
+        of_this_run: Vec::new(),
     })
 }
 

@@ -16,6 +16,8 @@ pub enum Report {
         finished: Box<Finished>,
         /// The reason, when this run paused its automation automatically.
         auto_paused: Option<String>,
+        /// What health's rules about a run's time say of it, with their figures.
+        of_this_run: Vec<String>,
     },
 }
 
@@ -42,6 +44,7 @@ impl Report {
                 run,
                 finished: f,
                 auto_paused,
+                of_this_run,
             } => {
                 let mut line = format!(
                     "{name}: {} in {:.2} s",
@@ -61,6 +64,9 @@ impl Report {
                         " · {} leftover process(es) killed",
                         f.leftover_processes
                     ));
+                }
+                for said in of_this_run {
+                    line.push_str(&format!(" · {said}"));
                 }
                 if f.outcome != Outcome::Ok {
                     line.push_str(&format!(" (automations show {run})"));

@@ -110,6 +110,7 @@ fn recorded(
                     run: s.run,
                     finished: f,
                     auto_paused: None,
+                    of_this_run: Vec::new(),
                 });
             }
             _ => {}

@@ -1177,11 +1177,7 @@ fn png_size(png: &[u8]) -> (u32, u32) {
 }
 
 fn shot(c: &Client, file: &str) {
-    let png = c.screenshot().unwrap();
-    assert_eq!(png_size(&png), (1280, 800));
-    let out = repo_root().join("target").join(file);
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    std::fs::write(&out, png).unwrap();
+    shot_at(c, file, (1280, 800));
 }
 
 fn js(c: &Client, script: &str) -> serde_json::Value {

@@ -209,3 +209,20 @@ fn the_timeline_says_what_fires_next_and_where_it_piles_up() {
     assert_eq!(twelve["hours"], 12);
     assert_code(&sb.run(["timeline", "--hours", "169"]), 2);
 }
+
+/// Regression: a too-short run said "ok in 0.00 s" on the terminal, while `health` had its
+/// figures.
+#[test]
+fn a_persons_run_says_what_health_says_of_its_time() {
+    let sb = Sandbox::new();
+    sb.shell_definition("backup", "exit 0", "expect_min_seconds = 1\n");
+    let o = sb.run(["run", "backup"]);
+    assert_code(&o, 0);
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        said.contains("backup: ok in ")
+            && said.contains(" · run too short: ran ")
+            && said.contains(", expected at least 1.0 s (expect_min_seconds)"),
+        "{said}"
+    );
+}
