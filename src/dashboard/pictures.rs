@@ -39,8 +39,8 @@ fn took(ms: u64) -> String {
     crate::health::human_ms(ms)
 }
 
-/// The timeline: the busiest half hours at a glance, then one row per automation with its runs
-/// of the last 24 hours (each opens its run) and its firings of the next 24 (jitter as a band).
+/// The timeline: the busiest half hours at a glance and the busiest minutes in words; "Per
+/// automation" opens to a line each (fetched then: [`timeline_lines`]).
 pub fn timeline(b: &Board) -> Markup {
     let now = b.now;
     let from = now - Duration::hours(24);
@@ -85,7 +85,7 @@ pub fn timeline(b: &Board) -> Markup {
             }
             div.tl-line {
                 span.tl-name { "all" }
-                svg.tl-bars viewBox={ "0 0 " (SPAN) " 30" } preserveAspectRatio="none" role="img"
+                svg.tl-bars viewBox={ "0 0 " (SPAN) " 30" } preserveAspectRatio="none" role="group"
                     aria-label={ "Firings per half hour: " (bar_words(&past, &ahead)) } {
                     @for (i, n) in past.iter().enumerate().filter(|(_, n)| **n > 0) {
                         (bar(i, *n, highest, "past", &format!("{}–{}: {n} run(s)", hm(from + Duration::minutes(i as i64 * 30)), hm(from + Duration::minutes(i as i64 * 30 + 30)))))
@@ -112,7 +112,8 @@ pub fn timeline(b: &Board) -> Markup {
 }
 
 /// The timeline's line per automation (what "Per automation" fetches when it opens), in the
-/// page's order.
+/// page's order: its runs of the last 24 hours (each opens its run) and its firings of the next
+/// 24 (jitter as a band).
 pub fn timeline_lines(b: &Board) -> Markup {
     let from = b.now - Duration::hours(24);
     let minute = |t: DateTime<Utc>| (t - from).num_minutes().clamp(0, SPAN - 1);
