@@ -277,6 +277,11 @@ for k in range(n):
               "installed_at": at, "pinned": True}
     with open(f"{data}/state/installed/{name}.json", "w") as f:
         json.dump(record, f)
+# Their synthetic clock readings are of no boot of this machine, so the age of a success counts
+# only as "at least" the log's spans: health would call every one stale (and exit 1), so the
+# slack is wide, and every other rule judges as usual.
+with open(os.open(f"{data}/health.toml", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+    f.write("[defaults]\nstale_intervals = 1000\n")
 PY
     "$BIN" --root "$sroot" --data-root "$work/scale-d-$n" list >/dev/null
     read -r spid surl < <(dash "$work/scale-d-$n" "$sroot")
@@ -289,9 +294,7 @@ for r in 1 2 3; do
     for n in 10 100 1000; do
         sroot=$work/scale-$n
         echo "== round $r, $n definitions, 100 runs each: validate, list, health, the dashboard's page, its timeline's lines"
-        # -i: their synthetic clock readings are of no boot of this machine, so health calls them
-        # stale (at least) and exits 1, as it does for a degraded automation.
-        hyperfine -N -i --style basic --warmup 3 --runs 20 --export-json "$work/h-scale-$n-$r.json" \
+        hyperfine -N --style basic --warmup 3 --runs 20 --export-json "$work/h-scale-$n-$r.json" \
             "$BIN --root $sroot --data-root $work/scale-d-$n validate" \
             "$BIN --root $sroot --data-root $work/scale-d-$n list" \
             "$BIN --root $sroot --data-root $work/scale-d-$n health" \

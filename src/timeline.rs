@@ -130,12 +130,16 @@ pub fn ahead<Tz: TimeZone>(s: &Subject<'_>, tz: &Tz, now: DateTime<Utc>, hours: 
         _ => {}
     }
     let to = now + Duration::hours(i64::from(hours));
-    let firings = schedule::slots_between(sch, tz, now, to)
+    // A slot just past may still start ahead (its jitter), one near the end after it: the window
+    // holds what starts in it.
+    let jitter = Duration::seconds(i64::from(s.jitter_seconds));
+    let firings = schedule::slots_between(sch, tz, now - jitter, to)
         .into_iter()
         .map(|slot| Firing {
             at: slot + schedule::jitter_delay(s.name, Some(slot), s.jitter_seconds),
             slot,
         })
+        .filter(|f| f.at > now && f.at <= to)
         .collect();
     Ahead::Scheduled {
         firings,

@@ -51,6 +51,7 @@ fn with_textfile(
         metrics::collect_with_verdicts(settings, src, None, &machine, Format::Text)?
             .into_iter()
             .unzip();
+    let all: Vec<_> = all.into_iter().flatten().collect();
     if let Err(e) = file.write_all(&all, &machine) {
         errln!("automations: metrics: {e:#}");
     }

@@ -146,12 +146,14 @@ pub fn install(
     refuse_linked_worktree(&settings.root)?;
     let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
     check_binary(&bin, copy.is_some(), &names)?;
-    let mut question = match plans.as_slice() {
-        [(_, plan)] => format!("Install {}", plan.label),
-        [] => "Install the binary".to_owned(),
-        many => format!("Install {} automations", many.len()),
+    let users = copy.as_ref().map(|c| c.users()).filter(|n| *n > 0);
+    let mut question = match (plans.as_slice(), users) {
+        ([], Some(users)) => format!("Replace the binary {users} installed automation(s) run"),
+        ([], None) => "Install the binary".to_owned(),
+        ([(_, plan)], _) => format!("Install {}", plan.label),
+        (many, _) => format!("Install {} automations", many.len()),
     };
-    if let Some(users) = copy.as_ref().map(|c| c.users()).filter(|n| *n > 0) {
+    if let (Some(users), false) = (users, plans.is_empty()) {
         question.push_str(&format!(
             " and replace the binary {users} installed automation(s) run"
         ));

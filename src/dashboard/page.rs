@@ -126,7 +126,7 @@ fn row(settings: &Settings, b: &Board, c: &Card) -> Markup {
                         dd data-field="last" { (last_run(last)) }
                     }
                     (strip(c))
-                    div.pictures data-field="pictures" aria-live="polite" {}
+                    div.pictures data-field="pictures" {}
                     details.latest {
                         summary { "Latest result" }
                         div data-field="latest" { (latest(c.latest.as_ref())) }

@@ -88,7 +88,7 @@ pub fn timeline(b: &Board) -> Markup {
                 svg.tl-bars viewBox={ "0 0 " (SPAN) " 30" } preserveAspectRatio="none" role="group"
                     aria-label={ "Firings per half hour: " (bar_words(&past, &ahead)) } {
                     @for (i, n) in past.iter().enumerate().filter(|(_, n)| **n > 0) {
-                        (bar(i, *n, highest, "past", &format!("{}–{}: {n} run(s)", hm(from + Duration::minutes(i as i64 * 30)), hm(from + Duration::minutes(i as i64 * 30 + 30)))))
+                        (bar(i, *n, highest, "past", &format!("{}–{}: {n} firing(s) behind", hm(from + Duration::minutes(i as i64 * 30)), hm(from + Duration::minutes(i as i64 * 30 + 30)))))
                     }
                     @for (i, n) in ahead.iter().enumerate().filter(|(_, n)| **n > 0) {
                         (bar(BARS / 2 + i, *n, highest, if order.contains(&i) { "ahead busy" } else { "ahead" },
@@ -105,7 +105,7 @@ pub fn timeline(b: &Board) -> Markup {
             // that only a person who opens them needs.
             details.tl-rows {
                 summary { "Per automation (" (b.cards.len()) ") · the last 24 hours and the next 24, in this machine's time" }
-                div.tl-lines data-field="tl-lines" aria-live="polite" {}
+                div.tl-lines data-field="tl-lines" {}
             }
         }
     }
@@ -131,10 +131,10 @@ fn bar(i: usize, n: usize, highest: usize, class: &str, words: &str) -> Markup {
     }
 }
 
-/// "12 runs in the last 24 hours, 40 firings in the next 24": the histogram in words.
+/// "12 firing(s) in the last 24 hours, 40 in the next 24": the histogram in words.
 fn bar_words(past: &[usize], ahead: &[usize]) -> String {
     format!(
-        "{} run(s) in the last 24 hours, {} firing(s) in the next 24",
+        "{} firing(s) in the last 24 hours, {} in the next 24",
         past.iter().sum::<usize>(),
         ahead.iter().sum::<usize>()
     )
@@ -209,8 +209,8 @@ fn ahead_words(firings: &[timeline::Firing], jitter_minutes: f64) -> String {
     words
 }
 
-/// What a timeline row shows, in words: "backup: 3 runs in the last 24 hours (2 ok, 1 failed);
-/// next: 03:00, 15:00".
+/// What a timeline row shows, in words: "backup: 3 firing(s) in the last 24 hours (2 ok, 1
+/// failed); next 24 hours: 03:00, 15:00" (a firing: a run, or a skip).
 fn row_words(c: &Card) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
     for m in &c.strip.marks {
@@ -221,11 +221,11 @@ fn row_words(c: &Card) -> String {
         }
     }
     let past = if counts.is_empty() {
-        "no runs in the last 24 hours".to_owned()
+        "nothing in the last 24 hours".to_owned()
     } else {
         let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
         format!(
-            "{} run(s) in the last 24 hours ({})",
+            "{} firing(s) in the last 24 hours ({})",
             c.strip.marks.len(),
             parts.join(", ")
         )
@@ -249,6 +249,8 @@ pub struct History {
     pub thresholds: crate::health::Thresholds,
     /// Its definition's `expect_min_seconds`.
     pub expect_min_seconds: Option<u32>,
+    /// Its latest ack or resume: health's window starts there.
+    pub acked_at: Option<DateTime<Utc>>,
     pub today: NaiveDate,
 }
 
@@ -277,22 +279,24 @@ impl History {
             }
             runs.push(run);
         }
-        let thresholds = crate::health::thresholds::load(&settings.data_root)
-            .unwrap_or_default()
-            .of(name.as_str())
-            .clone();
-        let expect_min_seconds = crate::definition::load_one(
-            &settings.definitions_dir(),
-            name,
-            &crate::definition::Checks::of(settings),
-        )
-        .ok()
-        .and_then(|d| d.expect_min_seconds);
+        // Its thresholds, definition and latest ack, as health reads them.
+        let src = crate::health::load::Sources::read(settings, Some(name))?;
+        let thresholds = src.thresholds.of(name.as_str()).clone();
+        let expect_min_seconds = src
+            .loaded
+            .definitions
+            .first()
+            .and_then(|d| d.expect_min_seconds);
+        let acked_at = crate::health::load::assess(settings, &src, Some(name))?
+            .subjects
+            .first()
+            .and_then(|s| s.acked_at);
         Ok(Self {
             name: name.to_string(),
             runs,
             thresholds,
             expect_min_seconds,
+            acked_at,
             today,
         })
     }
@@ -314,29 +318,43 @@ pub struct Lines {
     pub short_ms: Option<u64>,
 }
 
-/// What health's slow and too-short rules compare the next run with, from `runs` (newest first).
+/// What health's slow and too-short rules compare the next run with, over the same window they
+/// judge: the last `window` runs (not skips, not one still running) since the latest ack.
 pub fn lines(h: &History) -> Lines {
     let th = &h.thresholds;
-    let oks: Vec<u64> = h
+    let window: Vec<&RunView> = h
         .runs
         .iter()
-        .filter(|r| r.status == Status::Ok)
-        .filter_map(RunView::duration_ms)
+        .filter(|r| r.status != Status::Skipped && r.status != Status::Running)
+        .take_while(|r| {
+            h.acked_at
+                .is_none_or(|ack| crate::runlog::parse_stamp(&r.at).is_none_or(|t| t > ack))
+        })
+        .take(th.window)
         .collect();
-    let median_of = |n: usize| {
-        let mut w: Vec<u64> = oks.iter().take(n).copied().collect();
-        w.sort_unstable();
-        (!w.is_empty()).then(|| w[w.len() / 2])
+    let median = |oks: Vec<u64>| -> Option<u64> {
+        let mut oks = oks;
+        oks.sort_unstable();
+        (!oks.is_empty()).then(|| oks[oks.len() / 2])
     };
-    let median = median_of(th.window);
-    let slow = median
-        .filter(|_| oks.len().min(th.window) >= th.min_runs)
-        .map(|m| {
-            ((th.slow_factor * m.max(1) as f64) as u64).max(u64::from(th.slow_min_seconds) * 1000)
-        });
-    let usual = median_of(usize::MAX);
-    let short_rule = usual
-        .filter(|_| oks.len() >= th.short_min_successes)
+    let oks = |runs: &[&RunView]| -> Vec<u64> {
+        runs.iter()
+            .filter(|r| r.status == Status::Ok)
+            .filter_map(|r| r.duration_ms())
+            .collect()
+    };
+    // Slow: the median success of the window, once it holds `min_runs` of them.
+    let all = oks(&window);
+    let usual = (all.len() >= th.min_runs).then(|| median(all)).flatten();
+    let slow = usual.map(|m| {
+        ((th.slow_factor * m.max(1) as f64) as u64).max(u64::from(th.slow_min_seconds) * 1000)
+    });
+    // Too short: the median of the successes before the latest run, once there are
+    // `short_min_successes`; or the definition's `expect_min_seconds`.
+    let before = oks(window.get(1..).unwrap_or(&[]));
+    let short_rule = (before.len() >= th.short_min_successes)
+        .then(|| median(before))
+        .flatten()
         .map(|m| (th.short_factor * m as f64) as u64);
     let expected = h.expect_min_seconds.map(|s| u64::from(s) * 1000);
     let short = match (short_rule, expected) {
@@ -344,7 +362,7 @@ pub fn lines(h: &History) -> Lines {
         (a, b) => a.or(b),
     };
     Lines {
-        median_ms: median,
+        median_ms: usual,
         slow_ms: slow,
         short_ms: short,
     }
@@ -550,4 +568,108 @@ fn day_words(date: NaiveDate, d: &Day) -> String {
         words.push_str(&format!(", {} skipped", d.skipped));
     }
     words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finished run (or a skip) started at `hour` of the local day `days_ago` days back, taking
+    /// `ms`.
+    fn run(days_ago: i64, hour: u32, status: Status, ms: u64) -> RunView {
+        let day = Local::now().date_naive() - Duration::days(days_ago);
+        let at = day
+            .and_hms_opt(hour, 0, 0)
+            .unwrap()
+            .and_local_timezone(Local)
+            .earliest()
+            .unwrap()
+            .with_timezone(&Utc);
+        let outcome = match status {
+            Status::Ok => "ok",
+            _ => "failed",
+        };
+        let finished = serde_json::json!({
+            "run": "r", "outcome": outcome, "exit_code": 0, "signal": null, "duration_ms": ms,
+            "error": null, "stdout_tail": "", "stderr_tail": "",
+            "dropped": {"stdout": 0, "stderr": 0}, "facts": {}, "headline": null, "http": null,
+            "leftover_processes": 0, "clock": {"boot": "b", "awake_ms": 1, "total_ms": 1},
+        });
+        RunView {
+            run: (status != Status::Skipped).then(|| "r".to_owned()),
+            name: "job".into(),
+            trigger: crate::runlog::Trigger::Schedule,
+            at: crate::runlog::stamp(at),
+            status,
+            reason: (status == Status::Skipped).then_some(crate::runlog::SkipReason::Paused),
+            after: None,
+            held_by: None,
+            started: None,
+            finished: (status != Status::Skipped)
+                .then(|| serde_json::from_value(finished).unwrap()),
+        }
+    }
+
+    fn history(runs: Vec<RunView>) -> History {
+        History {
+            name: "job".into(),
+            runs,
+            thresholds: crate::health::Thresholds::default(),
+            expect_min_seconds: None,
+            acked_at: None,
+            today: Local::now().date_naive(),
+        }
+    }
+
+    #[test]
+    fn a_day_is_coloured_by_how_it_ended() {
+        // Newest first, as the log is read.
+        let h = history(vec![
+            run(0, 3, Status::Ok, 1000),
+            run(1, 9, Status::Failed, 1000),
+            run(1, 3, Status::Ok, 1000),
+            run(2, 9, Status::Ok, 1000),
+            run(2, 3, Status::Failed, 1000),
+            run(3, 3, Status::Skipped, 0),
+            run(40, 3, Status::Failed, 1000),
+        ]);
+        let days = days(&h);
+        assert_eq!(days.len(), 30);
+        let class = |ago: usize| days[29 - ago].1.class();
+        assert_eq!(class(0), "ok");
+        assert_eq!(class(1), "failed", "it ended failing");
+        assert_eq!(class(2), "mixed", "a failure, then ok");
+        assert_eq!(class(3), "skipped");
+        assert_eq!(class(4), "none");
+        assert_eq!(
+            day_words(days[29 - 2].0, &days[29 - 2].1),
+            format!("{}: 2 run(s), 1 failed, ended ok", days[29 - 2].0)
+        );
+        // Forty days ago is not on the strip.
+        assert_eq!(days.iter().filter(|(_, d)| d.failed > 0).count(), 2);
+    }
+
+    #[test]
+    fn the_lines_are_healths_over_its_window_since_the_ack() {
+        // Twenty successes of 20 s, then the latest, a success of 1 s: usually 20 s.
+        let mut runs = vec![run(0, 0, Status::Ok, 1_000)];
+        runs.extend((0..20).map(|i| run(1, 19 - i, Status::Ok, 20_000)));
+        let h = history(runs);
+        let l = lines(&h);
+        assert_eq!(l.median_ms, Some(20_000));
+        assert_eq!(l.slow_ms, Some(60_000), "slow_factor 3");
+        assert_eq!(
+            l.short_ms,
+            Some(4_000),
+            "short_factor 0.2 of the successes before the latest"
+        );
+        // An ack just now: nothing of the window is left, so neither rule applies yet.
+        let mut acked = history(h.runs.clone());
+        acked.acked_at = Some(Utc::now());
+        let l = lines(&acked);
+        assert_eq!((l.slow_ms, l.short_ms), (None, None));
+        // expect_min_seconds draws the too-short line by itself.
+        acked.expect_min_seconds = Some(30);
+        assert_eq!(lines(&acked).short_ms, Some(30_000));
+    }
 }

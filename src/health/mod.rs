@@ -88,13 +88,14 @@ pub struct Subject {
 
 impl Subject {
     /// A name only the log still knows: its definition was deleted (not left invalid), no unit of
-    /// it is installed here, and none still fires and fails (`verdict` is not degraded). The board
-    /// and the metrics leave it out: nothing of it will run again, and `runs NAME` still shows its
-    /// history.
+    /// it is installed here (and no install record of it is unreadable), and `verdict` is not
+    /// degraded — a unit left firing it fails, and that stays in sight. The board and the metrics
+    /// leave it out: nothing of it will run again, and `runs NAME` still shows its history.
     pub fn retired(&self, verdict: &Verdict) -> bool {
         self.definition.is_none()
             && !self.invalid
             && self.installed_at.is_none()
+            && self.unreadable.is_empty()
             && verdict.verdict != State::Degraded
     }
 }

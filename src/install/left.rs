@@ -39,7 +39,7 @@ pub fn left_behind(
         }
     }
     // The secrets of what went: the AnyType keys of these automations (those whose definition
-    // uses one), and when nothing is installed any more, the notification and Healthchecks
+    // uses one, or is gone), and when nothing is installed any more, the notification and Healthchecks
     // credentials. Only those stored are named; a store that cannot answer is said once.
     let mut scopes: Vec<Scope> = names
         .iter()
@@ -108,14 +108,15 @@ fn left_of_one(settings: &Settings, name: &Name, out: &mut Vec<String>) {
     ));
 }
 
-/// Whether `name`'s definition (when it still has one) uses an AnyType key.
+/// Whether `name` may have an AnyType key: its definition uses one, or there is no valid
+/// definition to say it does not (retiring a job usually deletes it first).
 fn uses_key(settings: &Settings, name: &Name) -> bool {
     crate::definition::load_one(
         &settings.definitions_dir(),
         name,
         &crate::definition::Checks::of(settings),
     )
-    .is_ok_and(|d| d.anytype.is_some())
+    .map_or(true, |d| d.anytype.is_some())
 }
 
 /// Where the user's systemd keeps when `name`'s timer last fired (`Persistent=true`), which

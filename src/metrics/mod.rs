@@ -223,22 +223,22 @@ pub fn document(
 }
 
 /// [`collect`] with each automation's verdict, from the one pass (`health` writes the textfile
-/// and prints the verdicts).
+/// and prints the verdicts): every verdict, and the samples of those the metrics show.
 pub fn collect_with_verdicts(
     settings: &Settings,
     src: &health::load::Sources,
     only: Option<&Name>,
     m: &Machine,
     format: Format,
-) -> anyhow::Result<Vec<(Samples, Verdict)>> {
+) -> anyhow::Result<Vec<(Option<Samples>, Verdict)>> {
     let now = health::load::now();
     src.snapshot.keep_tallies();
-    let all = health::load::judge(settings, src, only, |subject, verdict| {
+    health::load::judge(settings, src, only, |subject, verdict| {
         let tally = src.snapshot.tally(&subject.name);
         let row = row(&subject, &verdict, tally, &now);
-        (!subject.retired(&verdict)).then(|| (Samples::of(&row, m, format), verdict))
-    })?;
-    Ok(all.into_iter().flatten().collect())
+        let samples = (!subject.retired(&verdict)).then(|| Samples::of(&row, m, format));
+        (samples, verdict)
+    })
 }
 
 /// What a family holds.

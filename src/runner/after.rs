@@ -126,6 +126,7 @@ pub fn after_skip(settings: &Settings, name: &crate::names::Name) {
         Ok(src) => src,
         Err(e) => {
             errln!("automations: {name}: cannot read its health: {e:#}");
+            crate::metrics::textfile::refresh(settings, Some(name));
             return;
         }
     };

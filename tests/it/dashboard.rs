@@ -1692,7 +1692,7 @@ fn pictures_of_time_for_fifty_automations() {
             of("ok-01")
         );
         assert!(
-            of("ok-05").contains("2 run(s) in the last 24 hours (1 ok, 1 failed)"),
+            of("ok-05").contains("2 firing(s) in the last 24 hours (1 ok, 1 failed)"),
             "{}",
             of("ok-05")
         );

@@ -429,14 +429,17 @@ fn every_firing_rewrites_the_textfile_whole_and_health_rewrites_it_all() {
         [("namespace=\"automations\"", 0.0)]
     );
 
-    // An automation whose definition and install are gone: health rewrites the whole file, with
-    // what health says of it now (its lines are still in the log, so it is still reported).
+    // An automation whose definition and install are gone: health rewrites the whole file, and
+    // it leaves the samples (nothing of it will run again) while `health` still names it.
     std::fs::remove_file(sb.root.join("automations/job-3.toml")).unwrap();
     std::fs::remove_file(sb.data.join("state/installed/job-3.json")).unwrap();
     sb.run(["health"]);
     let text = now();
     assert_eq!(paused(&text), ["job-2"]);
-    assert_eq!(said(&text), health(&sb));
+    let mut told = health(&sb);
+    assert!(told.remove("job-3").is_some(), "health still names job-3");
+    assert_eq!(said(&text), told);
+    assert!(!text.contains("automation=\"job-3\""), "{text}");
     assert!(
         !samples(&text, "automations_next_run_timestamp_seconds")
             .iter()
@@ -448,7 +451,7 @@ fn every_firing_rewrites_the_textfile_whole_and_health_rewrites_it_all() {
     // The hourly health-check's `notify look` (here without notify.toml) writes it whole too.
     std::fs::remove_file(&file).unwrap();
     sb.run(["notify", "look"]);
-    assert_eq!(said(&std::fs::read_to_string(&file).unwrap()), health(&sb));
+    assert_eq!(said(&std::fs::read_to_string(&file).unwrap()), told);
 
     // A metrics.toml that is wrong is said by the firing, which still runs and is recorded.
     crate::fixtures::write_private(

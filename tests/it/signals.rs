@@ -207,6 +207,14 @@ fn the_timeline_says_what_fires_next_and_where_it_piles_up() {
     let twelve: serde_json::Value =
         serde_json::from_slice(&sb.run(["timeline", "--hours", "12", "--json"]).stdout).unwrap();
     assert_eq!(twelve["hours"], 12);
+    let hourly = twelve["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "offsite")
+        .unwrap()
+        .clone();
+    assert_eq!(hourly["firings"].as_array().unwrap().len(), 12, "{hourly}");
     assert_code(&sb.run(["timeline", "--hours", "169"]), 2);
 }
 

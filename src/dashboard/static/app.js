@@ -259,12 +259,15 @@ async function openRunIn(row, id) {
   }
 }
 
+// The strip as the server draws it: one shape per status (a busy day is hundreds of marks).
 function stripMarks(strip) {
-  const marks = [];
-  const rect = (cls, x, y, h) => svg("rect", { class: cls, x, y, width: cls === "axis" ? 1440 : 6, height: h });
-  marks.push(rect("axis", 0, 5, 2));
-  strip.marks.forEach((m) => marks.push(rect("mark " + m.status, m.minute, 0, 12)));
-  strip.missed.forEach((m) => marks.push(rect("missed", m, 1, 10)));
+  const marks = [svg("rect", { class: "axis", x: 0, y: 5, width: 1440, height: 2 })];
+  const shapes = {};
+  strip.marks.forEach((m) => {
+    shapes[m.status] = (shapes[m.status] || "") + "M" + m.minute + " 0h6v12h-6z";
+  });
+  Object.keys(shapes).forEach((status) => marks.push(svg("path", { class: "mark " + status, d: shapes[status] })));
+  strip.missed.forEach((m) => marks.push(svg("rect", { class: "missed", x: m, y: 1, width: 6, height: 10 })));
   return marks;
 }
 
