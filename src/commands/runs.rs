@@ -331,6 +331,13 @@ fn print_run(out: &mut dyn Write, view: &history::RunView) -> std::io::Result<()
         writeln!(out, "attempt   {attempt} (of the firing {})", field(firing))?;
     }
     writeln!(out, "started   {}", field(&view.at))?;
+    if let Some(slot) = view.started.as_ref().and_then(|s| s.slot.as_deref()) {
+        writeln!(
+            out,
+            "slot      {} (the schedule's slot it ran for)",
+            field(slot)
+        )?;
+    }
     if let Some(ms) = jitter_ms(view) {
         writeln!(
             out,

@@ -187,6 +187,10 @@ pub struct Started {
     /// A chained firing: the firing it follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Upstream>,
+    /// A firing of a schedule on the clock: the slot it stands for (RFC 3339 with the machine's
+    /// offset), as its command's `AUTOMATION_SLOT` says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
 }
 
 /// Processes of an earlier, killed firing ended by this one before it started.

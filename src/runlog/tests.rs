@@ -31,6 +31,7 @@ fn started(run: &str) -> Event {
         ended: None,
         paths: None,
         after: None,
+        slot: None,
     })
 }
 

@@ -81,6 +81,8 @@ pub struct RunVars<'a> {
     pub tmpdir: &'a Path,
     pub bin: &'a Path,
     pub home: &'a Path,
+    /// The slot a firing of a schedule on the clock stands for (`AUTOMATION_SLOT`).
+    pub slot: Option<&'a str>,
 }
 
 /// The environment to give the command, and the private values the redactor must know.
@@ -117,6 +119,9 @@ pub fn build(
     set("AUTOMATION_RESULT", run.result_file.into());
     set("AUTOMATION_HTTP_LOG", run.http_log.into());
     set("AUTOMATION_BIN", run.bin.into());
+    if let Some(slot) = run.slot {
+        set("AUTOMATION_SLOT", slot.into());
+    }
 
     let mut secrets = Vec::new();
     if def

@@ -172,6 +172,7 @@ fn command(
         tmpdir: &scratch.tmp(),
         bin: &bin,
         home: &settings.home,
+        slot: firing.slot,
     };
     let mut command_env = env::build(def, &vars, &env_file, &|k| std::env::var_os(k))
         .map_err(|e| ("env_file", e.to_string()))?;

@@ -137,6 +137,7 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
     let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, installed, &run_id);
+    let slot = slot_of(&def, cause.trigger);
     let firing = Firing {
         settings,
         lock: &lock,
@@ -144,6 +145,7 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
         run_id: &run_id,
         cause,
         jitter,
+        slot: slot.as_deref(),
         attempt: 1,
         first_run: &run_id,
         pings: pings.as_ref(),
@@ -492,6 +494,21 @@ fn past_the_cap(settings: &Settings, def: &Definition, cause: &Cause) -> Option<
     }
 }
 
+/// The slot a firing of `def` by `trigger` stands for: the latest slot of its schedule on the
+/// clock, for its timer's firings (and `run --unit`, which runs as the timer would); none for a
+/// person's, a watched path's or a chain's firing, nor for an interval of awake time or a login.
+fn slot_of(def: &Definition, trigger: Trigger) -> Option<String> {
+    if !matches!(trigger, Trigger::Schedule | Trigger::Unit) {
+        return None;
+    }
+    let now = chrono::Local::now();
+    let slot = crate::schedule::latest_slot(def.schedule.as_ref()?, &now)?;
+    Some(
+        slot.with_timezone(&chrono::Local)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+    )
+}
+
 /// Records a run whose command could not start at all: `started` + `finished` failed.
 fn record_unstartable(
     log: &RunLog,
@@ -519,6 +536,7 @@ fn record_unstartable(
             ended: None,
             paths: None,
             after: None,
+            slot: None,
         }),
         started_at,
     )?;
@@ -560,6 +578,8 @@ struct Firing<'a> {
     cause: &'a Cause,
     /// The jitter delay it waited, if it waited.
     jitter: Option<std::time::Duration>,
+    /// The slot a firing of a schedule on the clock stands for (RFC 3339, the machine's offset).
+    slot: Option<&'a str>,
     /// 1, then 2… when a failed firing is tried again.
     attempt: u32,
     /// The first attempt's run id (its own for the first): every attempt's processes carry its

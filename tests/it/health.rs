@@ -76,6 +76,7 @@ impl Fixture {
                     ended: None,
                     paths: None,
                     after: None,
+                    slot: None,
                 }),
                 at,
             )
@@ -1571,6 +1572,7 @@ fn jitter_retries_and_the_last_success_are_said_as_they_are() {
                 ended: None,
                 paths: None,
                 after: None,
+                slot: None,
             }),
             Utc::now() - Duration::minutes(30),
         )

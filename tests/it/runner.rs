@@ -1327,3 +1327,63 @@ fn a_programs_own_out_of_memory_is_not_the_limits() {
     let f = sb.last_finished();
     assert_eq!(f["error"]["class"], "exit_status", "{f:#}");
 }
+
+/// A firing of a schedule on the clock knows which slot it stands for: `AUTOMATION_SLOT` (RFC 3339
+/// with the machine's offset), recorded in its `started` and said by `show`; a person's run, and
+/// an interval of awake time, stand for none.
+#[test]
+fn a_scheduled_firing_gets_its_slot() {
+    use automations::schedule::latest_slot;
+    let sb = Sandbox::new();
+    let text = format!(
+        "name = \"daily\"\ncommand = [\"sh\", \"-c\", \"echo slot=${{AUTOMATION_SLOT:-none}}\"]\n[schedule]\ndaily_at = \"{}\"\n",
+        quiet_time_of_day()
+    );
+    sb.definition("daily", &text);
+    sb.install_record("daily", chrono::Utc::now() - chrono::Duration::days(1));
+    let checks = automations::definition::Checks {
+        home: "/nonexistent".into(),
+        data_root: "/nonexistent".into(),
+        units_dir: "/nonexistent-units".into(),
+    };
+    let schedule = automations::definition::parse("daily.toml", text.as_bytes(), &checks)
+        .unwrap()
+        .schedule
+        .unwrap();
+    let slot = latest_slot(&schedule, &chrono::Local::now())
+        .unwrap()
+        .with_timezone(&chrono::Local)
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+
+    assert_code(&sb.run(["run", "daily"]), 0);
+    assert_code(&sb.run(["run", "daily", "--trigger", "schedule"]), 0);
+    let finished = sb.events("finished");
+    assert_eq!(finished[0]["stdout_tail"], "slot=none\n");
+    assert_eq!(finished[1]["stdout_tail"], format!("slot={slot}\n"));
+    let started = sb.events("started");
+    assert!(started[0].get("slot").is_none(), "{}", started[0]);
+    assert_eq!(started[1]["slot"], slot.as_str());
+    // RFC 3339 with an offset, which reads back as the same instant.
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&slot).is_ok(),
+        "{slot}"
+    );
+    let run = started[1]["run"].as_str().unwrap();
+    let show = stdout(&sb.run(["show", run]));
+    assert!(
+        show.contains(&format!(
+            "slot      {slot} (the schedule's slot it ran for)"
+        )),
+        "{show}"
+    );
+
+    // An interval of awake time has no slot on the clock.
+    sb.definition(
+        "awake",
+        "name = \"awake\"\ncommand = [\"sh\", \"-c\", \"echo slot=${AUTOMATION_SLOT:-none}\"]\n[schedule]\nevery_minutes = 7\n",
+    );
+    sb.install_record("awake", chrono::Utc::now() - chrono::Duration::days(1));
+    assert_code(&sb.run(["run", "awake", "--trigger", "schedule"]), 0);
+    let last = sb.events("finished").pop().unwrap();
+    assert_eq!(last["stdout_tail"], "slot=none\n", "{last}");
+}
