@@ -151,10 +151,11 @@ pub fn why_not(
     log: &RunLog,
     state: &State,
     def: &Definition,
-    trigger: Trigger,
+    cause: &super::cause::Cause,
     installed: &Approval,
 ) -> Result<Option<(SkipReason, String)>, RunError> {
     let name = &def.name;
+    let trigger = cause.trigger;
     if let Some(why) = held_back(state, name, trigger, installed)? {
         return Ok(Some(why));
     }
@@ -178,10 +179,10 @@ pub fn why_not(
             return Ok(Some((SkipReason::SlotDone, detail)));
         }
     }
-    // One run per calendar slot (`daily_at`, `cron`).
+    // One run per calendar slot (`daily_at`, `cron`): the slot this firing stands for.
     if let Some(schedule) = &def.schedule
         && schedule.slotted()
-        && let Some(slot_at) = schedule::latest_slot(schedule, &chrono::Local::now())
+        && let Some(slot_at) = cause.slot
         && (schedule::slot_done(slot_at, None, installed.installed_at)
             || history::scheduled_since(log, name.as_str(), slot_at))
     {
@@ -190,14 +191,10 @@ pub fn why_not(
     Ok(None)
 }
 
-/// This firing's jitter delay: the one of its slot (the latest at `now`; an interval of awake time
-/// has none), whole also when the firing comes late (a catch-up on wake waits as long, which is
-/// when many automations fire at once).
-pub fn jitter_wait(def: &Definition, now: chrono::DateTime<Utc>) -> std::time::Duration {
-    let slot = def
-        .schedule
-        .as_ref()
-        .and_then(|s| schedule::latest_slot(s, &now.with_timezone(&chrono::Local)));
+/// This firing's jitter delay: the one of its slot (an interval of awake time has none), whole
+/// also when the firing comes late (a catch-up on wake waits as long, which is when many
+/// automations fire at once).
+pub fn jitter_wait(def: &Definition, slot: Option<chrono::DateTime<Utc>>) -> std::time::Duration {
     schedule::jitter_delay(def.name.as_str(), slot, def.jitter_seconds)
         .to_std()
         .unwrap_or_default()

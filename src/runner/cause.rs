@@ -30,6 +30,10 @@ pub struct Cause {
     pub paths: Option<Vec<String>>,
     /// A chained firing's upstream firing.
     pub after: Option<Upstream>,
+    /// The slot a firing of a schedule on the clock stands for: the latest of its schedule when it
+    /// began, for its timer's firings (and `run --unit`, which runs as the timer would). The slot
+    /// guard, the jitter delay and `AUTOMATION_SLOT` all read this one.
+    pub slot: Option<DateTime<Utc>>,
 }
 
 impl Cause {
@@ -39,7 +43,16 @@ impl Cause {
             trigger,
             paths: None,
             after: None,
+            slot: None,
         }
+    }
+
+    /// Its slot as `AUTOMATION_SLOT` and `started` give it: RFC 3339 with the machine's offset.
+    pub fn slot_stamp(&self) -> Option<String> {
+        self.slot.map(|t| {
+            t.with_timezone(&chrono::Local)
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+        })
     }
 }
 
@@ -49,8 +62,24 @@ pub fn by_path_unit() -> bool {
 }
 
 /// What started this firing of `def`, which the command line says was `trigger`: only a unit's
-/// firing (`schedule`) is looked at more closely.
+/// firing (`schedule`) is looked at more closely; and the slot it stands for.
 pub fn of(settings: &Settings, def: &Definition, trigger: Trigger) -> Cause {
+    let now = chrono::Local::now();
+    let latest = || crate::schedule::latest_slot(def.schedule.as_ref()?, &now);
+    let mut cause = started_by(settings, def, trigger, latest);
+    if matches!(cause.trigger, Trigger::Schedule | Trigger::Unit) {
+        cause.slot = latest();
+    }
+    cause
+}
+
+/// What started this firing (see [`of`]); `latest` is its schedule's latest slot.
+fn started_by(
+    settings: &Settings,
+    def: &Definition,
+    trigger: Trigger,
+    latest: impl Fn() -> Option<DateTime<Utc>>,
+) -> Cause {
     if trigger != Trigger::Schedule {
         return Cause::plain(trigger);
     }
@@ -66,20 +95,15 @@ pub fn of(settings: &Settings, def: &Definition, trigger: Trigger) -> Cause {
     }
     if let Some(up) = take_request(&layout, &def.name) {
         return Cause {
-            trigger: Trigger::After,
-            paths: None,
             after: Some(up),
+            ..Cause::plain(Trigger::After)
         };
     }
     // launchd says nothing of why it started a job: a job that watches paths and has no
     // schedule, or whose latest slot is not this minute, was started by its paths.
     let watches = def.trigger.as_ref().is_some_and(|t| !t.paths.is_empty());
     if settings.manager == Manager::Launchd && watches {
-        let now = chrono::Local::now();
-        let at_slot = def.schedule.as_ref().is_some_and(|s| {
-            crate::schedule::latest_slot(s, &now)
-                .is_some_and(|slot| (now.with_timezone(&Utc) - slot).num_seconds() < 90)
-        });
+        let at_slot = latest().is_some_and(|slot| (Utc::now() - slot).num_seconds() < 90);
         if !at_slot {
             return path_cause(settings, def);
         }
@@ -96,9 +120,8 @@ fn path_cause(settings: &Settings, def: &Definition) -> Cause {
             .collect(),
     };
     Cause {
-        trigger: Trigger::Path,
         paths: Some(paths),
-        after: None,
+        ..Cause::plain(Trigger::Path)
     }
 }
 

@@ -163,6 +163,7 @@ fn command(
     let Firing { settings, def, .. } = *firing;
     let bin = crate::settings::this_binary().map_err(|e| ("spawn_failed", e.to_string()))?;
     let env_file = settings.layout().env_file(&def.name);
+    let slot = firing.cause.slot_stamp();
     // Every attempt of a firing carries the first one's id: the marker the keeper was split with.
     let vars = env::RunVars {
         run_id: firing.first_run,
@@ -172,7 +173,7 @@ fn command(
         tmpdir: &scratch.tmp(),
         bin: &bin,
         home: &settings.home,
-        slot: firing.slot,
+        slot: slot.as_deref(),
     };
     let mut command_env = env::build(def, &vars, &env_file, &|k| std::env::var_os(k))
         .map_err(|e| ("env_file", e.to_string()))?;

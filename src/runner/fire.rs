@@ -194,7 +194,7 @@ fn started(firing: &Firing, pid: u32, numbered: bool) -> Event {
         ended: firing.ended.filter(|_| firing.attempt == 1).cloned(),
         paths: firing.cause.paths.clone(),
         after: firing.cause.after.clone(),
-        slot: firing.slot.map(str::to_owned),
+        slot: firing.cause.slot_stamp(),
     })
 }
 

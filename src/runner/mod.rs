@@ -137,7 +137,6 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
     // The run whose tree is alive under this lock, until it is gone (see `locks`).
     let _ = lock.mark(&run_id);
     let pings = crate::healthchecks::ping::Pings::prepare(settings, &def, installed, &run_id);
-    let slot = slot_of(&def, cause.trigger);
     let firing = Firing {
         settings,
         lock: &lock,
@@ -145,7 +144,6 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
         run_id: &run_id,
         cause,
         jitter,
-        slot: slot.as_deref(),
         attempt: 1,
         first_run: &run_id,
         pings: pings.as_ref(),
@@ -192,7 +190,7 @@ fn before_the_lock(
     let trigger = cause.trigger;
     // A scheduled firing runs only what was installed; a person's run goes ahead and is told.
     let early = approval::approved(settings, state, def, trigger, Script::OnDisk, true)?;
-    if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &early)? {
+    if let Some((reason, detail)) = approval::why_not(log, state, def, cause, &early)? {
         let report = told(settings, def, skip(log, name, cause, reason, detail)?);
         return Ok(ControlFlow::Break(report));
     }
@@ -206,7 +204,7 @@ fn before_the_lock(
     if trigger != Trigger::Schedule || def.jitter_seconds == 0 {
         return Ok(ControlFlow::Continue((signals, None)));
     }
-    let wait = approval::jitter_wait(def, Utc::now());
+    let wait = approval::jitter_wait(def, cause.slot);
     if !wait.is_zero() {
         // Said, so a `systemctl --user start` that seems to hang is explained (the journal keeps it).
         errln!(
@@ -248,7 +246,7 @@ fn under_the_lock(
     let prepared = Prepared::new(settings, def);
     let script = Script::Hashed(&prepared.script);
     let installed = approval::approved(settings, state, def, trigger, script, false)?;
-    if let Some((reason, detail)) = approval::why_not(log, state, def, trigger, &installed)? {
+    if let Some((reason, detail)) = approval::why_not(log, state, def, cause, &installed)? {
         let report = skip(log, &def.name, cause, reason, detail)?;
         return Ok(ControlFlow::Break(report));
     }
@@ -494,21 +492,6 @@ fn past_the_cap(settings: &Settings, def: &Definition, cause: &Cause) -> Option<
     }
 }
 
-/// The slot a firing of `def` by `trigger` stands for: the latest slot of its schedule on the
-/// clock, for its timer's firings (and `run --unit`, which runs as the timer would); none for a
-/// person's, a watched path's or a chain's firing, nor for an interval of awake time or a login.
-fn slot_of(def: &Definition, trigger: Trigger) -> Option<String> {
-    if !matches!(trigger, Trigger::Schedule | Trigger::Unit) {
-        return None;
-    }
-    let now = chrono::Local::now();
-    let slot = crate::schedule::latest_slot(def.schedule.as_ref()?, &now)?;
-    Some(
-        slot.with_timezone(&chrono::Local)
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
-    )
-}
-
 /// Records a run whose command could not start at all: `started` + `finished` failed.
 fn record_unstartable(
     log: &RunLog,
@@ -578,8 +561,6 @@ struct Firing<'a> {
     cause: &'a Cause,
     /// The jitter delay it waited, if it waited.
     jitter: Option<std::time::Duration>,
-    /// The slot a firing of a schedule on the clock stands for (RFC 3339, the machine's offset).
-    slot: Option<&'a str>,
     /// 1, then 2… when a failed firing is tried again.
     attempt: u32,
     /// The first attempt's run id (its own for the first): every attempt's processes carry its
