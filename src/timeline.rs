@@ -102,6 +102,26 @@ pub struct Subject<'a> {
     pub last_start: Option<DateTime<Utc>>,
 }
 
+impl<'a> Subject<'a> {
+    /// `def`'s, with what is installed of it (if anything), whether it is paused and when it last
+    /// started.
+    pub fn of(
+        def: &'a crate::definition::Definition,
+        installed: Option<&'a crate::state::Installed>,
+        paused: bool,
+        last_start: Option<DateTime<Utc>>,
+    ) -> Self {
+        Self {
+            name: def.name.as_str(),
+            installed: installed.and_then(|i| i.schedule.as_ref()),
+            scheduled: def.schedule.is_some(),
+            jitter_seconds: def.jitter_seconds,
+            paused,
+            last_start,
+        }
+    }
+}
+
 /// What `s` does in `(now, now + hours]`, its wall clock in `tz`.
 pub fn ahead<Tz: TimeZone>(s: &Subject<'_>, tz: &Tz, now: DateTime<Utc>, hours: u32) -> Ahead {
     let Some(sch) = s.installed else {

@@ -25,16 +25,13 @@ pub(super) fn timeline(settings: &Settings, hours: u32, json: bool) -> CmdResult
         .definitions
         .iter()
         .map(|d| {
-            let subject = timeline::Subject {
-                name: d.name.as_str(),
-                installed: installed.get(&d.name).and_then(|i| i.schedule.as_ref()),
-                scheduled: d.schedule.is_some(),
-                jitter_seconds: d.jitter_seconds,
-                paused: paused.contains(&d.name),
-                last_start: last
-                    .get(d.name.as_str())
+            let subject = timeline::Subject::of(
+                d,
+                installed.get(&d.name),
+                paused.contains(&d.name),
+                last.get(d.name.as_str())
                     .and_then(|r| crate::runlog::parse_stamp(&r.at)),
-            };
+            );
             Row {
                 name: d.name.to_string(),
                 ahead: timeline::ahead(&subject, &chrono::Local, now, hours),

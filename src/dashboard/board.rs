@@ -265,21 +265,20 @@ fn ahead_of(
     installs: &std::collections::BTreeMap<crate::names::Name, crate::state::Installed>,
     now: DateTime<Utc>,
 ) -> crate::timeline::Ahead {
-    let def = definitions.iter().find(|d| d.name.as_str() == card.name);
-    let subject = crate::timeline::Subject {
-        name: &card.name,
-        installed: def
-            .and_then(|d| installs.get(&d.name))
-            .and_then(|i| i.schedule.as_ref()),
-        scheduled: def.is_some_and(|d| d.schedule.is_some()),
-        jitter_seconds: def.map_or(0, |d| d.jitter_seconds),
-        paused: card.paused.is_some(),
-        last_start: card
-            .recent
-            .iter()
-            .find(|r| r.run.is_some())
-            .and_then(|r| crate::runlog::parse_stamp(&r.at)),
+    let Some(def) = definitions.iter().find(|d| d.name.as_str() == card.name) else {
+        return crate::timeline::Ahead::Unscheduled;
     };
+    let last_start = card
+        .recent
+        .iter()
+        .find(|r| r.run.is_some())
+        .and_then(|r| crate::runlog::parse_stamp(&r.at));
+    let subject = crate::timeline::Subject::of(
+        def,
+        installs.get(&def.name),
+        card.paused.is_some(),
+        last_start,
+    );
     crate::timeline::ahead(&subject, &chrono::Local, now, 24)
 }
 

@@ -260,14 +260,13 @@ impl History {
         settings: &crate::settings::Settings,
         name: &crate::names::Name,
     ) -> anyhow::Result<Self> {
-        let snapshot =
-            crate::runlog::index::Index::new(&crate::runlog::RunLog::new(&settings.data_root))
-                .refresh()?;
+        // Its definition, thresholds and the log's index, as health reads them (one read).
+        let src = crate::health::load::Sources::read(settings, Some(name))?;
         let today = Local::now().date_naive();
         let since = today - Duration::days(CALENDAR_DAYS - 1);
         let mut runs = Vec::new();
         let mut finished = 0;
-        for run in crate::history::runs_of(&snapshot, &settings.data_root, name.as_str()) {
+        for run in crate::history::runs_of(&src.snapshot, &settings.data_root, name.as_str()) {
             let day =
                 crate::runlog::parse_stamp(&run.at).map(|t| t.with_timezone(&Local).date_naive());
             let in_calendar = day.is_some_and(|d| d >= since);
@@ -279,14 +278,13 @@ impl History {
             }
             runs.push(run);
         }
-        // Its thresholds, definition and latest ack, as health reads them.
-        let src = crate::health::load::Sources::read(settings, Some(name))?;
         let thresholds = src.thresholds.of(name.as_str()).clone();
         let expect_min_seconds = src
             .loaded
             .definitions
             .first()
             .and_then(|d| d.expect_min_seconds);
+        // Its latest ack or resume, where health's window starts.
         let acked_at = crate::health::load::assess(settings, &src, Some(name))?
             .subjects
             .first()

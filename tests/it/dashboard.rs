@@ -201,15 +201,7 @@ impl Driver {
             serde_json::Value::Object(caps),
         )
         .expect("a WebDriver session");
-        // A 1280×800 page, not window: grow the window by the browser's own frame.
-        let frame = c
-            .execute("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];", vec![])
-            .unwrap();
-        let (fw, fh) = (
-            frame[0].as_u64().unwrap() as u32,
-            frame[1].as_u64().unwrap() as u32,
-        );
-        c.set_window_size(1280 + fw, 800 + fh).unwrap();
+        page_size(&c, 1280, 800);
         c
     }
 }
@@ -1598,14 +1590,14 @@ return [...document.querySelectorAll('.bar, .tl-mark, .tl-next, .tl-dense, .tr-o
   .map((e) => e.getAttribute('class'));
 "#;
 
-/// A 390×844 page (a phone's width), not window.
-fn phone(c: &Client) {
+/// A page (not window) of `width`×`height`: the window grown by the browser's own frame.
+fn page_size(c: &Client, width: u32, height: u32) {
     let frame = c
         .execute("return [window.outerWidth - window.innerWidth, window.outerHeight - window.innerHeight];", vec![])
         .unwrap();
     c.set_window_size(
-        390 + frame[0].as_u64().unwrap() as u32,
-        844 + frame[1].as_u64().unwrap() as u32,
+        width + frame[0].as_u64().unwrap() as u32,
+        height + frame[1].as_u64().unwrap() as u32,
     )
     .unwrap();
 }
@@ -1649,9 +1641,7 @@ fn pictures_of_time_for_fifty_automations() {
         ("phone-dark", &["--force-dark-mode"][..], (390, 844)),
     ] {
         let c = driver.session_with(&sb.path(profile), extra);
-        if size.0 == 390 {
-            phone(&c);
-        }
+        page_size(&c, size.0, size.1);
         c.goto(&dash.url).unwrap();
         wait_for_rows(&c);
         let said = c.find(Locator::Css(".busiest")).unwrap().text().unwrap();

@@ -616,6 +616,19 @@ fn the_shipped_heartbeat_runs() {
 }
 
 /// A local `HH:MM` at least two minutes away from now, so no slot boundary falls inside a test.
+/// The schedule of the definition `name` whose text is `text`.
+fn schedule_of(name: &str, text: &str) -> automations::schedule::Schedule {
+    let checks = automations::definition::Checks {
+        home: "/nonexistent".into(),
+        data_root: "/nonexistent".into(),
+        units_dir: "/nonexistent-units".into(),
+    };
+    automations::definition::parse(&format!("{name}.toml"), text.as_bytes(), &checks)
+        .unwrap()
+        .schedule
+        .unwrap()
+}
+
 fn quiet_time_of_day() -> String {
     let t = chrono::Local::now() - chrono::Duration::hours(3);
     t.format("%H:%M").to_string()
@@ -706,15 +719,7 @@ fn a_scheduled_firing_waits_its_slots_jitter_and_a_person_never_waits() {
     );
     sb.definition("spread", &text);
     sb.install_record("spread", chrono::Utc::now() - chrono::Duration::days(1));
-    let checks = automations::definition::Checks {
-        home: "/nonexistent".into(),
-        data_root: "/nonexistent".into(),
-        units_dir: "/nonexistent-units".into(),
-    };
-    let schedule = automations::definition::parse("spread.toml", text.as_bytes(), &checks)
-        .unwrap()
-        .schedule
-        .unwrap();
+    let schedule = schedule_of("spread", &text);
     let now = chrono::Local::now();
     let slot = latest_slot(&schedule, &now).unwrap();
     let delay = jitter_delay("spread", Some(slot), 3);
@@ -1341,15 +1346,7 @@ fn a_scheduled_firing_gets_its_slot() {
     );
     sb.definition("daily", &text);
     sb.install_record("daily", chrono::Utc::now() - chrono::Duration::days(1));
-    let checks = automations::definition::Checks {
-        home: "/nonexistent".into(),
-        data_root: "/nonexistent".into(),
-        units_dir: "/nonexistent-units".into(),
-    };
-    let schedule = automations::definition::parse("daily.toml", text.as_bytes(), &checks)
-        .unwrap()
-        .schedule
-        .unwrap();
+    let schedule = schedule_of("daily", &text);
     let slot = latest_slot(&schedule, &chrono::Local::now())
         .unwrap()
         .with_timezone(&chrono::Local)
