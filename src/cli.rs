@@ -91,6 +91,10 @@ pub enum Command {
         /// Start its installed unit now and wait for the run (recorded with trigger `unit`).
         #[arg(long, conflicts_with = "trigger")]
         unit: bool,
+        /// The slot of its schedule this firing stands for (RFC 3339): how a catch-up of a
+        /// missed slot and `backfill` run one slot each.
+        #[arg(long, hide = true, value_parser = slot_parser, conflicts_with = "unit")]
+        slot: Option<chrono::DateTime<chrono::Utc>>,
     },
 
     /// Report facts from inside a command: writes the file named by $AUTOMATION_RESULT.
@@ -200,6 +204,40 @@ pub enum Command {
         hours: u32,
         /// Print {"version": 1, "from", "to", "hours", "automations": [{name, state, firings:
         /// [{at, slot}], ...}], "busiest": [{minute, firings}]} instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+
+    /// Run the past slots of an automation's installed schedule, each once, oldest first.
+    ///
+    /// Each slot runs as a firing of its own (its lock, its log lines, trigger `backfill`) and
+    /// gets AUTOMATION_SLOT, the slot it stands for. A slot that already has a successful run
+    /// is passed over, so a second call after an interruption (Ctrl-C) goes on where the first
+    /// stopped. WHEN is RFC 3339, or a date or date and time (2026-12-01, "2026-12-01 09:00") on
+    /// the schedule's clock: its time_zone, else this machine's; a date alone for --to means the
+    /// end of that day. More than 1,000 slots needs --max.
+    ///
+    /// Example: automations backfill report --from 2026-11-30 --to 2026-12-06
+    Backfill {
+        /// The automation (automations/<NAME>.toml), installed.
+        name: Name,
+        /// The first slot to consider.
+        #[arg(long, value_name = "WHEN")]
+        from: String,
+        /// The last slot to consider (not after now).
+        #[arg(long, value_name = "WHEN")]
+        to: String,
+        /// Say which slots would run and which are passed over; run nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Run slots that already succeeded too.
+        #[arg(long)]
+        again: bool,
+        /// The most slots this call may run (needed beyond 1,000).
+        #[arg(long, value_name = "N")]
+        max: Option<usize>,
+        /// Print {"version": 1, "name", "slots": [{slot, action, exit, summary}]} instead of
+        /// lines.
         #[arg(long)]
         json: bool,
     },
@@ -846,7 +884,15 @@ pub fn unit_firing(args: &[std::ffi::OsString]) -> Option<Cli> {
             name: Name::new(name).ok()?,
             trigger: Trigger::Schedule,
             unit: false,
+            slot: None,
         },
+    })
+}
+
+/// `--slot`: RFC 3339 with an offset.
+fn slot_parser(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    crate::history::parse_slot(s).ok_or_else(|| {
+        format!("{s:?} is not an RFC 3339 time with an offset (2026-12-07T09:00:00-05:00)")
     })
 }
 
@@ -856,13 +902,21 @@ fn trigger_parser() -> impl clap::builder::TypedValueParser<Value = Trigger> {
     use clap::builder::TypedValueParser as _;
     // `path` and `after` are never given: a unit's firing says `schedule`, and the runner reads
     // what started the unit (docs/triggers.md).
-    let given = [Trigger::Manual, Trigger::Schedule, Trigger::Dashboard];
+    let given = [
+        Trigger::Manual,
+        Trigger::Schedule,
+        Trigger::Dashboard,
+        Trigger::Backfill,
+    ];
     clap::builder::PossibleValuesParser::new(given.map(|t| {
-        clap::builder::PossibleValue::new(t.as_str()).help(match t {
-            Trigger::Schedule => "launchd or systemd (a timer, a watched path or a chain)",
-            Trigger::Dashboard => "The dashboard",
-            _ => "A person, from the command line",
-        })
+        clap::builder::PossibleValue::new(t.as_str())
+            .help(match t {
+                Trigger::Schedule => "launchd or systemd (a timer, a watched path or a chain)",
+                Trigger::Dashboard => "The dashboard",
+                _ => "A person, from the command line",
+            })
+            // `backfill` runs one slot with `--slot`; `automations backfill` gives both.
+            .hide(t == Trigger::Backfill)
     }))
     .map(|word: String| Trigger::from_word(&word).expect("one of the possible values"))
 }

@@ -430,6 +430,118 @@ fn pick(records: impl Iterator<Item = Record>, data_root: &Path, id: &str) -> Fo
     }
 }
 
+/// How far before the slot a scan of the log reads back: a firing's `at` can come a little
+/// before the minute it stands for on a clock that was stepped back.
+const SLOT_MARGIN_MINUTES: i64 = 5;
+
+/// Whether `name`'s slot at `slot` has had its run: a scheduled `started` that stood for that
+/// slot, or a backfill of it. A `started` written before slots were recorded stood for the latest
+/// slot when it began, so any at or after `slot` counts. Reads back only a little past `slot`.
+pub fn slot_ran(log: &RunLog, name: &str, slot: DateTime<Utc>) -> bool {
+    let margin = slot - chrono::Duration::minutes(SLOT_MARGIN_MINUTES);
+    for r in log.backwards() {
+        let Some(t) = r.time() else { continue };
+        if t < margin {
+            return false;
+        }
+        let Event::Started(s) = &r.event else {
+            continue;
+        };
+        if r.name != name || !matches!(s.trigger, Trigger::Schedule | Trigger::Backfill) {
+            continue;
+        }
+        match s.slot.as_deref().and_then(parse_slot) {
+            Some(x) if x == slot => return true,
+            Some(_) => {}
+            None => {
+                if s.trigger == Trigger::Schedule && t >= slot {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// A slot as `started` and `skipped` write it (RFC 3339 with an offset), in UTC.
+pub fn parse_slot(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// One firing of `name`'s schedule as the log has it, run or skipped: the slot it stood for
+/// (`None` in records written before slots were), and when it fired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fired {
+    pub slot: Option<DateTime<Utc>>,
+    pub at: DateTime<Utc>,
+}
+
+/// The firings of `name`'s schedule (`started` and `skipped` with trigger `schedule`) since
+/// `from`, newest first.
+pub fn fired_since(log: &RunLog, name: &str, from: DateTime<Utc>) -> Vec<Fired> {
+    let margin = from - chrono::Duration::minutes(SLOT_MARGIN_MINUTES);
+    let mut out = Vec::new();
+    for r in log.backwards() {
+        let Some(at) = r.time() else { continue };
+        if at < margin {
+            break;
+        }
+        if r.name != name {
+            continue;
+        }
+        let (trigger, slot) = match &r.event {
+            Event::Started(s) => (s.trigger, s.slot.as_deref()),
+            Event::Skipped(s) => (s.trigger, s.slot.as_deref()),
+            _ => continue,
+        };
+        if trigger == Trigger::Schedule {
+            out.push(Fired {
+                slot: slot.and_then(parse_slot),
+                at,
+            });
+        }
+    }
+    out
+}
+
+/// The slots of `name` at or after `from` that have a run that succeeded: a scheduled firing or
+/// a backfill that stood for the slot and finished `ok`.
+pub fn slots_succeeded(
+    log: &RunLog,
+    name: &str,
+    from: DateTime<Utc>,
+) -> std::collections::BTreeSet<DateTime<Utc>> {
+    let margin = from - chrono::Duration::minutes(SLOT_MARGIN_MINUTES);
+    let mut ok_runs = std::collections::HashSet::new();
+    let mut out = std::collections::BTreeSet::new();
+    for r in log.backwards() {
+        if r.name != name {
+            continue;
+        }
+        match &r.event {
+            Event::Finished(f) if f.outcome == Outcome::Ok => {
+                ok_runs.insert(f.run.clone());
+            }
+            Event::Started(s) => {
+                if ok_runs.contains(&s.run)
+                    && let Some(slot) = s.slot.as_deref().and_then(parse_slot)
+                    && slot >= from
+                {
+                    out.insert(slot);
+                }
+                // A run starts after its slot: one that started before `from` stood for none.
+                if r.time().is_some_and(|t| t < margin) {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Whether `name` has a scheduled `started` at or after `since` (a person's run consumes no
 /// slot). Reads back only a little past `since`.
 pub fn scheduled_since(log: &RunLog, name: &str, since: DateTime<Utc>) -> bool {

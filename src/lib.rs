@@ -34,6 +34,7 @@ macro_rules! errln {
 }
 
 pub mod anytype;
+pub mod backfill;
 pub mod cli;
 pub mod clock;
 pub mod control;

@@ -249,7 +249,8 @@ fn next_words(
     } else {
         next.map(|(n, jitter, _)| {
             let jitter = jitter.map_or_else(String::new, schedule::jitter_words);
-            format!("{}{jitter}", n.words(now))
+            let zone = d.schedule.as_ref().and_then(Schedule::zone);
+            format!("{}{jitter}", n.words_in(now, zone))
         })
     }
 }

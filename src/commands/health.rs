@@ -142,6 +142,11 @@ fn row(v: &health::Verdict) -> (String, String, String) {
         .iter()
         .map(|r| super::field(&r.detail).into_owned())
         .collect();
+    if let Some(n) = f.missed_slots.filter(|n| *n > 0) {
+        reasons.push(format!(
+            "{n} slot(s) passed while asleep or off, not run (catch_up = \"none\")"
+        ));
+    }
     if f.snoozed_until.is_some() {
         let words = crate::views::snoozed_words(f.snoozed_until.as_deref());
         reasons.push(words.trim_start_matches(", ").to_owned());

@@ -468,7 +468,8 @@ fn after_install(settings: &Settings, def: &Definition, bin: &Path) -> Result<()
         crate::schedule::next_run(sch, def.name.as_str(), def.jitter_seconds, &now, None)
     }) {
         let jitter = jitter.map_or_else(String::new, crate::schedule::jitter_words);
-        outln!("next firing: {}{jitter}", next.words(&now));
+        let zone = def.schedule.as_ref().and_then(|s| s.zone());
+        outln!("next firing: {}{jitter}", next.words_in(&now, zone));
     }
     let paths = install::machine_paths(settings, bin)?;
     outln!(

@@ -244,7 +244,7 @@ pub fn render(
                 _ => units::Target::of(settings.manager),
             };
             let paths = install::machine_paths(settings, &unit_binary(bin)?)?;
-            let files = units::render(&def, &settings.namespace, &paths, target);
+            let files = units::render(&def, &settings.namespace, &paths, target).map_err(bad)?;
             if files.is_empty() {
                 return Err(bad(format!(
                     "{name} has no [schedule] or [trigger]: there is no unit to render"

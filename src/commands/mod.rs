@@ -3,6 +3,7 @@
 //! Output formatting of each command lives here; logic lives in its module. Errors are returned,
 //! never printed (see `lib.rs`).
 
+mod backfill;
 mod dashboard;
 mod definitions;
 mod doctor;
@@ -86,7 +87,31 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
         Command::Validate => definitions::validate(s),
         Command::List { json } => definitions::list(s, json),
         Command::Run { name, unit, .. } if unit => runs::run_unit(s, &name),
-        Command::Run { name, trigger, .. } => runs::run(s, &name, trigger),
+        Command::Run {
+            name,
+            trigger,
+            slot,
+            ..
+        } => runs::run(s, &name, trigger, slot),
+        Command::Backfill {
+            name,
+            from,
+            to,
+            dry_run,
+            again,
+            max,
+            json,
+        } => backfill::backfill(
+            s,
+            &name,
+            &backfill::Range { from, to },
+            backfill::Options {
+                dry_run,
+                again,
+                max,
+                json,
+            },
+        ),
         Command::Runs { name, limit, json } => runs::runs(s, name.as_ref(), limit, json),
         Command::Show { run, failed, json } => runs::show(s, &run, failed, json),
         Command::Pause { name, reason } => switches::pause(s, &name, &reason),

@@ -15,8 +15,13 @@ use crate::settings::Settings;
 use crate::state::State;
 use crate::views;
 
-pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResult {
-    let report = match runner::run(settings, name, trigger) {
+pub(super) fn run(
+    settings: &Settings,
+    name: &Name,
+    trigger: Trigger,
+    slot: Option<chrono::DateTime<chrono::Utc>>,
+) -> CmdResult {
+    let report = match runner::run(settings, name, trigger, slot) {
         Ok(r) => r,
         Err(e @ RunError::Unrecorded { .. }) => {
             let exit = e.exit();
@@ -28,7 +33,10 @@ pub(super) fn run(settings: &Settings, name: &Name, trigger: Trigger) -> CmdResu
         Err(e) => return Err(Fail::new(e.exit(), e)),
     };
     let fine = report.is_fine();
-    if trigger == Trigger::Manual || trigger == Trigger::Dashboard {
+    if matches!(
+        trigger,
+        Trigger::Manual | Trigger::Dashboard | Trigger::Backfill
+    ) {
         outln!("{}", report.summary(name));
         return Ok(if fine { Exit::Success } else { Exit::Failure });
     }

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use toml::{Table, Value};
 
 use crate::names::{EnvName, FactName, Name, truncate};
-use crate::schedule::{Cron, Schedule, TimeOfDay, Weekday};
+use crate::schedule::{CatchUp, Cron, Schedule, TimeOfDay, Weekday, ZoneName};
 use crate::settings::DEFINITIONS_DIR;
 
 pub mod policy;
@@ -843,6 +843,8 @@ struct ScheduleFields {
     jitter: u32,
     at_login: bool,
     retry: Retry,
+    time_zone: Option<ZoneName>,
+    catch_up: CatchUp,
 }
 
 /// `[schedule]`: its keys, then what they mean together, then the schedule they make.
@@ -862,10 +864,14 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
         Some(every_minutes) => Schedule::EveryMinutes {
             every_minutes,
             offset_minutes: f.offset,
+            time_zone: f.time_zone,
+            catch_up: f.catch_up,
             at_login: f.at_login,
         },
         None if f.cron.is_some() => Schedule::Cron {
             cron: f.cron.expect("checked"),
+            time_zone: f.time_zone,
+            catch_up: f.catch_up,
             at_login: f.at_login,
         },
         None if f.times.is_empty() => Schedule::AtLogin,
@@ -873,6 +879,8 @@ fn check_schedule(r: &mut Report, value: &Value) -> Option<ScheduleKeys> {
             daily_at: f.times,
             weekdays: f.weekdays,
             days_of_month: f.days_of_month,
+            time_zone: f.time_zone,
+            catch_up: f.catch_up,
             at_login: f.at_login,
         },
     };
@@ -932,6 +940,26 @@ fn schedule_fields(r: &mut Report, t: &Table) -> ScheduleFields {
                     .unwrap_or(DEFAULT_RETRY_DELAY_SECONDS);
             }
             "retry_on" => f.retry.on = check_retry_on(r, v),
+            "time_zone" => match v {
+                Value::String(z) => match ZoneName::parse(z) {
+                    Ok(z) => f.time_zone = Some(z),
+                    Err(e) => r.add("schedule.time_zone", e),
+                },
+                v => r.wrong_type("schedule.time_zone", "a string (an IANA zone name)", v),
+            },
+            "catch_up" => match v {
+                Value::String(c) => match CatchUp::parse(c) {
+                    Some(c) => f.catch_up = c,
+                    None => r.add(
+                        "schedule.catch_up",
+                        format!(
+                            "{:?} is not one of \"latest\", \"all\", \"none\"",
+                            truncate(c, 40)
+                        ),
+                    ),
+                },
+                v => r.wrong_type("schedule.catch_up", "\"latest\", \"all\" or \"none\"", v),
+            },
             "jitter_seconds" => {
                 let max = i64::from(MAX_JITTER_SECONDS);
                 f.jitter = check_int(r, "schedule.jitter_seconds", v, 0, max).unwrap_or(0);
@@ -990,6 +1018,24 @@ fn check_combinations(r: &mut Report, t: &Table, f: &ScheduleFields) {
             "schedule",
             "has both weekdays and days_of_month; choose one",
         );
+    }
+    // A zone and a catch-up belong to a clock: an interval of awake time and a login run have
+    // neither slots to place nor slots to miss.
+    let on_clock = has("daily_at")
+        || has("cron") && f.cron.is_some()
+        || f.every.is_some_and(crate::schedule::is_grid);
+    for key in ["time_zone", "catch_up"] {
+        if has(key) && !on_clock {
+            let why = match f.every {
+                Some(e) if kinds == ["every_minutes"] => format!(
+                    "every {e} minutes counts awake time and has no clock; use an interval that divides the hour or the day, or daily_at or cron"
+                ),
+                _ => {
+                    "only allowed with daily_at, cron, or an every_minutes on the clock".to_owned()
+                }
+            };
+            r.add(&format!("schedule.{key}"), why);
+        }
     }
 }
 

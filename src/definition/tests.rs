@@ -630,6 +630,8 @@ fn schedules_in_words() {
             daily_at: vec![TimeOfDay { hour: 8, minute: 5 }],
             weekdays: days.to_vec(),
             days_of_month: vec![],
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         }
         .words()
@@ -647,6 +649,8 @@ fn schedules_in_words() {
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes,
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         }
         .words()
@@ -665,6 +669,8 @@ fn schedules_in_words() {
             daily_at: t.iter().map(|t| TimeOfDay::parse(t).unwrap()).collect(),
             weekdays: vec![],
             days_of_month: dom.to_vec(),
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         }
         .words()
@@ -697,6 +703,8 @@ fn lists_and_days_are_kept_sorted_and_late_days_warn() {
             ],
             weekdays: vec![],
             days_of_month: vec![1, 31],
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         })
     );
@@ -1341,4 +1349,39 @@ fn a_problem_names_its_automation_only_when_the_file_name_is_one() {
     );
     let unnamed = parse("Not A Name.toml", bad, &checks()).unwrap_err();
     assert!(!unnamed.is_empty() && unnamed.iter().all(|p| p.name.is_none()));
+}
+
+#[test]
+fn time_zone_and_catch_up_belong_to_a_clock() {
+    let d = parse_x(
+        "[schedule]\ndaily_at = \"09:00\"\ntime_zone = \"America/New_York\"\ncatch_up = \"all\"",
+    )
+    .unwrap();
+    let s = d.schedule.unwrap();
+    assert_eq!(s.zone().map(|z| z.name()), Some("America/New_York"));
+    assert_eq!(s.catch_up(), CatchUp::All);
+    assert_eq!(s.words(), "daily at 09:00 (America/New_York)");
+    refused(
+        parse_x("[schedule]\ndaily_at = \"09:00\"\ntime_zone = \"New York\""),
+        "schedule.time_zone",
+        "IANA",
+    );
+    refused(
+        parse_x("[schedule]\ndaily_at = \"09:00\"\ncatch_up = \"some\""),
+        "schedule.catch_up",
+        "\"latest\", \"all\", \"none\"",
+    );
+    refused(
+        parse_x("[schedule]\nevery_minutes = 7\ntime_zone = \"UTC\""),
+        "schedule.time_zone",
+        "awake time",
+    );
+    refused(
+        parse_x("[schedule]\nat_login = true\ncatch_up = \"none\""),
+        "schedule.catch_up",
+        "only allowed with daily_at, cron",
+    );
+    // A grid is on the clock; cron too.
+    assert!(parse_x("[schedule]\nevery_minutes = 60\ntime_zone = \"Asia/Kolkata\"").is_ok());
+    assert!(parse_x("[schedule]\ncron = \"0 9 * * 1-5\"\ncatch_up = \"none\"").is_ok());
 }

@@ -226,6 +226,10 @@ pub struct Figures {
     pub stale_after_ms: Option<u64>,
     /// Days missed in the missed-days window (daily jobs).
     pub missed_days: Option<u32>,
+    /// With `catch_up = "none"`: the slots of the missed-days window it did not run because they
+    /// passed while the machine slept or was off. Reported, never a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missed_slots: Option<u32>,
     /// Failures in a row since the last resume, and their kinds.
     pub streak: u32,
     pub streak_kinds: Vec<String>,

@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, NaiveDate, TimeZone, Utc};
 
 use super::{AgeClock, Figures, Now, Reason, Rule, Subject, Thresholds, human_ms};
 use crate::history::{RunView, Status};
-use crate::runlog::{By, Trigger, parse_stamp};
+use crate::runlog::{By, SkipReason, Trigger, parse_stamp};
 use crate::schedule::Schedule;
 
 /// What every rule reads: the subject, its thresholds, now, and its window of runs.
@@ -498,6 +498,21 @@ fn missed_days_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Rea
         return Vec::new();
     };
     let missed = missed_days(i.s, schedule, installed, i.th, i.now);
+    if schedule.catch_up() == crate::schedule::CatchUp::None {
+        // Not run on purpose: the slots that passed while the machine slept or was off (those
+        // recorded as `missed_slot`, and those no firing has answered yet) are reported, and
+        // are no failure.
+        let window = Duration::days(i64::from(i.th.missed_days_window));
+        let since = i.now.wall.with_timezone(&Utc) - window;
+        let skipped =
+            i.s.runs
+                .iter()
+                .filter(|r| r.reason == Some(SkipReason::MissedSlot))
+                .filter(|r| parse_stamp(&r.at).is_some_and(|t| t >= since))
+                .count() as u32;
+        f.missed_slots = Some(missed + skipped);
+        return Vec::new();
+    }
     f.missed_days = Some(missed);
     if missed <= i.th.missed_days_max {
         return Vec::new();

@@ -106,9 +106,12 @@ pub fn spec(
                 ));
             }
             spec.schedule = Some(text);
+            // The schedule's own zone first: its wall clock is read there, wherever it runs.
             spec.tz = Some(
-                cfg.tz
-                    .clone()
+                schedule
+                    .zone()
+                    .map(|z| z.name().to_owned())
+                    .or_else(|| cfg.tz.clone())
                     .or_else(|| zone.map(str::to_owned))
                     .ok_or("this machine's time zone cannot be told: set tz = \"Area/City\" in healthchecks.toml")?,
             );

@@ -10,7 +10,8 @@
 //! cron did and runs the line — the definition's `argv[0]`, so it is pinned. Scripts under the home
 //! folder (which definitions may not name) are copied into `scripts/` when asked, each source to
 //! its own copy. `NAME=value` lines become private env-file values of the jobs below them, never
-//! part of a definition; cron's own settings (`CRON_TZ`, `TZ`, `SHELL`, `PATH`, `MAILTO`) are
+//! part of a definition; `CRON_TZ=`/`TZ=` naming a zone other than the machine's becomes the
+//! `time_zone` of the jobs below it; cron's other settings (`SHELL`, `PATH`, `MAILTO`) are
 //! reported.
 
 use std::collections::BTreeSet;
@@ -20,7 +21,7 @@ use super::shell::{self, Op, Token, Word};
 use super::{Draft, Given, Row, Status, home_as_tilde, place_for, quote, retire::Original};
 use crate::definition::{Checks, PLACEHOLDER_ROOT};
 use crate::names::EnvName;
-use crate::schedule::Cron;
+use crate::schedule::{Cron, ZoneName};
 
 /// What the import knows of the machine and the repository.
 pub struct Context<'a> {
@@ -71,6 +72,15 @@ const CRON_SETTINGS: [(&str, &str); 5] = [
     ("TZ", ""),
 ];
 
+/// The zone the job lines below a `CRON_TZ=`/`TZ=` line are read in.
+#[derive(Default)]
+struct Zone {
+    /// A zone of the IANA database other than the machine's: their `time_zone`.
+    name: Option<ZoneName>,
+    /// What to tell of each job below, when the zone could not be kept.
+    note: Option<String>,
+}
+
 /// The schedule words of an `@reboot` job.
 const AT_LOGIN_WORDS: &str = "at login (@reboot)";
 
@@ -78,7 +88,7 @@ const AT_LOGIN_WORDS: &str = "at login (@reboot)";
 pub fn plan(text: &str, cx: &Context<'_>) -> Plan {
     let mut rows = Vec::new();
     let mut env: Vec<(String, String)> = Vec::new();
-    let mut zone_note: Option<String> = None;
+    let mut zone = Zone::default();
     let mut comment: Option<String> = None;
     let mut mailto: Option<String> = None;
     let mut given = Given::default();
@@ -98,14 +108,22 @@ pub fn plan(text: &str, cx: &Context<'_>) -> Plan {
             if name == "MAILTO" {
                 mailto = Some(value.to_owned()).filter(|v| !v.is_empty());
             }
-            rows.push(setting(number, name, value, cx, &mut env, &mut zone_note));
+            rows.push(setting(number, name, value, cx, &mut env, &mut zone));
             continue;
         }
-        let mut row = job(number, line, cx, &env, above.as_deref(), &mut given);
+        let mut row = job(
+            number,
+            line,
+            cx,
+            &env,
+            above.as_deref(),
+            &mut given,
+            zone.name,
+        );
         // A zone matters to a clock, not to a login.
         if row.status == Status::Imported
             && row.schedule.as_deref() != Some(AT_LOGIN_WORDS)
-            && let Some(z) = &zone_note
+            && let Some(z) = &zone.note
         {
             row.notes.push(z.clone());
         }
@@ -162,7 +180,7 @@ fn setting(
     value: &str,
     cx: &Context<'_>,
     env: &mut Vec<(String, String)>,
-    zone_note: &mut Option<String>,
+    zone: &mut Zone,
 ) -> Row {
     let mut row = Row::new(Some(number), None, format!("{name}=…"));
     row.status = Status::Reported;
@@ -170,16 +188,21 @@ fn setting(
     row.reason = match CRON_SETTINGS.iter().find(|(n, _)| *n == name) {
         Some((n, _)) if *n == "CRON_TZ" || *n == "TZ" => {
             row.text = format!("{name}={value}");
+            *zone = Zone::default();
             if cx.zone == Some(value) || value.is_empty() {
-                *zone_note = None;
-                said("the machine's own zone; definitions use local time")
+                said("the machine's own zone; the jobs below keep it")
+            } else if let Ok(z) = ZoneName::parse(value) {
+                zone.name = Some(z);
+                said(&format!(
+                    "the jobs below get time_zone = \"{z}\": their times are read in {z}, whatever this machine's zone"
+                ))
             } else {
                 let here = cx.zone.unwrap_or("this machine's zone");
-                *zone_note = Some(format!(
+                zone.note = Some(format!(
                     "cron ran it in {value}; here it runs on local time ({here}): check the times"
                 ));
                 said(&format!(
-                    "definitions use the machine's local time ({here}), not {value}: the jobs below run at these times in {here}"
+                    "{value:?} is not a zone of the IANA database, so the jobs below run at these times in {here}"
                 ))
             }
         }
@@ -243,6 +266,7 @@ fn job(
     env: &[(String, String)],
     comment: Option<&str>,
     given: &mut Given,
+    zone: Option<ZoneName>,
 ) -> Row {
     let mut row = Row::new(Some(number), None, line.to_owned());
     let Some((cron, command)) = schedule_and_command(line, cx, &mut row) else {
@@ -274,7 +298,9 @@ fn job(
         None => None,
     };
     let schedule = match &cron {
-        Some(c) => vec![("cron".to_owned(), quote(c.text()))],
+        Some(c) => std::iter::once(("cron".to_owned(), quote(c.text())))
+            .chain(zone.map(|z| ("time_zone".to_owned(), quote(z.name()))))
+            .collect(),
         None => vec![("at_login".to_owned(), "true".to_owned())],
     };
     let checked = Draft {

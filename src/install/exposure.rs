@@ -67,7 +67,7 @@ fn exposure_of(
     dir: &Path,
     which: &str,
 ) -> Result<String, String> {
-    let files = units::render(def, &settings.namespace, paths, units::Target::Systemd);
+    let files = units::render(def, &settings.namespace, paths, units::Target::Systemd)?;
     let service = files
         .iter()
         .find(|f| f.name.ends_with(".service"))

@@ -528,7 +528,17 @@ pub fn plan_install(
         &settings.namespace,
         &paths,
         units::Target::of(settings.manager),
-    );
+    )
+    .map_err(anyhow::Error::msg)?;
+    if let Some(zone) = def
+        .schedule
+        .as_ref()
+        .and_then(crate::schedule::Schedule::zone)
+    {
+        manager
+            .keeps_zones()
+            .map_err(|why| anyhow::anyhow!("{}: time_zone = \"{zone}\": {why}", def.name))?;
+    }
     let (present, record, loaded) = what_is_there(settings, &def.name, &label, manager)?;
     let (definition_text, script, script_text) = approved_files(settings, def)?;
     let new_record = Record {
@@ -838,6 +848,7 @@ fn record_finding(
             &paths,
             units::Target::of(settings.manager),
         )
+        .unwrap_or_default()
         .iter()
         .map(|u| (u.name.clone(), hex_sha256(&u.bytes)))
         .collect();

@@ -26,17 +26,20 @@ pub enum Trigger {
     /// A person, through the installed unit (`run NAME --unit`): as the timer would run it, past
     /// the slot guard.
     Unit,
+    /// `automations backfill`: one past slot of its schedule, run on purpose.
+    Backfill,
 }
 
 impl Trigger {
     /// Every trigger.
-    pub const ALL: [Trigger; 6] = [
+    pub const ALL: [Trigger; 7] = [
         Trigger::Manual,
         Trigger::Schedule,
         Trigger::Dashboard,
         Trigger::Path,
         Trigger::After,
         Trigger::Unit,
+        Trigger::Backfill,
     ];
 
     /// The trigger `word` names (the log's word for it).
@@ -53,6 +56,7 @@ impl Trigger {
             Trigger::Path => "path",
             Trigger::After => "after",
             Trigger::Unit => "unit",
+            Trigger::Backfill => "backfill",
         }
     }
 
@@ -117,6 +121,8 @@ pub enum SkipReason {
     RateLimited,
     /// `overlap = "queue"`: a firing already waits for the running one.
     AlreadyQueued,
+    /// `catch_up = "none"`: its slot passed while the machine slept or was off.
+    MissedSlot,
 }
 
 impl SkipReason {
@@ -132,6 +138,7 @@ impl SkipReason {
             SkipReason::NotInstalled => "not_installed",
             SkipReason::RateLimited => "rate_limited",
             SkipReason::AlreadyQueued => "already_queued",
+            SkipReason::MissedSlot => "missed_slot",
         }
     }
 }
@@ -258,6 +265,9 @@ pub struct Skipped {
     /// Busy because of its lock group: the group, and the automation that held it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held_by: Option<HeldBy>,
+    /// A firing of a schedule on the clock: the slot it stood for (as `started` has it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
 }
 
 /// Which automation held a lock group when a firing met it busy.

@@ -1046,6 +1046,7 @@ mod tests {
                 reason,
                 after: None,
                 held_by: None,
+                slot: None,
             }),
             Utc::now(),
         )

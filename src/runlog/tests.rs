@@ -15,6 +15,7 @@ fn skipped(reason: SkipReason) -> Event {
         reason,
         after: None,
         held_by: None,
+        slot: None,
     })
 }
 

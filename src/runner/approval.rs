@@ -184,7 +184,7 @@ pub fn why_not(
         && schedule.slotted()
         && let Some(slot_at) = cause.slot
         && (schedule::slot_done(slot_at, None, installed.installed_at)
-            || history::scheduled_since(log, name.as_str(), slot_at))
+            || history::slot_ran(log, name.as_str(), slot_at))
     {
         return Ok(Some((SkipReason::SlotDone, String::new())));
     }

@@ -34,6 +34,8 @@ pub struct Cause {
     /// began, for its timer's firings (and `run --unit`, which runs as the timer would). The slot
     /// guard, the jitter delay and `AUTOMATION_SLOT` all read this one.
     pub slot: Option<DateTime<Utc>>,
+    /// The zone its schedule is read in, when it names one: the slot is said in it.
+    pub zone: Option<crate::schedule::ZoneName>,
 }
 
 impl Cause {
@@ -44,15 +46,15 @@ impl Cause {
             paths: None,
             after: None,
             slot: None,
+            zone: None,
         }
     }
 
-    /// Its slot as `AUTOMATION_SLOT` and `started` give it: RFC 3339 with the machine's offset.
+    /// Its slot as `AUTOMATION_SLOT` and `started` give it: RFC 3339 with the offset of its
+    /// schedule's zone (the machine's, unless it names one).
     pub fn slot_stamp(&self) -> Option<String> {
-        self.slot.map(|t| {
-            t.with_timezone(&chrono::Local)
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
-        })
+        self.slot
+            .map(|t| crate::schedule::slot_stamp(t, self.zone, &chrono::Local))
     }
 }
 
@@ -62,13 +64,31 @@ pub fn by_path_unit() -> bool {
 }
 
 /// What started this firing of `def`, which the command line says was `trigger`: only a unit's
-/// firing (`schedule`) is looked at more closely; and the slot it stands for.
-pub fn of(settings: &Settings, def: &Definition, trigger: Trigger) -> Cause {
+/// firing (`schedule`) is looked at more closely; and the slot it stands for. A `slot` given on
+/// the command line (a catch-up of a missed slot, a backfill) is that slot.
+pub fn of(
+    settings: &Settings,
+    def: &Definition,
+    trigger: Trigger,
+    slot: Option<DateTime<Utc>>,
+) -> Cause {
+    let zone = def
+        .schedule
+        .as_ref()
+        .and_then(crate::schedule::Schedule::zone);
+    if let Some(slot) = slot {
+        return Cause {
+            slot: Some(slot),
+            zone,
+            ..Cause::plain(trigger)
+        };
+    }
     let now = chrono::Local::now();
     let latest = || crate::schedule::latest_slot(def.schedule.as_ref()?, &now);
     let mut cause = started_by(settings, def, trigger, latest);
     if matches!(cause.trigger, Trigger::Schedule | Trigger::Unit) {
         cause.slot = latest();
+        cause.zone = zone;
     }
     cause
 }

@@ -62,6 +62,7 @@ fn start_one(
             reason,
             after: Some(upstream.clone()),
             held_by: None,
+            slot: None,
         };
         log.append(name.as_str(), Event::Skipped(skipped), Utc::now())
             .map_err(|e| format!("its skip could not be recorded: {e}"))

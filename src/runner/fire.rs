@@ -120,6 +120,7 @@ fn again(firing: &Firing, log: &RunLog) -> Result<Option<Prepared>, RunError> {
         reason,
         after: firing.cause.after.clone(),
         held_by: None,
+        slot: firing.cause.slot_stamp(),
     });
     append(log, &def.name, skipped)?;
     Ok(None)

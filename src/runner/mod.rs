@@ -8,6 +8,7 @@
 
 pub mod after;
 pub mod approval;
+pub mod catch_up;
 pub mod cause;
 mod chain;
 pub mod env;
@@ -74,9 +75,16 @@ pub const STARTED_SYNC_SLOW: std::time::Duration = std::time::Duration::from_mil
 /// The log of this process's firing, until its end is made durable ([`conclude`]).
 static FIRING: std::sync::Mutex<Option<RunLog>> = std::sync::Mutex::new(None);
 
-/// Runs one firing of `name`: the steps of docs/running.md, in order.
-pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
-    let report = run_or_skip(settings, name, trigger);
+/// Runs one firing of `name`: the steps of docs/running.md, in order. `slot`: the slot it stands
+/// for when the command line names one (a missed slot's catch-up, a backfill); else a scheduled
+/// firing stands for its schedule's latest.
+pub fn run(
+    settings: &Settings,
+    name: &Name,
+    trigger: Trigger,
+    slot: Option<chrono::DateTime<Utc>>,
+) -> Result<Report, RunError> {
+    let report = run_or_skip(settings, name, trigger, slot);
     // A path-started firing that could not even be recorded (a data root it may not use) holds
     // its unit as a skip does: else the manager starts it again at once while the path stays
     // changed, and its trigger limit stops the watch for good.
@@ -94,7 +102,12 @@ pub fn run(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report,
 }
 
 /// One firing, steps 1–12 (docs/running.md): run, or skipped, and recorded either way.
-fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Report, RunError> {
+fn run_or_skip(
+    settings: &Settings,
+    name: &Name,
+    trigger: Trigger,
+    slot: Option<chrono::DateTime<Utc>>,
+) -> Result<Report, RunError> {
     fsutil::check_data_root(&settings.data_root, fsutil::Use::Write)?;
     let log = RunLog::new(&settings.data_root)
         .with_stdout_mirror(settings.events_stdout)
@@ -105,14 +118,17 @@ fn run_or_skip(settings: &Settings, name: &Name, trigger: Trigger) -> Result<Rep
         ControlFlow::Break(report) => return Ok(report),
     };
     // What started it, when a unit did (a watched path, a chain, its timer).
-    let cause = cause::of(settings, &def, trigger);
+    let cause = cause::of(settings, &def, trigger, slot);
     let cause = &cause;
     let state = State::new(&settings.data_root);
-    // 2–3 before the lock, then the jitter or settle wait.
-    let (mut signals, jitter) = match before_the_lock(settings, &log, &state, &def, cause)? {
-        ControlFlow::Continue(ready) => ready,
-        ControlFlow::Break(report) => return Ok(report),
-    };
+    // 2–3 before the lock, then the jitter or settle wait. A firing for a slot the command line
+    // names is itself a catch-up: it looks for no missed slots.
+    let catch_up = slot.is_none();
+    let (mut signals, jitter) =
+        match before_the_lock(settings, &log, &state, &def, cause, catch_up)? {
+            ControlFlow::Continue(ready) => ready,
+            ControlFlow::Break(report) => return Ok(report),
+        };
     // 4. The lock, and its group's, by the definition's overlap policy (docs/policies.md).
     let held = overlap::acquire(settings, &def, &mut signals)?;
     let overlap::Held {
@@ -185,6 +201,7 @@ fn before_the_lock(
     state: &State,
     def: &Definition,
     cause: &Cause,
+    catch_up: bool,
 ) -> Result<ControlFlow<Report, (Signals, Option<std::time::Duration>)>, RunError> {
     let name = &def.name;
     let trigger = cause.trigger;
@@ -193,6 +210,14 @@ fn before_the_lock(
     if let Some((reason, detail)) = approval::why_not(log, state, def, cause, &early)? {
         let report = told(settings, def, skip(log, name, cause, reason, detail)?);
         return Ok(ControlFlow::Break(report));
+    }
+    // The slots missed before this one, by the schedule's `catch_up` (before this firing's own
+    // signal handlers: each missed slot runs as a firing of its own).
+    if catch_up
+        && let ControlFlow::Break(report) =
+            catch_up::before(settings, log, def, cause, early.installed_at)?
+    {
+        return Ok(ControlFlow::Break(told(settings, def, report)));
     }
     let mut signals = Signals::install().map_err(RunError::Signals)?;
     if trigger == Trigger::Path {
@@ -413,6 +438,7 @@ fn skip_held(
         reason,
         after: cause.after.clone(),
         held_by,
+        slot: cause.slot_stamp(),
     };
     append(log, name, Event::Skipped(skipped))?;
     // The manager starts a path-started firing again at once while a queue folder holds files.

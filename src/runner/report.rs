@@ -97,6 +97,9 @@ fn next(reason: SkipReason, name: &Name) -> String {
         SkipReason::RateLimited => {
             format!("; `automations run {name}` runs it now, or raise max_per_hour in [trigger]")
         }
+        SkipReason::MissedSlot => format!(
+            "; catch_up = \"none\" waits for the next slot: `automations backfill {name}` runs missed ones"
+        ),
         SkipReason::DefinitionChanged | SkipReason::ScriptChanged | SkipReason::NotInstalled => {
             String::new()
         }

@@ -4,14 +4,17 @@
 //! a DST day, which slots fell between two instants ([`slots_between`]), the latest slot before
 //! now (the runner's slot guard, docs/running.md) and the next firing (`install`, `list`, the dashboard).
 //!
-//! Pure functions: the caller passes "now" in the zone it means (`chrono::Local` in the program,
-//! a real zone in tests). Nothing here reads a clock, a file or the environment.
+//! Pure functions: the caller passes "now" in the machine's zone (`chrono::Local` in the program,
+//! a real zone in tests); a schedule with a `time_zone` is read in that zone instead
+//! ([`zone::ClockZone`]). Nothing here reads a clock, a file or the environment.
 
 pub mod cron;
+pub mod zone;
 
 use std::fmt;
 
 pub use cron::Cron;
+pub use zone::{CatchUp, ClockZone, ZoneName};
 
 use chrono::{
     DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveTime, TimeZone, Timelike, Utc,
@@ -129,6 +132,12 @@ pub enum Schedule {
         every_minutes: u32,
         #[serde(default, skip_serializing_if = "is_zero")]
         offset_minutes: u32,
+        /// The zone its wall clock is read in (`time_zone`); `None` = the machine's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time_zone: Option<ZoneName>,
+        /// What a firing owes the slots missed while the machine slept or was off.
+        #[serde(default, skip_serializing_if = "CatchUp::is_latest")]
+        catch_up: CatchUp,
         /// It also runs once when the user's service manager starts (`at_login = true`).
         #[serde(default, skip_serializing_if = "is_false")]
         at_login: bool,
@@ -142,6 +151,12 @@ pub enum Schedule {
         weekdays: Vec<Weekday>,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         days_of_month: Vec<u8>,
+        /// The zone its wall clock is read in (`time_zone`); `None` = the machine's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time_zone: Option<ZoneName>,
+        /// What a firing owes the slots missed while the machine slept or was off.
+        #[serde(default, skip_serializing_if = "CatchUp::is_latest")]
+        catch_up: CatchUp,
         /// It also runs once when the user's service manager starts (`at_login = true`).
         #[serde(default, skip_serializing_if = "is_false")]
         at_login: bool,
@@ -149,6 +164,12 @@ pub enum Schedule {
     /// A five-field cron expression (docs/cron.md).
     Cron {
         cron: Cron,
+        /// The zone its wall clock is read in (`time_zone`); `None` = the machine's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        time_zone: Option<ZoneName>,
+        /// What a firing owes the slots missed while the machine slept or was off.
+        #[serde(default, skip_serializing_if = "CatchUp::is_latest")]
+        catch_up: CatchUp,
         /// It also runs once when the user's service manager starts (`at_login = true`).
         #[serde(default, skip_serializing_if = "is_false")]
         at_login: bool,
@@ -195,8 +216,35 @@ impl Schedule {
         Schedule::EveryMinutes {
             every_minutes,
             offset_minutes: 0,
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         }
+    }
+
+    /// The zone its wall clock is read in, when it names one (`None`: the machine's).
+    pub fn zone(&self) -> Option<ZoneName> {
+        match self {
+            Schedule::EveryMinutes { time_zone, .. }
+            | Schedule::DailyAt { time_zone, .. }
+            | Schedule::Cron { time_zone, .. } => *time_zone,
+            Schedule::AtLogin => None,
+        }
+    }
+
+    /// What a firing owes the slots missed while the machine slept or was off.
+    pub fn catch_up(&self) -> CatchUp {
+        match self {
+            Schedule::EveryMinutes { catch_up, .. }
+            | Schedule::DailyAt { catch_up, .. }
+            | Schedule::Cron { catch_up, .. } => *catch_up,
+            Schedule::AtLogin => CatchUp::Latest,
+        }
+    }
+
+    /// The zone its wall clock is read in on a machine in `machine`.
+    pub fn clock<M: TimeZone>(&self, machine: &M) -> ClockZone<M> {
+        ClockZone::of(self.zone(), machine)
     }
 
     /// Whether it runs when the user's service manager starts (login, or boot with lingering).
@@ -217,6 +265,15 @@ impl Schedule {
             Schedule::DailyAt { .. } => true,
             Schedule::Cron { cron, .. } => cron.shortest_gap_seconds() >= 3600,
             _ => false,
+        }
+    }
+
+    /// Whether it has slots on the clock at all: `daily_at`, `cron`, or an `every_minutes` grid
+    /// (what `time_zone`, `catch_up` and backfill mean something for).
+    pub fn slotted_or_grid(&self) -> bool {
+        match self {
+            Schedule::EveryMinutes { every_minutes, .. } => is_grid(*every_minutes),
+            s => s.slotted(),
         }
     }
 
@@ -248,10 +305,14 @@ impl Schedule {
     /// The schedule in words: "every 5 minutes", "every 15 minutes from :05", "daily at 08:00 and
     /// 18:00 on weekdays", "on the 1st and 15th at 03:00", "at login", "every hour, and at login".
     pub fn words(&self) -> String {
+        let clock = match self.zone() {
+            Some(z) => format!("{} ({z})", self.clock_words()),
+            None => self.clock_words(),
+        };
         match self {
             Schedule::AtLogin => "at login".into(),
-            s if s.at_login() => format!("{}, and at login", s.clock_words()),
-            s => s.clock_words(),
+            s if s.at_login() => format!("{clock}, and at login"),
+            _ => clock,
         }
     }
 
@@ -473,6 +534,22 @@ pub fn jitter_delay(name: &str, slot: Option<DateTime<Utc>>, jitter_seconds: u32
     Duration::milliseconds((u64::from_be_bytes(first) % span) as i64)
 }
 
+/// A slot as `AUTOMATION_SLOT`, `started` and `skipped` give it: RFC 3339 to the second, with
+/// the offset of the schedule's zone (`zone`, else the machine's, `machine`).
+pub fn slot_stamp<M: TimeZone>(slot: DateTime<Utc>, zone: Option<ZoneName>, machine: &M) -> String
+where
+    M::Offset: fmt::Display,
+{
+    match zone {
+        Some(z) => slot
+            .with_timezone(&z.0)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+        None => slot
+            .with_timezone(machine)
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
+    }
+}
+
 /// `", jitter 42 s"`: what a next firing's words add for its delay.
 pub fn jitter_words(delay: Duration) -> String {
     format!(", jitter {:.0} s", delay.num_milliseconds() as f64 / 1000.0)
@@ -528,6 +605,28 @@ impl Next {
                 every_minutes,
                 after,
             } => after.map(|t| t + Duration::minutes(i64::from(every_minutes))),
+        }
+    }
+
+    /// [`Next::words`], and for a schedule in a `time_zone` the same instant on its own clock:
+    /// `2026-12-07 15:00 (in 5 h), 09:00 America/New_York`.
+    pub fn words_in<Tz: TimeZone>(&self, now: &DateTime<Tz>, zone: Option<ZoneName>) -> String
+    where
+        Tz::Offset: std::fmt::Display,
+    {
+        let words = self.words(now);
+        match (zone, self) {
+            (Some(z), Next::At(t)) => {
+                let there = t.with_timezone(&z.0);
+                let here = t.with_timezone(&now.timezone());
+                let shape = if there.date_naive() == here.date_naive() {
+                    "%H:%M"
+                } else {
+                    "%Y-%m-%d %H:%M"
+                };
+                format!("{words}, {} {z}", there.format(shape))
+            }
+            _ => words,
         }
     }
 
@@ -601,6 +700,15 @@ fn search_days(schedule: &Schedule) -> i64 {
 /// first valid minute after it ([`resolve_local`]), and two times that land on the same instant
 /// are one slot.
 pub fn day_slots<Tz: TimeZone>(schedule: &Schedule, tz: &Tz, day: NaiveDate) -> Vec<DateTime<Utc>> {
+    zoned_day_slots(schedule, &schedule.clock(tz), day)
+}
+
+/// [`day_slots`] with the schedule's own zone already applied: `day` is a date of `tz`.
+fn zoned_day_slots<Tz: TimeZone>(
+    schedule: &Schedule,
+    tz: &Tz,
+    day: NaiveDate,
+) -> Vec<DateTime<Utc>> {
     match schedule {
         Schedule::EveryMinutes {
             every_minutes,
@@ -681,12 +789,13 @@ pub fn slots_between<Tz: TimeZone>(
     if to <= from {
         return Vec::new();
     }
+    let tz = &schedule.clock(tz);
     let first = from.with_timezone(tz).date_naive() - Duration::days(1);
     let last = to.with_timezone(tz).date_naive() + Duration::days(1);
     first
         .iter_days()
         .take_while(|d| *d <= last)
-        .flat_map(|day| day_slots(schedule, tz, day))
+        .flat_map(|day| zoned_day_slots(schedule, tz, day))
         .filter(|t| *t > from && *t <= to)
         .collect()
 }
@@ -729,13 +838,14 @@ pub fn missed_slots<Tz: TimeZone>(
 
 /// The most recent slot at or before `now`, if one lies within the search window.
 pub fn latest_slot<Tz: TimeZone>(schedule: &Schedule, now: &DateTime<Tz>) -> Option<DateTime<Utc>> {
-    let tz = now.timezone();
+    let tz = schedule.clock(&now.timezone());
+    let now = now.with_timezone(&tz);
     let now_utc = now.with_timezone(&Utc);
     // Tomorrow first: a slot of tomorrow's local date can still be before now in UTC terms only
     // when today's date was misjudged, never otherwise; the cost is one day's slots.
     (-1..=horizon_days(schedule)).find_map(|back| {
         let day = now.date_naive() - Duration::days(back);
-        day_slots(schedule, &tz, day)
+        zoned_day_slots(schedule, &tz, day)
             .into_iter()
             .filter(|t| *t <= now_utc)
             .max()
@@ -769,11 +879,12 @@ pub fn next_firing<Tz: TimeZone>(
             after: last_start,
         });
     }
-    let tz = now.timezone();
+    let tz = schedule.clock(&now.timezone());
+    let now = now.with_timezone(&tz);
     let now_utc = now.with_timezone(&Utc);
     (0..=horizon_days(schedule)).find_map(|ahead| {
         let day = now.date_naive() + Duration::days(ahead);
-        day_slots(schedule, &tz, day)
+        zoned_day_slots(schedule, &tz, day)
             .into_iter()
             .find(|t| *t > now_utc)
             .map(Next::At)
@@ -896,6 +1007,8 @@ mod tests {
             daily_at: vec![daily_at],
             weekdays: weekdays.to_vec(),
             days_of_month: vec![],
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         }
     }
@@ -1050,6 +1163,8 @@ mod tests {
             daily_at: at.to_vec(),
             weekdays: vec![],
             days_of_month: days_of_month.to_vec(),
+            time_zone: None,
+            catch_up: CatchUp::Latest,
             at_login: false,
         }
     }

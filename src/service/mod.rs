@@ -89,6 +89,13 @@ pub trait ServiceManager {
     /// Tells the manager unit files were removed or restored (systemd: daemon-reload).
     fn files_changed(&self) -> Result<(), ExecError>;
 
+    /// Whether the manager fires a calendar schedule in a named zone (`time_zone`), or why not:
+    /// systemd reads a zone on an `OnCalendar=` line from 235 on. launchd never does, and a
+    /// zoned definition is refused before it gets here (`units::refusal`).
+    fn keeps_zones(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// Whether the manager answers at all, for `doctor`.
     fn reachable(&self) -> Result<(), ExecError>;
 }

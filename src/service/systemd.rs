@@ -37,6 +37,17 @@ fn property<'b>(block: &'b str, key: &str) -> &'b str {
         .unwrap_or("")
 }
 
+/// Whether systemd `version` (`252.30-1~deb12u2`, `v257`) reads a zone on `OnCalendar=` (235
+/// on); `None` when the version cannot be read.
+fn zone_support(version: &str) -> Option<bool> {
+    let digits: String = version
+        .trim_start_matches('v')
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse::<u32>().ok().map(|v| v >= 235)
+}
+
 /// The units that start a service: its timer, its path unit.
 const ARMS: [&str; 2] = ["timer", "path"];
 
@@ -182,6 +193,19 @@ impl ServiceManager for Systemd {
         Ok(stopped)
     }
 
+    fn keeps_zones(&self) -> Result<(), String> {
+        let out = self
+            .user(&["show", "--property=Version"])
+            .map_err(|e| e.to_string())?;
+        let version = property(&out, "Version");
+        match zone_support(version) {
+            Some(false) => Err(format!(
+                "the user's systemd manager is version {version}, which reads no time zone on an OnCalendar= line (235 and later do); remove time_zone to fire at this machine's wall-clock times"
+            )),
+            _ => Ok(()),
+        }
+    }
+
     fn start(&self, label: &Label) -> Result<(), ExecError> {
         self.user(&["start", "--no-block", &format!("{label}.service")])
             .map(|_| ())
@@ -200,5 +224,17 @@ impl ServiceManager for Systemd {
 
     fn reachable(&self) -> Result<(), ExecError> {
         self.user(&["show-environment"]).map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod zone_tests {
+    #[test]
+    fn zones_are_read_from_235_on() {
+        assert_eq!(super::zone_support("252.30-1~deb12u2"), Some(true));
+        assert_eq!(super::zone_support("235"), Some(true));
+        assert_eq!(super::zone_support("234.1"), Some(false));
+        assert_eq!(super::zone_support("v229"), Some(false));
+        assert_eq!(super::zone_support(""), None);
     }
 }

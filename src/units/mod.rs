@@ -64,7 +64,8 @@ impl Target {
 /// (systemd `TimeoutStartSec`, launchd `ExitTimeOut`): room for the runner's own tree kill.
 pub const BACKSTOP_SECONDS: u32 = 30;
 
-/// How long the service manager may let one firing take: its jitter delay, every attempt's
+/// How long the service manager may let one firing take (with `catch_up = "all"`, the firings of
+/// the missed slots it runs first too): its jitter delay, every attempt's
 /// timeout and the waits between them, and the backstop.
 pub fn stop_timeout(def: &Definition) -> u32 {
     let attempts = def.retry.retries + 1;
@@ -84,12 +85,17 @@ pub fn stop_timeout(def: &Definition) -> u32 {
         crate::definition::Overlap::Queue => def.timeout_seconds,
         crate::definition::Overlap::Replace => crate::definition::policy::REPLACE_WAIT_SECONDS,
     };
-    def.jitter_seconds
-        + attempts * def.timeout_seconds
-        + waits
-        + events
-        + overlap
-        + BACKSTOP_SECONDS
+    let one = def.jitter_seconds + attempts * def.timeout_seconds + waits + events + overlap;
+    // `catch_up = "all"`: the firing on wake runs each missed slot before its own.
+    let firings = match def
+        .schedule
+        .as_ref()
+        .map(crate::schedule::Schedule::catch_up)
+    {
+        Some(crate::schedule::CatchUp::All) => crate::schedule::zone::CATCH_UP_SLOTS as u32 + 1,
+        _ => 1,
+    };
+    one.saturating_mul(firings).saturating_add(BACKSTOP_SECONDS)
 }
 
 /// The header lines after the first: what else starts it, and an interval that counts awake
@@ -182,21 +188,38 @@ pub struct UnitFile {
     pub bytes: Vec<u8>,
 }
 
-/// The files of `def` for `target`; empty when the definition is run by hand only.
+/// The files of `def` for `target`; empty when the definition is run by hand only. Refused, with
+/// why, when `target` cannot fire it at the right instants ([`refusal`]).
 pub fn render(
     def: &Definition,
     namespace: &Namespace,
     paths: &MachinePaths,
     target: Target,
-) -> Vec<UnitFile> {
+) -> Result<Vec<UnitFile>, String> {
     if !def.has_units() {
-        return Vec::new();
+        return Ok(Vec::new());
+    }
+    if let Some(why) = refusal(def, target) {
+        return Err(why);
     }
     let label = Label::new(namespace, &def.name);
-    match target {
+    Ok(match target {
         Target::Launchd => vec![launchd::plist(def, namespace, &label, paths)],
         Target::Systemd => systemd::units(def, namespace, &label, paths),
-    }
+    })
+}
+
+/// Why `target` cannot fire `def` at the instants its definition says, if it cannot: launchd
+/// reads `StartCalendarInterval` in the Mac's own zone, which changes when the Mac travels, so a
+/// schedule in a `time_zone` would fire at the wrong instant (docs/units.md, "Time zones").
+pub fn refusal(def: &Definition, target: Target) -> Option<String> {
+    let zone = def.schedule.as_ref()?.zone()?;
+    (target == Target::Launchd).then(|| {
+        format!(
+            "{}: time_zone = \"{zone}\" cannot be kept by launchd, which fires a calendar schedule in the Mac's own zone (and that zone changes when the Mac travels); remove time_zone to fire at the Mac's wall-clock times",
+            def.name
+        )
+    })
 }
 
 /// A watched path of a definition (`{root}/…`, `~/…` or absolute) on the machine `paths`

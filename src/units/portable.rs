@@ -143,7 +143,9 @@ pub fn desired(
     let mut out = BTreeMap::new();
     for def in defs {
         for &target in targets {
-            for f in render(def, namespace, &paths, target) {
+            // A target that cannot keep a definition's schedule has no file for it: installing
+            // it there is refused by name (`units::refusal`).
+            for f in render(def, namespace, &paths, target).unwrap_or_default() {
                 out.insert(
                     Path::new(UNITS_DIR).join(target.dir()).join(&f.name),
                     f.bytes,

@@ -211,8 +211,10 @@ fn timer(def: &Definition, label: &Label, schedule: &Schedule, header: String) -
         Schedule::AtLogin => {}
         _ => {
             // One line per expression: systemd fires at the union of a timer's OnCalendar= lines.
+            // A schedule in a `time_zone` says it on each line (systemd ≥ 235 reads it there).
+            let zone = schedule.zone().map(|z| format!(" {z}")).unwrap_or_default();
             for line in crate::schedule::on_calendar(schedule) {
-                let _ = writeln!(timer, "OnCalendar={line}");
+                let _ = writeln!(timer, "OnCalendar={line}{zone}");
             }
             timer.push_str("Persistent=true\n");
         }

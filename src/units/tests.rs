@@ -142,18 +142,18 @@ fn snapshots() {
         for (target, tname) in [(Target::Systemd, "systemd"), (Target::Launchd, "launchd")] {
             insta::assert_snapshot!(
                 format!("{tname}_{shape}"),
-                text(&render(&d, &ns(), &MachinePaths::portable(), target))
+                text(&render(&d, &ns(), &MachinePaths::portable(), target).unwrap())
             );
         }
     }
     let d = &shapes()[0].1;
     insta::assert_snapshot!(
         "systemd_awkward_paths",
-        text(&render(d, &ns(), &awkward_paths(), Target::Systemd))
+        text(&render(d, &ns(), &awkward_paths(), Target::Systemd).unwrap())
     );
     insta::assert_snapshot!(
         "launchd_awkward_paths",
-        text(&render(d, &ns(), &awkward_paths(), Target::Launchd))
+        text(&render(d, &ns(), &awkward_paths(), Target::Launchd).unwrap())
     );
 }
 
@@ -161,8 +161,8 @@ fn snapshots() {
 fn rendering_is_deterministic_and_headed() {
     for (_, d) in shapes() {
         for target in [Target::Systemd, Target::Launchd] {
-            let a = render(&d, &ns(), &awkward_paths(), target);
-            let b = render(&d, &ns(), &awkward_paths(), target);
+            let a = render(&d, &ns(), &awkward_paths(), target).unwrap();
+            let b = render(&d, &ns(), &awkward_paths(), target).unwrap();
             assert_eq!(a, b);
             for f in &a {
                 let text = String::from_utf8(f.bytes.clone()).unwrap();
@@ -176,7 +176,11 @@ fn rendering_is_deterministic_and_headed() {
         }
     }
     let manual = def("manual", "");
-    assert!(render(&manual, &ns(), &awkward_paths(), Target::Systemd).is_empty());
+    assert!(
+        render(&manual, &ns(), &awkward_paths(), Target::Systemd)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -187,7 +191,7 @@ fn plists_parse_back_to_what_was_meant() {
         .find(|(s, _)| *s == "daily_at_weekdays")
         .unwrap()
         .1;
-    let files = render(d, &ns(), &awkward_paths(), Target::Launchd);
+    let files = render(d, &ns(), &awkward_paths(), Target::Launchd).unwrap();
     let v: plist::Value = plist::from_bytes(&files[0].bytes).unwrap();
     let dict = v.as_dictionary().unwrap();
     assert_eq!(

@@ -176,7 +176,11 @@ fn settings_are_said_and_values_go_to_env_files_of_the_jobs_below() {
     assert!(reason(2).starts_with("SHELL: not carried over"));
     assert!(reason(3).starts_with("PATH: not carried over"));
     assert!(reason(4).contains("not carried over"), "{}", reason(4));
-    assert!(reason(6).contains("not America/New_York"), "{}", reason(6));
+    assert!(
+        reason(6).contains("time_zone = \"America/New_York\""),
+        "{}",
+        reason(6)
+    );
     // The job above the assignment has none; the one below has it, in its env file only.
     assert!(rows[0].files.env.is_empty());
     let below = &rows[7];
@@ -190,10 +194,40 @@ fn settings_are_said_and_values_go_to_env_files_of_the_jobs_below() {
         def.contains("env = [\"TOKEN\"]") && !def.contains("secret"),
         "{def}"
     );
-    assert!(below.notes.iter().any(|n| n.contains("America/New_York")));
+    // The zone is kept: the job below is read in it, wherever it runs.
+    assert!(def.contains("time_zone = \"America/New_York\""), "{def}");
+    // The one above it is not.
+    let above = String::from_utf8(rows[0].files.definition.clone()).unwrap();
+    assert!(!above.contains("time_zone"), "{above}");
     // A zone means nothing to a run at login.
     assert_eq!(rows[8].status, Status::Imported);
     assert!(rows[8].notes.is_empty(), "{:?}", rows[8].notes);
+    let login = String::from_utf8(rows[8].files.definition.clone()).unwrap();
+    assert!(!login.contains("time_zone"), "{login}");
+}
+
+#[test]
+fn a_zone_that_is_no_iana_name_is_said_and_the_jobs_keep_local_time() {
+    let f = fixture();
+    let rows = f.plan(
+        "CRON_TZ=Moon/Base
+0 2 * * * /usr/bin/false
+",
+        false,
+        false,
+    );
+    let reason = rows[0].reason.clone().unwrap();
+    assert!(
+        reason.contains("not a zone of the IANA database"),
+        "{reason}"
+    );
+    let def = String::from_utf8(rows[1].files.definition.clone()).unwrap();
+    assert!(!def.contains("time_zone"), "{def}");
+    assert!(
+        rows[1].notes.iter().any(|n| n.contains("Moon/Base")),
+        "{:?}",
+        rows[1].notes
+    );
 }
 
 #[test]

@@ -150,7 +150,8 @@ fn calendar_intervals_render_back_to_the_same_entries() {
         let rows = h.plan(std::slice::from_ref(&p), false);
         assert_eq!(rows[0].status, Status::Imported, "{name}: {rows:#?}");
         let d = def(&rows[0]);
-        let file = &crate::units::render(&d, &ns, &MachinePaths::portable(), Target::Launchd)[0];
+        let file =
+            &crate::units::render(&d, &ns, &MachinePaths::portable(), Target::Launchd).unwrap()[0];
         let rendered: Value = plist::from_bytes(&file.bytes).unwrap();
         let original: Value = plist::from_file(&p).unwrap();
         let key = |v: &Value| v.as_dictionary().unwrap()["StartCalendarInterval"].clone();

@@ -358,7 +358,13 @@ pub fn cronjob(
         ),
         spec: Some(CronJobSpec {
             schedule: cron.line,
-            time_zone: Some(cluster.time_zone.clone()),
+            // The schedule's own zone when it names one; else the cluster's.
+            time_zone: Some(
+                def.schedule
+                    .as_ref()
+                    .and_then(crate::schedule::Schedule::zone)
+                    .map_or_else(|| cluster.time_zone.clone(), |z| z.name().to_owned()),
+            ),
             concurrency_policy: Some(concurrency.into()),
             starting_deadline_seconds: Some(i64::from(starting_deadline)),
             successful_jobs_history_limit: Some(HISTORY_LIMIT),

@@ -177,7 +177,8 @@ fn a_day_long_timeout_reaches_every_deadline() {
         &ns(),
         &crate::units::tests::awkward_paths(),
         crate::units::Target::Systemd,
-    );
+    )
+    .unwrap();
     let service = String::from_utf8(units[0].bytes.clone()).unwrap();
     assert!(
         service.contains(&format!("TimeoutStartSec={stop}\n")),
@@ -188,7 +189,8 @@ fn a_day_long_timeout_reaches_every_deadline() {
         &ns(),
         &crate::units::tests::awkward_paths(),
         crate::units::Target::Launchd,
-    );
+    )
+    .unwrap();
     let plist: plist::Dictionary = plist::from_bytes(&units[0].bytes).unwrap();
     assert_eq!(
         plist
