@@ -103,6 +103,16 @@ pub(super) fn backfill(settings: &Settings, name: &Name, range: &Range, o: Optio
         if bar {
             errln_raw("\r\x1b[2K");
         }
+        if backfill::interrupted() {
+            // Stopped by the same Ctrl-C: it counts as not run, and the next call runs it.
+            if !o.json {
+                outln!("{at}  {}", ran.summary);
+            }
+            rows.push(serde_json::json!({
+                "slot": at, "action": "interrupted", "exit": ran.exit, "summary": ran.summary,
+            }));
+            break;
+        }
         done += 1;
         if ran.exit != Some(0) {
             failed += 1;

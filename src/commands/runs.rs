@@ -146,6 +146,18 @@ pub(super) fn runs(
     Ok(Exit::Success)
 }
 
+/// The slot a run stood for, when it is not the minute it started (a catch-up of a missed slot,
+/// a backfill): on time, the start says it.
+fn late_slot(r: &history::RunView) -> Option<&str> {
+    let slot = r.started.as_ref()?.slot.as_deref()?;
+    let (at, slot_at) = (
+        crate::runlog::parse_stamp(&r.at)?,
+        history::parse_slot(slot)?,
+    );
+    let late = (at - slot_at).num_seconds() > crate::schedule::zone::ON_TIME_SECONDS;
+    (late || r.trigger == crate::runlog::Trigger::Backfill).then_some(slot)
+}
+
 /// Which attempt of which firing a run is, when its firing retries: (number, first run id).
 fn attempt_of(v: &history::RunView) -> Option<(u32, &str)> {
     match (&v.finished, &v.started) {
@@ -188,6 +200,10 @@ fn print_runs(out: &mut dyn Write, runs: &[history::RunView]) -> std::io::Result
         };
         let status = match jitter_ms(r) {
             Some(ms) => format!("{status}, jitter {:.0} s", ms as f64 / 1000.0),
+            None => status,
+        };
+        let status = match late_slot(r) {
+            Some(slot) => format!("{status}, slot {}", field(slot)),
             None => status,
         };
         writeln!(

@@ -497,7 +497,6 @@ fn missed_days_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Rea
     let Some(schedule) = def.schedule.as_ref().filter(|s| s.counts_missed_slots()) else {
         return Vec::new();
     };
-    let missed = missed_days(i.s, schedule, installed, i.th, i.now);
     if schedule.catch_up() == crate::schedule::CatchUp::None {
         // Not run on purpose: the slots that passed while the machine slept or was off (those
         // recorded as `missed_slot`, and those no firing has answered yet) are reported, and
@@ -510,9 +509,26 @@ fn missed_days_rule<Tz: TimeZone>(i: &Input<'_, Tz>, f: &mut Figures) -> Vec<Rea
                 .filter(|r| r.reason == Some(SkipReason::MissedSlot))
                 .filter(|r| parse_stamp(&r.at).is_some_and(|t| t >= since))
                 .count() as u32;
-        f.missed_slots = Some(missed + skipped);
+        // And the slots since its newest firing, which no firing has answered yet (the machine
+        // is still off for them, or the firing on wake is still to come); the latest may be
+        // under way.
+        let now = i.now.wall.with_timezone(&Utc);
+        let newest =
+            i.s.runs
+                .iter()
+                .filter(|r| r.trigger == Trigger::Schedule)
+                .filter_map(|r| parse_stamp(&r.at))
+                .max()
+                .unwrap_or(installed)
+                .max(installed)
+                .max(since);
+        let pending = crate::schedule::slots_between(schedule, &i.now.wall.timezone(), newest, now)
+            .len()
+            .saturating_sub(1) as u32;
+        f.missed_slots = Some(skipped + pending);
         return Vec::new();
     }
+    let missed = missed_days(i.s, schedule, installed, i.th, i.now);
     f.missed_days = Some(missed);
     if missed <= i.th.missed_days_max {
         return Vec::new();

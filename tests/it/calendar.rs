@@ -282,6 +282,43 @@ fn the_programs_slots_are_the_oracles_across_dst() {
     }
 }
 
+/// A schedule with `time_zone` is read in that zone on any machine: every calendar kind's slots
+/// are the oracle's in the zone, over 2026, in seven zones (DST in both hemispheres, a 30-minute
+/// change, offsets 30 and 45 minutes off the hour), on machines in three other zones.
+#[test]
+fn a_zoned_schedule_is_the_oracles_in_its_zone_on_any_machine() {
+    let from = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+    let to = Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap();
+    let zones = ZONES.iter().copied().chain(["Australia/Lord_Howe", "UTC"]);
+    let checks = automations::definition::Checks {
+        home: "/nonexistent".into(),
+        data_root: "/nonexistent".into(),
+        units_dir: "/nonexistent-units".into(),
+    };
+    let mut compared = 0;
+    for zone in zones {
+        let tz: Tz = zone.parse().unwrap();
+        for (name, schedule, rule) in CASES {
+            let text = format!(
+                "name = \"{name}\"\ncommand = [\"true\"]\n[schedule]\n{schedule}\ntime_zone = \"{zone}\"\n"
+            );
+            let schedule =
+                automations::definition::parse(&format!("{name}.toml"), text.as_bytes(), &checks)
+                    .unwrap()
+                    .schedule
+                    .unwrap();
+            let want = oracle(rule, tz, from, |_, t| t > to);
+            for machine in ["America/Los_Angeles", "Asia/Tokyo", "Pacific/Chatham"] {
+                let m: Tz = machine.parse().unwrap();
+                let got = automations::schedule::slots_between(&schedule, &m, from, to);
+                assert_eq!(got, want, "{name} in {zone} on a machine in {machine}");
+                compared += got.len();
+            }
+        }
+    }
+    assert!(compared > 100_000, "only {compared} slots compared");
+}
+
 /// Whether launchd fires at local minute `t` for a plist's `StartCalendarInterval`, as its manual
 /// says: an entry matches when every key it has does (Weekday with Sunday 0 or 7), except that an
 /// entry with both Day and Weekday matches on either; a key left out matches every value.

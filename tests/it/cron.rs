@@ -186,9 +186,15 @@ fn sandbox() -> Sandbox {
 }
 
 fn schedule_of(expr: &str) -> automations::schedule::Schedule {
+    schedule_in(expr, "")
+}
+
+/// The schedule of `cron = expr`, with `more` lines of `[schedule]` (a `time_zone`).
+fn schedule_in(expr: &str, more: &str) -> automations::schedule::Schedule {
     let def = automations::definition::parse(
         "x.toml",
-        format!("name = \"x\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{expr}\"\n").as_bytes(),
+        format!("name = \"x\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{expr}\"\n{more}")
+            .as_bytes(),
         &automations::definition::Checks {
             home: "/nonexistent".into(),
             data_root: "/nonexistent".into(),
@@ -620,4 +626,91 @@ fn env_files_are_written_only_into_a_private_data_root() {
     assert!(stderr(&o).contains("is a symbolic link"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     assert!(!sb.root.join("automations/uptime.toml").exists());
+}
+
+/// Machines in three zones other than the schedules': the program reads a `time_zone` schedule in
+/// its own zone whatever the machine's (one of them 45 minutes off the hour, with DST).
+const MACHINES: [&str; 3] = ["America/Los_Angeles", "Asia/Tokyo", "Pacific/Chatham"];
+
+/// A schedule with `time_zone` fires where cronsim says in that zone, over a whole year in each of
+/// the seven zones, on a machine in each of three other zones.
+#[test]
+#[ignore = "a real component: the cron library cronsim (and systemd-analyze), in the test venv"]
+fn a_zoned_schedule_fires_in_its_zone_on_any_machine() {
+    let Some(mut oracle) = oracle_or_skip("a_zoned_schedule_fires_in_its_zone_on_any_machine")
+    else {
+        return;
+    };
+    let mut compared = 0;
+    for expr in EXPRESSIONS {
+        for zone in ZONES {
+            let (from, to) = if *zone == "Australia/Lord_Howe" {
+                // Between its changes (see CHANGES).
+                (utc("2026-04-06T00:00:00Z"), utc("2026-10-02T00:00:00Z"))
+            } else {
+                (utc("2026-01-01T00:00:00Z"), utc("2027-01-01T00:00:00Z"))
+            };
+            let want = oracle.firings(expr, zone, from, to, 400);
+            let until = if want.len() == 400 { want[399] } else { to };
+            let schedule = schedule_in(expr, &format!("time_zone = \"{zone}\"\n"));
+            for machine in MACHINES {
+                let tz: Tz = machine.parse().unwrap();
+                let got = automations::schedule::slots_between(&schedule, &tz, from, until);
+                assert_eq!(
+                    got,
+                    want,
+                    "{expr:?} in {zone} on a machine in {machine}: {} and {} firings",
+                    got.len(),
+                    want.len()
+                );
+                compared += got.len();
+            }
+        }
+    }
+    assert!(compared > 100_000, "only {compared} firings compared");
+}
+
+/// The rendered timer of a zoned schedule names its zone on each `OnCalendar=` line, and systemd
+/// gives the next 20 firings cronsim gives in that zone, on a machine in another zone.
+#[test]
+#[ignore = "a real component: the cron library cronsim (and systemd-analyze), in the test venv"]
+fn a_zoned_timer_fires_where_the_cron_library_says() {
+    if which("systemd-analyze").is_none() {
+        return skip(
+            "a_zoned_timer_fires_where_the_cron_library_says",
+            "systemd-analyze is not installed (apt-get install systemd)",
+        );
+    }
+    let Some(mut oracle) = oracle_or_skip("a_zoned_timer_fires_where_the_cron_library_says") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    // In June, as the unzoned comparison (what systemd does in a DST gap is docs/cron.md's).
+    let base = utc("2026-06-10T00:00:00Z");
+    let far = utc("2199-01-01T00:00:00Z");
+    for (i, expr) in EXPRESSIONS.iter().enumerate() {
+        let n = name(i);
+        sb.definition(
+            &n,
+            &format!(
+                "name = \"{n}\"\ncommand = [\"true\"]\n[schedule]\ncron = \"{expr}\"\ntime_zone = \"America/New_York\"\n"
+            ),
+        );
+        let timer = rendered(&sb, &n, "systemd", ".timer");
+        assert!(
+            timer
+                .lines()
+                .filter(|l| l.starts_with("OnCalendar="))
+                .all(|l| l.ends_with(" America/New_York")),
+            "{timer}"
+        );
+        let want = oracle.firings(expr, "America/New_York", base, far, 20);
+        for machine in ["Asia/Tokyo", "Europe/Berlin"] {
+            assert_eq!(
+                systemd_elapses(&timer, machine, base, 20),
+                want,
+                "{expr:?} in New York, machine in {machine}:\n{timer}"
+            );
+        }
+    }
 }

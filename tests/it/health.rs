@@ -149,6 +149,7 @@ impl Fixture {
                     reason: SkipReason::Paused,
                     after: None,
                     held_by: None,
+                    slot: None,
                 }),
                 at,
             )

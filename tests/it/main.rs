@@ -34,6 +34,7 @@ mod sandbox;
 mod secrets;
 mod signals;
 mod systemd;
+mod time;
 mod triggers;
 mod units;
 mod webdriver;
