@@ -1313,3 +1313,110 @@ fn day_two_reinstall_shows_the_script_diff_and_uninstall_leaves_nothing_misleadi
     let units = stdout(&m.systemctl(&["list-units", "--all", "--no-pager", "--plain"]));
     assert!(!units.contains("local.automations.heartbeat"), "{units}");
 }
+
+/// A schedule in its own zone under a real user manager: the timer's next elapse is the next 09:00
+/// in Tokyo (what `list` says too), and with `catch_up = "all"` a firing after days without one
+/// (the install dated back, as a machine that was off has it) runs each missed slot once with
+/// its AUTOMATION_SLOT, then its own.
+#[test]
+#[ignore = "a real component: a private systemd user manager (root)"]
+fn a_zoned_timer_elapses_in_its_zone_and_catches_up_every_missed_slot() {
+    use chrono::{Duration, TimeZone, Utc};
+    let mut sb = shipped();
+    let Some(m) = UserManager::start(
+        &mut sb,
+        "a_zoned_timer_elapses_in_its_zone_and_catches_up_every_missed_slot",
+    ) else {
+        return;
+    };
+    write_executable(
+        &sb.root.join("scripts/report.sh"),
+        "#!/bin/sh\necho \"slot=$AUTOMATION_SLOT\"\n",
+    );
+    sb.definition(
+        "report",
+        "name = \"report\"\ncommand = [\"scripts/report.sh\"]\n[schedule]\ndaily_at = \"09:00\"\ntime_zone = \"Asia/Tokyo\"\ncatch_up = \"all\"\n",
+    );
+    let before = Utc::now();
+    let r = install(&sb, "report");
+    assert_pty_ok(&r);
+    assert!(r.output.contains("09:00 Asia/Tokyo"), "{}", r.output);
+    let after = Utc::now();
+    let timer = "local.automations.report.timer";
+    let tokyo = chrono_tz::Asia::Tokyo;
+    // The next 09:00 in Tokyo after `t`.
+    let next_nine = |t: chrono::DateTime<Utc>| {
+        let local = t.with_timezone(&tokyo).date_naive();
+        (0..2)
+            .map(|d| {
+                tokyo
+                    .from_local_datetime(&(local + Duration::days(d)).and_hms_opt(9, 0, 0).unwrap())
+                    .unwrap()
+                    .with_timezone(&Utc)
+            })
+            .find(|n| *n > t)
+            .unwrap()
+    };
+    let shown = m.prop(timer, "NextElapseUSecRealtime");
+    let epoch = Command::new("date")
+        .args(["-d", &shown, "+%s"])
+        .output()
+        .unwrap();
+    let next: i64 = stdout(&epoch).trim().parse().unwrap();
+    assert!(
+        [next_nine(before).timestamp(), next_nine(after).timestamp()].contains(&next),
+        "the manager's next elapse {shown} is not 09:00 in Tokyo"
+    );
+    let timers = stdout(&m.systemctl(&["list-timers", "--all", "--no-pager"]));
+    assert!(timers.contains(timer), "{timers}");
+    let list: serde_json::Value =
+        serde_json::from_str(&stdout(&sb.run(["list", "--json"]))).unwrap();
+    let entry = list["automations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "report")
+        .unwrap()
+        .clone();
+    let listed: chrono::DateTime<Utc> = entry["next"].as_str().unwrap().parse().unwrap();
+    assert_eq!(listed.timestamp(), next, "{entry:#}");
+
+    // Days without a firing: the install is dated back three days and some hours.
+    let path = sb.data.join("state/installed/report.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let installed = Utc::now() - Duration::days(3) - Duration::hours(1);
+    record["installed_at"] = installed.to_rfc3339().into();
+    std::fs::write(&path, record.to_string()).unwrap();
+    let latest = next_nine(Utc::now()) - Duration::days(1);
+    let want: Vec<String> = (0..4)
+        .rev()
+        .map(|d| latest - Duration::days(d))
+        .filter(|s| *s > installed)
+        .map(|s| {
+            s.with_timezone(&tokyo)
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+        })
+        .collect();
+    assert!(want.len() >= 3, "{want:?}");
+    m.start_ok(&sb, "local.automations.report.service");
+    let slots: Vec<String> = sb
+        .events("started")
+        .iter()
+        .map(|s| s["slot"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(slots, want);
+    let printed: Vec<String> = sb
+        .events("finished")
+        .iter()
+        .map(|f| f["stdout_tail"].as_str().unwrap().trim().to_owned())
+        .collect();
+    assert_eq!(
+        printed,
+        want.iter().map(|s| format!("slot={s}")).collect::<Vec<_>>()
+    );
+    // Each once: the next firing has nothing left to run.
+    m.start_ok(&sb, "local.automations.report.service");
+    assert_eq!(sb.events("started").len(), want.len());
+    sb.assert_log_verifies();
+}
