@@ -14,20 +14,43 @@ use crate::schedule::{self, Schedule};
 use crate::settings::Settings;
 
 /// `--from` and `--to` as given.
-pub(super) struct Range {
+struct Range {
     pub from: String,
     pub to: String,
 }
 
 /// The switches of one call.
-pub(super) struct Options {
+struct Options {
     pub dry_run: bool,
     pub again: bool,
     pub max: Option<usize>,
     pub json: bool,
 }
 
-pub(super) fn backfill(settings: &Settings, name: &Name, range: &Range, o: Options) -> CmdResult {
+/// `automations backfill …` as the command line gave it.
+pub(super) fn command(settings: &Settings, c: crate::cli::Command) -> CmdResult {
+    let crate::cli::Command::Backfill {
+        name,
+        from,
+        to,
+        dry_run,
+        again,
+        max,
+        json,
+    } = c
+    else {
+        unreachable!("only backfill comes here");
+    };
+    let o = Options {
+        dry_run,
+        again,
+        max,
+        json,
+    };
+    backfill(settings, &name, &Range { from, to }, o)
+}
+
+fn backfill(settings: &Settings, name: &Name, range: &Range, o: Options) -> CmdResult {
     data_root(settings, if o.dry_run { Use::Read } else { Use::Write })?;
     let def = one_definition(settings, name)?;
     let state = crate::state::State::new(&settings.data_root);
@@ -79,11 +102,24 @@ pub(super) fn backfill(settings: &Settings, name: &Name, range: &Range, o: Optio
     if o.dry_run || to_run == 0 {
         return say_plan(name, &plan, &stamp, o.json, o.dry_run);
     }
+    run_plan(settings, &def, &plan, &stamp, &o)
+}
+
+/// Runs the slots of `plan` that are to run, one firing each, and says how each went.
+fn run_plan(
+    settings: &Settings,
+    def: &crate::definition::Definition,
+    plan: &[(chrono::DateTime<chrono::Utc>, Action)],
+    stamp: &dyn Fn(chrono::DateTime<chrono::Utc>) -> String,
+    o: &Options,
+) -> CmdResult {
+    let name = &def.name;
+    let to_run = plan.iter().filter(|(_, a)| *a == Action::Run).count();
     backfill::stop_on_interrupt();
     let bar = std::io::stderr().is_terminal() && !o.json;
     let mut rows = Vec::new();
     let (mut failed, mut done) = (0, 0);
-    for (slot, action) in &plan {
+    for (slot, action) in plan {
         let at = stamp(*slot);
         if *action == Action::Succeeded {
             rows.push(serde_json::json!({"slot": at, "action": "passed_over"}));
@@ -98,7 +134,7 @@ pub(super) fn backfill(settings: &Settings, name: &Name, range: &Range, o: Optio
         if bar {
             progress(done, to_run, &at);
         }
-        let ran = backfill::run_slot(settings, &def, *slot)
+        let ran = backfill::run_slot(settings, def, *slot)
             .map_err(|e| Fail::new(Exit::Environment, anyhow::anyhow!("{name}: {e}")))?;
         if bar {
             errln_raw("\r\x1b[2K");

@@ -93,25 +93,7 @@ fn with_settings(command: Command, s: &Settings) -> CmdResult {
             slot,
             ..
         } => runs::run(s, &name, trigger, slot),
-        Command::Backfill {
-            name,
-            from,
-            to,
-            dry_run,
-            again,
-            max,
-            json,
-        } => backfill::backfill(
-            s,
-            &name,
-            &backfill::Range { from, to },
-            backfill::Options {
-                dry_run,
-                again,
-                max,
-                json,
-            },
-        ),
+        c @ Command::Backfill { .. } => backfill::command(s, c),
         Command::Runs { name, limit, json } => runs::runs(s, name.as_ref(), limit, json),
         Command::Show { run, failed, json } => runs::show(s, &run, failed, json),
         Command::Pause { name, reason } => switches::pause(s, &name, &reason),

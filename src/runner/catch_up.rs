@@ -161,7 +161,7 @@ pub fn slot_firing_args(
     trigger: Trigger,
     slot: &str,
 ) -> Vec<std::ffi::OsString> {
-    let mut args: Vec<std::ffi::OsString> = vec![
+    vec![
         "run".into(),
         def.name.as_str().into(),
         "--trigger".into(),
@@ -174,7 +174,5 @@ pub fn slot_firing_args(
         settings.data_root.clone().into(),
         "--namespace".into(),
         settings.namespace.as_str().into(),
-    ];
-    args.shrink_to_fit();
-    args
+    ]
 }
