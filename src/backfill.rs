@@ -72,12 +72,16 @@ pub fn parse_when<M: TimeZone>(
         return Ok(at.with_timezone(&Utc));
     }
     let clock = ClockZone::of(zone, machine);
+    // A time in a DST gap (midnight, in some zones) is the first minute after it.
     let on_clock = |naive: NaiveDateTime| {
-        clock
-            .from_local_datetime(&naive)
-            .earliest()
+        (0..=180)
+            .find_map(|m| {
+                clock
+                    .from_local_datetime(&(naive + Duration::minutes(m)))
+                    .earliest()
+            })
             .map(|t| t.with_timezone(&Utc))
-            .ok_or_else(|| format!("{t:?} does not exist on that clock (a DST gap)"))
+            .ok_or_else(|| format!("{t:?} does not exist on that clock"))
     };
     if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
         return if end_of_day {

@@ -81,6 +81,16 @@ pub struct RunView {
 }
 
 impl RunView {
+    /// The slot of its schedule a run stood for (a scheduled firing's, a caught-up or backfilled
+    /// one's), as its `started` or `finished` says.
+    pub fn slot(&self) -> Option<DateTime<Utc>> {
+        self.started
+            .as_ref()
+            .and_then(|s| s.slot.as_deref())
+            .or_else(|| self.finished.as_ref().and_then(|f| f.slot.as_deref()))
+            .and_then(parse_slot)
+    }
+
     /// Milliseconds the run took, when finished.
     pub fn duration_ms(&self) -> Option<u64> {
         self.finished.as_ref().map(|f| f.duration_ms)
@@ -478,15 +488,19 @@ pub struct Fired {
     pub at: DateTime<Utc>,
 }
 
-/// The firings of `name`'s schedule (`started` and `skipped` with trigger `schedule`) since
-/// `from`, newest first.
-pub fn fired_since(log: &RunLog, name: &str, from: DateTime<Utc>) -> Vec<Fired> {
+/// The newest firing of `name`'s schedule (`started` or `skipped` with trigger `schedule`) since
+/// `from` that `wanted` accepts; the log is read back only until it is found.
+pub fn last_fired(
+    log: &RunLog,
+    name: &str,
+    from: DateTime<Utc>,
+    wanted: impl Fn(&Fired) -> bool,
+) -> Option<Fired> {
     let margin = from - chrono::Duration::minutes(SLOT_MARGIN_MINUTES);
-    let mut out = Vec::new();
     for r in log.backwards() {
         let Some(at) = r.time() else { continue };
         if at < margin {
-            break;
+            return None;
         }
         if r.name != name {
             continue;
@@ -496,18 +510,19 @@ pub fn fired_since(log: &RunLog, name: &str, from: DateTime<Utc>) -> Vec<Fired> 
             Event::Skipped(s) => (s.trigger, s.slot.as_deref()),
             _ => continue,
         };
-        if trigger == Trigger::Schedule {
-            out.push(Fired {
-                slot: slot.and_then(parse_slot),
-                at,
-            });
+        let fired = Fired {
+            slot: slot.and_then(parse_slot),
+            at,
+        };
+        if trigger == Trigger::Schedule && wanted(&fired) {
+            return Some(fired);
         }
     }
-    out
+    None
 }
 
-/// The slots of `name` at or after `from` that have a run that succeeded: a scheduled firing or
-/// a backfill that stood for the slot and finished `ok`.
+/// The slots of `name` at or after `from` that have a run that succeeded: a scheduled firing, a
+/// caught-up or a backfilled one that stood for the slot and finished `ok`.
 pub fn slots_succeeded(
     log: &RunLog,
     name: &str,
@@ -517,6 +532,10 @@ pub fn slots_succeeded(
     let mut ok_runs = std::collections::HashSet::new();
     let mut out = std::collections::BTreeSet::new();
     for r in log.backwards() {
+        // A run starts after its slot: one that started before `from` stood for none.
+        if r.time().is_some_and(|t| t < margin) {
+            break;
+        }
         if r.name != name {
             continue;
         }
@@ -530,10 +549,6 @@ pub fn slots_succeeded(
                     && slot >= from
                 {
                     out.insert(slot);
-                }
-                // A run starts after its slot: one that started before `from` stood for none.
-                if r.time().is_some_and(|t| t < margin) {
-                    break;
                 }
             }
             _ => {}

@@ -151,7 +151,17 @@ pub fn entry<'a>(
             .as_ref()
             .and_then(|(n, _, _)| n.instant())
             .map(crate::runlog::stamp),
-        next_words: next_words(d, is_paused, installed.is_some(), next.as_ref(), now),
+        next_words: next_words(
+            d,
+            is_paused,
+            installed.is_some(),
+            next.as_ref(),
+            // The zone of the schedule that fires: the installed one.
+            installed
+                .and_then(|i| i.schedule.as_ref())
+                .and_then(Schedule::zone),
+            now,
+        ),
         next_from: next.map(|(_, _, from)| from),
         jitter_seconds: d.jitter_seconds,
         next_jitter_ms: jitter.map(|j| j.num_milliseconds()),
@@ -240,6 +250,7 @@ fn next_words(
     paused: bool,
     installed: bool,
     next: Option<&NextFiring>,
+    zone: Option<schedule::ZoneName>,
     now: &chrono::DateTime<chrono::Local>,
 ) -> Option<String> {
     if paused && installed {
@@ -249,7 +260,6 @@ fn next_words(
     } else {
         next.map(|(n, jitter, _)| {
             let jitter = jitter.map_or_else(String::new, schedule::jitter_words);
-            let zone = d.schedule.as_ref().and_then(Schedule::zone);
             format!("{}{jitter}", n.words_in(now, zone))
         })
     }

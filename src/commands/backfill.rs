@@ -67,7 +67,7 @@ fn backfill(settings: &Settings, name: &Name, range: &Range, o: Options) -> CmdR
         .filter(Schedule::slotted_or_grid)
         .ok_or_else(|| {
             bad(format!(
-                "{name} was installed without a schedule on the clock (daily_at, cron, or an every_minutes grid): it has no slots to run"
+                "{name}'s install record names no schedule on the clock (daily_at, cron, or an every_minutes grid): it has no slots to run (an install made before records kept the schedule: install it again)"
             ))
         })?;
     let zone = schedule.zone();
@@ -118,7 +118,7 @@ fn run_plan(
     backfill::stop_on_interrupt();
     let bar = std::io::stderr().is_terminal() && !o.json;
     let mut rows = Vec::new();
-    let (mut failed, mut done) = (0, 0);
+    let (mut failed, mut skipped, mut done) = (0, 0, 0);
     for (slot, action) in plan {
         let at = stamp(*slot);
         if *action == Action::Succeeded {
@@ -150,8 +150,10 @@ fn run_plan(
             break;
         }
         done += 1;
-        if ran.exit != Some(0) {
-            failed += 1;
+        match ran.exit {
+            Some(0) => {}
+            Some(code) if code == Exit::Skipped as i32 => skipped += 1,
+            _ => failed += 1,
         }
         if !o.json {
             outln!("{at}  {}", ran.summary);
@@ -170,10 +172,15 @@ fn run_plan(
         outln!(
             "interrupted: {done} of {to_run} slot(s) ran; the same command goes on with the rest"
         );
+    } else if skipped > 0 {
+        outln!(
+            "{} slot(s) ran, {failed} failed, {skipped} skipped (the same command runs them once they can)",
+            done - skipped
+        );
     } else {
         outln!("{done} slot(s) ran, {failed} failed");
     }
-    Ok(if stopped || failed > 0 {
+    Ok(if stopped || failed > 0 || skipped > 0 {
         Exit::Failure
     } else {
         Exit::Success

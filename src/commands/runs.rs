@@ -21,6 +21,9 @@ pub(super) fn run(
     trigger: Trigger,
     slot: Option<chrono::DateTime<chrono::Utc>>,
 ) -> CmdResult {
+    if let Some(slot) = slot {
+        slot_given(settings, name, trigger, slot)?;
+    }
     let report = match runner::run(settings, name, trigger, slot) {
         Ok(r) => r,
         Err(e @ RunError::Unrecorded { .. }) => {
@@ -38,7 +41,13 @@ pub(super) fn run(
         Trigger::Manual | Trigger::Dashboard | Trigger::Backfill
     ) {
         outln!("{}", report.summary(name));
-        return Ok(if fine { Exit::Success } else { Exit::Failure });
+        // A backfill tells its slots that did not run (paused, busy) from those that did.
+        let skipped = matches!(report, runner::Report::Skipped { .. });
+        return Ok(match () {
+            () if skipped && trigger == Trigger::Backfill => Exit::Skipped,
+            () if fine => Exit::Success,
+            () => Exit::Failure,
+        });
     }
     // A scheduled firing: the journal (or launchd's log) keeps stderr. Every skip says why and
     // what to do, and ends with its own status, which the unit counts as success but
@@ -52,6 +61,32 @@ pub(super) fn run(
         _ if fine => Exit::Success,
         _ => Exit::Failure,
     })
+}
+
+/// `--slot`: only for a firing of a slot (a catch-up's, a backfill's), of a slot its schedule
+/// has, that has come.
+fn slot_given(
+    settings: &Settings,
+    name: &Name,
+    trigger: Trigger,
+    slot: chrono::DateTime<chrono::Utc>,
+) -> Result<(), Fail> {
+    let bad = |why: String| Fail::new(Exit::BadInput, anyhow::anyhow!("--slot: {why}"));
+    if !matches!(trigger, Trigger::Schedule | Trigger::Backfill) {
+        return Err(bad("only with --trigger schedule or backfill".into()));
+    }
+    if slot > chrono::Utc::now() {
+        return Err(bad("a slot that has not come yet".into()));
+    }
+    let def = super::one_definition(settings, name)?;
+    let on_schedule = def.schedule.as_ref().is_some_and(|s| {
+        crate::schedule::slots_between(s, &chrono::Local, slot - chrono::Duration::seconds(1), slot)
+            == [slot]
+    });
+    if !on_schedule {
+        return Err(bad(format!("{slot} is not a slot of {name}'s schedule")));
+    }
+    Ok(())
 }
 
 /// `run NAME --unit`: the installed unit starts the firing now, as its timer would, and this
@@ -154,7 +189,9 @@ fn late_slot(r: &history::RunView) -> Option<&str> {
         crate::runlog::parse_stamp(&r.at)?,
         history::parse_slot(slot)?,
     );
-    let late = (at - slot_at).num_seconds() > crate::schedule::zone::ON_TIME_SECONDS;
+    // A run waits its jitter after its slot: that is no lateness.
+    let waited = jitter_ms(r).map_or(0, |ms| ms as i64 / 1000);
+    let late = (at - slot_at).num_seconds() - waited > crate::schedule::zone::ON_TIME_SECONDS;
     (late || r.trigger == crate::runlog::Trigger::Backfill).then_some(slot)
 }
 

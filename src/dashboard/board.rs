@@ -157,6 +157,9 @@ pub struct Mark {
     /// Its run (none for a skip): what a click on it opens.
     #[serde(skip)]
     pub run: Option<String>,
+    /// The slot it stood for, when it says (a caught-up or backfilled run answers its slot).
+    #[serde(skip)]
+    pub slot: Option<DateTime<Utc>>,
 }
 
 impl Board {
@@ -321,6 +324,7 @@ fn card_of(
             status: run.status,
             scheduled: run.trigger == crate::runlog::Trigger::Schedule,
             at: t,
+            slot: run.slot(),
             run: run.run,
         });
     }
@@ -358,9 +362,10 @@ fn missed_slots(
     from: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Vec<u32> {
+    // With `catch_up = "none"` a missed slot is not run on purpose (health reports it apart).
     let Some(schedule) = def
         .and_then(|d| d.schedule.as_ref())
-        .filter(|s| s.counts_missed_slots())
+        .filter(|s| s.counts_missed_slots() && s.catch_up() != crate::schedule::CatchUp::None)
     else {
         return Vec::new();
     };
@@ -368,6 +373,7 @@ fn missed_slots(
         return Vec::new();
     };
     let fired: Vec<DateTime<Utc>> = marks.iter().filter(|m| m.scheduled).map(|m| m.at).collect();
+    let answered: Vec<DateTime<Utc>> = marks.iter().filter_map(|m| m.slot).collect();
     crate::schedule::missed_slots(
         schedule,
         &chrono::Local,
@@ -376,6 +382,7 @@ fn missed_slots(
         &fired,
     )
     .into_iter()
+    .filter(|slot| !answered.contains(slot))
     .map(|t| (t - from).num_minutes().clamp(0, 1439) as u32)
     .collect()
 }
@@ -408,6 +415,7 @@ mod tests {
             scheduled,
             at,
             run: None,
+            slot: None,
         }
     }
 

@@ -764,7 +764,17 @@ fn missed_days<Tz: TimeZone>(
         .filter(|r| r.trigger == Trigger::Schedule)
         .filter_map(|r| parse_stamp(&r.at))
         .collect();
-    crate::schedule::missed_slots(schedule, &tz, (from, to), now_utc, &fired).len() as u32
+    // A slot a run stood for was answered, whenever it ran (caught up on wake, backfilled).
+    let answered: Vec<DateTime<Utc>> = s
+        .runs
+        .iter()
+        .filter(|r| matches!(r.trigger, Trigger::Schedule | Trigger::Backfill))
+        .filter_map(crate::history::RunView::slot)
+        .collect();
+    crate::schedule::missed_slots(schedule, &tz, (from, to), now_utc, &fired)
+        .into_iter()
+        .filter(|slot| !answered.contains(slot))
+        .count() as u32
 }
 
 /// The headline rule, when it applies and finds something.

@@ -193,8 +193,15 @@ fn setting(
                 said("the machine's own zone; the jobs below keep it")
             } else if let Ok(z) = ZoneName::parse(value) {
                 zone.name = Some(z);
+                // cronie reads CRON_TZ for the schedule; TZ is the jobs' environment in Debian's
+                // cron and cronie, and the schedule's zone only in some crons: said either way.
+                let tz_note = if *n == "TZ" {
+                    " (cron may have read TZ= only as the jobs' environment and run them on the machine's clock: check the times)"
+                } else {
+                    ""
+                };
                 said(&format!(
-                    "the jobs below get time_zone = \"{z}\": their times are read in {z}, whatever this machine's zone"
+                    "the jobs below get time_zone = \"{z}\": their times are read in {z}, whatever this machine's zone{tz_note}"
                 ))
             } else {
                 let here = cx.zone.unwrap_or("this machine's zone");

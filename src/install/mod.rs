@@ -536,7 +536,7 @@ pub fn plan_install(
         .and_then(crate::schedule::Schedule::zone)
     {
         manager
-            .keeps_zones()
+            .keeps_zones(zone.name())
             .map_err(|why| anyhow::anyhow!("{}: time_zone = \"{zone}\": {why}", def.name))?;
     }
     let (present, record, loaded) = what_is_there(settings, &def.name, &label, manager)?;

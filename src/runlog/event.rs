@@ -253,6 +253,10 @@ pub struct Finished {
     /// A run stopped by a firing with `overlap = "replace"` (class `replaced`): that firing's run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced_by: Option<String>,
+    /// The slot its firing stood for, as its `started` says (a reader of ends knows which slot a
+    /// caught-up or backfilled run answered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -1135,6 +1135,7 @@ mod tests {
             attempt: None,
             first_run: None,
             replaced_by: None,
+            slot: None,
         };
         log.append(name, Event::Finished(finished), Utc::now())
             .unwrap();

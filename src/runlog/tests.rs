@@ -615,6 +615,7 @@ fn the_fast_parse_agrees_with_the_derived_one() {
         attempt: None,
         first_run: None,
         replaced_by: None,
+        slot: None,
     };
     for event in [
         started("r1"),

@@ -7,7 +7,8 @@
 //!
 //! How far back: since the newest firing before this one (run or skipped), the install, or
 //! [`CATCH_UP_DAYS`], whichever is latest; at most the newest [`CATCH_UP_SLOTS`] of them. The
-//! look reads the log back to that newest firing only, as the slot guard does.
+//! look reads the log back to that newest firing only, as the slot guard does. Not in a pod: a
+//! CronJob catches up by its own rules.
 
 use std::ops::ControlFlow;
 
@@ -44,18 +45,17 @@ pub fn missed_before(
     (slots.split_off(left_out), left_out)
 }
 
-/// The newest point a firing of `name`'s schedule before `before` stood for (its slot, or when
-/// it fired for a record without one), reading the log back no further than `from`.
+/// The point the newest firing of `name`'s schedule before `before` stood for (its slot, or when
+/// it fired for a record without one), reading the log back no further than `from` and no
+/// further than that firing.
 fn last_fired_before(
     log: &RunLog,
     name: &str,
     before: DateTime<Utc>,
     from: DateTime<Utc>,
 ) -> Option<DateTime<Utc>> {
-    history::fired_since(log, name, from)
-        .into_iter()
+    history::last_fired(log, name, from, |f| f.slot.unwrap_or(f.at) < before)
         .map(|f| f.slot.unwrap_or(f.at))
-        .find(|point| *point < before)
 }
 
 /// Before a scheduled firing for slot `latest` runs (it passed the pause, the pins and the slot
@@ -72,7 +72,12 @@ pub fn before(
         return Ok(ControlFlow::Continue(()));
     };
     let policy = schedule.catch_up();
-    if policy == CatchUp::Latest || cause.trigger != Trigger::Schedule {
+    // In a pod the manifest is the install and the log starts empty: the CronJob's own rules
+    // catch up there (a definition with another catch_up is not rendered for a cluster).
+    if policy == CatchUp::Latest
+        || cause.trigger != Trigger::Schedule
+        || settings.pinned_sha256.is_some()
+    {
         return Ok(ControlFlow::Continue(()));
     }
     let now = Utc::now();
@@ -94,9 +99,12 @@ pub fn before(
             for slot in &missed {
                 record_missed(log, def, cause, *slot)?;
             }
-            // A login run runs whatever slot it comes at (`at_login`).
+            // The login run runs whatever slot it comes at (`at_login`): the first scheduled
+            // firing since the session began.
             let late = (now - latest).num_seconds() > ON_TIME_SECONDS;
-            if !late || schedule.at_login() {
+            let login_run = schedule.at_login()
+                && !history::scheduled_since(log, def.name.as_str(), crate::clock::session_start());
+            if !late || login_run {
                 return Ok(ControlFlow::Continue(()));
             }
             let detail = format!(
@@ -132,7 +140,8 @@ fn record_missed(
 
 /// Runs the firing of missed `slot` as a firing of its own: this binary's `run NAME --trigger
 /// schedule --slot SLOT`, with the same repository, data root and namespace, waited for. A child
-/// that cannot start is said; the slot stays missed, and the next firing looks again.
+/// that cannot start is said on stderr; later firings look back only to this one, so that slot is
+/// for `automations backfill` then.
 fn run_missed(settings: &Settings, def: &Definition, cause: &Cause, slot: DateTime<Utc>) {
     let stamp = Cause {
         slot: Some(slot),

@@ -317,6 +317,7 @@ pub(super) fn finish(
         attempt: None,
         first_run: None,
         replaced_by: None,
+        slot: None,
     }
 }
 
@@ -406,5 +407,6 @@ pub(super) fn failed_before_start(
         attempt: None,
         first_run: None,
         replaced_by: None,
+        slot: None,
     }
 }

@@ -290,6 +290,7 @@ fn record(
         started_at: Some(crate::runlog::stamp(started_at)),
         attempt: numbered.then_some(firing.attempt),
         first_run: (firing.attempt > 1).then(|| firing.first_run.to_owned()),
+        slot: firing.cause.slot_stamp(),
         ..finished
     };
     let end = Event::Finished(finished.clone());

@@ -15,10 +15,14 @@ pub struct ZoneName(pub chrono_tz::Tz);
 impl ZoneName {
     /// The zone called `name` (`America/New_York`), or why not.
     pub fn parse(name: &str) -> Result<Self, String> {
-        if name.trim() != name || name.is_empty() {
+        // Said back in errors: a long value is cut.
+        let shown: String = name.chars().take(60).collect();
+        let name_in = name;
+        let name = shown.as_str();
+        if name_in.trim() != name_in || name_in.is_empty() || name_in.len() > 60 {
             return Err(format!("{name:?} is not an IANA zone name"));
         }
-        name.parse::<chrono_tz::Tz>().map(ZoneName).map_err(|_| {
+        name_in.parse::<chrono_tz::Tz>().map(ZoneName).map_err(|_| {
             format!(
                 "{name:?} is not a zone of the IANA database (write it as Region/City, like \"America/New_York\" or \"Europe/Berlin\"; \"UTC\" for UTC)"
             )

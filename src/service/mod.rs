@@ -89,10 +89,12 @@ pub trait ServiceManager {
     /// Tells the manager unit files were removed or restored (systemd: daemon-reload).
     fn files_changed(&self) -> Result<(), ExecError>;
 
-    /// Whether the manager fires a calendar schedule in a named zone (`time_zone`), or why not:
-    /// systemd reads a zone on an `OnCalendar=` line from 235 on. launchd never does, and a
-    /// zoned definition is refused before it gets here (`units::refusal`).
-    fn keeps_zones(&self) -> Result<(), String> {
+    /// Whether the manager fires a calendar schedule in `zone` (a `time_zone`), or why not:
+    /// systemd reads a zone on an `OnCalendar=` line from 235 on, from the system's zone
+    /// database. launchd never does, and a zoned definition is refused before it gets here
+    /// (`units::refusal`).
+    fn keeps_zones(&self, zone: &str) -> Result<(), String> {
+        let _ = zone;
         Ok(())
     }
 

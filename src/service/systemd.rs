@@ -37,6 +37,9 @@ fn property<'b>(block: &'b str, key: &str) -> &'b str {
         .unwrap_or("")
 }
 
+/// Where systemd reads a zone named on an `OnCalendar=` line.
+const ZONEINFO: &str = "/usr/share/zoneinfo";
+
 /// Whether systemd `version` (`252.30-1~deb12u2`, `v257`) reads a zone on `OnCalendar=` (235
 /// on); `None` when the version cannot be read.
 fn zone_support(version: &str) -> Option<bool> {
@@ -193,7 +196,16 @@ impl ServiceManager for Systemd {
         Ok(stopped)
     }
 
-    fn keeps_zones(&self) -> Result<(), String> {
+    fn keeps_zones(&self, zone: &str) -> Result<(), String> {
+        // systemd reads the zone from the system's database, not the one built into this
+        // program: a machine without it (no tzdata) would never fire the timer.
+        let file = std::path::Path::new(ZONEINFO).join(zone);
+        if !file.is_file() {
+            return Err(format!(
+                "this machine's zone database has no {} (systemd reads zones there): install the tzdata package",
+                file.display()
+            ));
+        }
         let out = self
             .user(&["show", "--property=Version"])
             .map_err(|e| e.to_string())?;

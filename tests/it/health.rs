@@ -109,6 +109,7 @@ impl Fixture {
                         attempt: None,
                         first_run: None,
                         replaced_by: None,
+                        slot: None,
                     }),
                     at + Duration::milliseconds(duration_ms as i64),
                 )

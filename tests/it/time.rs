@@ -86,6 +86,25 @@ fn catch_up_all_runs_each_missed_slot_once_with_its_slot() {
     // `runs` says which slot each ran for.
     let runs = stdout(&sb.run(["runs", "export"]));
     assert!(runs.contains(&want[0]), "{runs}");
+    // Health counts a slot run late as answered, not missed.
+    let o = sb.run(["health", "export", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let v = &doc["automations"][0];
+    assert_eq!(v["figures"]["missed_days"], 0, "{v:#}");
+    assert_eq!(v["verdict"], "healthy", "{v:#}");
+
+    // A slot given on the command line must be one of the schedule's, and have come.
+    for (slot, why) in [
+        (stamp(latest + Duration::minutes(7)), "not a slot"),
+        (stamp(latest + Duration::days(2)), "not come yet"),
+    ] {
+        let o = sb.run(["run", "export", "--trigger", "schedule", "--slot", &slot]);
+        assert_code(&o, 2);
+        assert!(stderr(&o).contains(why), "{}", stderr(&o));
+    }
+    let o = sb.run(["run", "export", "--slot", &want[0]]);
+    assert_code(&o, 2);
+    assert_eq!(sb.events("started").len(), 4);
 }
 
 /// `catch_up = "latest"` (the default) runs the latest slot only, as launchd and systemd do.
@@ -308,6 +327,25 @@ fn backfill_refuses_what_has_no_installed_slots() {
     assert_code(&o, 2);
     assert!(stderr(&o).contains("--from"), "{}", stderr(&o));
     assert!(sb.events("started").is_empty());
+
+    // Paused: each slot is skipped, said apart from runs, and the call fails.
+    assert_code(&sb.run(["pause", "report", "--reason", "maintenance"]), 0);
+    let o = sb.run([
+        "backfill",
+        "report",
+        "--from",
+        "2026-11-01",
+        "--to",
+        "2026-11-02",
+    ]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("0 slot(s) ran, 0 failed, 2 skipped"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(sb.events("started").is_empty());
+    assert_eq!(sb.events("skipped").len(), 2);
 }
 
 /// A schedule in its own zone: `list` gives its next firing on this machine's clock and on its

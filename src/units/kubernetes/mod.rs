@@ -321,6 +321,12 @@ pub fn cronjob(
         .schedule
         .as_ref()
         .ok_or_else(|| "it has no [schedule]".to_owned())?;
+    if schedule.catch_up() != crate::schedule::CatchUp::Latest {
+        return Err(format!(
+            "catch_up = \"{}\": a CronJob catches up by its own rules (one late Job within startingDeadlineSeconds) and a pod keeps no record of the slots before it; leave catch_up out",
+            schedule.catch_up().as_str()
+        ));
+    }
     if def.trigger.is_some() {
         return Err(
             "it also starts on [trigger] (watched paths, another automation's end), which a cluster neither watches nor chains: a CronJob cannot say it".into(),

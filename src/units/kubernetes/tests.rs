@@ -120,6 +120,10 @@ fn schedule_and_zone() {
             "[schedule]\nevery_minutes = 10\n[trigger]\npaths = [\"{root}/inbox\"]\n",
             "[trigger]",
         ),
+        (
+            "[schedule]\ndaily_at = \"09:00\"\ncatch_up = \"all\"\n",
+            "a CronJob catches up by its own rules",
+        ),
     ] {
         let e = render(&def("x", toml), &ns(), &cluster("")).unwrap_err();
         assert!(e.contains(why), "{toml}: {e}");
@@ -674,4 +678,19 @@ fn overlap_and_limits_become_the_cronjob_s_policy_and_resources() {
             .contains("set data_claim")
     );
     assert!(render(&grouped, &ns(), &cluster("data_claim = \"d\"")).is_ok());
+}
+
+#[test]
+fn a_zoned_schedule_names_its_zone_in_the_cronjob() {
+    let d = def(
+        "x",
+        "[schedule]\ndaily_at = \"09:00\"\ntime_zone = \"America/New_York\"\n",
+    );
+    let v = rendered(&d, &cluster(""));
+    assert_eq!(v["spec"]["timeZone"], "America/New_York");
+    let plain = rendered(
+        &def("x", "[schedule]\ndaily_at = \"09:00\"\n"),
+        &cluster(""),
+    );
+    assert_ne!(plain["spec"]["timeZone"], "America/New_York");
 }
