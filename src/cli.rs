@@ -839,6 +839,8 @@ pub enum RenderTarget {
     Launchd,
     /// A systemd user service and timer.
     Systemd,
+    /// A Windows Task Scheduler task (the XML `schtasks /Create /XML` takes).
+    Windows,
     /// A Kubernetes batch/v1 CronJob (needs kubernetes.toml).
     Kubernetes,
 }

@@ -241,6 +241,7 @@ pub fn render(
             let target = match target {
                 Some(RenderTarget::Launchd) => units::Target::Launchd,
                 Some(RenderTarget::Systemd) => units::Target::Systemd,
+                Some(RenderTarget::Windows) => units::Target::Windows,
                 _ => units::Target::of(settings.manager),
             };
             let paths = install::machine_paths(settings, &unit_binary(bin)?)?;
@@ -250,11 +251,17 @@ pub fn render(
                     "{name} has no [schedule] or [trigger]: there is no unit to render"
                 )));
             }
-            let agents = settings.agents_dir_of(match target {
-                units::Target::Launchd => Manager::Launchd,
-                units::Target::Systemd => Manager::Systemd,
-            });
-            (files, agents)
+            // Where the manager reads them; a task has no folder: `schtasks /Create /XML` takes
+            // the file from anywhere, and `units/windows/` keeps the portable copy.
+            let folder = match target {
+                units::Target::Launchd => settings.agents_dir_of(Manager::Launchd),
+                units::Target::Systemd => settings.agents_dir_of(Manager::Systemd),
+                units::Target::Windows => settings
+                    .root
+                    .join(units::portable::UNITS_DIR)
+                    .join(target.dir()),
+            };
+            (files, folder)
         }
     };
     if json {

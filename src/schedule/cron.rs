@@ -217,6 +217,23 @@ impl Cron {
         &self.text
     }
 
+    /// Its days as lists: the months (1..=12); the days of the month (1..=31) and the weekdays it
+    /// restricts to, `None` for a field that allows every one. When both restrict, a day matches
+    /// by either (a field starting with `*` that still restricts cannot be parsed).
+    pub fn day_lists(&self) -> (Vec<u32>, Option<Vec<u32>>, Option<Vec<super::Weekday>>) {
+        let months = bits(u64::from(self.months), 1, 12).collect();
+        let days = self
+            .dom_restricted()
+            .then(|| bits(u64::from(self.days), 1, 31).collect());
+        let weekdays = self.dow_restricted().then(|| {
+            super::Weekday::ALL
+                .into_iter()
+                .filter(|d| self.weekdays >> d.days_from_sunday() & 1 == 1)
+                .collect()
+        });
+        (months, days, weekdays)
+    }
+
     fn dom_restricted(&self) -> bool {
         u64::from(self.days) != full(1, 31)
     }

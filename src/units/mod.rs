@@ -9,6 +9,7 @@ pub mod kubernetes;
 pub mod launchd;
 pub mod portable;
 pub mod systemd;
+pub mod windows;
 
 use std::path::Path;
 
@@ -29,11 +30,13 @@ pub enum Target {
     Launchd,
     /// A systemd user service and timer.
     Systemd,
+    /// A Windows Task Scheduler task (only rendered: no Windows service manager here yet).
+    Windows,
 }
 
 impl Target {
     /// Every target, in the order `units/` lists them.
-    pub const ALL: [Target; 2] = [Target::Launchd, Target::Systemd];
+    pub const ALL: [Target; 3] = [Target::Launchd, Target::Systemd, Target::Windows];
 
     /// The target this machine's service manager loads.
     pub fn of(manager: Manager) -> Self {
@@ -48,6 +51,7 @@ impl Target {
         match self {
             Target::Launchd => "launchd",
             Target::Systemd => "systemd",
+            Target::Windows => "windows",
         }
     }
 
@@ -56,6 +60,7 @@ impl Target {
         match self {
             Target::Launchd => &[".plist"],
             Target::Systemd => &[".service", ".timer", ".path"],
+            Target::Windows => &[".xml"],
         }
     }
 }
@@ -206,6 +211,7 @@ pub fn render(
     Ok(match target {
         Target::Launchd => vec![launchd::plist(def, namespace, &label, paths)],
         Target::Systemd => systemd::units(def, namespace, &label, paths),
+        Target::Windows => vec![windows::task(def, namespace, &label, paths)?],
     })
 }
 
@@ -214,12 +220,17 @@ pub fn render(
 /// schedule in a `time_zone` would fire at the wrong instant (docs/units.md, "Time zones").
 pub fn refusal(def: &Definition, target: Target) -> Option<String> {
     let zone = def.schedule.as_ref()?.zone()?;
-    (target == Target::Launchd).then(|| {
-        format!(
+    match target {
+        Target::Launchd => Some(format!(
             "{}: time_zone = \"{zone}\" cannot be kept by launchd, which fires a calendar schedule in the Mac's own zone (and that zone changes when the Mac travels); remove time_zone to fire at the Mac's wall-clock times",
             def.name
-        )
-    })
+        )),
+        Target::Windows => Some(format!(
+            "{}: time_zone = \"{zone}\" cannot be kept by Task Scheduler, which fires a calendar trigger in the machine's own zone (or at one fixed UTC offset, which a zone with DST is not); remove time_zone to fire at the machine's wall-clock times",
+            def.name
+        )),
+        Target::Systemd => None,
+    }
 }
 
 /// A watched path of a definition (`{root}/…`, `~/…` or absolute) on the machine `paths`

@@ -61,7 +61,7 @@ pub fn targets(root: &Path) -> Result<Vec<Target>, String> {
     };
     if units.targets.is_empty() {
         return Err(format!(
-            "{REPO_SETTINGS}: [units] targets is empty; name \"launchd\", \"systemd\" or both"
+            "{REPO_SETTINGS}: [units] targets is empty; name one or more of \"launchd\", \"systemd\", \"windows\""
         ));
     }
     Ok(Target::ALL

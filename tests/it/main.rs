@@ -38,3 +38,4 @@ mod time;
 mod triggers;
 mod units;
 mod webdriver;
+mod windows;
