@@ -14,6 +14,7 @@ use super::when::{CronFields, schedule_keys};
 use super::{Context, Draft, Given, Row, Status, home_as_tilde, place_for, quote, quote_all};
 use crate::definition::{self, PLACEHOLDER_ROOT};
 use crate::names::EnvName;
+use crate::schedule::ZoneName;
 
 /// The largest unit file (or env file) read.
 const MAX_UNIT_BYTES: u64 = 256 * 1024;
@@ -711,35 +712,50 @@ pub fn time_span(s: &str) -> Result<u64, String> {
     Ok(total)
 }
 
-/// The `[schedule]` keys that fire where `OnCalendar=` lines fire.
+/// The `[schedule]` keys that fire where `OnCalendar=` lines fire: and their zone, when the
+/// lines name one (all the same one), as `time_zone`.
 fn calendar_keys(list: &[&str]) -> Result<Vec<(String, String)>, String> {
-    let crons: Vec<CronFields> = list
+    let zoned: Vec<(CronFields, Option<ZoneName>)> = list
         .iter()
         .map(|c| calendar_cron(c))
         .collect::<Result<_, _>>()?;
-    schedule_keys(&crons).ok_or_else(|| {
+    let zone = zoned.first().and_then(|(_, z)| *z);
+    if zoned.iter().any(|(_, z)| *z != zone) {
+        return Err(
+            "its OnCalendar= lines are in different zones; a definition's schedule has one time_zone: move it by hand"
+                .into(),
+        );
+    }
+    let crons: Vec<CronFields> = zoned.into_iter().map(|(c, _)| c).collect();
+    let mut keys = schedule_keys(&crons).ok_or_else(|| {
         "several OnCalendar= lines that are no one cron expression nor daily times: move it by hand"
-            .into()
-    })
+            .to_owned()
+    })?;
+    if let Some(z) = zone {
+        keys.push(("time_zone".to_owned(), quote(z.name())));
+    }
+    Ok(keys)
 }
 
-/// One `OnCalendar=` as cron fields; what cron cannot say (seconds, years, `~`, a zone, a day
-/// of the month *and* of the week) is refused by name.
-fn calendar_cron(spec: &str) -> Result<CronFields, String> {
+/// One `OnCalendar=` as cron fields, and the zone it names; what cron cannot say (seconds,
+/// years, `~`, a day of the month *and* of the week) is refused by name.
+fn calendar_cron(spec: &str) -> Result<(CronFields, Option<ZoneName>), String> {
     let refuse = |why: &str| format!("OnCalendar={spec}: {why}");
-    if let Some(fields) = shorthand(spec) {
-        return Ok(fields);
-    }
     let mut tokens: Vec<&str> = spec.split_whitespace().collect();
+    // A zone is its last word: `UTC`, or an IANA name.
+    let mut zone = None;
     if tokens.len() > 1 {
         let last = *tokens.last().unwrap_or(&"");
         if !last.contains(':') && !last.contains('-')
             || last.contains('/') && last.chars().any(|c| c.is_ascii_alphabetic())
         {
-            return Err(refuse(&format!(
-                "its zone {last} is not yet carried over (a definition's schedule is in the machine's zone)"
-            )));
+            zone = Some(ZoneName::parse(last).map_err(|e| refuse(&e))?);
+            tokens.pop();
         }
+    }
+    let spec_alone = tokens.join(" ");
+    if let Some(fields) = shorthand(&spec_alone) {
+        return Ok((fields, zone));
     }
     let weekday = match tokens.first() {
         Some(t) if t.starts_with(|c: char| c.is_ascii_alphabetic()) => {
@@ -770,13 +786,16 @@ fn calendar_cron(spec: &str) -> Result<CronFields, String> {
             "it restricts both the day of the month and the weekday (both must hold in systemd; cron fires when either does)",
         ));
     }
-    Ok(CronFields {
-        minute,
-        hour,
-        day,
-        month,
-        weekday,
-    })
+    Ok((
+        CronFields {
+            minute,
+            hour,
+            day,
+            month,
+            weekday,
+        },
+        zone,
+    ))
 }
 
 /// systemd's shorthands (`daily`, `weekly`, …) as cron fields.

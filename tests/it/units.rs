@@ -398,7 +398,8 @@ fn units_check_catches_a_stale_or_hand_edited_units_folder() {
     sb.definition("x", "name = \"x\"\ncommand = [\"true\"]\n");
     let o = sb.run(["units", "--check"]);
     assert_code(&o, 1);
-    assert_eq!(stdout(&o).matches(": extra").count(), 3);
+    // x's plist, service, timer and task.
+    assert_eq!(stdout(&o).matches(": extra").count(), 4);
 }
 
 /// A Linux-only repository says so in automations.toml: no plists are rendered, and plists left
@@ -457,8 +458,8 @@ fn a_repository_renders_only_the_targets_it_names() {
     // A file that says something else is refused by name.
     for (text, says) in [
         (
-            "[units]\ntargets = [\"windows\"]\n",
-            "unknown variant `windows`",
+            "[units]\ntargets = [\"solaris\"]\n",
+            "unknown variant `solaris`",
         ),
         ("[units]\ntargets = []\n", "targets is empty"),
         ("[unit]\n", "unknown field `unit`"),

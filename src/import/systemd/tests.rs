@@ -1,7 +1,7 @@
 use super::*;
 
 fn cron(spec: &str) -> Result<String, String> {
-    calendar_cron(spec).map(|c| c.text())
+    calendar_cron(spec).map(|(c, _)| c.text())
 }
 
 #[test]
@@ -33,13 +33,35 @@ fn calendar_expressions_become_cron_fields() {
             "Mon *-*-01 10:00",
             "both the day of the month and the weekday",
         ),
-        ("*-*-* 10:00 Europe/Berlin", "zone Europe/Berlin"),
-        ("*-*-* 10:00 UTC", "zone UTC"),
+        ("*-*-* 10:00 Mars/Olympus", "IANA"),
         ("*-*-* 25:00", "out of range"),
     ] {
         let e = cron(spec).unwrap_err();
         assert!(e.contains(why), "{spec}: {e}");
     }
+}
+
+/// A zone on an `OnCalendar=` line becomes the definition's `time_zone`; lines in two zones
+/// cannot be one schedule.
+#[test]
+fn a_zone_on_the_calendar_becomes_time_zone() {
+    let (c, z) = calendar_cron("Mon..Fri *-*-* 09:00 America/New_York").unwrap();
+    assert_eq!(c.text(), "0 9 * * 1-5");
+    assert_eq!(z.map(|z| z.name()), Some("America/New_York"));
+    let (c, z) = calendar_cron("daily UTC").unwrap();
+    assert_eq!(
+        (c.text().as_str(), z.map(|z| z.name())),
+        ("0 0 * * *", Some("UTC"))
+    );
+    let keys = calendar_keys(&["*-*-* 08:00 Europe/Berlin", "*-*-* 18:00 Europe/Berlin"]).unwrap();
+    assert!(
+        keys.contains(&("time_zone".to_owned(), "\"Europe/Berlin\"".to_owned())),
+        "{keys:?}"
+    );
+    let e = calendar_keys(&["*-*-* 08:00 Europe/Berlin", "*-*-* 18:00 UTC"]).unwrap_err();
+    assert!(e.contains("different zones"), "{e}");
+    let plain = calendar_keys(&["*-*-* 08:00"]).unwrap();
+    assert!(plain.iter().all(|(k, _)| k != "time_zone"), "{plain:?}");
 }
 
 #[test]
