@@ -251,15 +251,13 @@ pub fn render(
                     "{name} has no [schedule] or [trigger]: there is no unit to render"
                 )));
             }
-            // Where the manager reads them; a task has no folder: `schtasks /Create /XML` takes
-            // the file from anywhere, and `units/windows/` keeps the portable copy.
+            // Where the manager reads them; a task has no folder (`schtasks /Create /XML` takes
+            // the file from anywhere, and keeps the task in its own store).
             let folder = match target {
                 units::Target::Launchd => settings.agents_dir_of(Manager::Launchd),
                 units::Target::Systemd => settings.agents_dir_of(Manager::Systemd),
-                units::Target::Windows => settings
-                    .root
-                    .join(units::portable::UNITS_DIR)
-                    .join(target.dir()),
+                // Not `units/windows/`: that is the portable copy, which `check` compares.
+                units::Target::Windows => PathBuf::new(),
             };
             (files, folder)
         }

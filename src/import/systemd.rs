@@ -365,6 +365,11 @@ fn timer(unit: &Unit, r: &mut Read, row: &mut Row) -> Result<(), String> {
             if at_login && is_cron {
                 return Err("OnBootSec=/OnStartupSec= beside an OnCalendar= that is no daily time: a cron schedule has no run at login here; move it by hand".into());
             }
+            if let Some((_, zone)) = keys.iter().find(|(k, _)| k == "time_zone") {
+                row.notes.push(format!(
+                    "its OnCalendar= names the zone {zone}: kept as time_zone, which systemd keeps and launchd and Task Scheduler cannot (they refuse it by name)"
+                ));
+            }
             r.schedule.extend(keys);
             if at_login {
                 r.schedule.push(("at_login".into(), "true".into()));
@@ -720,11 +725,14 @@ fn calendar_keys(list: &[&str]) -> Result<Vec<(String, String)>, String> {
         .map(|c| calendar_cron(c))
         .collect::<Result<_, _>>()?;
     let zone = zoned.first().and_then(|(_, z)| *z);
-    if zoned.iter().any(|(_, z)| *z != zone) {
-        return Err(
-            "its OnCalendar= lines are in different zones; a definition's schedule has one time_zone: move it by hand"
-                .into(),
-        );
+    if let Some((_, other)) = zoned.iter().find(|(_, z)| *z != zone) {
+        let name =
+            |z: &Option<ZoneName>| z.map_or("none (the machine's)".to_owned(), |z| z.to_string());
+        return Err(format!(
+            "its OnCalendar= lines name different zones ({} and {}); a definition's schedule has one time_zone: move it by hand",
+            name(&zone),
+            name(other)
+        ));
     }
     let crons: Vec<CronFields> = zoned.into_iter().map(|(c, _)| c).collect();
     let mut keys = schedule_keys(&crons).ok_or_else(|| {

@@ -542,7 +542,7 @@ where
 {
     match zone {
         Some(z) => slot
-            .with_timezone(&z.0)
+            .with_timezone(&z.clock())
             .to_rfc3339_opts(chrono::SecondsFormat::Secs, false),
         None => slot
             .with_timezone(machine)
@@ -617,7 +617,7 @@ impl Next {
         let words = self.words(now);
         match (zone, self) {
             (Some(z), Next::At(t)) => {
-                let there = t.with_timezone(&z.0);
+                let there = t.with_timezone(&z.clock());
                 let here = t.with_timezone(&now.timezone());
                 let shape = if there.date_naive() == here.date_naive() {
                     "%H:%M"

@@ -8,30 +8,111 @@ use std::fmt;
 use chrono::{FixedOffset, MappedLocalTime, NaiveDate, NaiveDateTime, Offset, TimeZone};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// An IANA zone a schedule names, checked against the zone database built into the program.
+/// An IANA zone a schedule names: a name of the IANA database (the list built into the program),
+/// whose rules this machine's zone database has (`/usr/share/zoneinfo`, where systemd reads them
+/// too). Only the name is kept here; the rules are read from the system once, when first asked
+/// ([`Zone`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ZoneName(pub chrono_tz::Tz);
+pub struct ZoneName(chrono_tz::Tz);
 
 impl ZoneName {
     /// The zone called `name` (`America/New_York`), or why not.
     pub fn parse(name: &str) -> Result<Self, String> {
         // Said back in errors: a long value is cut.
         let shown: String = name.chars().take(60).collect();
-        let name_in = name;
-        let name = shown.as_str();
-        if name_in.trim() != name_in || name_in.is_empty() || name_in.len() > 60 {
-            return Err(format!("{name:?} is not an IANA zone name"));
+        if name.trim() != name || name.is_empty() || name.len() > 60 {
+            return Err(format!("{shown:?} is not an IANA zone name"));
         }
-        name_in.parse::<chrono_tz::Tz>().map(ZoneName).map_err(|_| {
+        let zone = name.parse::<chrono_tz::Tz>().map(ZoneName).map_err(|_| {
             format!(
-                "{name:?} is not a zone of the IANA database (write it as Region/City, like \"America/New_York\" or \"Europe/Berlin\"; \"UTC\" for UTC)"
+                "{shown:?} is not a zone of the IANA database (write it as Region/City, like \"America/New_York\" or \"Europe/Berlin\"; \"UTC\" for UTC)"
             )
-        })
+        })?;
+        zone.rules()?;
+        Ok(zone)
     }
 
     /// Its IANA name.
     pub fn name(self) -> &'static str {
         self.0.name()
+    }
+
+    /// Its rules, from this machine's zone database (read once per zone and process).
+    pub fn rules(self) -> Result<Zone, String> {
+        static LOADED: std::sync::OnceLock<
+            std::sync::Mutex<std::collections::HashMap<&'static str, Zone>>,
+        > = std::sync::OnceLock::new();
+        let loaded = LOADED.get_or_init(Default::default);
+        let mut loaded = loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(z) = loaded.get(self.name()) {
+            return Ok(z.clone());
+        }
+        let rules = tz::TimeZone::from_posix_tz(&format!(":{}", self.name())).map_err(|e| {
+            format!(
+                "this machine's zone database (/usr/share/zoneinfo) has no {} ({e}): install the tzdata package",
+                self.name()
+            )
+        })?;
+        let zone = Zone {
+            name: self,
+            rules: std::sync::Arc::new(rules),
+        };
+        loaded.insert(self.name(), zone.clone());
+        Ok(zone)
+    }
+
+    /// Its clock: a chrono time zone for this zone's wall clock.
+    pub fn clock(self) -> ClockZone<chrono::Utc> {
+        ClockZone::of(Some(self), &chrono::Utc)
+    }
+}
+
+/// A zone's rules, as this machine's zone database has them.
+#[derive(Clone)]
+pub struct Zone {
+    name: ZoneName,
+    rules: std::sync::Arc<tz::TimeZone>,
+}
+
+impl Zone {
+    /// Its offset from UTC at Unix time `t`.
+    fn offset_at(&self, t: i64) -> FixedOffset {
+        let seconds = self
+            .rules
+            .find_local_time_type(t)
+            .map_or(0, tz::LocalTimeType::ut_offset);
+        FixedOffset::east_opt(seconds).unwrap_or(FixedOffset::east_opt(0).expect("zero"))
+    }
+
+    /// Where local wall-clock time `local` is: none (a gap), one, or two instants (a fold), as
+    /// offsets. Offsets change at most every few weeks, so the ones in effect a day either side
+    /// are all it can have.
+    fn offsets_of_local(&self, local: &NaiveDateTime) -> MappedLocalTime<FixedOffset> {
+        let as_utc = local.and_utc().timestamp();
+        let mut candidates = [
+            self.offset_at(as_utc - 86_400),
+            self.offset_at(as_utc + 86_400),
+        ];
+        candidates.sort_by_key(|o| std::cmp::Reverse(o.local_minus_utc()));
+        let fits = |o: &FixedOffset| self.offset_at(as_utc - i64::from(o.local_minus_utc())) == *o;
+        match candidates {
+            [a, b] if a == b => {
+                if fits(&a) {
+                    MappedLocalTime::Single(a)
+                } else {
+                    MappedLocalTime::None
+                }
+            }
+            // The larger offset is the earlier instant.
+            [a, b] => match (fits(&a), fits(&b)) {
+                (true, true) => MappedLocalTime::Ambiguous(a, b),
+                (true, false) => MappedLocalTime::Single(a),
+                (false, true) => MappedLocalTime::Single(b),
+                (false, false) => MappedLocalTime::None,
+            },
+        }
     }
 }
 
@@ -100,14 +181,23 @@ pub const ON_TIME_SECONDS: i64 = 120;
 #[derive(Clone)]
 pub enum ClockZone<M> {
     Machine(M),
-    Named(chrono_tz::Tz),
+    Named(Zone),
 }
 
 impl<M: TimeZone> ClockZone<M> {
     /// The zone a schedule with `time_zone` reads its wall clock in, on a machine in `machine`.
     pub fn of(time_zone: Option<ZoneName>, machine: &M) -> Self {
-        match time_zone {
-            Some(z) => ClockZone::Named(z.0),
+        // A name is checked against this machine's database when it is read (a definition, a
+        // record): one whose rules went missing since reads as UTC, and is said.
+        match time_zone.map(ZoneName::rules) {
+            Some(Ok(z)) => ClockZone::Named(z),
+            Some(Err(e)) => {
+                errln!("automations: {e}; reading it as UTC");
+                ClockZone::Named(Zone {
+                    name: time_zone.expect("a zone"),
+                    rules: std::sync::Arc::new(tz::TimeZone::utc()),
+                })
+            }
             None => ClockZone::Machine(machine.clone()),
         }
     }
@@ -117,7 +207,7 @@ impl<M> fmt::Debug for ClockZone<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ClockZone::Machine(_) => f.write_str("the machine's zone"),
-            ClockZone::Named(tz) => f.write_str(tz.name()),
+            ClockZone::Named(z) => f.write_str(z.name.name()),
         }
     }
 }
@@ -171,7 +261,7 @@ impl<M: TimeZone> TimeZone for ClockZone<M> {
     fn offset_from_local_datetime(&self, local: &NaiveDateTime) -> MappedLocalTime<Self::Offset> {
         match self {
             ClockZone::Machine(m) => m.offset_from_local_datetime(local).map(|o| o.fix()),
-            ClockZone::Named(tz) => tz.offset_from_local_datetime(local).map(|o| o.fix()),
+            ClockZone::Named(z) => z.offsets_of_local(local),
         }
         .map(|fixed| self.offset(fixed))
     }
@@ -183,7 +273,7 @@ impl<M: TimeZone> TimeZone for ClockZone<M> {
     fn offset_from_utc_datetime(&self, utc: &NaiveDateTime) -> Self::Offset {
         let fixed = match self {
             ClockZone::Machine(m) => m.offset_from_utc_datetime(utc).fix(),
-            ClockZone::Named(tz) => tz.offset_from_utc_datetime(utc).fix(),
+            ClockZone::Named(z) => z.offset_at(utc.and_utc().timestamp()),
         };
         self.offset(fixed)
     }

@@ -256,9 +256,9 @@ fn calendar_entry(hour: Option<u8>, minute: u8, day: Option<Day>) -> Value {
 /// Inserts the header (and a note) as XML comments before `<plist`; `--` cannot appear inside a
 /// comment.
 fn with_header(xml: Vec<u8>, header: &str, notes: &[String]) -> Vec<u8> {
-    let mut comment = format!("<!-- {} -->\n", header.replace("--", "- -"));
+    let mut comment = format!("<!-- {} -->\n", super::comment_safe(header));
     for n in notes {
-        comment.push_str(&format!("<!-- {} -->\n", n.replace("--", "- -")));
+        comment.push_str(&format!("<!-- {} -->\n", super::comment_safe(n)));
     }
     let at = xml.windows(6).position(|w| w == b"<plist").unwrap_or(0);
     let mut out = Vec::with_capacity(xml.len() + comment.len());

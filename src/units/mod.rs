@@ -38,6 +38,10 @@ impl Target {
     /// Every target, in the order `units/` lists them.
     pub const ALL: [Target; 3] = [Target::Launchd, Target::Systemd, Target::Windows];
 
+    /// What `units/` holds when the repository does not say: the two systems the program runs
+    /// on. Windows is asked for (`[units] targets`), so no team commits tasks it has no use for.
+    pub const DEFAULT: [Target; 2] = [Target::Launchd, Target::Systemd];
+
     /// The target this machine's service manager loads.
     pub fn of(manager: Manager) -> Self {
         match manager {
@@ -126,6 +130,21 @@ fn awake_note(def: &Definition) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// `text` as it can stand in an XML comment, which may not hold `--` (nor end in `-`).
+pub fn comment_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '-' && out.ends_with('-') {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    if out.ends_with('-') {
+        out.push(' ');
+    }
+    out
 }
 
 /// The placeholder for the binary's path in portable units.

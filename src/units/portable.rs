@@ -1,15 +1,15 @@
-//! The repository's rendered folders: `units/` (launchd and systemd, with placeholders for machine
-//! paths) and, when the repository has a `kubernetes.toml`, `kubernetes/` (a CronJob per scheduled
+//! The repository's rendered folders: `units/` (launchd and systemd, and Windows when asked, with
+//! placeholders for machine paths) and, when the repository has a `kubernetes.toml`, `kubernetes/` (a CronJob per scheduled
 //! definition and a kustomization). `automations units` rewrites them; `automations units --check`
 //! fails on any difference, so CI catches a definition changed without regenerating, a file edited
-//! by hand, and files that should not (or should) be there. Only `*.plist`, `*.service` and
-//! `*.timer` files under `units/launchd/` and `units/systemd/`, and the `*.yaml` files directly under
+//! by hand, and files that should not (or should) be there. Only `*.plist`, `*.service`, `*.timer`,
+//! `*.path` and `*.xml` files under `units/launchd/`, `units/systemd/` and `units/windows/`, and the `*.yaml` files directly under
 //! `kubernetes/` that start with the generated header, are ever touched. A CronJob's
 //! `spec.suspend: true` is runtime state (a pause) and is never compared.
 //!
 //! A repository may say which service managers it renders for in its `automations.toml`
 //! (`[units] targets = ["systemd"]`): a Linux-only team keeps no plists, and `units/launchd/` is
-//! then neither rendered nor compared.
+//! then neither rendered nor compared. Without it, launchd and systemd; Windows only when named.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -51,13 +51,13 @@ pub fn targets(root: &Path) -> Result<Vec<Target>, String> {
     let path = root.join(REPO_SETTINGS);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Target::ALL.to_vec()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Target::DEFAULT.to_vec()),
         Err(e) => return Err(format!("{REPO_SETTINGS}: {e}")),
     };
     let settings: RepoSettings =
         toml::from_str(&text).map_err(|e| format!("{REPO_SETTINGS}: {}", e.message()))?;
     let Some(units) = settings.units else {
-        return Ok(Target::ALL.to_vec());
+        return Ok(Target::DEFAULT.to_vec());
     };
     if units.targets.is_empty() {
         return Err(format!(

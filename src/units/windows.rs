@@ -16,7 +16,6 @@
 //! as on systemd and launchd: the same slot always waits the same delay, which `list` shows ahead;
 //! Task Scheduler's `RandomDelay` is random per firing.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use quick_xml::Writer;
@@ -63,8 +62,8 @@ pub enum Trigger {
         repeat: Option<(u32, u32)>,
         days: Days,
     },
-    /// Every `minutes` minutes of the wall clock, from the task's registration (an interval of
-    /// awake time, which Task Scheduler cannot count).
+    /// Every `minutes` minutes of elapsed time from its start boundary (an interval of awake
+    /// time, which Task Scheduler cannot count).
     Every { minutes: u32 },
     /// When the user logs on.
     Logon,
@@ -118,62 +117,35 @@ pub fn triggers(schedule: &Schedule) -> Result<Vec<Trigger>, String> {
                 })
                 .collect()
         }
-        Schedule::Cron { cron, .. } => cron_triggers(cron)?,
+        Schedule::Cron { cron, .. } => cron_triggers(cron),
     };
     if schedule.at_login() {
         out.push(Trigger::Logon);
+    }
+    if out.len() > MAX_TRIGGERS {
+        let what = match schedule {
+            Schedule::Cron { cron, .. } => format!(
+                "cron = {:?}: simplify its minute or hour field (minutes that step evenly within an hour, such as */15, are one trigger for that hour)",
+                cron.text()
+            ),
+            _ => "fewer times of day".to_owned(),
+        };
+        return Err(format!(
+            "it takes {} Task Scheduler triggers, more than the {MAX_TRIGGERS} a task holds; {what}",
+            out.len()
+        ));
     }
     Ok(out)
 }
 
 /// The triggers of a cron expression: its times of day on each of its day rules (two when a day
-/// matches by day-of-month *or* day-of-week). The times are its hours × its minutes: said as
-/// whichever takes fewest triggers — all times stepping evenly (`*/10 9-17`: one), a trigger per
-/// minute repeating over evenly stepped hours (`5,40 */2`: two), a trigger per hour repeating over
-/// evenly stepped minutes, or one per time.
-fn cron_triggers(cron: &schedule::Cron) -> Result<Vec<Trigger>, String> {
+/// matches by day-of-month *or* day-of-week).
+fn cron_triggers(cron: &schedule::Cron) -> Vec<Trigger> {
     let times: Vec<u32> = cron.times().map(|(h, m)| h * 60 + m).collect();
-    let hours: BTreeSet<u32> = cron.times().map(|(h, _)| h).collect();
-    let minutes: BTreeSet<u32> = cron.times().map(|(_, m)| m).collect();
-    let day_rules = day_rules(cron);
-    let ways = |days: &Days| -> Vec<Vec<Trigger>> {
-        let per_minute = minutes
-            .iter()
-            .flat_map(|m| at_times(&hours.iter().map(|h| h * 60 + m).collect::<Vec<_>>(), days))
-            .collect();
-        let per_hour = hours
-            .iter()
-            .flat_map(|h| {
-                at_times(
-                    &minutes.iter().map(|m| h * 60 + m).collect::<Vec<_>>(),
-                    days,
-                )
-            })
-            .collect();
-        vec![at_times(&times, days), per_minute, per_hour]
-    };
-    let mut out = Vec::new();
-    for days in &day_rules {
-        let fewest = ways(days)
-            .into_iter()
-            .min_by_key(Vec::len)
-            .expect("three ways");
-        out.extend(fewest);
-    }
-    if out.len() > MAX_TRIGGERS {
-        return Err(format!(
-            "cron = {:?} takes {} Task Scheduler triggers ({} times of day whose minutes and hours do not step evenly{}), more than the {MAX_TRIGGERS} a task holds: simplify its minute or hour field (a step such as */15 is one trigger)",
-            cron.text(),
-            out.len(),
-            times.len(),
-            if day_rules.len() > 1 {
-                ", on two day rules"
-            } else {
-                ""
-            }
-        ));
-    }
-    Ok(out)
+    day_rules(cron)
+        .iter()
+        .flat_map(|days| at_times(&times, days))
+        .collect()
 }
 
 /// A cron expression's days as calendar trigger rules: one, or two when a day matches by
@@ -212,31 +184,38 @@ fn day_rules(cron: &schedule::Cron) -> Vec<Days> {
     }
 }
 
-/// Triggers firing at `times` (minutes after midnight, sorted) on `days`: one repeating trigger
-/// when they step evenly, else one each.
+/// Triggers firing at `times` (minutes after midnight, sorted) on `days`: per hour, one trigger
+/// repeating within the hour when its minutes step evenly (a grid, `*/10`), else one per time. A
+/// repetition counts elapsed time and only its start is on the wall clock, so a chain never
+/// crosses an hour: a DST change, always on an hour or half hour boundary of the day before it,
+/// cannot shift it.
 fn at_times(times: &[u32], days: &Days) -> Vec<Trigger> {
-    let even = times.len() > 1 && {
-        let step = times[1] - times[0];
-        times.windows(2).all(|w| w[1] - w[0] == step)
-    };
-    if even {
-        let (first, last) = (times[0], times[times.len() - 1]);
-        return vec![Trigger::Calendar {
-            start: first,
-            // The span ends half a minute after the last time: the last repetition is inside
-            // it and the next (a minute later at the least) outside, whether its end counts.
-            repeat: Some((times[1] - times[0], (last - first) * 60 + 30)),
-            days: days.clone(),
-        }];
+    let mut out = Vec::new();
+    for hour in 0..24 {
+        let in_hour: Vec<u32> = times.iter().copied().filter(|t| t / 60 == hour).collect();
+        let even = in_hour.len() > 1 && {
+            let step = in_hour[1] - in_hour[0];
+            in_hour.windows(2).all(|w| w[1] - w[0] == step)
+        };
+        if even {
+            let (first, last) = (in_hour[0], in_hour[in_hour.len() - 1]);
+            out.push(Trigger::Calendar {
+                start: first,
+                // The span ends half a minute after the last time: the last repetition is
+                // inside it and the next (a minute later at the least) outside, whether its end
+                // counts or not.
+                repeat: Some((in_hour[1] - in_hour[0], (last - first) * 60 + 30)),
+                days: days.clone(),
+            });
+        } else {
+            out.extend(in_hour.iter().map(|t| Trigger::Calendar {
+                start: *t,
+                repeat: None,
+                days: days.clone(),
+            }));
+        }
     }
-    times
-        .iter()
-        .map(|t| Trigger::Calendar {
-            start: *t,
-            repeat: None,
-            days: days.clone(),
-        })
-        .collect()
+    out
 }
 
 /// `def`'s task, or why Task Scheduler cannot run it as its definition says.
@@ -257,6 +236,18 @@ pub fn task(
         return Err(format!("{} has no [schedule]: there is no task", def.name));
     };
     let triggers = triggers(schedule).map_err(|e| format!("{}: {e}", def.name))?;
+    // A day matching both of a cron's day rules (a Sunday the 1st for `0 2 1 * sun`) has two
+    // triggers at one instant: the second meets the first running. `replace` would stop it.
+    if let Schedule::Cron { cron, .. } = schedule
+        && day_rules(cron).len() > 1
+        && def.policy.overlap == Overlap::Replace
+    {
+        return Err(format!(
+            "{}: cron = {:?} matches days by day-of-month or day-of-week, which Task Scheduler says as two triggers that both fire on a day matching both; with overlap = \"replace\" the second would stop the first: use \"skip\" or \"queue\" for Windows",
+            def.name,
+            cron.text()
+        ));
+    }
     let mut x = Xml::new();
     x.decl();
     x.comment(&header_text(def));
@@ -537,7 +528,7 @@ impl Xml {
 
     /// An XML comment; `--` cannot appear inside one.
     fn comment(&mut self, text: &str) {
-        let text = format!(" {} ", text.replace("--", "- -"));
+        let text = format!(" {} ", super::comment_safe(text));
         self.event(Event::Comment(BytesText::from_escaped(text)));
     }
 
@@ -605,7 +596,10 @@ mod tests {
                 days: Days::Every
             }]
         );
-        assert_eq!(at_times(&[60, 150], &Days::Every).len(), 1);
-        assert_eq!(at_times(&[60, 150, 200], &Days::Every).len(), 3);
+        // A chain never crosses an hour: 01:00 and 02:30 are two triggers, as are uneven times.
+        assert_eq!(at_times(&[60, 150], &Days::Every).len(), 2);
+        assert_eq!(at_times(&[60, 70, 100], &Days::Every).len(), 3);
+        let grid: Vec<u32> = (0..1440).step_by(15).collect();
+        assert_eq!(at_times(&grid, &Days::Every).len(), 24);
     }
 }

@@ -398,8 +398,7 @@ fn units_check_catches_a_stale_or_hand_edited_units_folder() {
     sb.definition("x", "name = \"x\"\ncommand = [\"true\"]\n");
     let o = sb.run(["units", "--check"]);
     assert_code(&o, 1);
-    // x's plist, service, timer and task.
-    assert_eq!(stdout(&o).matches(": extra").count(), 4);
+    assert_eq!(stdout(&o).matches(": extra").count(), 3);
 }
 
 /// A Linux-only repository says so in automations.toml: no plists are rendered, and plists left

@@ -8,7 +8,9 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono::{
+    DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Utc,
+};
 use chrono_tz::Tz;
 use quick_xml::events::Event;
 
@@ -142,6 +144,11 @@ fn what_a_task_cannot_say_is_refused_by_name() {
             "watch",
             "[schedule]\ndaily_at = \"09:00\"\n[trigger]\npaths = [\"{root}/inbox\"]\n",
             "[trigger]",
+        ),
+        (
+            "both",
+            "overlap = \"replace\"\n[schedule]\ncron = \"0 2 1 * sun\"\n",
+            "overlap = \"replace\"",
         ),
         (
             "busy",
@@ -298,9 +305,12 @@ fn fires_on(by: &El, start: NaiveDate, day: NaiveDate) -> bool {
     }
 }
 
-/// The instants the task's calendar triggers fire in `(from, to]`, on a machine in `zone`.
+/// The instants the task's calendar triggers fire in `(from, to]`, on a machine in `zone`, each
+/// as often as a trigger fires it (two triggers at one instant are two firings). A trigger starts
+/// at its start boundary's time of day on the days its `ScheduleBy…` allows; its `Repetition`
+/// adds elapsed time (the interval, while the duration lasts), not wall-clock time.
 fn task_firings(task: &El, zone: Tz, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<DateTime<Utc>> {
-    let mut out = BTreeSet::new();
+    let mut out = Vec::new();
     for t in task.child("Triggers").unwrap().all("CalendarTrigger") {
         let start = NaiveDateTime::parse_from_str(
             &t.child("StartBoundary").unwrap().text,
@@ -321,64 +331,108 @@ fn task_firings(task: &El, zone: Tz, from: DateTime<Utc>, to: DateTime<Utc>) -> 
         let first = from.with_timezone(&zone).date_naive() - Duration::days(1);
         let last = to.with_timezone(&zone).date_naive() + Duration::days(1);
         for day in first.iter_days().take_while(|d| *d <= last) {
-            if !fires_on(by, start.date(), day) {
+            if day < start.date() || !fires_on(by, start.date(), day) {
                 continue;
             }
-            let at = day.and_time(start.time());
+            // A start that does not exist or exists twice (a DST change) is left to the caller,
+            // who compares no such day.
+            let Some(at) = zone
+                .from_local_datetime(&day.and_time(start.time()))
+                .single()
+            else {
+                continue;
+            };
+            let at = at.with_timezone(&Utc);
             let offsets: Vec<i64> = match repeat {
                 Some((every, span)) => (0..).map(|k| k * every).take_while(|o| *o < span).collect(),
                 None => vec![0],
             };
-            for o in offsets {
-                let local = at + Duration::seconds(o);
-                if let Some(t) = zone.from_local_datetime(&local).single() {
-                    let t = t.with_timezone(&Utc);
-                    if t > from && t <= to {
-                        out.insert(t);
-                    }
-                }
-            }
+            out.extend(
+                offsets
+                    .into_iter()
+                    .map(|o| at + Duration::seconds(o))
+                    .filter(|t| *t > from && *t <= to),
+            );
         }
     }
-    out.into_iter().collect()
+    out.sort();
+    out
+}
+
+/// The local days of 2026 on which `zone` changes its offset.
+fn change_days(zone: Tz) -> BTreeSet<NaiveDate> {
+    let start = NaiveDate::from_ymd_opt(2026, 1, 1).unwrap();
+    start
+        .iter_days()
+        .take(365)
+        .filter(|d| {
+            let noon = |d: NaiveDate| {
+                zone.from_local_datetime(&d.and_hms_opt(12, 0, 0).unwrap())
+                    .single()
+                    .map(|t| t.offset().fix())
+            };
+            noon(*d) != noon(*d + Duration::days(1)) || noon(*d) != noon(*d - Duration::days(1))
+        })
+        .collect()
 }
 
 /// The calendar triggers fire at the program's slots (the systemd timers', per calendar.rs and
-/// cron.rs) over 2026 on machines in UTC and in Kolkata (+5:30), and in New York in June.
+/// cron.rs) over 2026, on machines in UTC, Kolkata (+5:30), Berlin and New York — every day but
+/// the four where those two change their offset, whose local times Task Scheduler's pages do not
+/// place. Each slot fires once, but on a day matching both of a cron's day rules (the `either`
+/// case: two triggers), where it fires twice.
 #[test]
 fn calendar_triggers_fire_where_the_timers_do() {
     let sb = sandbox();
-    let year = (
-        Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
+    // From the 2nd: west of UTC the 1st's first hours are the last day of 2025, before the
+    // tasks' start boundary.
+    let (from, to) = (
+        Utc.with_ymd_and_hms(2026, 1, 2, 0, 0, 0).unwrap(),
         Utc.with_ymd_and_hms(2027, 1, 1, 0, 0, 0).unwrap(),
-    );
-    let june = (
-        Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap(),
-        Utc.with_ymd_and_hms(2026, 7, 1, 0, 0, 0).unwrap(),
     );
     let mut compared = 0;
     for (name, _) in CASES {
         let task = parse(&rendered(&sb, name, "windows", ".xml"));
         let schedule = sb.parsed(name).schedule.unwrap();
-        for (zone, (from, to)) in [
-            (chrono_tz::UTC, year),
-            (chrono_tz::Asia::Kolkata, year),
-            (chrono_tz::America::New_York, june),
+        for zone in [
+            chrono_tz::UTC,
+            chrono_tz::Asia::Kolkata,
+            chrono_tz::Europe::Berlin,
+            chrono_tz::America::New_York,
         ] {
-            let want = automations::schedule::slots_between(&schedule, &zone, from, to);
-            let got = task_firings(&task, zone, from, to);
-            assert_eq!(
-                got.len(),
-                want.len(),
-                "{name} in {zone}: {} firings by the task, {} slots",
-                got.len(),
-                want.len()
-            );
+            let changes = change_days(zone);
+            let ordinary =
+                |t: &DateTime<Utc>| !changes.contains(&t.with_timezone(&zone).date_naive());
+            let want: Vec<_> = automations::schedule::slots_between(&schedule, &zone, from, to)
+                .into_iter()
+                .filter(ordinary)
+                .collect();
+            let mut got: Vec<_> = task_firings(&task, zone, from, to)
+                .into_iter()
+                .filter(ordinary)
+                .collect();
+            let all = got.len();
+            got.dedup();
+            let twice = all - got.len();
             assert_eq!(got, want, "{name} in {zone}");
+            // Twice only where both day rules match: the 1st or 15th that is a Sunday.
+            let both = want
+                .iter()
+                .filter(|t| {
+                    let d = t.with_timezone(&zone).date_naive();
+                    *name == "either"
+                        && [1, 15].contains(&d.day())
+                        && d.weekday() == chrono::Weekday::Sun
+                })
+                .count();
+            assert_eq!(
+                twice, both,
+                "{name} in {zone}: {twice} instants fired twice"
+            );
             compared += got.len();
         }
     }
-    assert!(compared > 200_000, "only {compared} firings compared");
+    assert!(compared > 400_000, "only {compared} firings compared");
 }
 
 /// The same triggers at `systemd-analyze calendar`'s first 40 elapses of the same definitions'
@@ -452,4 +506,45 @@ fn the_evaluator_reads_days_as_the_schema_says() {
     assert_eq!(seconds("PT23H45M30S"), 85_530);
     assert_eq!(seconds("P1D"), 86_400);
     let _ = NaiveTime::MIN;
+}
+
+/// `units/` holds Windows tasks only when the repository asks (`[units] targets`), and then
+/// checks them like the others.
+#[test]
+fn windows_tasks_are_in_units_only_when_asked() {
+    let sb = Sandbox::new();
+    sb.definition(
+        "x",
+        "name = \"x\"\ncommand = [\"true\"]\n[schedule]\nevery_minutes = 5\n",
+    );
+    assert_code(&sb.run(["units"]), 0);
+    assert!(!sb.root.join("units/windows").exists());
+    std::fs::write(
+        sb.root.join("automations.toml"),
+        "[units]\ntargets = [\"systemd\", \"windows\"]\n",
+    )
+    .unwrap();
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("units/windows/local.automations.x.xml: missing"),
+        "{}",
+        stdout(&o)
+    );
+    assert_code(&sb.run(["units"]), 0);
+    let task =
+        std::fs::read_to_string(sb.root.join("units/windows/local.automations.x.xml")).unwrap();
+    assert!(task.contains("<Command>@BIN@</Command>"), "{task}");
+    std::fs::write(
+        sb.root.join("units/windows/local.automations.x.xml"),
+        task.replace("IgnoreNew", "Parallel"),
+    )
+    .unwrap();
+    let o = sb.run(["units", "--check"]);
+    assert_code(&o, 1);
+    assert!(
+        stdout(&o).contains("local.automations.x.xml"),
+        "{}",
+        stdout(&o)
+    );
 }
