@@ -42,6 +42,11 @@ fn with_schedule(sb: &Sandbox, name: &str) {
     std::fs::write(&path, record.to_string()).unwrap();
 }
 
+/// `backfill NAME --from FROM --to TO`.
+fn backfill(sb: &Sandbox, name: &str, from: &str, to: &str) -> std::process::Output {
+    sb.run(["backfill", name, "--from", from, "--to", to])
+}
+
 fn stamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Secs, false)
 }
@@ -283,14 +288,7 @@ fn backfill_runs_each_slot_once_and_resumes() {
     );
     sb.install_record("often", Utc::now() - Duration::days(60));
     with_schedule(&sb, "often");
-    let o = sb.run([
-        "backfill",
-        "often",
-        "--from",
-        "2026-11-01",
-        "--to",
-        "2026-11-06",
-    ]);
+    let o = backfill(&sb, "often", "2026-11-01", "2026-11-06");
     assert_code(&o, 2);
     assert!(stderr(&o).contains("--max"), "{}", stderr(&o));
     sb.assert_log_verifies();
@@ -304,40 +302,19 @@ fn backfill_refuses_what_has_no_installed_slots() {
         "report",
         "name = \"report\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"09:00\"\n",
     );
-    let o = sb.run([
-        "backfill",
-        "report",
-        "--from",
-        "2026-11-01",
-        "--to",
-        "2026-11-02",
-    ]);
+    let o = backfill(&sb, "report", "2026-11-01", "2026-11-02");
     assert_code(&o, 2);
     assert!(stderr(&o).contains("not installed"), "{}", stderr(&o));
     sb.install_record("report", Utc::now() - Duration::days(60));
     with_schedule(&sb, "report");
-    let o = sb.run([
-        "backfill",
-        "report",
-        "--from",
-        "yesterday",
-        "--to",
-        "2026-11-02",
-    ]);
+    let o = backfill(&sb, "report", "yesterday", "2026-11-02");
     assert_code(&o, 2);
     assert!(stderr(&o).contains("--from"), "{}", stderr(&o));
     assert!(sb.events("started").is_empty());
 
     // Paused: each slot is skipped, said apart from runs, and the call fails.
     assert_code(&sb.run(["pause", "report", "--reason", "maintenance"]), 0);
-    let o = sb.run([
-        "backfill",
-        "report",
-        "--from",
-        "2026-11-01",
-        "--to",
-        "2026-11-02",
-    ]);
+    let o = backfill(&sb, "report", "2026-11-01", "2026-11-02");
     assert_code(&o, 1);
     assert!(
         stdout(&o).contains("0 slot(s) ran, 0 failed, 2 skipped"),
