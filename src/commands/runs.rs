@@ -268,9 +268,15 @@ pub(super) fn show(settings: &Settings, id: &str, failed: bool, json: bool) -> C
     } else {
         history::find(&log, &settings.data_root, id, None)?
     };
+    // Asked by an automation's name: its next firing too, as `list` says it.
+    let mut next = None;
     let view = match found {
         history::Found::One(v) => *v,
-        history::Found::Nothing => latest_of(settings, &log, id, failed)?,
+        history::Found::Nothing => {
+            let v = latest_of(settings, &log, id, failed)?;
+            next = next_words(settings, &log, &v.name);
+            v
+        }
         history::Found::Ambiguous { some, all } => {
             let more = if all > some.len() {
                 format!(" and {} more", all - some.len())
@@ -288,13 +294,37 @@ pub(super) fn show(settings: &Settings, id: &str, failed: bool, json: bool) -> C
     };
     let out = &mut std::io::stdout().lock();
     if json {
-        let doc = views::show_json(&view);
+        let mut doc = views::show_json(&view);
+        if let (Some(next), Some(obj)) = (&next, doc.as_object_mut()) {
+            obj.insert("next_words".into(), next.clone().into());
+        }
         serde_json::to_writer_pretty(&mut *out, &doc)?;
         writeln!(out)?;
         return Ok(Exit::Success);
     }
     print_run(out, &view)?;
+    if let Some(next) = next {
+        writeln!(out, "next      {}", field(&next))?;
+    }
     Ok(Exit::Success)
+}
+
+/// `name`'s next firing in words, as `list` gives it (on this machine's clock, and on its
+/// schedule's when that names a zone); `None` when it has no definition or no next firing.
+fn next_words(settings: &Settings, log: &RunLog, name: &str) -> Option<String> {
+    let name = Name::new(name).ok()?;
+    let def = super::one_definition(settings, &name).ok()?;
+    let installed = crate::install::installed(settings, std::slice::from_ref(&def)).ok()?;
+    let last = history::last_runs(log, &settings.data_root, &[name.as_str()]).ok()?;
+    let state = State::new(&settings.data_root);
+    let live = views::Live {
+        paused: state.paused(&name).ok().flatten(),
+        snoozed: state.snoozed(&name, chrono::Utc::now()).ok().flatten(),
+        state_problem: None,
+        last: last.get(name.as_str()),
+        installed: installed.get(&name),
+    };
+    views::entry(settings, &def, live, &chrono::Local::now()).next_words
 }
 
 /// `show NAME [--failed]`: the latest run of an automation, when `id` is no run id.

@@ -96,6 +96,8 @@ pub fn before(
             Ok(ControlFlow::Continue(()))
         }
         CatchUp::None => {
+            // `missed` are slots no firing stood for: another firing's records are not among
+            // them, so a slot is recorded once (two firings at the same millisecond aside).
             for slot in &missed {
                 record_missed(log, def, cause, *slot)?;
             }
@@ -111,6 +113,14 @@ pub fn before(
                 ": its slot {} passed while the machine slept or was off, and catch_up = \"none\" waits for the next one",
                 cause.slot_stamp().unwrap_or_default()
             );
+            // A second late firing for the same slot (a login and a wake) records nothing more.
+            let recorded =
+                history::last_fired(log, def.name.as_str(), latest, |f| f.slot == Some(latest))
+                    .is_some();
+            if recorded {
+                let reason = SkipReason::MissedSlot;
+                return Ok(ControlFlow::Break(Report::Skipped { reason, detail }));
+            }
             skip(log, &def.name, cause, SkipReason::MissedSlot, detail).map(ControlFlow::Break)
         }
         CatchUp::Latest => Ok(ControlFlow::Continue(())),

@@ -113,7 +113,7 @@ fn run_or_skip(
         .with_stdout_mirror(settings.events_stdout)
         .with_test_rotation(settings.test_rotate_bytes);
     // 1. The definition.
-    let def = match definition_or_record(settings, &log, name, trigger)? {
+    let def = match definition_or_record(settings, &log, name, trigger, slot)? {
         ControlFlow::Continue(def) => def,
         ControlFlow::Break(report) => return Ok(report),
     };
@@ -301,6 +301,7 @@ fn definition_or_record(
     log: &RunLog,
     name: &Name,
     trigger: Trigger,
+    slot: Option<chrono::DateTime<Utc>>,
 ) -> Result<ControlFlow<Report, Definition>, RunError> {
     let e = match definition::load_one(&settings.definitions_dir(), name, &Checks::of(settings)) {
         Ok(def) => return Ok(ControlFlow::Continue(def)),
@@ -311,7 +312,9 @@ fn definition_or_record(
         LoadError::Missing(_) => "definition_missing",
         LoadError::Invalid(_) => "definition_invalid",
     };
-    let report = record_unstartable(log, name, trigger, None, class, &e.to_string())?;
+    // A firing for a given slot (a catch-up's) says it stood for that slot, not for the latest.
+    let slot = slot.map(|s| crate::schedule::slot_stamp(s, None, &chrono::Local));
+    let report = record_unstartable(log, name, trigger, slot, class, &e.to_string())?;
     if let Report::Finished { finished, .. } = &report {
         crate::healthchecks::ping::unstarted(settings, name, finished);
     }
@@ -523,7 +526,7 @@ fn record_unstartable(
     log: &RunLog,
     name: &Name,
     trigger: Trigger,
-    definition: Option<String>,
+    slot: Option<String>,
     class: &str,
     detail: &str,
 ) -> Result<Report, RunError> {
@@ -537,7 +540,7 @@ fn record_unstartable(
             run: run_id.clone(),
             trigger,
             pid: std::process::id(),
-            definition,
+            definition: None,
             clock: clock.clone(),
             jitter_ms: None,
             attempt: None,
@@ -545,13 +548,14 @@ fn record_unstartable(
             ended: None,
             paths: None,
             after: None,
-            slot: None,
+            slot: slot.clone(),
         }),
         started_at,
     )?;
     let mut finished = failed_before_start(&run_id, class, detail, clock);
     finished.trigger = Some(trigger);
     finished.started_at = Some(crate::runlog::stamp(started_at));
+    finished.slot = slot;
     append(log, name, Event::Finished(finished.clone()))?;
     Ok(Report::Finished {
         run: run_id,

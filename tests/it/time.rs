@@ -160,6 +160,9 @@ fn catch_up_none_records_missed_slots_and_health_reports_them() {
         table.contains("4 slot(s) passed while asleep or off"),
         "{table}"
     );
+    // A second late firing for the same slot records nothing more.
+    assert_code(&sb.run(["run", "export", "--trigger", "schedule"]), 0);
+    assert_eq!(sb.events("skipped").len(), 4);
     sb.assert_log_verifies();
 }
 
@@ -352,6 +355,14 @@ fn a_zoned_schedule_is_said_in_both_zones_and_refused_by_launchd() {
         "{words}"
     );
     assert_eq!(entry["schedule"]["time_zone"], "America/New_York");
+    // `show NAME` says it too, after its latest run.
+    assert_code(&sb.run(["run", "report"]), 0);
+    let show = stdout(&sb.run(["show", "report"]));
+    assert!(
+        show.lines()
+            .any(|l| l.starts_with("next      ") && l.ends_with("09:00 America/New_York")),
+        "{show}"
+    );
 
     let o = sb.run(["render", "report", "--target", "systemd"]);
     assert_code(&o, 0);
