@@ -379,3 +379,43 @@ fn a_zoned_schedule_is_said_in_both_zones_and_refused_by_launchd() {
         "{e}"
     );
 }
+
+/// A systemd user manager too old to read a zone on `OnCalendar=` (before 235) is asked before
+/// anything is written, and a zoned definition is refused by name.
+#[test]
+fn a_zoned_install_is_refused_by_a_systemd_too_old_for_zones() {
+    let mut sb = Sandbox::new();
+    sb.use_stable_bin();
+    let fake = sb.path("fake");
+    crate::systemd::fake_systemctl(&fake);
+    // The same fake manager, saying it is systemd 229.
+    let old = sb.path("old");
+    std::fs::create_dir_all(&old).unwrap();
+    write_executable(
+        &old.join("systemctl"),
+        format!(
+            "#!/bin/sh\nif [ \"$2\" = show ] && [ \"$3\" = --property=Version ]; then echo Version=229; exit 0; fi\nexec {} \"$@\"\n",
+            fake.join("systemctl").display()
+        ),
+    );
+    sb.env("PATH", &format!("{}:/usr/bin:/bin", old.display()));
+    sb.definition(
+        "report",
+        "name = \"report\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"09:00\"\ntime_zone = \"America/New_York\"\n",
+    );
+    let r = run_on_pty(sb.cmd(["install", "report"]), "Type y to confirm", "y");
+    assert_ne!(r.code, Some(0), "{}", r.output);
+    assert!(
+        r.output.contains("version 229") && r.output.contains("time_zone"),
+        "{}",
+        r.output
+    );
+    assert!(!sb.data.join("state/installed/report.json").exists());
+    // The same definition without its zone installs on that manager.
+    sb.definition(
+        "report",
+        "name = \"report\"\ncommand = [\"true\"]\n[schedule]\ndaily_at = \"09:00\"\n",
+    );
+    let r = run_on_pty(sb.cmd(["install", "report"]), "Type y to confirm", "y");
+    assert_eq!(r.code, Some(0), "{}", r.output);
+}
