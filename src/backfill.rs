@@ -72,15 +72,9 @@ pub fn parse_when<M: TimeZone>(
         return Ok(at.with_timezone(&Utc));
     }
     let clock = ClockZone::of(zone, machine);
-    // A time in a DST gap (midnight, in some zones) is the first minute after it.
+    // A time in a DST gap (midnight, in some zones) is the first minute after it, as a slot is.
     let on_clock = |naive: NaiveDateTime| {
-        (0..=180)
-            .find_map(|m| {
-                clock
-                    .from_local_datetime(&(naive + Duration::minutes(m)))
-                    .earliest()
-            })
-            .map(|t| t.with_timezone(&Utc))
+        schedule::resolve_naive(&clock, naive)
             .ok_or_else(|| format!("{t:?} does not exist on that clock"))
     };
     if let Ok(day) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {

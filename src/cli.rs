@@ -893,7 +893,7 @@ pub fn unit_firing(args: &[std::ffi::OsString]) -> Option<Cli> {
 
 /// `--slot`: RFC 3339 with an offset.
 fn slot_parser(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
-    crate::history::parse_slot(s).ok_or_else(|| {
+    crate::runlog::parse_stamp(s).ok_or_else(|| {
         format!("{s:?} is not an RFC 3339 time with an offset (2026-12-07T09:00:00-05:00)")
     })
 }

@@ -88,7 +88,7 @@ impl RunView {
             .as_ref()
             .and_then(|s| s.slot.as_deref())
             .or_else(|| self.finished.as_ref().and_then(|f| f.slot.as_deref()))
-            .and_then(parse_slot)
+            .and_then(crate::runlog::parse_stamp)
     }
 
     /// Milliseconds the run took, when finished.
@@ -460,7 +460,7 @@ pub fn slot_ran(log: &RunLog, name: &str, slot: DateTime<Utc>) -> bool {
         if r.name != name || !matches!(s.trigger, Trigger::Schedule | Trigger::Backfill) {
             continue;
         }
-        match s.slot.as_deref().and_then(parse_slot) {
+        match s.slot.as_deref().and_then(crate::runlog::parse_stamp) {
             Some(x) if x == slot => return true,
             Some(_) => {}
             None => {
@@ -471,13 +471,6 @@ pub fn slot_ran(log: &RunLog, name: &str, slot: DateTime<Utc>) -> bool {
         }
     }
     false
-}
-
-/// A slot as `started` and `skipped` write it (RFC 3339 with an offset), in UTC.
-pub fn parse_slot(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// One firing of `name`'s schedule as the log has it, run or skipped: the slot it stood for
@@ -511,7 +504,7 @@ pub fn last_fired(
             _ => continue,
         };
         let fired = Fired {
-            slot: slot.and_then(parse_slot),
+            slot: slot.and_then(crate::runlog::parse_stamp),
             at,
         };
         if trigger == Trigger::Schedule && wanted(&fired) {
@@ -545,7 +538,7 @@ pub fn slots_succeeded(
             }
             Event::Started(s) => {
                 if ok_runs.contains(&s.run)
-                    && let Some(slot) = s.slot.as_deref().and_then(parse_slot)
+                    && let Some(slot) = s.slot.as_deref().and_then(crate::runlog::parse_stamp)
                     && slot >= from
                 {
                     out.insert(slot);

@@ -187,7 +187,7 @@ fn late_slot(r: &history::RunView) -> Option<&str> {
     let slot = r.started.as_ref()?.slot.as_deref()?;
     let (at, slot_at) = (
         crate::runlog::parse_stamp(&r.at)?,
-        history::parse_slot(slot)?,
+        crate::runlog::parse_stamp(slot)?,
     );
     // A run waits its jitter after its slot: that is no lateness.
     let waited = jitter_ms(r).map_or(0, |ms| ms as i64 / 1000);

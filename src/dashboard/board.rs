@@ -379,10 +379,9 @@ fn missed_slots(
         &chrono::Local,
         (from.max(installed), now),
         now,
-        &fired,
+        (&fired, &answered),
     )
     .into_iter()
-    .filter(|slot| !answered.contains(slot))
     .map(|t| (t - from).num_minutes().clamp(0, 1439) as u32)
     .collect()
 }

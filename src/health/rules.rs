@@ -771,10 +771,8 @@ fn missed_days<Tz: TimeZone>(
         .filter(|r| matches!(r.trigger, Trigger::Schedule | Trigger::Backfill))
         .filter_map(crate::history::RunView::slot)
         .collect();
-    crate::schedule::missed_slots(schedule, &tz, (from, to), now_utc, &fired)
-        .into_iter()
-        .filter(|slot| !answered.contains(slot))
-        .count() as u32
+    crate::schedule::missed_slots(schedule, &tz, (from, to), now_utc, (&fired, &answered)).len()
+        as u32
 }
 
 /// The headline rule, when it applies and finds something.

@@ -492,7 +492,14 @@ pub fn resolve_local<Tz: TimeZone>(
     day: NaiveDate,
     at: TimeOfDay,
 ) -> Option<DateTime<Utc>> {
-    let naive = day.and_hms_opt(u32::from(at.hour), u32::from(at.minute), 0)?;
+    resolve_naive(
+        tz,
+        day.and_hms_opt(u32::from(at.hour), u32::from(at.minute), 0)?,
+    )
+}
+
+/// [`resolve_local`] of any wall-clock time.
+pub fn resolve_naive<Tz: TimeZone>(tz: &Tz, naive: chrono::NaiveDateTime) -> Option<DateTime<Utc>> {
     match tz.from_local_datetime(&naive) {
         LocalResult::Single(t) => Some(t.with_timezone(&Utc)),
         LocalResult::Ambiguous(a, _) => Some(a.with_timezone(&Utc)),
@@ -815,19 +822,20 @@ pub fn longest_gap<Tz: TimeZone>(
 
 /// The slots in `(from, to]` that no firing followed: none of `firings` (times the schedule fired,
 /// skips included) lies at or after the slot and before the next slot, or before `now` for the
-/// latest one. A run by hand is no firing; callers pass only scheduled ones.
+/// latest one, and no run stood for it (`answered`: the slots runs recorded, whenever they ran — a
+/// catch-up on wake, a backfill). A run by hand is no firing; callers pass only scheduled ones.
 pub fn missed_slots<Tz: TimeZone>(
     schedule: &Schedule,
     tz: &Tz,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
     now: DateTime<Utc>,
-    firings: &[DateTime<Utc>],
+    (firings, answered): (&[DateTime<Utc>], &[DateTime<Utc>]),
 ) -> Vec<DateTime<Utc>> {
     let slots = slots_between(schedule, tz, from, now.max(to));
     slots
         .iter()
         .enumerate()
-        .filter(|&(_, slot)| *slot <= to)
+        .filter(|&(_, slot)| *slot <= to && !answered.contains(slot))
         .filter(|&(i, slot)| {
             let until = slots.get(i + 1).copied().unwrap_or(now);
             !firings.iter().any(|f| f >= slot && *f < until)
