@@ -104,6 +104,7 @@ pub fn parse_when<M: TimeZone>(
 /// Set by Ctrl-C (SIGINT) or SIGTERM while a backfill runs: it stops after the slot under way.
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+#[cfg(unix)]
 extern "C" fn note_interrupt(_: nix::libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
@@ -111,6 +112,18 @@ extern "C" fn note_interrupt(_: nix::libc::c_int) {
 /// From now on, Ctrl-C and SIGTERM stop the backfill after the slot under way instead of ending
 /// this process at once (the slot's own firing hears them too, and records its run as stopped).
 /// Handlers are reset in a child at exec, so each firing has its own.
+#[cfg(windows)]
+pub fn stop_on_interrupt() {
+    unsafe extern "system" fn note(_event: u32) -> windows_sys::core::BOOL {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        1
+    }
+    // SAFETY: registers a handler that only stores to an atomic.
+    unsafe { windows_sys::Win32::System::Console::SetConsoleCtrlHandler(Some(note), 1) };
+}
+
+/// See the Windows one above.
+#[cfg(unix)]
 pub fn stop_on_interrupt() {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
     let action = SigAction::new(

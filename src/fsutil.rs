@@ -10,9 +10,9 @@
 //! refused unless it is a regular file; what is read whole is read under a size cap. This module
 //! must never follow a path outside what its caller passed.
 
+use crate::platform::{self, DirBuilderExt, OpenOptionsExt, Refused};
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Why a file where one belongs was refused (wrapped in an `io::Error`; the caller names the path).
@@ -44,37 +44,20 @@ impl FileError {
 }
 
 fn kind_of(meta: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "directory"
-    } else if t.is_file() {
-        "regular file"
-    } else if t.is_fifo() {
-        "FIFO"
-    } else if t.is_socket() {
-        "socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "device"
-    } else if t.is_symlink() {
-        "symbolic link"
-    } else {
-        "special file"
-    }
+    platform::kind_of(meta)
 }
 
 /// Opens `path` with `options`, never following a link in its last component and never blocking
 /// on a FIFO, and refuses anything but a regular file.
 pub fn open_in_data_root(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
-    let file = options
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+    let file = platform::no_follow_nonblocking(options)
         .open(path)
-        .map_err(|e| match e.raw_os_error() {
-            Some(nix::libc::ELOOP) => FileError::Link.io(),
+        .map_err(|e| match platform::refused_kind(&e) {
+            Some(Refused::Link) => FileError::Link.io(),
             // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
-            Some(nix::libc::ENXIO) => FileError::NotRegular("FIFO").io(),
-            Some(nix::libc::EISDIR) => FileError::NotRegular("directory").io(),
-            _ => e,
+            Some(Refused::Fifo) => FileError::NotRegular("FIFO").io(),
+            Some(Refused::Directory) => FileError::NotRegular("directory").io(),
+            None => e,
         })?;
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -91,10 +74,7 @@ pub fn open_following(path: &Path) -> io::Result<File> {
 
 /// [`open_following`] and the file's size when opened.
 fn open_regular_following_sized(path: &Path) -> io::Result<(File, u64)> {
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)?;
+    let file = platform::nonblocking(OpenOptions::new().read(true)).open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(FileError::NotRegular(kind_of(&meta)).io());
@@ -237,27 +217,23 @@ pub fn check_data_root(path: &Path, usage: Use) -> Result<bool, DataRootError> {
             kind: kind_of(&meta),
         });
     }
-    let me = nix::unistd::geteuid().as_raw();
-    if meta.uid() != me {
+    if let Some((owner, me)) = platform::foreign_owner(&meta) {
         return Err(DataRootError::Foreign {
             path: path.into(),
-            owner: meta.uid(),
+            owner,
             me,
         });
     }
-    let mode = meta.permissions().mode() & 0o7777;
-    if mode & 0o022 != 0 {
+    if let Some(mode) = platform::mode_of(&meta).filter(|mode| mode & 0o022 != 0) {
         return Err(DataRootError::Exposed {
             path: path.into(),
             mode,
         });
     }
     if usage == Use::Write {
-        nix::unistd::access(path, nix::unistd::AccessFlags::W_OK).map_err(|errno| {
-            DataRootError::ReadOnly {
-                path: path.into(),
-                source: io::Error::from_raw_os_error(errno as i32),
-            }
+        platform::writable(path).map_err(|source| DataRootError::ReadOnly {
+            path: path.into(),
+            source,
         })?;
     }
     for dir in [path.to_path_buf(), crate::layout::Layout::new(path).state()] {
@@ -297,10 +273,7 @@ fn linked_folders(dir: &Path) -> Result<(), DataRootError> {
 
 /// Whether an error means "this filesystem or folder cannot be written".
 pub fn read_only(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(nix::libc::EROFS | nix::libc::EACCES | nix::libc::EPERM)
-    )
+    platform::read_only(e)
 }
 
 /// Creates `dir` (and missing parents) with mode 0700.
@@ -359,7 +332,7 @@ fn replace_by_rename(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
     let tmp = tmp_sibling(path);
     let _ = fs::remove_file(&tmp);
     let result = write_new(&tmp, bytes, mode)
-        .and_then(|f| f.set_permissions(fs::Permissions::from_mode(mode)))
+        .and_then(|f| platform::set_mode(&f, mode))
         .and_then(|()| fs::rename(&tmp, path));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -379,14 +352,7 @@ pub fn create_durably(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .and_then(|()| fs::hard_link(&tmp, path));
     let _ = fs::remove_file(&tmp);
     match linked {
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(nix::libc::EPERM | nix::libc::EOPNOTSUPP)
-            ) =>
-        {
-            write_new(path, bytes, 0o600).map(drop)
-        }
+        Err(e) if platform::no_hard_links(&e) => write_new(path, bytes, 0o600).map(drop),
         other => other,
     }
 }
@@ -416,11 +382,7 @@ pub fn create_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
 /// A new file at `path` (never one that is there, never through a link) with `mode`, holding
 /// `bytes`; the caller syncs it as it needs.
 fn write_new(path: &Path, bytes: &[u8], mode: u32) -> io::Result<File> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+    let mut f = platform::no_follow(OpenOptions::new().write(true).create_new(true).mode(mode))
         .open(path)?;
     f.write_all(bytes)?;
     Ok(f)
@@ -495,9 +457,9 @@ pub fn link_below(base: &Path, path: &Path) -> io::Result<Option<(PathBuf, PathB
     Ok(None)
 }
 
-/// The permission bits of an open file.
+/// The permission bits of an open file (0o600 on Windows, whose files are as private as their folder).
 pub fn mode(file: &File) -> io::Result<u32> {
-    Ok(file.metadata()?.permissions().mode() & 0o777)
+    Ok(platform::mode_of(&file.metadata()?).map_or(0o600, |m| m & 0o777))
 }
 
 /// True when `mode` lets group or others read or write: not private.
@@ -508,6 +470,7 @@ pub fn exposed(mode: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn only_regular_files_open_and_nothing_blocks() {

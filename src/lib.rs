@@ -57,6 +57,7 @@ pub mod names;
 pub mod notify;
 pub mod parallel;
 pub mod pins;
+pub mod platform;
 pub mod process;
 pub mod redact;
 pub mod runlog;

@@ -9,9 +9,9 @@
 //! at the wrong instant would make a real firing skip as `already_running` — so on Linux they look
 //! the lock up in `/proc/locks` instead. This module must never unlink a lock file.
 
+use crate::platform::FileExt;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::fsutil;
@@ -96,8 +96,8 @@ pub enum Asked {
 /// Asks the firing holding `name`'s lock to stop, with SIGTERM to its keeper, or to its runner
 /// when the keeper is gone: the runner then ends its command's tree and records the run `stopped`.
 /// A process is signalled only while it is still the one the lock names (its start time).
-pub fn ask_to_stop(data_root: &Path, name: &Name) -> nix::Result<Asked> {
-    use nix::sys::signal::Signal;
+pub fn ask_to_stop(data_root: &Path, name: &Name) -> io::Result<Asked> {
+    use crate::process::Signal;
     let Some(holder) = holder(data_root, name) else {
         return Ok(Asked::NotRunning);
     };

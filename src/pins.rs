@@ -126,7 +126,7 @@ pub struct HashedScript {
 /// folder's device and inode, and each link's own, from the script up to the repository root.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Identity {
-    file: (u64, u64, u64, i64, i64, i64, i64),
+    file: ((u64, u64), [i64; 5]),
     folders: Vec<(u64, u64)>,
 }
 
@@ -190,37 +190,31 @@ fn check_size(len: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn file_identity(m: &std::fs::Metadata) -> (u64, u64, u64, i64, i64, i64, i64) {
-    use std::os::unix::fs::MetadataExt;
+fn file_identity(m: &std::fs::Metadata) -> ((u64, u64), [i64; 5]) {
     (
-        m.dev(),
-        m.ino(),
-        m.size(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ctime(),
-        m.ctime_nsec(),
+        crate::platform::file_id(m),
+        crate::platform::change_stamp(m),
     )
 }
 
 /// What the file system says now of `path` (following links) and of the folders from `root`
 /// down to it.
 fn identity_of(path: &Path, root: &Path) -> std::io::Result<Identity> {
-    use std::os::unix::fs::MetadataExt;
+    use crate::platform::file_id;
     let file = file_identity(&std::fs::metadata(path)?);
     let mut folders = Vec::new();
     // A link on the way is known by its own inode as well as by what it points to: one re-pointed
     // (`ln -sfn`) is a new link, even where it leads to the same file.
     let link = |p: &Path| -> std::io::Result<Option<(u64, u64)>> {
         let own = std::fs::symlink_metadata(p)?;
-        Ok(own.file_type().is_symlink().then(|| (own.dev(), own.ino())))
+        Ok(own.file_type().is_symlink().then(|| file_id(&own)))
     };
     folders.extend(link(path)?);
     let mut at = path.parent();
     while let Some(dir) = at {
         folders.extend(link(dir)?);
         let m = std::fs::metadata(dir)?;
-        folders.push((m.dev(), m.ino()));
+        folders.push(file_id(&m));
         if dir == root || !dir.starts_with(root) {
             break;
         }

@@ -5,7 +5,37 @@
 //! pidfd opened before they are compared, so the process cannot be replaced between the look and
 //! the signal. This is how `stop-all` and `overlap = "replace"` reach a run and nothing else.
 
-use nix::sys::signal::Signal;
+#[cfg(unix)]
+pub use nix::sys::signal::Signal;
+
+/// The signals the runner speaks of on Windows, which has none: what a stop or a timeout stands
+/// for there (a console's Ctrl-C, the end of a Job Object), named as on Unix in the run log.
+#[cfg(windows)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Signal {
+    SIGINT = 2,
+    SIGKILL = 9,
+    SIGTERM = 15,
+}
+
+#[cfg(windows)]
+impl Signal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Signal::SIGINT => "SIGINT",
+            Signal::SIGKILL => "SIGKILL",
+            Signal::SIGTERM => "SIGTERM",
+        }
+    }
+}
+
+#[cfg(windows)]
+impl std::fmt::Display for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A process, as its pid, start time (Linux: clock ticks since boot; macOS: microseconds since
 /// the epoch) and a hash of its name.
@@ -36,7 +66,25 @@ impl ProcessId {
 
     /// Sends `sig` to this process, if `pid` is still it: `Ok(false)` when it is gone (or the pid
     /// names another process now), and nothing is sent.
-    pub fn signal(&self, sig: Signal) -> nix::Result<bool> {
+    pub fn signal(&self, sig: Signal) -> std::io::Result<bool> {
+        #[cfg(unix)]
+        return self.send(sig).map_err(std::io::Error::from);
+        #[cfg(windows)]
+        return self.send(sig);
+    }
+
+    /// Windows has no signals to send to another process; asking a firing to stop is not built
+    /// there (docs/windows.md).
+    #[cfg(windows)]
+    fn send(&self, _sig: Signal) -> std::io::Result<bool> {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "asking another firing to stop is not built for Windows",
+        ))
+    }
+
+    #[cfg(unix)]
+    fn send(&self, sig: Signal) -> nix::Result<bool> {
         if self.pid <= 1 || self.pid == std::process::id() as i32 {
             return Ok(false);
         }
@@ -87,6 +135,7 @@ impl ProcessId {
     }
 
     /// Where no pidfd can hold the process: the start time compared, then the signal.
+    #[cfg(unix)]
     fn look_then_kill(&self, sig: Signal) -> nix::Result<bool> {
         if !self.alive() {
             return Ok(false);
@@ -115,6 +164,7 @@ impl ProcessId {
 }
 
 /// A name's hash (FNV-1a): a few bytes of the lock file, whatever the name.
+#[cfg(unix)]
 fn name_hash(name: &[u8]) -> u32 {
     name.iter().fold(0x811c_9dc5u32, |h, &b| {
         (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
@@ -162,6 +212,42 @@ fn started(pid: i32) -> Option<(u64, u32)> {
     ))
 }
 
+/// When `pid` started (100 ns since 1601), and 0 for its name; `None` when there is no such
+/// (live) process.
+#[cfg(windows)]
+fn started(pid: i32) -> Option<(u64, u32)> {
+    use windows_sys::Win32::Foundation::{CloseHandle, FILETIME, STILL_ACTIVE};
+    use windows_sys::Win32::System::Threading::{
+        GetExitCodeProcess, GetProcessTimes, OpenProcess, PROCESS_QUERY_LIMITED_INFORMATION,
+    };
+    let pid = u32::try_from(pid).ok()?;
+    // SAFETY: a plain call; a null handle is checked before use.
+    let handle = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };
+    if handle.is_null() {
+        return None;
+    }
+    let zero = FILETIME {
+        dwLowDateTime: 0,
+        dwHighDateTime: 0,
+    };
+    let (mut created, mut exited, mut kernel, mut user) = (zero, zero, zero, zero);
+    let mut code = 0u32;
+    // SAFETY: a handle just opened, and out-pointers to live locals.
+    let (timed, coded) = unsafe {
+        (
+            GetProcessTimes(handle, &mut created, &mut exited, &mut kernel, &mut user),
+            GetExitCodeProcess(handle, &mut code),
+        )
+    };
+    // SAFETY: the handle opened above, closed once.
+    unsafe { CloseHandle(handle) };
+    if timed == 0 || coded == 0 || code != STILL_ACTIVE as u32 {
+        return None;
+    }
+    let start = (u64::from(created.dwHighDateTime) << 32) | u64::from(created.dwLowDateTime);
+    Some((start, 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,17 +274,17 @@ mod tests {
             },
         ] {
             assert!(!other.alive());
-            assert_eq!(other.signal(Signal::SIGTERM), Ok(false));
+            assert!(!other.signal(Signal::SIGTERM).unwrap());
         }
         assert!(id.alive(), "the process was signalled through a stale pair");
         assert_eq!(ProcessId::parse(&id.to_text()), Some(id));
-        assert_eq!(id.signal(Signal::SIGTERM), Ok(true));
+        assert!(id.signal(Signal::SIGTERM).unwrap());
         let status = child.wait().unwrap();
         assert_eq!(
             std::os::unix::process::ExitStatusExt::signal(&status),
             Some(15)
         );
         assert!(!id.alive());
-        assert_eq!(id.signal(Signal::SIGTERM), Ok(false));
+        assert!(!id.signal(Signal::SIGTERM).unwrap());
     }
 }

@@ -112,23 +112,21 @@ fn agents_folder(c: &Ctx) -> Vec<Line> {
         .ancestors()
         .find(|p| p.exists())
         .unwrap_or(Path::new("/"));
-    vec![
-        match nix::unistd::access(existing, nix::unistd::AccessFlags::W_OK) {
-            Ok(()) => Line(
-                Level::Ok,
-                "agents folder",
-                format!("{} is writable", dir.display()),
+    vec![match crate::platform::writable(existing) {
+        Ok(()) => Line(
+            Level::Ok,
+            "agents folder",
+            format!("{} is writable", dir.display()),
+        ),
+        Err(e) => Line(
+            Level::Fail,
+            "agents folder",
+            format!(
+                "{} is not writable ({e}); fix: make it writable by you",
+                existing.display()
             ),
-            Err(e) => Line(
-                Level::Fail,
-                "agents folder",
-                format!(
-                    "{} is not writable ({e}); fix: make it writable by you",
-                    existing.display()
-                ),
-            ),
-        },
-    ]
+        ),
+    }]
 }
 
 /// The binary each installed unit runs: there, and not in a build folder.
@@ -190,8 +188,9 @@ fn data_root(c: &Ctx) -> Vec<Line> {
         ),
         Ok(true) => {
             let mode = std::fs::metadata(root)
-                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
-                .unwrap_or(0);
+                .ok()
+                .and_then(|m| crate::platform::mode_of(&m))
+                .map_or(0, |m| m & 0o777);
             if mode & 0o077 == 0 {
                 Line(
                     Level::Ok,

@@ -318,7 +318,7 @@ fn adopt_units(
         apply: Box::new(move || match from {
             Source::Launchd => retire::retire_launchd(
                 &crate::service::exec::Program::new(crate::service::launchd::LAUNCHCTL),
-                nix::unistd::getuid().as_raw(),
+                crate::platform::uid(),
                 &agents,
                 &backup,
             ),

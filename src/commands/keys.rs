@@ -40,20 +40,13 @@ pub(crate) fn require_terminal(command: &str, what: &str) -> Result<(), Fail> {
 }
 
 pub(crate) fn read_hidden(prompt: &str) -> Result<String, Fail> {
-    use nix::sys::termios::{LocalFlags, SetArg, tcgetattr, tcsetattr};
-    let stdin = std::io::stdin();
-    let saved = tcgetattr(&stdin).map_err(|e| anyhow!("cannot read the terminal settings: {e}"))?;
-    let mut quiet = saved.clone();
-    quiet.local_flags.remove(LocalFlags::ECHO);
-    // Echo off before the prompt shows, and without discarding input: a key pasted the moment
-    // the prompt appears must be read, not flushed away (which left the command waiting).
-    tcsetattr(&stdin, SetArg::TCSANOW, &quiet)
-        .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
-    out!("{prompt}");
-    std::io::stdout().flush()?;
     let mut line = String::new();
-    let read = stdin.lock().read_line(&mut line);
-    let _ = tcsetattr(&stdin, SetArg::TCSANOW, &saved);
+    let read = crate::platform::without_echo(|| {
+        out!("{prompt}");
+        std::io::stdout().flush()?;
+        std::io::stdin().lock().read_line(&mut line)
+    })
+    .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
     outln!();
     read?;
     Ok(line)

@@ -159,9 +159,8 @@ fn opening_page(data_root: &std::path::Path, url: &str) -> std::io::Result<PathB
 /// ends, so it never lingers as a zombie. Its own process group: Ctrl-C on the dashboard does not
 /// reach a run it started (which would end as stopped).
 fn spawn_detached(cmd: &mut std::process::Command) -> std::io::Result<()> {
-    use std::os::unix::process::CommandExt;
+    crate::platform::own_group(cmd);
     let mut child = cmd
-        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

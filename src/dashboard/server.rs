@@ -98,6 +98,14 @@ impl Slots {
 
 /// Raises this process's soft limit on open files to its hard limit (at most 8192), as servers
 /// do, and returns the connections to allow under it.
+#[cfg(windows)]
+fn connection_cap() -> usize {
+    // Sockets are handles, not descriptors under a soft limit.
+    MAX_CONNECTIONS
+}
+
+/// See the Windows one above.
+#[cfg(unix)]
 fn connection_cap() -> usize {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
@@ -147,12 +155,7 @@ pub fn serve(listener: std::net::TcpListener, handler: Arc<Handler>) -> anyhow::
         loop {
             let stream = match listener.accept().await {
                 Ok((stream, _)) => stream,
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(nix::libc::EMFILE | nix::libc::ENFILE)
-                    ) =>
-                {
+                Err(e) if out_of_descriptors(&e) => {
                     // Out of descriptors: make room and try again, never end.
                     if !said_full {
                         errln!("dashboard: out of file descriptors; closing idle connections");
@@ -269,6 +272,21 @@ async fn answer(req: Request<Incoming>, handler: Arc<Handler>) -> Response<Full<
         Ok(response) => response.map(|b| Full::new(Bytes::from(b))),
         Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the request failed\n"),
     }
+}
+
+/// Whether accepting failed for want of file descriptors.
+#[cfg(unix)]
+fn out_of_descriptors(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(nix::libc::EMFILE | nix::libc::ENFILE)
+    )
+}
+
+/// Sockets are handles on Windows, never short like descriptors.
+#[cfg(windows)]
+fn out_of_descriptors(_e: &std::io::Error) -> bool {
+    false
 }
 
 #[cfg(test)]

@@ -372,7 +372,6 @@ pub fn relations(loaded: &mut Loaded, root: &Path, home: &Path) {
 
 /// Whether the system can watch `at`: its folder exists, and it is a file or folder if it exists.
 fn watchable(at: &Path) -> Result<(), String> {
-    use std::os::unix::fs::FileTypeExt as _;
     let parent = at.parent().unwrap_or(Path::new("/"));
     if !parent.is_dir() {
         return Err(format!(
@@ -382,8 +381,10 @@ fn watchable(at: &Path) -> Result<(), String> {
     }
     match std::fs::symlink_metadata(at) {
         Ok(m) => {
-            let t = m.file_type();
-            if t.is_fifo() || t.is_socket() || t.is_block_device() || t.is_char_device() {
+            if !matches!(
+                crate::platform::kind_of(&m),
+                "directory" | "regular file" | "symbolic link"
+            ) {
                 Err("is a FIFO, socket or device; watch a file or folder".into())
             } else {
                 Ok(())

@@ -16,10 +16,10 @@
 //! per class (`invalid` among them), the first [`LISTED`] valid calls, and how many more there were.
 //! At most [`MAX_READ`] bytes are read; whatever lies beyond counts as one `invalid`.
 
+use crate::platform::OpenOptionsExt;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};

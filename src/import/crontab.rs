@@ -669,8 +669,8 @@ fn script_at(w: &Word, program: bool, cwd: Option<&Path>, home: &Path) -> Found 
     let system = !under_home && SYSTEM_PLACES.iter().any(|p| path.starts_with(p));
     let is_script = (ending || !system)
         && std::fs::metadata(&path).is_ok_and(|m| {
-            use std::os::unix::fs::PermissionsExt as _;
-            m.is_file() && (program || m.permissions().mode() & 0o111 != 0 || ending)
+            let runnable = crate::platform::mode_of(&m).is_none_or(|mode| mode & 0o111 != 0);
+            m.is_file() && (program || runnable || ending)
         });
     if is_script {
         Found::Script(path)

@@ -366,7 +366,6 @@ fn write_row(
     row: &Row,
     made: &mut Vec<PathBuf>,
 ) -> Result<(), WriteError> {
-    use std::os::unix::fs::PermissionsExt as _;
     let failed = |what: String| move |source| WriteError { what, source };
     let mut new_file = |path: PathBuf, bytes: &[u8], mode: u32, shown: String| {
         if let Some(dir) = path.parent() {
@@ -384,7 +383,10 @@ fn write_row(
             continue;
         }
         let bytes = std::fs::read(from).map_err(failed(format!("reading {}", from.display())))?;
-        let mode = std::fs::metadata(from).map_or(0o644, |m| m.permissions().mode() & 0o755);
+        let mode = std::fs::metadata(from)
+            .ok()
+            .and_then(|m| crate::platform::mode_of(&m))
+            .map_or(0o644, |m| m & 0o755);
         new_file(dest, &bytes, mode, rel.clone())?;
     }
     for (rel, bytes) in &row.files.scripts {

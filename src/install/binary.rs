@@ -109,8 +109,8 @@ impl BinaryCopy {
         // One left by an install that was killed here, with this pid, is no one's.
         let _ = std::fs::remove_file(&tmp);
         let copied = (|| {
+            use crate::platform::OpenOptionsExt as _;
             use std::io::Write as _;
-            use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
@@ -118,7 +118,7 @@ impl BinaryCopy {
                 .open(&tmp)?;
             file.write_all(&self.bytes)?;
             // 0755 whatever the umask, as `install -m 0755` made it.
-            file.set_permissions(std::fs::Permissions::from_mode(0o755))?;
+            crate::platform::set_mode(&file, 0o755)?;
             file.sync_all()?;
             std::fs::rename(&tmp, &self.to)?;
             std::fs::File::open(dir)?.sync_all()

@@ -44,13 +44,12 @@ pub fn sandbox_exposure(
 /// A new 0700 folder in the temp folder with an unguessable name; one already there is not used.
 fn fresh_private_dir() -> std::io::Result<PathBuf> {
     use std::hash::{BuildHasher, Hasher};
-    use std::os::unix::fs::DirBuilderExt;
     let mut last = std::io::Error::other("no free name");
     for _ in 0..8 {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u32(std::process::id());
         let dir = std::env::temp_dir().join(format!("automations-exposure-{:016x}", h.finish()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        match crate::platform::dir_builder(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) => last = e,
         }

@@ -10,7 +10,6 @@
 //! so `set` and `delete` refuse.
 
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use super::{KeyError, KeyStore, Secret};
@@ -91,16 +90,14 @@ pub fn read(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, KeyError> {
             path.clone()
         };
         // O_NOFOLLOW: the file itself is never a link.
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&file)
-        {
+        match crate::platform::no_follow(std::fs::OpenOptions::new().read(true)).open(&file) {
             Ok(f) => break (f, file),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => continue,
             Err(e) => {
-                return Err(match e.raw_os_error() {
-                    Some(nix::libc::ELOOP) => refuse(&file, "a link where a file must be"),
+                return Err(match crate::platform::refused_kind(&e) {
+                    Some(crate::platform::Refused::Link) => {
+                        refuse(&file, "a link where a file must be")
+                    }
                     _ => refuse(&file, &e.to_string()),
                 });
             }
@@ -110,12 +107,12 @@ pub fn read(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, KeyError> {
     if !m.is_file() {
         return Err(refuse(&file, "not a regular file"));
     }
-    if m.mode() & 0o027 != 0 {
+    if let Some(mode) = crate::platform::mode_of(&m).filter(|mode| mode & 0o027 != 0) {
         return Err(refuse(
             &file,
             &format!(
                 "mode {:o}: others may use it or its group may change it; give the Secret volume defaultMode 0440 or 0400",
-                m.mode() & 0o777
+                mode & 0o777
             ),
         ));
     }

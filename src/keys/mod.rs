@@ -7,6 +7,8 @@
 //! is redacted and errors never carry it. This module must never log, print or pass a secret on
 //! a command line.
 
+#[cfg(windows)]
+pub mod credentials;
 pub mod data_root;
 pub mod files;
 #[cfg(target_os = "linux")]
@@ -153,6 +155,7 @@ impl Place {
             Ok(data_root::Choice::Keychain) => match self.manager {
                 Manager::Launchd => "the macOS Keychain".to_owned(),
                 Manager::Systemd => "the Secret Service (the desktop keyring)".to_owned(),
+                Manager::TaskScheduler => "the Windows Credential Manager".to_owned(),
             },
             Err(e) => format!("nowhere: {e}"),
         }
@@ -194,31 +197,28 @@ pub fn for_manager(manager: Manager) -> Box<dyn KeyStore> {
         // A macOS build never runs beside systemd; a record naming it (copied from a Linux
         // machine) reaches no keychain.
         #[cfg(not(target_os = "linux"))]
-        Manager::Systemd => Box::new(Unreachable),
+        Manager::Systemd => Box::new(Unreachable("the Secret Service is Linux's")),
         Manager::Launchd => Box::new(security::SecurityCli::new(security::SECURITY)),
+        #[cfg(windows)]
+        Manager::TaskScheduler => Box::new(credentials::CredentialManager),
+        #[cfg(not(windows))]
+        Manager::TaskScheduler => Box::new(Unreachable("the Credential Manager is Windows'")),
     }
 }
 
-/// The Secret Service, asked for on a machine that has none (a macOS build).
-#[cfg(not(target_os = "linux"))]
-struct Unreachable;
+/// A key store this build cannot reach (the Secret Service from a macOS or Windows build, the
+/// Credential Manager from a Unix one: a record copied from another machine names it), and why.
+struct Unreachable(&'static str);
 
-#[cfg(not(target_os = "linux"))]
 impl KeyStore for Unreachable {
     fn get(&self, _: &Label) -> Result<Option<Secret>, KeyError> {
-        Err(KeyError::Unavailable(
-            "the Secret Service is Linux's".into(),
-        ))
+        Err(KeyError::Unavailable(self.0.into()))
     }
     fn set(&self, _: &Label, _: &Secret) -> Result<(), KeyError> {
-        Err(KeyError::Unavailable(
-            "the Secret Service is Linux's".into(),
-        ))
+        Err(KeyError::Unavailable(self.0.into()))
     }
     fn delete(&self, _: &Label) -> Result<bool, KeyError> {
-        Err(KeyError::Unavailable(
-            "the Secret Service is Linux's".into(),
-        ))
+        Err(KeyError::Unavailable(self.0.into()))
     }
 }
 

@@ -102,16 +102,19 @@ fn off() -> bool {
 /// This machine's name for messages: the host name when it is a plain one (letters, digits, `.`,
 /// `-`, `_`, at most 64), else "this machine" — like an automation name, never free text.
 pub fn host() -> String {
-    nix::unistd::gethostname()
+    #[cfg(unix)]
+    let name = nix::unistd::gethostname()
         .ok()
-        .and_then(|h| h.into_string().ok())
-        .filter(|h| {
-            !h.is_empty()
-                && h.len() <= 64
-                && h.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-        })
-        .unwrap_or_else(|| "this machine".to_owned())
+        .and_then(|h| h.into_string().ok());
+    #[cfg(windows)]
+    let name = std::env::var("COMPUTERNAME").ok();
+    name.filter(|h| {
+        !h.is_empty()
+            && h.len() <= 64
+            && h.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+    })
+    .unwrap_or_else(|| "this machine".to_owned())
 }
 
 /// The failure kinds of a verdict's streak, in words ("" when it has none).

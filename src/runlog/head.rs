@@ -8,8 +8,8 @@
 //! run ahead of it; `verify` accepts a head that lags (an append was interrupted) and reports one
 //! the log does not reach. Writing it is best-effort: an append never fails because of the head.
 
+use crate::platform::FileExt;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

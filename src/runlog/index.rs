@@ -22,10 +22,10 @@
 //! reader); entries of deleted segments are skipped. Being a checked cache it is written without
 //! fsync. Without write access (a read-only data root) the catch-up happens in memory only.
 
+use crate::platform::{FileExt, OpenOptionsExt};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

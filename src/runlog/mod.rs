@@ -49,9 +49,9 @@ pub mod index;
 pub mod reserve;
 pub mod scan;
 
+use crate::platform::FileExt;
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::fsutil;
@@ -213,7 +213,7 @@ impl RunLog {
             let meta = f.metadata()?;
             Ok((
                 RevLines::new(f, meta.len())?,
-                std::os::unix::fs::MetadataExt::ino(&meta),
+                crate::platform::file_id(&meta).1,
             ))
         });
         let mut segments = self.segments();
@@ -235,7 +235,7 @@ impl RunLog {
         segments.retain(|p| {
             live_ino.is_none()
                 || std::fs::metadata(p)
-                    .map(|m| std::os::unix::fs::MetadataExt::ino(&m))
+                    .map(|m| crate::platform::file_id(&m).1)
                     .ok()
                     != live_ino
         });

@@ -1,9 +1,9 @@
 //! Reading the log backwards, newest first, block by block: readers cost what they report, not
 //! the size of the log, and never hold more than [`LINE_MAX`] of one line.
 
+use crate::platform::FileExt;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 use super::VERSION;

@@ -7,9 +7,9 @@
 //! full before anything ran, and the firing refuses to start rather than spend the reserve on
 //! `started` and run a command whose result could not be recorded.
 
+use crate::platform::OpenOptionsExt;
 use std::fs::OpenOptions;
 use std::io;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::fsutil;
@@ -36,6 +36,7 @@ fn path(dir: &Path) -> PathBuf {
 
 /// Room a firing needs besides the reserve: its `started` line and the state written with it.
 /// With less free, the reserve would go to `started`, and nothing would be left for `finished`.
+#[cfg(unix)]
 const MARGIN: u64 = 64 * 1024;
 
 /// Makes sure the reserve is there and the disk has room besides it: a `stat` and a `statvfs`
@@ -44,10 +45,15 @@ pub fn ensure(dir: &Path) -> Result<(), DiskFull> {
     let p = path(dir);
     if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_file() && m.len() >= BYTES) {
         // The field types differ by OS (u32 block counts on macOS): the casts are not idle there.
+        #[cfg(unix)]
         #[allow(clippy::unnecessary_cast)]
         let free = |v: &nix::sys::statvfs::Statvfs| {
             (v.blocks_available() as u64).saturating_mul(v.fragment_size() as u64)
         };
+        // Windows: no statvfs in reach; an append that finds the disk full still has the reserve.
+        #[cfg(windows)]
+        return Ok(());
+        #[cfg(unix)]
         return match nix::sys::statvfs::statvfs(dir) {
             Ok(v) if free(&v) < MARGIN => Err(DiskFull {
                 path: dir.to_path_buf(),
@@ -71,12 +77,9 @@ fn allocate(p: &Path) -> io::Result<()> {
         fsutil::private_dir(parent)?;
     }
     let _ = std::fs::remove_file(p);
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(p)?;
+    let file =
+        crate::platform::no_follow(OpenOptions::new().write(true).create_new(true).mode(0o600))
+            .open(p)?;
     #[cfg(target_os = "linux")]
     {
         nix::fcntl::posix_fallocate(&file, 0, BYTES as i64).map_err(io::Error::from)?;
@@ -99,8 +102,5 @@ pub fn release(dir: &Path) -> bool {
 
 /// Whether an error means the disk (or the user's quota) is full.
 pub fn disk_full(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(nix::libc::ENOSPC | nix::libc::EDQUOT)
-    )
+    crate::platform::disk_full(e)
 }

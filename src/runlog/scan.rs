@@ -5,10 +5,9 @@
 //!
 //! This module only reads; it never changes a segment.
 
+use crate::platform::FileExt;
 use std::fs::File;
 use std::io;
-use std::os::fd::AsFd;
-use std::os::unix::fs::FileExt;
 
 use sha2::Digest;
 
@@ -21,6 +20,7 @@ pub const HASHED_MAX: u64 = 16 * 1024 * 1024;
 const ENDS: u64 = 64 * 1024;
 
 /// Holes recorded at most (a file with more is scanned byte by byte past the last one).
+#[cfg(unix)]
 const MAX_HOLES: usize = 4096;
 
 const BLOCK: usize = 256 * 1024;
@@ -32,8 +32,16 @@ pub struct Holes(Vec<(u64, u64)>);
 
 impl Holes {
     /// The holes of `file` below `len`. The file's own offset is left where it was.
+    #[cfg(windows)]
+    pub fn of(_file: &File, _len: u64) -> Self {
+        Self::default()
+    }
+
+    /// The holes of `file` below `len`. The file's own offset is left where it was.
+    #[cfg(unix)]
     pub fn of(file: &File, len: u64) -> Self {
         use nix::unistd::{Whence, lseek};
+        use std::os::fd::AsFd;
         let fd = file.as_fd();
         let Ok(was) = lseek(fd, 0, Whence::SeekCur) else {
             return Self::default();

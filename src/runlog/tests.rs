@@ -1,7 +1,7 @@
+use crate::platform::FileExt;
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 
 use chrono::{DateTime, Utc};
 

@@ -2,9 +2,9 @@
 //! the head of the chain first (a cut is written into the chain as a `break`), rotated past its
 //! size with a seam, synced, and the head recorded. A write that fails leaves no half line.
 
+use crate::platform::OpenOptionsExt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -603,13 +603,13 @@ pub(super) fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)
 
 /// The live segment's size and inode, by its path (what is there now, not what a handle holds).
 pub(super) fn stat_path(path: &Path) -> io::Result<(u64, u64)> {
-    std::fs::metadata(path).map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
+    std::fs::metadata(path).map(|m| (m.len(), crate::platform::file_id(&m).1))
 }
 
 /// The size and inode of an open segment.
 pub(super) fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
     file.metadata()
-        .map(|m| (m.len(), std::os::unix::fs::MetadataExt::ino(&m)))
+        .map(|m| (m.len(), crate::platform::file_id(&m).1))
         .map_err(|source| LogError::Read {
             path: path.to_path_buf(),
             source,

@@ -161,7 +161,10 @@ fn split(run_id: &str, log: &RunLog, lock: &crate::locks::RunLock) -> std::io::R
             // Without it a stop reaches the runner instead, which passes it on as well.
             let _ = lock.keeper();
             match fault.as_ref().and_then(|f| f.to_str()) {
-                Some("fail") => Err(std::io::Error::from_raw_os_error(nix::libc::EIO)),
+                Some("fail") => {
+                    // EIO on Linux and macOS (a test switch: no test can make a disk fail).
+                    Err(std::io::Error::from_raw_os_error(5))
+                }
                 Some("slow") => {
                     std::thread::sleep(STARTED_SYNC_SLOW);
                     log.sync_data_only()

@@ -4,6 +4,7 @@
 //! limit as an address-space rlimit — and says which limits only the unit enforces. It also tells
 //! a run the kernel killed for memory (its cgroup's `oom_kill` count rose) from any other death.
 
+#[cfg(unix)]
 use std::io;
 use std::path::PathBuf;
 
@@ -68,6 +69,7 @@ impl ByHand {
 
     /// Applies it to the calling process; run in the child between fork and exec, so only
     /// system calls (async-signal-safe).
+    #[cfg(unix)]
     pub fn apply(&self) -> io::Result<()> {
         if let Some(n) = self.nice {
             // SAFETY: setpriority only changes this process's nice value.
@@ -117,12 +119,25 @@ impl Watch {
         let by_hand = (!trigger.unattended())
             .then(|| ByHand::of(limits))
             .flatten();
+        // Windows: said, not applied (docs/windows.md).
+        #[cfg(windows)]
+        let by_hand = by_hand.and_then(|_| {
+            errln!(
+                "automations: {}: [limits] are not applied to a run on Windows",
+                def.name
+            );
+            let _ = &cmd;
+            None::<ByHand>
+        });
         if let Some(b) = &by_hand {
             errln!("automations: {}: {}", def.name, b.words(limits));
-            let b = b.clone();
-            // SAFETY: between fork and exec the child makes system calls only (`ByHand::apply`).
-            unsafe {
-                std::os::unix::process::CommandExt::pre_exec(cmd, move || b.apply());
+            #[cfg(unix)]
+            {
+                let b = b.clone();
+                // SAFETY: between fork and exec the child makes system calls only (`ByHand::apply`).
+                unsafe {
+                    std::os::unix::process::CommandExt::pre_exec(cmd, move || b.apply());
+                }
             }
         }
         let oom_before = limits

@@ -38,12 +38,9 @@ fn refuse(rule: impl Into<String>) -> ResultError {
 /// Reads and validates the result file at `path`; no file means no facts.
 pub fn read(path: &Path) -> Result<Facts, ResultError> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     // The command controls this path: never follow a link, never block on a FIFO, never read
     // more than the cap (a link to /dev/zero must not exhaust memory).
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+    let file = match crate::platform::no_follow_nonblocking(std::fs::OpenOptions::new().read(true))
         .open(path)
     {
         Ok(f) => f,

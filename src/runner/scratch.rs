@@ -3,7 +3,6 @@
 //! it is ever reached through a link. A strict command may write here and nowhere else in the data
 //! root (see `sandbox`).
 
-use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use crate::fsutil;
@@ -35,7 +34,7 @@ impl Scratch {
         // Holding only `tmp/`, a folder has three links (on APFS, where files count too, more):
         // then only the two files can be left, and they are removed below. Anything else (an
         // older layout's `approved/`, a stray folder) is cleared.
-        if folder(&dir, true)?.is_some_and(|m| std::os::unix::fs::MetadataExt::nlink(&m) != 3) {
+        if folder(&dir, true)?.is_some_and(|m| crate::platform::link_count(&m) != 3) {
             clear(&dir);
         }
         let tmp = layout.scratch_tmp(name);
@@ -89,18 +88,42 @@ fn folder(p: &Path, make: bool) -> std::io::Result<Option<std::fs::Metadata>> {
     }
 }
 
+/// Windows: std's removal of a folder's tree opens each entry without following a link (a link
+/// is removed as a link), so a link put in a folder's place cannot redirect it.
+#[cfg(windows)]
+fn clear(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let removed = match entry.file_type() {
+            Ok(t) if t.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        if removed.is_err() {
+            // A link to a folder is a folder to remove_file.
+            let _ = std::fs::remove_dir(&path);
+        }
+    }
+}
+
 /// How deep folders are walked with a handle each; a folder deeper than this is moved up to the
 /// folder being cleared and cleared from there, so any depth is cleared with at most this many
 /// handles open.
+#[cfg(unix)]
 const DEPTH: u32 = 32;
 /// At most this many rounds of moving deep folders up (each clears `DEPTH` levels of every chain).
+#[cfg(unix)]
 const ROUNDS: u32 = 4096;
 
 /// Removes every entry of the folder `dir`, if it is one (a link is not followed), at any depth.
 /// Everything goes through open folder handles, never through paths below `dir`: a link put in
 /// a folder's place while it is cleared cannot redirect the removal elsewhere.
+#[cfg(unix)]
 fn clear(dir: &Path) {
     use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let Ok(mut d) = nix::dir::Dir::open(dir, flags, nix::sys::stat::Mode::empty()) else {
         return;
@@ -118,15 +141,17 @@ fn clear(dir: &Path) {
 
 /// Clears the folder `d` (at `depth` below the one being cleared, whose handle is `top`); a
 /// folder at [`DEPTH`] is moved up into `top` under a fresh name, counted in `moved`.
+#[cfg(unix)]
 fn clear_at(
     d: &mut nix::dir::Dir,
     flags: nix::fcntl::OFlag,
     depth: u32,
-    top: RawFd,
+    top: std::os::fd::RawFd,
     moved: &mut u64,
 ) {
     use nix::dir::Type;
     use nix::unistd::{UnlinkatFlags, unlinkat};
+    use std::os::fd::AsRawFd;
     let entries: Vec<(std::ffi::CString, Option<Type>)> = d
         .iter()
         .flatten()

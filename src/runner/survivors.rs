@@ -10,9 +10,7 @@
 
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
-
-use crate::process::ProcessId;
+use crate::process::{ProcessId, Signal};
 
 use super::tree::{ProcessTable, Walk};
 

@@ -281,7 +281,33 @@ pub fn children_of(pid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Windows: the run's Job Object holds every process of the command and ends them all when the
+/// runner's handle closes, so nothing is ever found outside it: the table has nothing to show.
+#[cfg(windows)]
+impl ProcessTable for System {
+    fn snapshot(&self) -> Vec<Proc> {
+        Vec::new()
+    }
+
+    fn has_marker(&self, _pid: i32, _marker: &[u8]) -> bool {
+        false
+    }
+}
+
+/// This process, as the table sees it (Windows has no groups or sessions to show).
+#[cfg(windows)]
+pub fn me() -> Proc {
+    let pid = std::process::id() as i32;
+    Proc {
+        pid,
+        ppid: 0,
+        pgid: pid,
+        sid: 0,
+    }
+}
+
 /// This process, as the table sees it.
+#[cfg(unix)]
 pub fn me() -> Proc {
     let pid = nix::unistd::getpid();
     Proc {

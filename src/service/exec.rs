@@ -75,7 +75,7 @@ impl Program {
         let mut cmd = Command::new(&self.path);
         // Its own process group, so a deadline kills whatever it started too (which would
         // otherwise hold the output pipes open).
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        crate::platform::own_group(&mut cmd);
         let mut child = cmd
             .args(args)
             .stdin(if input.is_some() {
@@ -143,10 +143,7 @@ fn wait_until(child: &mut std::process::Child, until: Instant) -> Option<std::pr
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
             Ok(None) if Instant::now() >= until => {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(child.id() as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
+                crate::platform::kill_group(child);
                 let _ = child.wait();
                 return None;
             }

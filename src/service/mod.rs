@@ -1,13 +1,14 @@
 //! Service managers: what loads, unloads and lists units on this machine (docs/units.md).
 //!
-//! One trait, two backends: systemd (`systemctl --user`) and launchd (`launchctl`, domain
-//! `gui/<uid>`). Every call goes through [`exec::Program`], so a failure is a typed error with the
+//! One trait, three backends: systemd (`systemctl --user`), launchd (`launchctl`, domain
+//! `gui/<uid>`) and Task Scheduler (`schtasks`). Every call goes through [`exec::Program`], so a failure is a typed error with the
 //! command and its stderr. Backends only ever name labels they are given: they never list, load or
 //! unload anything outside our namespace.
 
 pub mod exec;
 pub mod launchd;
 pub mod systemd;
+pub mod task_scheduler;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -108,7 +109,10 @@ pub fn for_manager(manager: Manager) -> Box<dyn ServiceManager> {
         Manager::Systemd => Box::new(systemd::Systemd::new("systemctl")),
         Manager::Launchd => Box::new(launchd::Launchd::new(
             launchd::LAUNCHCTL,
-            nix::unistd::getuid().as_raw(),
+            crate::platform::uid(),
         )),
+        Manager::TaskScheduler => {
+            Box::new(task_scheduler::TaskScheduler::new(task_scheduler::SCHTASKS))
+        }
     }
 }

@@ -57,6 +57,9 @@ pub enum Manager {
     Launchd,
     /// Linux: systemd user timers, the Secret Service.
     Systemd,
+    /// Windows: Task Scheduler tasks, the Credential Manager.
+    #[serde(rename = "task-scheduler")]
+    TaskScheduler,
 }
 
 impl Manager {
@@ -64,6 +67,8 @@ impl Manager {
     pub fn native() -> Self {
         if cfg!(target_os = "macos") {
             Manager::Launchd
+        } else if cfg!(windows) {
+            Manager::TaskScheduler
         } else {
             Manager::Systemd
         }
@@ -74,6 +79,7 @@ impl Manager {
         match self {
             Manager::Launchd => "launchd",
             Manager::Systemd => "systemd",
+            Manager::TaskScheduler => "Task Scheduler",
         }
     }
 }
@@ -94,8 +100,10 @@ pub struct OsFacts {
 impl OsFacts {
     /// Reads the facts of this process.
     pub fn from_process() -> Result<Self, SettingsError> {
+        // Windows sets USERPROFILE; HOME only where a Unix-like shell does.
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
+            .or_else(|| std::env::var_os("USERPROFILE").filter(|h| cfg!(windows) && !h.is_empty()))
             .map(PathBuf::from)
             .ok_or(SettingsError::NoHome)?;
         // A relative HOME would make a relative data root: a run could start, then not record.
@@ -190,10 +198,7 @@ pub fn user_name(env: &dyn Fn(&str) -> Option<OsString>) -> Option<OsString> {
     env("USER")
         .filter(|u| !u.is_empty())
         .or_else(|| env("LOGNAME").filter(|u| !u.is_empty()))
-        .or_else(|| {
-            let uid = nix::unistd::Uid::current();
-            Some(nix::unistd::User::from_uid(uid).ok()??.name.into())
-        })
+        .or_else(crate::platform::account_name)
 }
 
 /// This binary's own path: what the kernel says (`/proc/self/exe` on Linux), else the path it was
@@ -392,14 +397,26 @@ fn default_data_root(os: &OsFacts, namespace: &Namespace) -> PathBuf {
         Manager::Systemd => {
             xdg(os, "XDG_STATE_HOME").unwrap_or_else(|| os.home.join(".local/state"))
         }
+        // The user's own, unroamed application data: only they (and administrators) may open it.
+        Manager::TaskScheduler => local_app_data(os),
     };
     base.join("automations").join(namespace.as_str())
+}
+
+/// `%LOCALAPPDATA%` when it is an absolute path, else `<home>\AppData\Local`, its default.
+fn local_app_data(os: &OsFacts) -> PathBuf {
+    os.var("LOCALAPPDATA")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| os.home.join("AppData").join("Local"))
 }
 
 fn agents_dir(home: &Path, config_home: &Path, manager: Manager) -> PathBuf {
     match manager {
         Manager::Launchd => home.join("Library/LaunchAgents"),
         Manager::Systemd => config_home.join("systemd/user"),
+        // The tasks' XML as installed (Task Scheduler keeps its own copy of each).
+        Manager::TaskScheduler => home.join("AppData").join("Local").join("automations-tasks"),
     }
 }
 

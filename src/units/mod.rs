@@ -47,6 +47,7 @@ impl Target {
         match manager {
             Manager::Launchd => Target::Launchd,
             Manager::Systemd => Target::Systemd,
+            Manager::TaskScheduler => Target::Windows,
         }
     }
 

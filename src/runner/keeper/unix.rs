@@ -1,5 +1,4 @@
-//! The keeper: the command's tree dies with the runner, even when the runner is SIGKILLed, and no
-//! second run starts beside a survivor (docs/running.md).
+//! The Unix side of [`super`].
 //!
 //! Right after taking the run lock, while still single-threaded, the firing splits in two with one
 //! fork: the **parent becomes the keeper** and the child goes on as the runner. The keeper is the
@@ -36,7 +35,7 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Pid};
 
-use super::tree::{self, Walk};
+use super::super::tree::{self, Walk};
 
 /// How long the keeper keeps killing before it gives up and frees the lock anyway.
 const KILL_FOR: Duration = Duration::from_secs(30);

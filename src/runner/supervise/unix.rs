@@ -1,17 +1,12 @@
-//! Spawning the command and owning its whole process tree until every process is gone
-//! (docs/running.md). This is where the timeout is enforced.
-//!
-//! One thread, one `poll` loop over the two output pipes and a self-pipe fed by the signal handler
-//! (SIGCHLD wakes it, SIGTERM/SIGINT/SIGHUP ask it to stop). The command runs in its own process
-//! group; on Linux the runner is a child subreaper, so anything that escapes with `setsid` or a
-//! double fork is re-parented to the runner instead of init, and the child gets a parent-death
-//! signal. At the deadline (awake clock: `Instant` is CLOCK_MONOTONIC / mach absolute time, which
+//! The Unix side of [`super`]: one thread, one `poll` loop over the two output pipes and a
+//! self-pipe fed by the signal handler (SIGCHLD wakes it, SIGTERM/SIGINT/SIGHUP ask it to stop).
+//! The command runs in its own process group; on Linux the runner is a child subreaper, so
+//! anything that escapes with `setsid` or a double fork is re-parented to the runner instead of
+//! init. At the deadline (awake clock: `Instant` is CLOCK_MONOTONIC / mach absolute time, which
 //! stop during sleep): SIGTERM to the group and every descendant, up to 5 s grace — ended early
 //! as soon as nothing is left — then SIGKILL. After a normal exit, leftovers are found, counted and
 //! killed the same way. Output pipes are read as they fill but never waited on, so a process
 //! holding stdout open cannot keep the runner past the deadline.
-//!
-//! This module must never block without a deadline and never signal a process outside the tree.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -27,14 +22,11 @@ use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use super::tail::Tail;
-use super::tree::{self, ProcessTable, Walk};
+use super::super::tail::Tail;
+use super::super::tree::{self, ProcessTable, Walk};
+use super::{Ending, GRACE, Interrupt, KILL_WAIT, Supervised, TreeSpec, not_started};
 use crate::redact::{Redactor, Stream};
 
-/// Time between SIGTERM and SIGKILL (the stop contract `stop-all` waits on).
-pub use crate::control::STOP_GRACE as GRACE;
-/// How long SIGKILLed processes may take to disappear before the runner gives up on them.
-pub const KILL_WAIT: Duration = Duration::from_secs(5);
 /// How long output still buffered in the pipes is read once the tree is gone.
 const DRAIN_WAIT: Duration = Duration::from_secs(1);
 /// Bytes per read(2) of an output pipe (the pipe's own buffer is 64 KiB; a smaller buffer touches
@@ -167,51 +159,6 @@ fn nonblocking_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     }
 }
 
-/// How the main process ended.
-#[derive(Debug)]
-pub enum Ending {
-    /// It could not be started.
-    NotStarted(io::Error),
-    /// It exited with a code.
-    Exited(i32),
-    /// A signal ended it.
-    Signaled(Signal),
-}
-
-/// Why the runner ended the tree before the command finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interrupt {
-    /// The deadline passed.
-    Timeout,
-    /// The runner was asked to stop.
-    Stop(Signal),
-}
-
-/// Everything the supervision observed.
-#[derive(Debug)]
-pub struct Supervised {
-    pub ending: Ending,
-    pub interrupt: Option<Interrupt>,
-    /// Processes still alive after the main process ended on its own, which had to be
-    /// terminated (a run that is stopped or timed out counts none).
-    pub leftover_processes: u32,
-    /// Processes that outlived SIGKILL (stuck in the kernel); normally 0.
-    pub unkillable: u32,
-    pub stdout: (String, u64),
-    pub stderr: (String, u64),
-    pub duration: Duration,
-}
-
-/// The variable that turns the Linux subreaper off, so the runner finds its tree only by walking
-/// the process table, as it must on macOS. For tests of that walk; nothing else should set it.
-pub const ENV_SUBREAPER: &str = "AUTOMATIONS_SUBREAPER";
-
-/// Whether the runner and its keeper are to be reapers of their orphans: always, unless a test
-/// turns it off (`AUTOMATIONS_SUBREAPER=off`) to stand in for macOS, which has none.
-pub fn subreaper_wanted() -> bool {
-    std::env::var_os(ENV_SUBREAPER).is_none_or(|v| v != "off")
-}
-
 /// Marks every descriptor above stderr close-on-exec, so the command gets exactly its stdin,
 /// stdout and stderr: whatever the runner's own starter left open (a shell's `exec 7>file`, a
 /// server's sockets) never reaches it. The runner's own descriptors already are (std opens them
@@ -251,14 +198,6 @@ fn close_inherited_on_exec() {
             nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
         }
     }
-}
-
-/// How the command's tree is found: whether the runner is its subreaper, and the environment
-/// entry every member inherits.
-pub struct TreeSpec<'a> {
-    pub subreaper: bool,
-    pub marker: Vec<u8>,
-    pub table: &'a dyn ProcessTable,
 }
 
 /// Runs `cmd` to the end of its whole tree. `cmd` has its program, args, env and cwd set.
@@ -332,19 +271,6 @@ pub fn supervise(
         unkillable,
         stdout: out.finish().finish(),
         stderr: err.finish().finish(),
-        duration: started.elapsed(),
-    }
-}
-
-/// What supervision saw of a command that could not be spawned.
-fn not_started(e: io::Error, started: Instant) -> Supervised {
-    Supervised {
-        ending: Ending::NotStarted(e),
-        interrupt: None,
-        leftover_processes: 0,
-        unkillable: 0,
-        stdout: (String::new(), 0),
-        stderr: (String::new(), 0),
         duration: started.elapsed(),
     }
 }

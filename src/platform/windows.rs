@@ -1,0 +1,237 @@
+//! The Windows side of [`crate::platform`]: no mode bits (a folder's access list decides), no
+//! FIFOs, positional I/O through `seek_read`/`seek_write`.
+
+use std::fs::{DirBuilder, File, Metadata, OpenOptions};
+use std::io;
+use std::os::windows::fs::{FileExt as _, MetadataExt as _, OpenOptionsExt as _};
+
+/// Positional reads and writes, as Unix's `FileExt` has them. Unlike Unix's, these move the
+/// file's cursor; no caller reads it after them.
+pub trait FileExt {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
+
+    fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.read_at(buf, offset) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    buf = &mut buf[n..];
+                    offset += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_all_at(&self, mut buf: &[u8], mut offset: u64) -> io::Result<()> {
+        while !buf.is_empty() {
+            match self.write_at(buf, offset) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    buf = &buf[n..];
+                    offset += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FileExt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        match self.seek_read(buf, offset) {
+            // Reading at or past the end is an end, as on Unix.
+            Err(e) if e.raw_os_error() == Some(ERROR_HANDLE_EOF) => Ok(0),
+            other => other,
+        }
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize> {
+        self.seek_write(buf, offset)
+    }
+}
+
+const ERROR_HANDLE_EOF: i32 = 38;
+const ERROR_ACCESS_DENIED: i32 = 5;
+const ERROR_WRITE_PROTECT: i32 = 19;
+const ERROR_DISK_FULL: i32 = 112;
+const ERROR_HANDLE_DISK_FULL: i32 = 39;
+const ERROR_NOT_SUPPORTED: i32 = 50;
+const ERROR_INVALID_FUNCTION: i32 = 1;
+const ERROR_CANT_ACCESS_FILE: i32 = 1920;
+/// Opens a link itself rather than what it points to.
+const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+
+/// File modes do nothing on Windows (see the module's comment).
+pub trait OpenOptionsExt {
+    fn mode(&mut self, mode: u32) -> &mut Self;
+}
+
+impl OpenOptionsExt for OpenOptions {
+    fn mode(&mut self, _mode: u32) -> &mut Self {
+        self
+    }
+}
+
+/// Folder modes do nothing on Windows (see the module's comment).
+pub trait DirBuilderExt {
+    fn mode(&mut self, mode: u32) -> &mut Self;
+}
+
+impl DirBuilderExt for DirBuilder {
+    fn mode(&mut self, _mode: u32) -> &mut Self {
+        self
+    }
+}
+
+/// Windows has no FIFOs, sockets or devices among files.
+pub fn special_kind(_t: &std::fs::FileType) -> &'static str {
+    "special file"
+}
+
+/// Opens a link itself, never what it points to (the caller then finds it is not a regular file).
+pub fn no_follow_nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+/// Opens a link itself, never what it points to.
+pub fn no_follow(options: &mut OpenOptions) -> &mut OpenOptions {
+    options.custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+}
+
+/// Opens never block on Windows.
+pub fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
+    options
+}
+
+/// See the Unix side: Windows says "access denied" for a folder, and links are found by the caller.
+pub fn refused_kind(e: &io::Error) -> Option<super::Refused> {
+    (e.kind() == io::ErrorKind::IsADirectory).then_some(super::Refused::Directory)
+}
+
+/// No mode bits on Windows.
+pub fn mode_of(_meta: &Metadata) -> Option<u32> {
+    None
+}
+
+/// No mode bits on Windows.
+pub fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+/// No mode bits on Windows.
+pub fn set_path_mode(_path: &std::path::Path, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+/// A folder builder (modes do nothing on Windows).
+pub fn dir_builder(_mode: u32) -> DirBuilder {
+    DirBuilder::new()
+}
+
+/// Owners are access lists on Windows: never foreign by this test.
+pub fn foreign_owner(_meta: &Metadata) -> Option<(u32, u32)> {
+    None
+}
+
+/// Whether this process may write in `path`: the folder's read-only attribute (access lists are
+/// found by the first write).
+pub fn writable(path: &std::path::Path) -> io::Result<()> {
+    if std::fs::metadata(path)?.permissions().readonly() {
+        return Err(io::Error::from_raw_os_error(ERROR_ACCESS_DENIED));
+    }
+    Ok(())
+}
+
+/// Whether an error means "this filesystem or folder cannot be written".
+pub fn read_only(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(ERROR_ACCESS_DENIED | ERROR_WRITE_PROTECT | ERROR_CANT_ACCESS_FILE)
+    )
+}
+
+/// Whether an error means "this file system has no hard links".
+pub fn no_hard_links(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(ERROR_NOT_SUPPORTED | ERROR_INVALID_FUNCTION | ERROR_ACCESS_DENIED)
+    )
+}
+
+/// Whether an error means "no room left on the disk".
+pub fn disk_full(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(ERROR_DISK_FULL | ERROR_HANDLE_DISK_FULL)
+    )
+}
+
+/// Which file `meta` is, as far as std says on Windows: its creation time stands for the inode
+/// (a file replaced under the same name is a new file with a new creation time).
+pub fn file_id(meta: &Metadata) -> (u64, u64) {
+    (0, meta.creation_time())
+}
+
+/// What changes when a file's contents change: size and write time.
+pub fn change_stamp(meta: &Metadata) -> [i64; 5] {
+    [
+        meta.file_size() as i64,
+        meta.last_write_time() as i64,
+        meta.creation_time() as i64,
+        0,
+        0,
+    ]
+}
+
+/// Windows folders have no link count; 0 stands for "not known".
+pub fn link_count(_meta: &Metadata) -> u64 {
+    0
+}
+
+/// Windows has no user ids; 0 stands for "this user".
+pub fn uid() -> u32 {
+    0
+}
+
+/// This process's user's name, as Windows sets it for every process.
+pub fn account_name() -> Option<std::ffi::OsString> {
+    std::env::var_os("USERNAME").filter(|u| !u.is_empty())
+}
+
+/// A console process group of its own: Ctrl-C at the terminal does not reach it.
+pub fn own_group(cmd: &mut std::process::Command) {
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    std::os::windows::process::CommandExt::creation_flags(cmd, CREATE_NEW_PROCESS_GROUP);
+}
+
+/// Ends `child` (what it started is not reached: the service programs this is for start none).
+pub fn kill_group(child: &mut std::process::Child) {
+    let _ = child.kill();
+}
+
+/// Runs `read` with the console on stdin not echoing what is typed, and echo back on after.
+pub fn without_echo<T>(read: impl FnOnce() -> T) -> io::Result<T> {
+    use windows_sys::Win32::System::Console::{
+        ENABLE_ECHO_INPUT, GetConsoleMode, GetStdHandle, STD_INPUT_HANDLE, SetConsoleMode,
+    };
+    // SAFETY: plain calls on this process's own standard input handle, with a live out-pointer.
+    unsafe {
+        let input = GetStdHandle(STD_INPUT_HANDLE);
+        let mut saved = 0;
+        if GetConsoleMode(input, &mut saved) == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if SetConsoleMode(input, saved & !ENABLE_ECHO_INPUT) == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let got = read();
+        SetConsoleMode(input, saved);
+        Ok(got)
+    }
+}
