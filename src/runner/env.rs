@@ -1,7 +1,8 @@
 //! The command's environment: built from nothing (docs/running.md).
 //!
 //! The command sees the basics (`PATH` fixed, `HOME`, `USER`, `LOGNAME`, `LANG`, `TZ` if set,
-//! `TMPDIR` private to the run), the `AUTOMATION_*` variables, and exactly the names its definition
+//! `TMPDIR` private to the run; on Windows also `TEMP`, `TMP` and the variables of its logon
+//! session such as `SystemRoot`), the `AUTOMATION_*` variables, and exactly the names its definition
 //! lists — taken from the runner's environment, else from the private `env/<name>.env` file so a
 //! scheduled run gets them too. That file must be 0600: a file group or others can read is refused.
 //! This module must never put a value in an error message.
@@ -72,6 +73,23 @@ const SELF_SECRETS: [&str; 5] = [
     crate::notify::drivers::ENV_SMTP_PASSWORD,
 ];
 
+/// What a Windows command gets from the runner's environment besides the basics: the variables
+/// Windows sets for every logon session, which its own programs read.
+#[cfg(windows)]
+const WINDOWS_SESSION: [&str; 11] = [
+    "SystemRoot",
+    "windir",
+    "SystemDrive",
+    "ComSpec",
+    "PATHEXT",
+    "USERNAME",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "ProgramData",
+    "ProgramFiles",
+];
+
 /// The per-run values the runner itself provides.
 pub struct RunVars<'a> {
     pub run_id: &'a str,
@@ -113,6 +131,18 @@ pub fn build(
         set("TZ", tz);
     }
     set("TMPDIR", run.tmpdir.into());
+    // Windows: what every logon session has and programs fail without (`SystemRoot` above all),
+    // the user's folders, and the run's private temp folder under the names Windows reads.
+    #[cfg(windows)]
+    {
+        for k in WINDOWS_SESSION {
+            if let Some(v) = runner_env(k) {
+                set(k, v);
+            }
+        }
+        set("TEMP", run.tmpdir.into());
+        set("TMP", run.tmpdir.into());
+    }
     set("AUTOMATION_NAME", def.name.as_str().into());
     set("AUTOMATION_RUN_ID", run.run_id.into());
     set("AUTOMATION_TRIGGER", run.trigger.into());

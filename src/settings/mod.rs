@@ -43,8 +43,12 @@ pub const FIXED_PATH_LINUX: &str = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin
 #[cfg(target_os = "macos")]
 pub const FIXED_PATH: &str = FIXED_PATH_MACOS;
 /// The fixed `PATH` of every command on this machine.
-#[cfg(not(target_os = "macos"))]
+#[cfg(all(unix, not(target_os = "macos")))]
 pub const FIXED_PATH: &str = FIXED_PATH_LINUX;
+/// The fixed `PATH` of every command on Windows: its own programs (where Windows is installed in
+/// `C:\Windows`, as it is unless an administrator chose otherwise at setup).
+#[cfg(windows)]
+pub const FIXED_PATH: &str = r"C:\Windows\System32;C:\Windows;C:\Windows\System32\Wbem;C:\Windows\System32\WindowsPowerShell\v1.0";
 
 /// What this machine is: the service manager that schedules its user's jobs, which also decides
 /// its key store (the Keychain beside launchd, the Secret Service beside systemd) and its folders.

@@ -39,3 +39,4 @@ mod triggers;
 mod units;
 mod webdriver;
 mod windows;
+mod wine;
