@@ -54,7 +54,7 @@ windows_build() {
         echo "make test: no Windows target or mingw-w64 here; the Wine test will be SKIPPED" >&2
         return 0
     fi
-    nice -n 19 "$CARGO" build --locked --profile test-build --target x86_64-pc-windows-gnu
+    nice -n 19 "$CARGO" build --locked --profile wine --target x86_64-pc-windows-gnu
 }
 if [[ -n $build_dist && $# == 0 ]]; then
     # The whole suite: the release artifacts and the Windows build build at the lowest priority

@@ -190,15 +190,23 @@ fn data_root(c: &Ctx) -> Vec<Line> {
             let mode = std::fs::metadata(root)
                 .ok()
                 .and_then(|m| crate::platform::mode_of(&m))
-                .map_or(0, |m| m & 0o777);
-            if mode & 0o077 == 0 {
-                Line(
+                .map(|m| m & 0o777);
+            match mode {
+                // Windows: no mode bits; its folder's access list decides (docs/windows.md).
+                None => Line(
+                    Level::Ok,
+                    "data root",
+                    format!(
+                        "{} is yours (private as its folder's access list keeps it)",
+                        root.display()
+                    ),
+                ),
+                Some(mode) if mode & 0o077 == 0 => Line(
                     Level::Ok,
                     "data root",
                     format!("{} is yours and private ({mode:o})", root.display()),
-                )
-            } else {
-                Line(
+                ),
+                Some(mode) => Line(
                     Level::Warn,
                     "data root",
                     format!(
@@ -206,7 +214,7 @@ fn data_root(c: &Ctx) -> Vec<Line> {
                         root.display(),
                         root.display()
                     ),
-                )
+                ),
             }
         }
         Err(e) => Line(Level::Fail, "data root", e.to_string()),

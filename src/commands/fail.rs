@@ -71,10 +71,10 @@ pub type CmdResult = Result<Exit, Fail>;
 /// Whether `error` is only that the reader went away (`automations runs | head -1`).
 pub fn broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|c| {
-        let kind = c
-            .downcast_ref::<std::io::Error>()
-            .map(std::io::Error::kind)
-            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind());
-        kind == Some(std::io::ErrorKind::BrokenPipe)
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(crate::platform::broken_pipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

@@ -66,7 +66,7 @@ pub(super) fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
         Some(b) => std::env::current_dir()?.join(b),
         None => crate::settings::this_binary()?,
     };
-    Ok(std::fs::canonicalize(&bin).unwrap_or(bin))
+    Ok(crate::platform::canonical(&bin).unwrap_or(bin))
 }
 
 /// The cluster settings of the repository (`kubernetes.toml`), if it has them.

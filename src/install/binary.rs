@@ -49,7 +49,7 @@ impl BinaryCopy {
     /// What copying would change; `None` when `to` already holds these bytes.
     pub fn plan(settings: &Settings, to: &Path) -> Result<Option<Self>, BinaryError> {
         let from = crate::settings::this_binary().map_err(BinaryError::Ours)?;
-        let from = std::fs::canonicalize(&from).unwrap_or(from);
+        let from = crate::platform::canonical(&from).unwrap_or(from);
         if std::fs::symlink_metadata(to).is_ok_and(|m| !m.is_file()) {
             return Err(BinaryError::NotAFile(to.to_path_buf()));
         }

@@ -162,3 +162,13 @@ pub fn without_echo<T>(read: impl FnOnce() -> T) -> io::Result<T> {
     let _ = tcsetattr(&stdin, SetArg::TCSANOW, &saved);
     Ok(got)
 }
+
+/// `path` with every link resolved, absolute.
+pub fn canonical(path: &std::path::Path) -> io::Result<std::path::PathBuf> {
+    std::fs::canonicalize(path)
+}
+
+/// Whether `e` says the reader of a pipe went away.
+pub fn broken_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}

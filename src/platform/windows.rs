@@ -235,3 +235,25 @@ pub fn without_echo<T>(read: impl FnOnce() -> T) -> io::Result<T> {
         Ok(got)
     }
 }
+
+/// `path` with every link resolved, absolute, as a person writes it: without the `\\?\` prefix
+/// Windows' own answer carries (`\\?\C:\x` is `C:\x`, `\\?\UNC\host\share` is `\\host\share`),
+/// which a task's command line or a message should not show.
+pub fn canonical(path: &std::path::Path) -> io::Result<std::path::PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    let text = real.to_string_lossy();
+    if let Some(unc) = text.strip_prefix(r"\\?\UNC\") {
+        return Ok(format!(r"\\{unc}").into());
+    }
+    match text.strip_prefix(r"\\?\") {
+        Some(rest) if rest.as_bytes().get(1) == Some(&b':') => Ok(rest.into()),
+        _ => Ok(real),
+    }
+}
+
+/// Whether `e` says the reader of a pipe went away: "the pipe is being closed" (232, which std
+/// reads as a broken pipe) or "no process is on the other end" (233, which it does not).
+pub fn broken_pipe(e: &io::Error) -> bool {
+    const ERROR_PIPE_NOT_CONNECTED: i32 = 233;
+    e.kind() == io::ErrorKind::BrokenPipe || e.raw_os_error() == Some(ERROR_PIPE_NOT_CONNECTED)
+}

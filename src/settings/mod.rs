@@ -374,7 +374,7 @@ fn absolute(cwd: &Path, p: &Path) -> PathBuf {
 
 fn checked_root(path: PathBuf, from: &'static str) -> Result<PathBuf, SettingsError> {
     if path.join(DEFINITIONS_DIR).is_dir() {
-        Ok(std::fs::canonicalize(&path).unwrap_or(path))
+        Ok(crate::platform::canonical(&path).unwrap_or(path))
     } else {
         Err(SettingsError::BadRoot { path, from })
     }

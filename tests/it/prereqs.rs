@@ -57,13 +57,13 @@ chmod +x "$3/bin/kubernetes-validate"
 PIP
 chmod +x "$3/bin/pip""#,
         );
-        // `make dist`'s tools: `rustup` lists the musl target (unless `no-musl` exists) and
-        // `rustup target add` records itself; `cargo deb --version` answers once `cargo install`
+        // `make dist`'s tools: `rustup` lists the musl and Windows targets (unless `no-musl`
+        // exists) and `rustup target add` records itself; `cargo deb --version` answers once `cargo install`
         // (recorded in cargo.log) has run, or from the start unless `no-cargo-deb` exists.
         script(
             "rustup",
             r#"case "$1 $2" in
-"target list") [ -e "$D/no-musl" ] || echo x86_64-unknown-linux-musl;;
+"target list") [ -e "$D/no-musl" ] || printf 'x86_64-unknown-linux-musl\nx86_64-pc-windows-gnu\n';;
 "target add") echo "$*" >> "$D/rustup.log"; rm -f "$D/no-musl";;
 esac"#,
         );
@@ -312,8 +312,9 @@ fn a_missing_validator_is_installed_into_its_venv_and_a_failed_install_stops() {
     );
 }
 
-/// `make dist`'s tools that are no packages: the musl target and cargo-deb are added (as any
-/// user: rustup and cargo install need no root), and the pinned cargo-deb is the one asked for.
+/// `make dist`'s tools that are no packages: the musl target (and the Windows one of the Wine
+/// test) and cargo-deb are added (as any user: rustup and cargo install need no root), and the
+/// pinned cargo-deb is the one asked for.
 #[test]
 fn the_release_tools_are_added_when_missing() {
     let packages = all_packages();
@@ -323,12 +324,17 @@ fn the_release_tools_are_added_when_missing() {
     let o = f.run(&[]);
     assert_code(&o, 0);
     assert!(
-        stderr(&o).contains("adding the x86_64-unknown-linux-musl target and cargo-deb 3.8.0"),
+        stderr(&o).contains(
+            "adding the x86_64-unknown-linux-musl and x86_64-pc-windows-gnu targets and cargo-deb 3.8.0"
+        ),
         "{}",
         stderr(&o)
     );
     let rustup = std::fs::read_to_string(f.path().join("rustup.log")).unwrap();
-    assert_eq!(rustup.trim(), "target add x86_64-unknown-linux-musl");
+    assert_eq!(
+        rustup.trim(),
+        "target add x86_64-unknown-linux-musl x86_64-pc-windows-gnu"
+    );
     let cargo = std::fs::read_to_string(f.path().join("cargo.log")).unwrap();
     assert_eq!(
         cargo.trim(),

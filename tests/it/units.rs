@@ -1,5 +1,5 @@
 //! Rendering checked by the real tools: `systemd-analyze verify`, python's `plistlib`; `units/`
-//! checks; launchd logic against a recording fake `launchctl`.
+//! checks; launchd and Task Scheduler logic against recording fakes of `launchctl` and `schtasks`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -911,5 +911,125 @@ mod launchd {
         // The rollback loaded the previous job again.
         assert!(calls(d.path()).last().unwrap().starts_with("print"));
         assert!(d.path().join("loaded").exists());
+    }
+}
+
+/// A fake `schtasks` that records every call and keeps the registered tasks' paths in `tasks`:
+/// `/Create /TN P … ` adds P (unless `refuse-create` exists), `/Delete /TN P /F` removes it or
+/// fails with 1 as schtasks does for a task that is not there, `/Query /FO CSV /NH` lists every
+/// task as schtasks does (one quoted row each, another user's task among them). `fail-query`
+/// makes the listing fail; `keep-on-delete` makes a delete fail while the task stays.
+fn fake_schtasks(dir: &Path) -> PathBuf {
+    let path = dir.join("schtasks");
+    write_executable(
+        &path,
+        r#"#!/bin/sh
+dir=$(dirname "$0")
+printf '%s\n' "$*" >> "$dir/calls"
+touch "$dir/tasks"
+case "$1" in
+    /Query)
+        [ -e "$dir/fail-query" ] && { echo "ERROR: Access is denied." >&2; exit 1; }
+        printf '%s\n' '"\Microsoft\Windows\Defrag\ScheduledDefrag","N/A","Ready"' \
+            '"\local\automations\xy","12/7/2026 9:00:00 AM","Ready"'
+        while read -r t; do printf '"%s","12/7/2026 9:00:00 AM","Ready"\n' "$t"; done < "$dir/tasks" ;;
+    /Create)
+        [ -e "$dir/refuse-create" ] && { echo "ERROR: The task XML is malformed." >&2; exit 1; }
+        grep -qxF "$3" "$dir/tasks" || printf '%s\n' "$3" >> "$dir/tasks" ;;
+    /Delete)
+        grep -qxF "$3" "$dir/tasks" || { echo "ERROR: The system cannot find the file specified." >&2; exit 1; }
+        [ -e "$dir/keep-on-delete" ] && { echo "ERROR: Access is denied." >&2; exit 1; }
+        grep -vxF "$3" "$dir/tasks" > "$dir/tasks.new"; mv "$dir/tasks.new" "$dir/tasks" ;;
+    /Run)
+        grep -qxF "$3" "$dir/tasks" || { echo "ERROR: The system cannot find the file specified." >&2; exit 1; } ;;
+esac
+exit 0
+"#,
+    );
+    path
+}
+
+mod task_scheduler {
+    use super::*;
+    use automations::names::{Label, Name, Namespace};
+    use automations::service::task_scheduler::TaskScheduler;
+    use automations::service::{PreflightError, ServiceManager};
+    use std::time::Duration;
+
+    const WAIT: Duration = Duration::from_secs(5);
+    const QUERY: &str = "/Query /FO CSV /NH";
+
+    fn setup() -> (tempfile::TempDir, TaskScheduler, Label) {
+        let d = tempfile::tempdir().unwrap();
+        let fake = fake_schtasks(d.path());
+        let label = Label::new(
+            &Namespace::new("automations").unwrap(),
+            &Name::new("x").unwrap(),
+        );
+        (d, TaskScheduler::new(fake.to_str().unwrap()), label)
+    }
+
+    #[test]
+    fn install_sequence_is_pinned_and_read_back_from_the_listing() {
+        let (d, t, label) = setup();
+        let one = std::slice::from_ref(&label);
+        // Another task whose path starts like this one's is not it.
+        assert!(t.loaded(one).unwrap().is_empty());
+        std::fs::remove_file(d.path().join("calls")).unwrap();
+        t.load(&label, Path::new("/agents"), true, WAIT).unwrap();
+        assert_eq!(
+            calls(d.path()),
+            [
+                "/Create /TN \\local\\automations\\x /XML /agents/local.automations.x.xml /F",
+                QUERY,
+            ]
+        );
+        assert!(t.loaded(one).unwrap().contains(&label));
+        // Unchanged and registered: nothing is registered again.
+        std::fs::remove_file(d.path().join("calls")).unwrap();
+        t.load(&label, Path::new("/agents"), false, WAIT).unwrap();
+        assert_eq!(calls(d.path()), [QUERY]);
+        // A task schtasks takes but does not list is an error, never "installed".
+        std::fs::write(d.path().join("tasks"), "").unwrap();
+        std::fs::write(d.path().join("refuse-create"), "").unwrap();
+        let e = t
+            .load(&label, Path::new("/agents"), true, WAIT)
+            .unwrap_err();
+        assert_eq!(e.code, Some(1), "{e}");
+        assert!(e.to_string().contains("malformed"), "{e}");
+    }
+
+    #[test]
+    fn a_task_already_gone_is_uninstalled_and_one_that_stays_is_an_error() {
+        let (d, t, label) = setup();
+        // Never registered: the delete fails, the listing shows it absent, so it is gone.
+        t.unload(&label, Path::new("/agents"), WAIT).unwrap();
+        assert_eq!(
+            calls(d.path()),
+            ["/Delete /TN \\local\\automations\\x /F", QUERY]
+        );
+        t.load(&label, Path::new("/agents"), true, WAIT).unwrap();
+        t.start(&label).unwrap();
+        // A delete that fails while the task is still listed: an error, so its file stays.
+        std::fs::write(d.path().join("keep-on-delete"), "").unwrap();
+        let e = t.unload(&label, Path::new("/agents"), WAIT).unwrap_err();
+        assert!(e.to_string().contains("Access is denied"), "{e}");
+        std::fs::remove_file(d.path().join("keep-on-delete")).unwrap();
+        t.unload(&label, Path::new("/agents"), WAIT).unwrap();
+        assert!(t.loaded(std::slice::from_ref(&label)).unwrap().is_empty());
+        assert!(t.start(&label).is_err(), "a deleted task does not start");
+    }
+
+    #[test]
+    fn a_listing_that_fails_is_a_manager_that_does_not_answer() {
+        let (d, t, label) = setup();
+        t.preflight().unwrap();
+        std::fs::write(d.path().join("fail-query"), "").unwrap();
+        assert!(matches!(
+            t.preflight().unwrap_err(),
+            PreflightError::Unreachable(_)
+        ));
+        assert!(t.loaded(std::slice::from_ref(&label)).is_err());
+        assert!(t.reachable().is_err());
     }
 }

@@ -1,10 +1,11 @@
 //! The Windows build, run under Wine (Debian's wine64) as a person on Windows would run it
-//! (docs/windows.md): `--version`, `validate`, a `run` whose output reaches the log, a `run` whose
-//! timeout ends a tree of processes, `runs`, `show` and `log verify` over the log those runs wrote
-//! under `%LOCALAPPDATA%`. What Wine cannot stand in for (a real Task Scheduler, a real Credential
+//! (docs/windows.md): `--version`, `doctor` (whose probe goes through the Credential Manager),
+//! `validate`, a `run` whose output reaches the log, a `run` whose timeout ends a tree of
+//! processes, `runs`, `show` and `log verify` over the log those runs wrote under
+//! `%LOCALAPPDATA%`. What Wine cannot stand in for (a real Task Scheduler, Windows' own Credential
 //! Manager) is said in docs/windows.md.
 //!
-//! `make test` builds `target/x86_64-pc-windows-gnu/test-build/automations.exe` first. Wine 8
+//! `make test` builds `target/x86_64-pc-windows-gnu/wine/automations.exe` first. Wine 8
 //! (Debian 12) lacks `ProcessPrng`, the one function of `bcryptprimitives.dll` Rust's standard
 //! library calls for random bytes; the test builds a stand-in from
 //! tests/fixtures/wine/bcryptprimitives.c (RtlGenRandom underneath) and puts it beside the program,
@@ -21,11 +22,11 @@ const MINGW: &str = "x86_64-w64-mingw32-gcc";
 /// The Windows build, copied with the stand-in DLL into `dir`; `None` (skipped) when the build or
 /// Wine is missing.
 fn windows_build(test: &str, dir: &Path) -> Option<PathBuf> {
-    let built = repo_root().join("target/x86_64-pc-windows-gnu/test-build/automations.exe");
+    let built = repo_root().join("target/x86_64-pc-windows-gnu/wine/automations.exe");
     if !built.exists() {
         skip(
             test,
-            "the Windows build is missing: cargo build --profile test-build --target x86_64-pc-windows-gnu (make test does)",
+            "the Windows build is missing: cargo build --profile wine --target x86_64-pc-windows-gnu (make test does)",
         );
         return None;
     }
@@ -159,6 +160,18 @@ fn the_windows_build_runs_a_folder_under_wine() {
     let shown = stdout(&o);
     assert!(shown.contains("status    ok"), "{shown}");
     assert!(shown.contains("hello from hello"), "{shown}");
+    // doctor: the data root where Windows keeps a user's own data, and the Credential Manager (as
+    // Wine implements it) storing, reading back and deleting a probe.
+    let o = wine.run(&["doctor"]);
+    let said = stdout(&o);
+    for line in [
+        "ok    secrets: kept in the Windows Credential Manager; a probe was stored, read back and deleted",
+        "AppData\\Local\\automations\\automations is yours (private as its folder's access list keeps it)",
+        "ok    definitions: 2 valid",
+    ] {
+        assert!(said.contains(line), "{line}\n{said}{}", stderr(&o));
+    }
+
     let log = wine
         .prefix
         .join("drive_c/users")
