@@ -40,7 +40,8 @@ check-macos:
 	CARGO="$(CARGO)" scripts/check-macos.sh
 
 # clippy for x86_64-pc-windows-gnu (Debian's mingw-w64 for its C parts): the library and the
-# program, which the Wine test runs; the tests themselves are Unix's (docs/windows.md).
+# program; the tests themselves are Unix's (docs/windows.md). make test lints the same while it
+# builds the Windows program its Wine test runs, so CI compiles it once.
 check-windows:
 	$(CARGO) clippy --locked --profile test-build --target x86_64-pc-windows-gnu -- -D warnings
 

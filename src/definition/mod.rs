@@ -103,6 +103,33 @@ pub struct Definition {
 }
 
 impl Definition {
+    /// Every key at its default, as a file that sets none would have it: what [`fields`] reads a
+    /// file's keys into. `name` and `command` have no default (a file must set both; the draft
+    /// holds stand-ins until it does), nor has `sha256` (set from the file's bytes once it is
+    /// valid).
+    fn draft(stem: &str) -> Self {
+        Self {
+            name: Name::new(stem)
+                .or_else(|_| Name::new("draft"))
+                .expect("a valid name"),
+            description: None,
+            command: Vec::new(),
+            timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
+            expect_min_seconds: None,
+            outbound: false,
+            example: false,
+            headline: None,
+            env: Vec::new(),
+            anytype: None,
+            schedule: None,
+            jitter_seconds: 0,
+            retry: Retry::default(),
+            trigger: None,
+            policy: Policy::default(),
+            sha256: String::new(),
+        }
+    }
+
     /// Whether the service manager starts it at all (a schedule, a `[trigger]`), so it has units
     /// to install; else it is run by hand only.
     pub fn has_units(&self) -> bool {
@@ -320,28 +347,12 @@ pub fn parse(file_name: &str, bytes: &[u8], checks: &Checks) -> Result<Definitio
         return Err(r.problems);
     };
     let stem = file_name.strip_suffix(".toml").unwrap_or(file_name);
-    let f = fields(&mut r, &table, checks, stem);
-    match (f.name, f.command) {
-        (Some(name), Some(command)) if r.problems.is_empty() => Ok(Definition {
-            name,
-            description: f.description,
-            command,
-            timeout_seconds: f.timeout_seconds,
-            expect_min_seconds: f.expect_min_seconds,
-            outbound: f.outbound,
-            example: f.example,
-            headline: f.headline,
-            env: f.env,
-            anytype: f.anytype,
-            schedule: f.schedule,
-            jitter_seconds: f.jitter_seconds,
-            retry: f.retry,
-            trigger: f.trigger,
-            policy: f.policy,
-            sha256: hex_sha256(bytes),
-        }),
-        _ => Err(r.problems),
+    let mut d = fields(&mut r, &table, checks, stem);
+    if !r.problems.is_empty() {
+        return Err(r.problems);
     }
+    d.sha256 = hex_sha256(bytes);
+    Ok(d)
 }
 
 /// The file as a TOML table: small enough, UTF-8, valid TOML (the problem located by line and
@@ -384,51 +395,25 @@ fn toml_table(r: &mut Report, bytes: &[u8]) -> Option<Table> {
         .ok()
 }
 
-/// What the keys of a definition said, each checked; `None` where a key was missing or wrong.
-struct Fields {
-    name: Option<Name>,
-    description: Option<String>,
-    command: Option<Vec<String>>,
-    timeout_seconds: u32,
-    expect_min_seconds: Option<u32>,
-    outbound: bool,
-    example: bool,
-    headline: Option<FactName>,
-    env: Vec<EnvName>,
-    anytype: Option<AnyTypeAccess>,
-    schedule: Option<Schedule>,
-    jitter_seconds: u32,
-    retry: Retry,
-    trigger: Option<Triggers>,
-    policy: Policy,
-}
-
-/// Walks every key of `table`, reporting each problem (unknown keys included) and the missing
-/// required ones.
-fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields {
-    let mut f = Fields {
-        name: None,
-        description: None,
-        command: None,
-        timeout_seconds: DEFAULT_TIMEOUT_SECONDS,
-        expect_min_seconds: None,
-        outbound: false,
-        example: false,
-        headline: None,
-        env: Vec::new(),
-        anytype: None,
-        schedule: None,
-        jitter_seconds: 0,
-        retry: Retry::default(),
-        trigger: None,
-        policy: Policy::default(),
-    };
+/// Walks every key of `table` into a draft, reporting each problem (unknown keys included) and
+/// the missing required ones. The draft starts from [`Definition::draft`]: a key that is missing
+/// or wrong keeps its default there, and a draft with any problem is never returned.
+fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Definition {
+    let mut f = Definition::draft(stem);
     for (key, value) in table {
         match key.as_str() {
-            "name" => f.name = check_name(r, value, stem),
+            "name" => {
+                if let Some(name) = check_name(r, value, stem) {
+                    f.name = name;
+                }
+            }
             "description" => f.description = check_description(r, value),
             "kind" => check_kind(r, value),
-            "command" => f.command = check_command(r, value, checks),
+            "command" => {
+                if let Some(command) = check_command(r, value, checks) {
+                    f.command = command;
+                }
+            }
             "timeout_seconds" => {
                 let max = i64::from(MAX_TIMEOUT_SECONDS);
                 if let Some(t) = check_int(r, "timeout_seconds", value, 1, max) {
@@ -487,7 +472,7 @@ fn fields(r: &mut Report, table: &Table, checks: &Checks, stem: &str) -> Fields 
 
 /// What the keys say together: the policies' combinations, and `expect_min_seconds` below the
 /// timeout.
-fn together(r: &mut Report, f: &Fields) {
+fn together(r: &mut Report, f: &Definition) {
     policy::combined(r, &f.policy, f.timeout_seconds, f.schedule.as_ref());
     if let Some(min) = f.expect_min_seconds.filter(|m| *m >= f.timeout_seconds) {
         r.add(
