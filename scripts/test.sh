@@ -71,7 +71,19 @@ if [[ -n $build_dist && $# == 0 ]]; then
     # and children), taking what the others leave idle; the two tests that need them run last.
     mkdir -p target
     dist_log=target/make-test-dist.log
-    { CARGO=$CARGO nice -n 19 scripts/dist.sh && windows_build; } >"$dist_log" 2>&1 &
+    # The two side by side: each one's serial stretches (a last crate, a link) leave a core the
+    # other takes.
+    {
+        windows_log=target/make-test-windows.log
+        windows_build >"$windows_log" 2>&1 &
+        windows=$!
+        dist_status=0
+        CARGO=$CARGO nice -n 19 scripts/dist.sh || dist_status=$?
+        windows_status=0
+        wait "$windows" || windows_status=$?
+        cat "$windows_log"
+        ((dist_status == 0 && windows_status == 0))
+    } >"$dist_log" 2>&1 &
     dist_pid=$!
     # Should the tests' build fail (set -e ends this script), the release build ends with it.
     trap 'rm -f "$ledger"; kill "$dist_pid" 2>/dev/null || true' EXIT
