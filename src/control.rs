@@ -36,10 +36,10 @@ pub enum ControlError {
     Log(#[from] runlog::LogError),
 }
 
-impl ControlError {
+impl crate::exit::Exits for ControlError {
     /// Bad input is 2 (a name without a definition, a reason that is not one line); a data root
     /// whose state file or run log cannot be opened at all is 3; anything else 1.
-    pub fn exit(&self) -> crate::exit::Exit {
+    fn exit(&self) -> crate::exit::Exit {
         use crate::exit::Exit;
         match self {
             Self::NoSuchAutomation { .. } | Self::Reason => Exit::BadInput,
@@ -323,6 +323,7 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
 #[cfg(test)]
 mod tests {
     use super::snooze_minutes;
+    use crate::exit::Exits as _;
 
     #[test]
     fn a_refused_switch_says_its_exit() {

@@ -46,6 +46,22 @@ impl From<Exit> for ExitCode {
     }
 }
 
+/// An error that says the exit a command failing with it ends in, decided where the error is made
+/// (never read back from its causes). A command's `?` turns such an error into its failure with
+/// that exit (`commands::fail::Fail`); an error type without one does not convert.
+pub trait Exits: std::error::Error + Send + Sync + 'static {
+    /// The exit a command failing with this error ends in.
+    fn exit(&self) -> Exit;
+}
+
+/// JSON written to standard output: a reader that went away is nothing wrong (`lib.rs`), anything
+/// else fails (1).
+impl Exits for serde_json::Error {
+    fn exit(&self) -> Exit {
+        Exit::Failure
+    }
+}
+
 /// Any error's message and every cause, on one line.
 pub fn chain_text(error: &dyn std::error::Error) -> String {
     let mut parts = vec![error.to_string()];

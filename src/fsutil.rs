@@ -166,6 +166,25 @@ pub enum DataRootError {
     },
 }
 
+impl crate::exit::Exits for DataRootError {
+    /// A data root that cannot be used is the environment's (3).
+    fn exit(&self) -> crate::exit::Exit {
+        crate::exit::Exit::Environment
+    }
+}
+
+/// A file of the data root that is no regular file (a link, a FIFO) is the environment's (3);
+/// any other I/O error fails (1).
+impl crate::exit::Exits for io::Error {
+    fn exit(&self) -> crate::exit::Exit {
+        if FileError::of(self).is_some() {
+            crate::exit::Exit::Environment
+        } else {
+            crate::exit::Exit::Failure
+        }
+    }
+}
+
 /// What a command needs of the data root.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Use {

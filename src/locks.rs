@@ -143,12 +143,38 @@ pub enum Acquired {
     Busy,
 }
 
+/// Why a lock file could not be opened or locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("cannot open {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot lock {}", .path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl crate::exit::Exits for LockError {
+    /// A lock file that is no regular file is the data root's problem (3); the rest fail (1).
+    fn exit(&self) -> crate::exit::Exit {
+        let (Self::Open { source, .. } | Self::Lock { source, .. }) = self;
+        crate::exit::Exits::exit(source)
+    }
+}
+
 /// Takes the lock file at `path` (made 0600 when missing) within `wait`, trying every 20 ms;
 /// `None` when another process kept it that long: the looks' lock, the metrics textfile's.
-pub fn within(path: &Path, wait: std::time::Duration) -> anyhow::Result<Option<File>> {
-    use anyhow::Context;
-    let lock = fsutil::open_or_create_private(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
+pub fn within(path: &Path, wait: std::time::Duration) -> Result<Option<File>, LockError> {
+    let lock = fsutil::open_or_create_private(path).map_err(|source| LockError::Open {
+        path: path.into(),
+        source,
+    })?;
     let until = std::time::Instant::now() + wait;
     loop {
         match lock.try_lock() {
@@ -157,8 +183,11 @@ pub fn within(path: &Path, wait: std::time::Duration) -> anyhow::Result<Option<F
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }
             Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            Err(std::fs::TryLockError::Error(source)) => {
+                return Err(LockError::Lock {
+                    path: path.into(),
+                    source,
+                });
             }
         }
     }

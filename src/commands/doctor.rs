@@ -133,7 +133,13 @@ fn agents_folder(c: &Ctx) -> Vec<Line> {
 fn binaries(c: &Ctx) -> Vec<Line> {
     let records = match State::new(&c.settings.data_root).install_records() {
         Ok(r) => r,
-        Err(e) => return vec![Line(Level::Fail, "install records", format!("{e:#}"))],
+        Err(e) => {
+            return vec![Line(
+                Level::Fail,
+                "install records",
+                crate::exit::chain_text(&e),
+            )];
+        }
     };
     if records.is_empty() {
         return vec![Line(Level::Ok, "binary", "nothing installed yet".into())];

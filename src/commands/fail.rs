@@ -1,10 +1,8 @@
-//! How a command fails: an error on its way to the user and the exit code it ends in, decided
-//! from what the error is ([`exit_for`]). Printed once, by the crate's `run`.
+//! How a command fails: an error on its way to the user and the exit code it ends in, which the
+//! error itself says ([`Exits`]) or the command chooses (`Fail::new`). Printed once, by the
+//! crate's `run`.
 
-use crate::exit::Exit;
-use crate::fsutil;
-use crate::runlog;
-use crate::settings;
+use crate::exit::{Exit, Exits};
 
 /// An error on its way to the user, with the exit code it ends in.
 #[derive(Debug)]
@@ -25,43 +23,58 @@ impl Fail {
     }
 }
 
-impl<E: Into<anyhow::Error>> From<E> for Fail {
+/// An error that says its exit fails the command with it.
+impl<E: Exits> From<E> for Fail {
     fn from(error: E) -> Self {
-        let error = error.into();
         Self {
-            exit: exit_for(&error),
-            error,
+            exit: error.exit(),
+            error: error.into(),
         }
     }
 }
 
-/// Exit 3 when anything in the chain says the environment is unusable: settings, the data root,
-/// a file in it that is not a regular file (or is a link), a run log that cannot be opened; exit 2
-/// for a settings file whose contents are wrong; else 1.
-pub fn exit_for(error: &anyhow::Error) -> Exit {
-    let settings_file = error
-        .chain()
-        .find_map(|c| c.downcast_ref::<settings::file::Refused>());
-    match settings_file.map(|r| r.kind) {
-        Some(settings::file::Problem::Unusable) => return Exit::Environment,
-        Some(settings::file::Problem::Invalid) => return Exit::BadInput,
-        None => {}
+/// `context` and `with_context` for what a command fails with: the words said first, the exit the
+/// error's own (an error that says no exit does not convert: see [`Exits`]).
+pub trait FailContext<T> {
+    /// Says `context` first.
+    fn context<C>(self, context: C) -> Result<T, Fail>
+    where
+        C: std::fmt::Display + Send + Sync + 'static;
+
+    /// Says what `context` makes first, made only on failure.
+    fn with_context<C, F>(self, context: F) -> Result<T, Fail>
+    where
+        C: std::fmt::Display + Send + Sync + 'static,
+        F: FnOnce() -> C;
+}
+
+impl<T, E: Into<Fail>> FailContext<T> for Result<T, E> {
+    fn context<C>(self, context: C) -> Result<T, Fail>
+    where
+        C: std::fmt::Display + Send + Sync + 'static,
+    {
+        self.map_err(|e| e.into().context(context))
     }
-    let environment = error.chain().any(|cause| {
-        cause.is::<settings::SettingsError>()
-            || cause.is::<fsutil::DataRootError>()
-            || cause.is::<runlog::reserve::DiskFull>()
-            || cause
-                .downcast_ref::<runlog::LogError>()
-                .is_some_and(runlog::LogError::unusable)
-            || cause
-                .downcast_ref::<std::io::Error>()
-                .is_some_and(|e| fsutil::FileError::of(e).is_some())
-    });
-    if environment {
-        Exit::Environment
-    } else {
-        Exit::Failure
+
+    fn with_context<C, F>(self, context: F) -> Result<T, Fail>
+    where
+        C: std::fmt::Display + Send + Sync + 'static,
+        F: FnOnce() -> C,
+    {
+        self.map_err(|e| e.into().context(context()))
+    }
+}
+
+impl Fail {
+    /// This failure with `context` said first; the same exit.
+    pub fn context<C>(self, context: C) -> Self
+    where
+        C: std::fmt::Display + Send + Sync + 'static,
+    {
+        Self {
+            exit: self.exit,
+            error: self.error.context(context),
+        }
     }
 }
 

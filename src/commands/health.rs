@@ -29,7 +29,10 @@ pub(crate) fn verdicts(
         Some(Ok(verdicts)) => verdicts,
         Some(Err(e)) => {
             // The verdicts come first: a textfile that cannot be written is only said.
-            errln!("automations: metrics: {e:#}");
+            errln!(
+                "automations: metrics: {why}",
+                why = crate::exit::chain_text(&e)
+            );
             health::load::verdicts(settings, &src, only)?
         }
         None => health::load::verdicts(settings, &src, only)?,
@@ -44,7 +47,7 @@ fn with_textfile(
     settings: &Settings,
     src: &health::load::Sources,
     file: &crate::metrics::textfile::Textfile,
-) -> anyhow::Result<Vec<health::Verdict>> {
+) -> Result<Vec<health::Verdict>, crate::metrics::MetricsError> {
     use crate::metrics::{self, Format, Machine};
     let machine = Machine::read(settings)?;
     let (all, verdicts): (Vec<_>, Vec<_>) =
@@ -53,7 +56,10 @@ fn with_textfile(
             .unzip();
     let all: Vec<_> = all.into_iter().flatten().collect();
     if let Err(e) = file.write_all(&all, &machine) {
-        errln!("automations: metrics: {e:#}");
+        errln!(
+            "automations: metrics: {why}",
+            why = crate::exit::chain_text(&e)
+        );
     }
     Ok(verdicts)
 }

@@ -1,6 +1,7 @@
 //! `automations healthchecks sync|status|key`, and what pause, resume, stop-all, resume-all,
 //! check, install and uninstall say of the remote checks.
 
+use crate::exit::Exits as _;
 use anyhow::anyhow;
 
 use super::data_root;
@@ -28,7 +29,7 @@ fn settings_needed(settings: &Settings) -> Result<HcSettings, Fail> {
                 settings.data_root.display()
             ),
         )),
-        Err(e) => Err(Fail::from(anyhow::Error::from(e))),
+        Err(e) => Err(Fail::from(e)),
     }
 }
 

@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow};
+use super::fail::FailContext;
+use anyhow::anyhow;
 
 use super::fail::{CmdResult, Fail};
 use crate::definition::Checks;
@@ -113,7 +114,8 @@ pub(super) fn crontab(
             "--adopt reads your crontab itself (`crontab -l`), the one whose lines it comments out: leave out the file".into(),
         ));
     }
-    let text = read_crontab(file).map_err(|e| Fail::new(Exit::BadInput, e))?;
+    // Whatever keeps the crontab from being read is the invocation's to change.
+    let text = read_crontab(file).map_err(|e| Fail::new(Exit::BadInput, e.error))?;
     let existing = existing_names(settings)?;
     // Whose jobs a system crontab's lines are: this user's.
     let user = crate::settings::user_name(&|k| std::env::var_os(k))
@@ -505,7 +507,7 @@ fn write_and_report(
 }
 
 /// The crontab: a file, standard input (`-`), or what `crontab -l` prints.
-fn read_crontab(file: Option<&Path>) -> anyhow::Result<String> {
+fn read_crontab(file: Option<&Path>) -> Result<String, Fail> {
     let bytes = match file {
         Some(p) if p == Path::new("-") => {
             let mut b = Vec::new();
@@ -523,26 +525,30 @@ fn read_crontab(file: Option<&Path>) -> anyhow::Result<String> {
                 .output()
                 .context("running `crontab -l` (no crontab command here? pass a file, or - to read standard input)")?;
             if !o.status.success() {
-                return Err(anyhow!(
+                return Err(bad(anyhow!(
                     "`crontab -l` failed: {}",
                     String::from_utf8_lossy(&o.stderr).trim()
-                ));
+                )));
             }
             o.stdout
         }
     };
     if bytes.len() as u64 > MAX_CRONTAB {
-        return Err(anyhow!(
+        return Err(bad(anyhow!(
             "the crontab is larger than {} KiB; that is no crontab",
             MAX_CRONTAB / 1024
-        ));
+        )));
     }
     String::from_utf8(bytes).map_err(|e| {
-        anyhow!(
+        bad(anyhow!(
             "the crontab is not UTF-8 text (a byte at {} is not)",
             e.utf8_error().valid_up_to()
-        )
+        ))
     })
+}
+
+fn bad(e: anyhow::Error) -> Fail {
+    Fail::new(Exit::BadInput, e)
 }
 
 /// One row per line: number, name, schedule, result; the line itself and notes below it.

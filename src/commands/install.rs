@@ -3,6 +3,7 @@
 //! not the binary the units run — and a plan that changes nothing asks nothing. The logic of one
 //! automation's plan lives in `install`; this is choosing, printing and asking.
 
+use crate::exit::Exits as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
@@ -190,7 +191,7 @@ fn print_plan(def: &Definition, plan: &Plan, bin: &Path) {
 pub(super) struct Then<'a> {
     pub plan: Vec<String>,
     pub question: String,
-    pub apply: Box<dyn FnOnce() -> anyhow::Result<Vec<String>> + 'a>,
+    pub apply: Box<dyn FnOnce() -> Result<Vec<String>, crate::import::retire::RetireError> + 'a>,
 }
 
 /// What [`install_then`] would refuse before it asks — the binary the units run, a terminal to
@@ -245,8 +246,9 @@ pub(super) fn install_then(
             match gone {
                 Ok(()) => errln!("uninstalled {} again", settings.label(&def.name)),
                 Err(e) => errln!(
-                    "warning: {} could not be uninstalled again: {e:#}",
-                    settings.label(&def.name)
+                    "warning: {} could not be uninstalled again: {why}",
+                    settings.label(&def.name),
+                    why = crate::exit::chain_text(&e)
                 ),
             }
         }
@@ -255,12 +257,10 @@ pub(super) fn install_then(
     for (i, (def, plan)) in plans.iter().enumerate() {
         if let Err(e) = install::apply_install(settings, plan, manager.as_ref()) {
             undo(&plans[..i]);
-            return Err(e
-                .context(format!(
-                    "{} was not installed; nothing was retired",
-                    def.name
-                ))
-                .into());
+            return Err(Fail::from(e).context(format!(
+                "{} was not installed; nothing was retired",
+                def.name
+            )));
         }
         outln!("installed {}", plan.label);
     }
@@ -273,9 +273,8 @@ pub(super) fn install_then(
         }
         Err(e) => {
             undo(&plans);
-            return Err(Fail::new(
-                Exit::Failure,
-                e.context("the originals are as they were, and what this step installed is uninstalled again"),
+            return Err(Fail::new(Exit::Failure, e).context(
+                "the originals are as they were, and what this step installed is uninstalled again",
             ));
         }
     }
@@ -336,7 +335,7 @@ fn apply_each(
             }
             // Those installed before it chain as their definitions say.
             super::machine::record_chains(settings);
-            return Err(e.context(format!("{} was not installed", def.name)).into());
+            return Err(Fail::from(e).context(format!("{} was not installed", def.name)));
         }
         outln!("installed {}", plan.label);
         if let Err(e) = after_install(settings, def, bin) {
@@ -429,9 +428,7 @@ pub fn uninstall(settings: &Settings, names: &[Name], all: bool, dry_run: bool) 
                 );
             }
             super::machine::record_chains(settings);
-            return Err(e
-                .context(format!("{} was not uninstalled", plan.name))
-                .into());
+            return Err(Fail::from(e).context(format!("{} was not uninstalled", plan.name)));
         }
         outln!("uninstalled {}", plan.label);
         // It pings no more: what came of its pings (a failing streak) goes with it.

@@ -46,7 +46,7 @@ pub(crate) fn read_hidden(prompt: &str) -> Result<String, Fail> {
         std::io::stdout().flush()?;
         std::io::stdin().lock().read_line(&mut line)
     })
-    .map_err(|e| anyhow!("cannot hide the input: {e}"))?;
+    .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot hide the input: {e}")))?;
     outln!();
     read?;
     Ok(line)

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow};
+use super::fail::FailContext;
+use anyhow::anyhow;
 
 use super::fail::{CmdResult, Fail};
 use super::{data_root, load_all, one_definition};
@@ -90,10 +91,8 @@ struct Rendered {
 impl Rendered {
     /// What the rendered folders hold now, of the folders rendered.
     fn present(&self, root: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
-        Ok(
-            portable::present(root, self.cluster_problem.is_none(), &self.targets)
-                .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))?,
-        )
+        portable::present(root, self.cluster_problem.is_none(), &self.targets)
+            .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))
     }
 }
 

@@ -22,7 +22,6 @@ mod secrets;
 mod switches;
 mod timeline;
 
-use anyhow::Context;
 use clap::CommandFactory;
 
 use crate::cli::{Cli, Command, Global, HealthchecksCommand, LogCommand, NotifyCommand};
@@ -50,7 +49,7 @@ pub fn dispatch(cli: Cli) -> CmdResult {
 
 /// `man`: automations(1) on stdout, or every page (one per command) into `out`.
 fn man(out: Option<&std::path::Path>) -> CmdResult {
-    use anyhow::Context as _;
+    use fail::FailContext as _;
     let cmd = Cli::command();
     match out {
         None => clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?,
@@ -160,9 +159,12 @@ pub(crate) fn one_definition(settings: &Settings, name: &Name) -> Result<Definit
 /// Loads every definition; an unreadable folder is an environment problem.
 pub(crate) fn load_all(settings: &Settings) -> Result<definition::Loaded, Fail> {
     let dir = settings.definitions_dir();
-    definition::load_all(&dir, &Checks::of(settings))
-        .with_context(|| format!("cannot read {}", dir.display()))
-        .map_err(|e| Fail::new(Exit::Environment, e))
+    definition::load_all(&dir, &Checks::of(settings)).map_err(|e| {
+        Fail::new(
+            Exit::Environment,
+            anyhow::Error::new(e).context(format!("cannot read {}", dir.display())),
+        )
+    })
 }
 
 pub(crate) use crate::text::{escape_controls, field};

@@ -1,6 +1,7 @@
 //! `run`, `result`, `runs`, `show` and `log verify`: one firing now, a command reporting its facts,
 //! and the record of runs.
 
+use crate::exit::Exits as _;
 use std::io::Write;
 
 use super::fail::{CmdResult, Fail};

@@ -5,6 +5,7 @@ use super::fail::{CmdResult, Fail};
 use super::{data_root, healthchecks};
 use crate::control;
 use crate::exit::Exit;
+use crate::exit::Exits as _;
 use crate::fsutil::Use;
 use crate::names::Name;
 use crate::runlog::By;

@@ -165,7 +165,7 @@ pub struct Mark {
 impl Board {
     /// Gathers everything. Only an unreadable log or definitions folder is an error; other
     /// unreadable files become `problems`.
-    pub fn gather(settings: &Settings) -> anyhow::Result<Board> {
+    pub fn gather(settings: &Settings) -> Result<Board, health::load::LoadError> {
         let (src, problem) = health::load::Sources::read_lenient(settings)?;
         let mut problems: Vec<String> = problem.into_iter().collect();
         let state = State::new(&settings.data_root);
@@ -188,7 +188,7 @@ impl Board {
         let health::load::Sources { loaded, .. } = src;
         let installs =
             crate::install::installed(settings, &loaded.definitions).unwrap_or_else(|e| {
-                problems.push(format!("{e:#}"));
+                problems.push(crate::exit::chain_text(&e));
                 Default::default()
             });
         // Degraded first, then unknown, paused and healthy; then by name.

@@ -28,7 +28,6 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Method, Request, Response};
 
@@ -54,47 +53,52 @@ const APP_CSS: &str = include_str!("static/app.css");
 const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 /// 32 random bytes, in hex.
-fn random_hex() -> anyhow::Result<String> {
+fn random_hex() -> Result<String, DashboardError> {
     let mut raw = [0u8; 32];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut raw))
-        .context("cannot read /dev/urandom for a token")?;
+        .map_err(DashboardError::Random)?;
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// The token kept in `file` of the data root (the dashboard's, or /metrics'): read, or made (32
 /// random bytes, hex) and kept 0600.
-pub fn token(data_root: &std::path::Path, file: SettingsFile) -> anyhow::Result<String> {
+pub fn token(data_root: &std::path::Path, file: SettingsFile) -> Result<String, DashboardError> {
     let path = crate::layout::Layout::new(data_root).settings_file(file);
-    if let Some(bytes) = fsutil::read_private(&path, 1024)
-        .with_context(|| format!("cannot read {}", path.display()))?
-    {
+    let bytes = fsutil::read_private(&path, 1024).map_err(|source| DashboardError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    if let Some(bytes) = bytes {
         let t = String::from_utf8_lossy(&bytes).trim().to_owned();
         if t.len() >= 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Ok(t);
         }
     }
     let t = random_hex()?;
-    fsutil::write_private(&path, format!("{t}\n").as_bytes())
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    fsutil::write_private(&path, format!("{t}\n").as_bytes()).map_err(|source| {
+        DashboardError::Write {
+            path: path.clone(),
+            source,
+        }
+    })?;
     Ok(t)
 }
 
 /// Serves until interrupted.
-pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
+pub fn serve(settings: &Settings, port: u16, open: bool) -> Result<(), DashboardError> {
     let metrics_token = token(&settings.data_root, METRICS_TOKEN_FILE)?;
     let token = token(&settings.data_root, TOKEN_FILE)?;
-    let listener = TcpListener::bind(("127.0.0.1", port))
-        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
-    let port = listener.local_addr()?.port();
+    let listen = |source| DashboardError::Listen { port, source };
+    let listener = TcpListener::bind(("127.0.0.1", port)).map_err(listen)?;
+    let port = listener.local_addr().map_err(listen)?.port();
     let url = format!("http://127.0.0.1:{port}/?token={token}");
     // The token goes to a terminal only: a service's stdout is kept in its journal, where anyone
     // who may read the journal would find it. Elsewhere the opening page (0600) holds it.
     if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
         outln!("dashboard: {url}");
     } else {
-        let page = opening_page(&settings.data_root, &url)
-            .with_context(|| "cannot write the dashboard's opening page")?;
+        let page = opening_page(&settings.data_root, &url).map_err(DashboardError::Page)?;
         outln!(
             "dashboard: http://127.0.0.1:{port}/ (open {} in a browser: it holds the token, which is printed only on a terminal)",
             page.display()
@@ -117,12 +121,65 @@ pub fn serve(settings: &Settings, port: u16, open: bool) -> anyhow::Result<()> {
         // of 127.0.0.1, and one that reaches another local server is worthless once this ends.
         session: random_hex()?,
         port,
-        exe: crate::settings::this_binary().context("cannot find this binary")?,
+        exe: crate::settings::this_binary().map_err(DashboardError::Binary)?,
     });
     server::serve(
         listener,
         Arc::new(move |request| secured(route(&ctx, &request))),
     )
+    .map_err(DashboardError::Serve)
+}
+
+/// Why the dashboard could not start (or stopped serving).
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    #[error("cannot read /dev/urandom for a token")]
+    Random(#[source] std::io::Error),
+    #[error("cannot read {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write {}", .path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot listen on 127.0.0.1:{port}")]
+    Listen {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the dashboard's opening page")]
+    Page(#[source] std::io::Error),
+    #[error("cannot find this binary")]
+    Binary(#[source] std::io::Error),
+    #[error("the server stopped")]
+    Serve(#[source] std::io::Error),
+}
+
+impl crate::exit::Exits for DashboardError {
+    /// A file of the data root that is no regular file, and a port in use or not ours to take,
+    /// are this machine's state (3), not a failure; the rest, 1.
+    fn exit(&self) -> crate::exit::Exit {
+        use std::io::ErrorKind::{AddrInUse, PermissionDenied};
+        match self {
+            Self::Read { source, .. } | Self::Write { source, .. } | Self::Page(source) => {
+                source.exit()
+            }
+            Self::Listen { source, .. }
+                if matches!(source.kind(), AddrInUse | PermissionDenied) =>
+            {
+                crate::exit::Exit::Environment
+            }
+            Self::Random(_) | Self::Listen { .. } | Self::Binary(_) | Self::Serve(_) => {
+                crate::exit::Exit::Failure
+            }
+        }
+    }
 }
 
 /// The page the browser is opened on: a private file in the data root that forwards to `url`,
@@ -285,13 +342,13 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
                 "text/html; charset=utf-8",
                 page::page(&ctx.settings, &b).into_string(),
             ),
-            Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
+            Err(e) => unreadable("the data", &e),
         },
         (Method::GET, "/static/app.js") => reply(200, "text/javascript; charset=utf-8", APP_JS),
         (Method::GET, "/static/app.css") => reply(200, "text/css; charset=utf-8", APP_CSS),
         (Method::GET, "/api/automations") => match Board::gather(&ctx.settings) {
             Ok(b) => json(200, &b.json(&ctx.settings)),
-            Err(e) => json(500, &serde_json::json!({"error": format!("{e:#}")})),
+            Err(e) => failed(&e),
         },
         (Method::GET, p) if p.starts_with("/api/runs/") => run_api(ctx, &p["/api/runs/".len()..]),
         (Method::GET, "/api/timeline") => match Board::gather(&ctx.settings) {
@@ -300,7 +357,7 @@ fn route(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
                 "text/html; charset=utf-8",
                 pictures::timeline_lines(&b).into_string(),
             ),
-            Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
+            Err(e) => unreadable("the data", &e),
         },
         (Method::GET, p) if p.starts_with("/api/pictures/") => {
             pictures_api(ctx, &p["/api/pictures/".len()..])
@@ -329,7 +386,7 @@ fn pictures_api(ctx: &Ctx, name: &str) -> Reply {
             "text/html; charset=utf-8",
             pictures::fragment(&h).into_string(),
         ),
-        Err(e) => text(500, &format!("cannot read the runs: {e:#}\n")),
+        Err(e) => unreadable("the runs", &e),
     }
 }
 
@@ -357,6 +414,7 @@ fn metrics(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
     let format = crate::metrics::Format::accepted(get_header(request, "Accept").unwrap_or(""));
     let s = &ctx.settings;
     let body = crate::health::load::Sources::read(s, None)
+        .map_err(crate::metrics::MetricsError::from)
         .and_then(|src| crate::metrics::document(s, &src, format));
     match body {
         Ok(b) => reply(
@@ -367,7 +425,7 @@ fn metrics(ctx: &Ctx, request: &Request<Vec<u8>>) -> Reply {
             },
             b,
         ),
-        Err(e) => text(500, &format!("cannot read the data: {e:#}\n")),
+        Err(e) => unreadable("the data", &e),
     }
 }
 
@@ -390,10 +448,7 @@ fn run_api(ctx: &Ctx, rest: &str) -> Reply {
     ) {
         Ok(history::Found::One(v)) => json(200, &crate::views::show_json(&v)),
         Ok(_) => json(404, &serde_json::json!({"error": "no such run"})),
-        Err(e) => json(
-            500,
-            &serde_json::json!({"error": crate::exit::chain_text(&e)}),
-        ),
+        Err(e) => failed(&e),
     }
 }
 
@@ -411,10 +466,7 @@ fn control_reply(r: Result<serde_json::Value, control::ControlError>) -> Reply {
         Err(
             e @ (control::ControlError::Reason | control::ControlError::NoSuchAutomation { .. }),
         ) => json(400, &serde_json::json!({"error": e.to_string()})),
-        Err(e) => json(
-            500,
-            &serde_json::json!({"error": crate::exit::chain_text(&e)}),
-        ),
+        Err(e) => failed(&e),
     }
 }
 
@@ -515,4 +567,20 @@ fn run_now(ctx: &Ctx, name: &Name) -> Reply {
             &serde_json::json!({"error": format!("cannot start the runner: {e}")}),
         ),
     }
+}
+
+/// A 500 saying what could not be read, and why.
+fn unreadable(what: &str, e: &dyn std::error::Error) -> Reply {
+    text(
+        500,
+        &format!("cannot read {what}: {}\n", crate::exit::chain_text(e)),
+    )
+}
+
+/// A 500 with the error, and every cause, in JSON.
+fn failed(e: &dyn std::error::Error) -> Reply {
+    json(
+        500,
+        &serde_json::json!({"error": crate::exit::chain_text(e)}),
+    )
 }

@@ -259,7 +259,7 @@ impl History {
     pub fn read(
         settings: &crate::settings::Settings,
         name: &crate::names::Name,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, crate::health::load::LoadError> {
         // Its definition, thresholds and the log's index, as health reads them (one read).
         let src = crate::health::load::Sources::read(settings, Some(name))?;
         let today = Local::now().date_naive();

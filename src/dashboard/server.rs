@@ -138,7 +138,7 @@ fn few_arenas() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn few_arenas() {}
 
-pub fn serve(listener: std::net::TcpListener, handler: Arc<Handler>) -> anyhow::Result<()> {
+pub fn serve(listener: std::net::TcpListener, handler: Arc<Handler>) -> std::io::Result<()> {
     few_arenas();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()

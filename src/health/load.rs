@@ -7,8 +7,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use anyhow::Context;
-
 use super::{Now, Subject, ThresholdSet, Verdict, thresholds};
 use crate::definition::{self, Checks};
 use crate::history::Runs;
@@ -18,6 +16,39 @@ use crate::runlog::{Event, Outcome, Record, RunLog};
 use crate::schedule::Schedule;
 use crate::settings::Settings;
 use crate::state::State;
+
+/// Why health's sources could not be read or judged.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// `health.toml` cannot be used.
+    #[error(transparent)]
+    Thresholds(#[from] crate::settings::file::Refused),
+    /// The definitions folder cannot be read.
+    #[error("cannot read {}", .dir.display())]
+    Definitions {
+        dir: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The run log (its index) cannot be read.
+    #[error(transparent)]
+    Log(#[from] crate::runlog::LogError),
+    /// A listing of pauses, snoozes, pings or install records cannot be read.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+}
+
+impl crate::exit::Exits for LoadError {
+    /// Each cause's own.
+    fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Self::Thresholds(e) => e.exit(),
+            Self::Definitions { source, .. } => source.exit(),
+            Self::Log(e) => e.exit(),
+            Self::State(e) => e.exit(),
+        }
+    }
+}
 
 /// The most records read back for one automation, whatever its rules would like.
 const MAX_RECORDS: usize = 20_000;
@@ -37,14 +68,14 @@ pub struct Sources {
 impl Sources {
     /// Reads what the verdicts of `only` (or of every automation) need; a `health.toml` that
     /// cannot be used is an error.
-    pub fn read(settings: &Settings, only: Option<&Name>) -> anyhow::Result<Self> {
+    pub fn read(settings: &Settings, only: Option<&Name>) -> Result<Self, LoadError> {
         let thresholds = thresholds::load(&settings.data_root)?;
         Self::read_with(settings, only, thresholds)
     }
 
     /// [`Sources::read`] for a page that shows what it cannot read: a `health.toml` that cannot be
     /// used is said (the returned problem) and the defaults apply.
-    pub fn read_lenient(settings: &Settings) -> anyhow::Result<(Self, Option<String>)> {
+    pub fn read_lenient(settings: &Settings) -> Result<(Self, Option<String>), LoadError> {
         let (thresholds, problem) = match thresholds::load(&settings.data_root) {
             Ok(t) => (t, None),
             Err(e) => (ThresholdSet::default(), Some(e.to_string())),
@@ -53,7 +84,7 @@ impl Sources {
     }
 
     /// The sources of the one automation `def` already read (the runner's, after a run).
-    pub fn of(settings: &Settings, def: definition::Definition) -> anyhow::Result<Self> {
+    pub fn of(settings: &Settings, def: definition::Definition) -> Result<Self, LoadError> {
         Ok(Self {
             loaded: definition::Loaded {
                 definitions: vec![def],
@@ -68,7 +99,7 @@ impl Sources {
         settings: &Settings,
         only: Option<&Name>,
         thresholds: ThresholdSet,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, LoadError> {
         let dir = settings.definitions_dir();
         let checks = Checks::of(settings);
         // One automation's verdict needs one definition, not the folder (the runner's look after
@@ -86,7 +117,7 @@ impl Sources {
                 },
             },
             None => definition::load_all(&dir, &checks)
-                .with_context(|| format!("cannot read {}", dir.display()))?,
+                .map_err(|source| LoadError::Definitions { dir, source })?,
         };
         let snapshot = Index::new(&RunLog::new(&settings.data_root)).refresh()?;
         Ok(Self {
@@ -109,7 +140,7 @@ pub fn assess(
     settings: &Settings,
     src: &Sources,
     only: Option<&Name>,
-) -> anyhow::Result<Assessment> {
+) -> Result<Assessment, LoadError> {
     let (subjects, verdicts) = judge(settings, src, only, |subject, verdict| (subject, verdict))?
         .into_iter()
         .unzip();
@@ -123,7 +154,7 @@ pub fn verdicts(
     settings: &Settings,
     src: &Sources,
     only: Option<&Name>,
-) -> anyhow::Result<Vec<Verdict>> {
+) -> Result<Vec<Verdict>, LoadError> {
     judge(settings, src, only, |_, verdict| verdict)
 }
 
@@ -135,7 +166,7 @@ pub fn judge<R: Send>(
     src: &Sources,
     only: Option<&Name>,
     keep: impl Fn(Subject, Verdict) -> R + Sync,
-) -> anyhow::Result<Vec<R>> {
+) -> Result<Vec<R>, LoadError> {
     let Sources {
         loaded,
         snapshot,
@@ -161,7 +192,7 @@ pub fn judge<R: Send>(
     let pinged = crate::state::pinged_names(&settings.data_root)?;
     let stopped = stopped_watches(settings, loaded, &installs, only);
     let now = now();
-    let one = |n: &Name| -> anyhow::Result<R> {
+    let one = |n: &Name| -> Result<R, LoadError> {
         let definition = definitions.get(n).map(|d| (*d).clone());
         let th = thresholds.of(n.as_str());
         let mut subject = subject(settings, snapshot, n, definition, th, pauses.as_ref())?;
@@ -259,7 +290,7 @@ fn known(
     snapshot: &Snapshot,
     invalid: &BTreeSet<String>,
     only: Option<&Name>,
-) -> anyhow::Result<(BTreeSet<String>, Installs)> {
+) -> Result<(BTreeSet<String>, Installs), LoadError> {
     if let Some(n) = only {
         // One automation: its own record, not a listing of every one.
         let installs = state
@@ -298,7 +329,7 @@ fn subject(
     definition: Option<crate::definition::Definition>,
     th: &super::Thresholds,
     pauses: Option<&BTreeSet<Name>>,
-) -> anyhow::Result<Subject> {
+) -> Result<Subject, LoadError> {
     let (runs, acked_at) = gather(snapshot, settings, name.as_str(), th, definition.as_ref());
     let mut unreadable = Vec::new();
     // Only a pause file that is there is read (a listing told which are). One that cannot be read

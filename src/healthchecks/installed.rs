@@ -24,9 +24,9 @@ pub enum InstalledError {
     NotInstalled(Name),
 }
 
-impl InstalledError {
+impl crate::exit::Exits for InstalledError {
     /// A name that is not installed is the person's to change (2); the rest fail (1).
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Self::NotInstalled(_) => Exit::BadInput,
             Self::Definitions(..) | Self::State(_) => Exit::Failure,

@@ -5,10 +5,69 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, anyhow};
 use serde::Serialize;
 
-use crate::service::exec::Program;
+use crate::service::exec::{ExecError, Program};
+
+/// Why retiring the originals failed (and what was done about it).
+#[derive(Debug, thiserror::Error)]
+pub enum RetireError {
+    /// A file or folder: what could not be done with it.
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `crontab`, `systemctl` or `launchctl` failed.
+    #[error(transparent)]
+    Program(#[from] ExecError),
+    /// Refused, in words.
+    #[error("{0}")]
+    Refused(String),
+    /// What was being done, or what was done about it (an undo), said first.
+    #[error("{what}")]
+    Then {
+        what: String,
+        #[source]
+        source: Box<RetireError>,
+    },
+}
+
+impl RetireError {
+    fn then(self, what: impl Into<String>) -> Self {
+        Self::Then {
+            what: what.into(),
+            source: Box::new(self),
+        }
+    }
+}
+
+/// A step of moving files aside or back.
+impl From<std::io::Error> for RetireError {
+    fn from(source: std::io::Error) -> Self {
+        Self::Io {
+            what: "moving a file".into(),
+            source,
+        }
+    }
+}
+
+impl crate::exit::Exits for RetireError {
+    /// A file of the data root that is no regular file is the environment's (3); the rest, 1.
+    fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Self::Io { source, .. } => source.exit(),
+            Self::Then { source, .. } => source.exit(),
+            Self::Program(_) | Self::Refused(_) => crate::exit::Exit::Failure,
+        }
+    }
+}
+
+/// `what` could not be done with a file or folder.
+fn io(what: String) -> impl FnOnce(std::io::Error) -> RetireError {
+    move |source| RetireError::Io { what, source }
+}
 
 /// What an imported job was, to retire it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -54,24 +113,25 @@ pub fn retire_crontab(
     crontab: &Program,
     lines: &[(usize, String, String)],
     backup: &Path,
-) -> anyhow::Result<Vec<String>> {
-    let now = run(crontab, &["-l"], None).context("reading the crontab again (`crontab -l`)")?;
+) -> Result<Vec<String>, RetireError> {
+    let now = run(crontab, &["-l"], None)
+        .map_err(|e| e.then("reading the crontab again (`crontab -l`)"))?;
     let refs: Vec<(usize, &str, &str)> = lines
         .iter()
         .map(|(n, t, l)| (*n, t.as_str(), l.as_str()))
         .collect();
-    let new = comment_out(&now, &refs).map_err(|e| anyhow!(e))?;
+    let new = comment_out(&now, &refs).map_err(RetireError::Refused)?;
     crate::fsutil::private_dir(backup.parent().unwrap_or(backup))
-        .with_context(|| format!("making {}", backup.display()))?;
+        .map_err(io(format!("making {}", backup.display())))?;
     crate::fsutil::create_new(backup, now.as_bytes(), 0o600)
-        .with_context(|| format!("keeping the crontab at {}", backup.display()))?;
-    run(crontab, &["-"], Some(&new)).context("writing the crontab (`crontab -`)")?;
-    let written = run(crontab, &["-l"], None).context("reading the crontab back")?;
+        .map_err(io(format!("keeping the crontab at {}", backup.display())))?;
+    run(crontab, &["-"], Some(&new)).map_err(|e| e.then("writing the crontab (`crontab -`)"))?;
+    let written = run(crontab, &["-l"], None).map_err(|e| e.then("reading the crontab back"))?;
     if written != new {
         // Put back what was there.
         let _ = run(crontab, &["-"], Some(&now));
-        return Err(anyhow!(
-            "the crontab read back is not what was written; the one before was put back"
+        return Err(RetireError::Refused(
+            "the crontab read back is not what was written; the one before was put back".into(),
         ));
     }
     Ok(vec![format!(
@@ -83,7 +143,7 @@ pub fn retire_crontab(
 }
 
 /// Runs `crontab ARGS`, writing `input` to its standard input; its standard output.
-fn run(crontab: &Program, args: &[&str], input: Option<&str>) -> anyhow::Result<String> {
+fn run(crontab: &Program, args: &[&str], input: Option<&str>) -> Result<String, RetireError> {
     let done = crontab.run_with(
         args,
         input.map(str::as_bytes),
@@ -98,14 +158,14 @@ pub fn backup_dir(data_root: &Path, what: &str, stamp: &str) -> PathBuf {
 }
 
 /// Moves `from` into `dir` (made 0700), keeping its name; across file systems by copy.
-fn move_into(from: &Path, dir: &Path) -> anyhow::Result<PathBuf> {
-    crate::fsutil::private_dir(dir).with_context(|| format!("making {}", dir.display()))?;
+fn move_into(from: &Path, dir: &Path) -> Result<PathBuf, RetireError> {
+    crate::fsutil::private_dir(dir).map_err(io(format!("making {}", dir.display())))?;
     let to = dir.join(from.file_name().unwrap_or_default());
     move_to(from, &to)?;
     Ok(to)
 }
 
-fn move_to(from: &Path, to: &Path) -> anyhow::Result<()> {
+fn move_to(from: &Path, to: &Path) -> Result<(), RetireError> {
     if std::fs::rename(from, to).is_ok() {
         return Ok(());
     }
@@ -118,7 +178,7 @@ fn move_to(from: &Path, to: &Path) -> anyhow::Result<()> {
         }
         std::fs::remove_dir(from)?;
     } else {
-        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
+        std::fs::copy(from, to).map_err(io(format!("copying {}", from.display())))?;
         std::fs::remove_file(from)?;
     }
     Ok(())
@@ -145,14 +205,14 @@ pub fn retire_systemd(
     systemctl: &Program,
     units: &[(String, Vec<PathBuf>)],
     backup: &Path,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>, RetireError> {
     let user = |args: &[&str]| {
         let mut all = vec!["--user"];
         all.extend_from_slice(args);
         systemctl.run(&all)
     };
     let mut done: Vec<Done> = Vec::new();
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> Result<(), RetireError> {
         for (unit, files) in units {
             let enabled = user(&["is-enabled", unit]).is_ok_and(|d| d.stdout.trim() == "enabled");
             let active = user(&["is-active", unit]).is_ok();
@@ -169,7 +229,7 @@ pub fn retire_systemd(
                     Ok(to) => moved.push((f.clone(), to)),
                     Err(e) => {
                         done.push(Done::Moved(moved));
-                        return Err(e.context(format!("moving {} aside", f.display())));
+                        return Err(e.then(format!("moving {} aside", f.display())));
                     }
                 }
             }
@@ -181,9 +241,10 @@ pub fn retire_systemd(
     if let Err(e) = result {
         let undo = undo_systemd(&user, done);
         return Err(match undo {
-            Ok(()) => e.context("retiring the systemd units failed; they are back as they were"),
-            Err(u) => e.context(format!(
-                "retiring the systemd units failed, and putting them back failed too: {u:#}"
+            Ok(()) => e.then("retiring the systemd units failed; they are back as they were"),
+            Err(u) => e.then(format!(
+                "retiring the systemd units failed, and putting them back failed too: {}",
+                crate::exit::chain_text(&u)
             )),
         });
     }
@@ -201,7 +262,7 @@ pub fn retire_systemd(
 fn undo_systemd(
     user: &dyn Fn(&[&str]) -> Result<crate::service::exec::Done, crate::service::exec::ExecError>,
     done: Vec<Done>,
-) -> anyhow::Result<()> {
+) -> Result<(), RetireError> {
     for d in done.iter().rev() {
         if let Done::Moved(files) = d {
             for (was, now) in files.iter().rev() {
@@ -236,10 +297,10 @@ pub fn retire_launchd(
     uid: u32,
     agents: &[(String, PathBuf)],
     backup: &Path,
-) -> anyhow::Result<Vec<String>> {
+) -> Result<Vec<String>, RetireError> {
     let domain = format!("gui/{uid}");
     let mut done: Vec<Done> = Vec::new();
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> Result<(), RetireError> {
         for (label, plist) in agents {
             match launchctl.run(&["bootout", &format!("{domain}/{label}")]) {
                 Ok(_) => done.push(Done::BootedOut {
@@ -250,13 +311,13 @@ pub fn retire_launchd(
                 Err(e) => return Err(e.into()),
             }
             let to = move_into(plist, backup)
-                .with_context(|| format!("moving {} aside", plist.display()))?;
+                .map_err(|e| e.then(format!("moving {} aside", plist.display())))?;
             done.push(Done::Moved(vec![(plist.clone(), to)]));
         }
         Ok(())
     })();
     if let Err(e) = result {
-        let undo = || -> anyhow::Result<()> {
+        let undo = || -> Result<(), RetireError> {
             for d in done.iter().rev() {
                 match d {
                     Done::Moved(files) => {
@@ -274,9 +335,10 @@ pub fn retire_launchd(
             Ok(())
         };
         return Err(match undo() {
-            Ok(()) => e.context("retiring the LaunchAgents failed; they are back as they were"),
-            Err(u) => e.context(format!(
-                "retiring the LaunchAgents failed, and putting them back failed too: {u:#}"
+            Ok(()) => e.then("retiring the LaunchAgents failed; they are back as they were"),
+            Err(u) => e.then(format!(
+                "retiring the LaunchAgents failed, and putting them back failed too: {}",
+                crate::exit::chain_text(&u)
             )),
         });
     }

@@ -4,8 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use crate::exit::Exit;
 use crate::settings::Settings;
 use crate::state::State;
@@ -19,14 +17,18 @@ pub enum BinaryError {
     Read(PathBuf, #[source] std::io::Error),
     #[error("{} is there and is no regular file: the units' binary cannot go there", .0.display())]
     NotAFile(PathBuf),
+    #[error("cannot create {}", .0.display())]
+    Folder(PathBuf, #[source] std::io::Error),
+    #[error("cannot install the binary at {}", .0.display())]
+    Install(PathBuf, #[source] std::io::Error),
 }
 
-impl BinaryError {
+impl crate::exit::Exits for BinaryError {
     /// A target that is no file is the person's to change (2); the rest, this machine's (1).
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Self::NotAFile(_) => Exit::BadInput,
-            Self::Ours(_) | Self::Read(..) => Exit::Failure,
+            Self::Ours(_) | Self::Read(..) | Self::Folder(..) | Self::Install(..) => Exit::Failure,
         }
     }
 }
@@ -102,9 +104,9 @@ impl BinaryCopy {
 
     /// Copies beside the target, then renames over it: a firing running the old binary is never
     /// disturbed, and a reader never sees half a file.
-    pub fn apply(&self) -> anyhow::Result<()> {
+    pub fn apply(&self) -> Result<(), BinaryError> {
         let dir = self.to.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| BinaryError::Folder(dir.into(), e))?;
         let tmp = dir.join(format!(".automations.new-{}", std::process::id()));
         // One left by an install that was killed here, with this pid, is no one's.
         let _ = std::fs::remove_file(&tmp);
@@ -121,11 +123,11 @@ impl BinaryCopy {
             crate::platform::set_mode(&file, 0o755)?;
             file.sync_all()?;
             std::fs::rename(&tmp, &self.to)?;
-            std::fs::File::open(dir)?.sync_all()
+            crate::platform::sync_dir(dir)
         })();
         if copied.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
-        copied.with_context(|| format!("cannot install the binary at {}", self.to.display()))
+        copied.map_err(|e| BinaryError::Install(self.to.clone(), e))
     }
 }

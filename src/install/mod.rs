@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Context, anyhow};
 use chrono::Utc;
 use serde::Serialize;
 
@@ -30,24 +29,82 @@ use crate::settings::{Manager, Settings};
 use crate::state::{Installed, Record, ScriptPin, State};
 use crate::units::{self, MachinePaths, UnitFile, portable::unified_diff};
 
+/// Why an install or uninstall could not be planned or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// A file or folder: what could not be done with it, named.
+    #[error("{what}")]
+    File {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Refused, in words: a path units cannot name, a definition this manager cannot fire, a file
+    /// that changed while it was read.
+    #[error("{0}")]
+    Refused(String),
+    /// An install record.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// The service manager.
+    #[error(transparent)]
+    Manager(#[from] crate::service::ExecError),
+    /// This machine cannot install or uninstall now.
+    #[error(transparent)]
+    Preflight(#[from] crate::service::PreflightError),
+    /// What went wrong, and what was done about it (a rollback).
+    #[error("{what}")]
+    Then {
+        what: String,
+        #[source]
+        source: Box<InstallError>,
+    },
+}
+
+impl InstallError {
+    /// `source` with what happened after it (a rollback) said first.
+    fn then(self, what: impl Into<String>) -> Self {
+        Self::Then {
+            what: what.into(),
+            source: Box::new(self),
+        }
+    }
+}
+
+impl crate::exit::Exits for InstallError {
+    /// A file of the data root that is no regular file, or a record that is none, is the
+    /// environment's (3); the rest fail (1).
+    fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Self::File { source, .. } => source.exit(),
+            Self::State(e) => e.exit(),
+            Self::Then { source, .. } => source.exit(),
+            Self::Refused(_) | Self::Manager(_) | Self::Preflight(_) => crate::exit::Exit::Failure,
+        }
+    }
+}
+
+/// `what` could not be done with a file or folder.
+fn file(what: String) -> impl FnOnce(std::io::Error) -> InstallError {
+    move |source| InstallError::File { what, source }
+}
+
 /// The unit files of our namespace in the agents folder, by name: file name -> bytes.
 pub fn present_units(
     settings: &Settings,
-) -> anyhow::Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>> {
+) -> Result<BTreeMap<Name, BTreeMap<String, Vec<u8>>>, InstallError> {
     let prefix = Label::prefix(&settings.namespace);
     let mut out: BTreeMap<Name, BTreeMap<String, Vec<u8>>> = BTreeMap::new();
     let exts = units::Target::of(settings.manager).extensions();
-    let found = fsutil::list_named(&settings.agents_dir, &prefix, exts).with_context(|| {
-        format!(
-            "cannot read the agents folder {}",
-            settings.agents_dir.display()
-        )
-    })?;
+    let found = fsutil::list_named(&settings.agents_dir, &prefix, exts).map_err(file(format!(
+        "cannot read the agents folder {}",
+        settings.agents_dir.display()
+    )))?;
     for (stem, path) in found {
         let Ok(name) = Name::new(&stem) else { continue };
         // A FIFO or device with our prefix must never hang `check`.
         let bytes = fsutil::read_following(&path, fsutil::SMALL_FILE)
-            .with_context(|| format!("cannot read {}", path.display()))?;
+            .map_err(file(format!("cannot read {}", path.display())))?;
         let file = path.file_name().unwrap_or_default().to_string_lossy();
         out.entry(name)
             .or_default()
@@ -62,7 +119,7 @@ pub fn present_units(
 pub fn installed(
     settings: &Settings,
     defs: &[Definition],
-) -> anyhow::Result<BTreeMap<Name, Installed>> {
+) -> Result<BTreeMap<Name, Installed>, InstallError> {
     let records = State::new(&settings.data_root).install_records_each()?;
     if records.is_empty() {
         return Ok(BTreeMap::new());
@@ -98,13 +155,13 @@ pub fn installed(
 }
 
 /// The machine paths units of this checkout point to.
-pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachinePaths> {
+pub fn machine_paths(settings: &Settings, bin: &Path) -> Result<MachinePaths, InstallError> {
     let utf8 = |what: &str, p: &Path| {
         p.to_str().map(str::to_owned).ok_or_else(|| {
-            anyhow!(
+            InstallError::Refused(format!(
                 "the {what} path {} is not UTF-8; units cannot name it",
                 p.display()
-            )
+            ))
         })
     };
     let paths = MachinePaths {
@@ -113,7 +170,7 @@ pub fn machine_paths(settings: &Settings, bin: &Path) -> anyhow::Result<MachineP
         data_root: utf8("data root", &settings.data_root)?,
         home: utf8("home", &settings.home)?,
     };
-    paths.check().map_err(|e| anyhow!(e))?;
+    paths.check().map_err(InstallError::Refused)?;
     Ok(paths)
 }
 
@@ -446,7 +503,7 @@ fn what_is_there(
     name: &Name,
     label: &Label,
     manager: &dyn ServiceManager,
-) -> anyhow::Result<(UnitFiles, Option<Record>, bool)> {
+) -> Result<(UnitFiles, Option<Record>, bool), InstallError> {
     let present = present_units(settings)?.remove(name).unwrap_or_default();
     let record = State::new(&settings.data_root).install_record(name)?;
     let loaded = if present.is_empty() && record.is_none() {
@@ -463,20 +520,17 @@ fn what_is_there(
 fn approved_files(
     settings: &Settings,
     def: &Definition,
-) -> anyhow::Result<(String, Option<ScriptPin>, Option<String>)> {
+) -> Result<(String, Option<ScriptPin>, Option<String>), InstallError> {
     let path = settings
         .definitions_dir()
         .join(format!("{}.toml", def.name));
     let bytes = fsutil::read_following(&path, crate::definition::MAX_FILE_BYTES)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .map_err(file(format!("cannot read {}", path.display())))?;
     if hex_sha256(&bytes) != def.sha256 {
-        anyhow::bail!(
-            "{} changed while it was being installed; run the install again",
-            path.display()
-        );
+        return Err(changed_meanwhile(&path));
     }
     let script = crate::pins::script_pin(def, &settings.root)
-        .with_context(|| format!("cannot read the script of {}", def.name))?;
+        .map_err(file(format!("cannot read the script of {}", def.name)))?;
     let script_text = match &script {
         Some(pin) => script_text(settings, pin)?,
         None => None,
@@ -494,7 +548,14 @@ pub const SCRIPT_TEXT_MAX: u64 = 256 * 1024;
 /// The text of the pinned script, as the record keeps it: `None` for a script larger than
 /// [`SCRIPT_TEXT_MAX`] or not UTF-8 (its pin alone is kept); refused when the file changed after
 /// it was hashed.
-fn script_text(settings: &Settings, pin: &ScriptPin) -> anyhow::Result<Option<String>> {
+fn changed_meanwhile(path: &Path) -> InstallError {
+    InstallError::Refused(format!(
+        "{} changed while it was being installed; run the install again",
+        path.display()
+    ))
+}
+
+fn script_text(settings: &Settings, pin: &ScriptPin) -> Result<Option<String>, InstallError> {
     let path = settings.root.join(&pin.path);
     let Some(bytes) = fsutil::read_following(&path, SCRIPT_TEXT_MAX)
         .ok()
@@ -503,10 +564,7 @@ fn script_text(settings: &Settings, pin: &ScriptPin) -> anyhow::Result<Option<St
         return Ok(None);
     };
     if hex_sha256(&bytes) != pin.sha256 {
-        anyhow::bail!(
-            "{} changed while it was being installed; run the install again",
-            path.display()
-        );
+        return Err(changed_meanwhile(&path));
     }
     // Kept only while it stays small in the record too: escaped, control bytes grow sixfold, and
     // the record must stay a small file every firing reads.
@@ -520,7 +578,7 @@ pub fn plan_install(
     def: &Definition,
     bin: &Path,
     manager: &dyn ServiceManager,
-) -> anyhow::Result<Plan> {
+) -> Result<Plan, InstallError> {
     let label = settings.label(&def.name);
     let paths = machine_paths(settings, bin)?;
     let desired = units::render(
@@ -529,15 +587,15 @@ pub fn plan_install(
         &paths,
         units::Target::of(settings.manager),
     )
-    .map_err(anyhow::Error::msg)?;
+    .map_err(InstallError::Refused)?;
     if let Some(zone) = def
         .schedule
         .as_ref()
         .and_then(crate::schedule::Schedule::zone)
     {
-        manager
-            .keeps_zones(zone.name())
-            .map_err(|why| anyhow::anyhow!("{}: time_zone = \"{zone}\": {why}", def.name))?;
+        manager.keeps_zones(zone.name()).map_err(|why| {
+            InstallError::Refused(format!("{}: time_zone = \"{zone}\": {why}", def.name))
+        })?;
     }
     let (present, record, loaded) = what_is_there(settings, &def.name, &label, manager)?;
     let (definition_text, script, script_text) = approved_files(settings, def)?;
@@ -582,7 +640,7 @@ pub fn plan_uninstall(
     settings: &Settings,
     name: &Name,
     manager: &dyn ServiceManager,
-) -> anyhow::Result<Plan> {
+) -> Result<Plan, InstallError> {
     let label = settings.label(name);
     let (present, record, loaded) = what_is_there(settings, name, &label, manager)?;
     let wait = stop_wait_present(&present);
@@ -602,22 +660,20 @@ pub fn apply_install(
     settings: &Settings,
     plan: &Plan,
     manager: &dyn ServiceManager,
-) -> anyhow::Result<()> {
+) -> Result<(), InstallError> {
     let new_record = plan.new_record.as_ref().expect("an install plan");
     manager.preflight()?;
     let changed = plan.files_change();
     if settings.manager == Manager::Launchd {
         // launchd does not create the folder of StandardOutPath.
         let logs = settings.layout().launchd_logs();
-        fsutil::private_dir(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
+        fsutil::private_dir(&logs).map_err(file(format!("cannot create {}", logs.display())))?;
     }
-    std::fs::create_dir_all(&settings.agents_dir).with_context(|| {
-        format!(
-            "cannot create the agents folder {}",
-            settings.agents_dir.display()
-        )
-    })?;
-    let result = (|| -> anyhow::Result<()> {
+    std::fs::create_dir_all(&settings.agents_dir).map_err(file(format!(
+        "cannot create the agents folder {}",
+        settings.agents_dir.display()
+    )))?;
+    let result = (|| -> Result<(), InstallError> {
         write_files(plan)?;
         // The record (with its install time) goes first: a daily job that launchd starts at
         // load (RunAtLoad) must already see it, or the slot guard would run the missed slot.
@@ -625,7 +681,7 @@ pub fn apply_install(
         if changed || !plan.loaded {
             manager
                 .load(&plan.label, &settings.agents_dir, changed, plan.stop_wait)
-                .with_context(|| format!("cannot load {}", plan.label))?;
+                .map_err(|e| InstallError::from(e).then(format!("cannot load {}", plan.label)))?;
         }
         Ok(())
     })();
@@ -633,22 +689,25 @@ pub fn apply_install(
         let restored = rollback(settings, plan, manager);
         return Err(match restored {
             Ok(()) => {
-                e.context("install rolled back: the previous unit files and record are restored")
+                e.then("install rolled back: the previous unit files and record are restored")
             }
-            Err(r) => e.context(format!("install failed and the rollback failed too: {r:#}")),
+            Err(r) => e.then(format!(
+                "install failed and the rollback failed too: {}",
+                crate::exit::chain_text(&r)
+            )),
         });
     }
     Ok(())
 }
 
-fn write_files(plan: &Plan) -> anyhow::Result<()> {
+fn write_files(plan: &Plan) -> Result<(), InstallError> {
     for f in plan.files.iter().filter(|f| f.differs()) {
         match &f.new {
             Some(bytes) => fsutil::write_durably(&f.path, bytes, 0o644)
-                .with_context(|| format!("cannot write {}", f.path.display()))?,
+                .map_err(file(format!("cannot write {}", f.path.display())))?,
             None => {
                 fsutil::remove_if_exists(&f.path)
-                    .with_context(|| format!("cannot remove {}", f.path.display()))?;
+                    .map_err(file(format!("cannot remove {}", f.path.display())))?;
             }
         }
     }
@@ -656,7 +715,11 @@ fn write_files(plan: &Plan) -> anyhow::Result<()> {
 }
 
 /// Puts back the files and record a plan found, and reloads what was loaded before.
-fn rollback(settings: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> anyhow::Result<()> {
+fn rollback(
+    settings: &Settings,
+    plan: &Plan,
+    manager: &dyn ServiceManager,
+) -> Result<(), InstallError> {
     if !plan.loaded {
         // This install may have loaded a unit that was not loaded before: take it down while its
         // files still exist (an error only means it never got loaded).
@@ -667,14 +730,14 @@ fn rollback(settings: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> a
             Some(bytes) => fsutil::write_durably(&f.path, bytes, 0o644),
             None => fsutil::remove_if_exists(&f.path).map(|_| ()),
         }
-        .with_context(|| format!("restoring {} failed", f.path.display()))?;
+        .map_err(file(format!("restoring {} failed", f.path.display())))?;
     }
     let state = State::new(&settings.data_root);
     match &plan.record {
         Some(r) => state.record_install(&plan.name, r),
         None => state.forget_install(&plan.name).map(|_| ()),
     }
-    .context("restoring the install record failed")?;
+    .map_err(|e| InstallError::from(e).then("restoring the install record failed"))?;
     let reload = manager.files_changed().and_then(|()| {
         if plan.loaded {
             manager.load(&plan.label, &settings.agents_dir, true, plan.stop_wait)
@@ -682,7 +745,10 @@ fn rollback(settings: &Settings, plan: &Plan, manager: &dyn ServiceManager) -> a
             Ok(())
         }
     });
-    reload.context("the previous unit files and record are restored but reloading them failed")
+    reload.map_err(|e| {
+        InstallError::from(e)
+            .then("the previous unit files and record are restored but reloading them failed")
+    })
 }
 
 /// Applies an uninstall plan. A unit that will not unload keeps its files and record.
@@ -690,13 +756,16 @@ pub fn apply_uninstall(
     settings: &Settings,
     plan: &Plan,
     manager: &dyn ServiceManager,
-) -> anyhow::Result<()> {
+) -> Result<(), InstallError> {
     manager.preflight()?;
     if plan.loaded || !plan.files.is_empty() {
         manager
             .unload(&plan.label, &settings.agents_dir, plan.stop_wait)
-            .with_context(|| {
-                format!("cannot unload {}; its files are left in place", plan.label)
+            .map_err(|e| {
+                InstallError::from(e).then(format!(
+                    "cannot unload {}; its files are left in place",
+                    plan.label
+                ))
             })?;
     }
     write_files(plan)?;
@@ -871,7 +940,7 @@ pub fn check_machine(
     settings: &Settings,
     defs: &[Definition],
     manager: &dyn ServiceManager,
-) -> anyhow::Result<Vec<Finding>> {
+) -> Result<Vec<Finding>, InstallError> {
     let records = State::new(&settings.data_root).install_records()?;
     let present = present_units(settings)?;
     let mut findings = Vec::new();

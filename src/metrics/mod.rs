@@ -97,9 +97,61 @@ pub struct Machine {
     pub stop_all: bool,
 }
 
+/// Why the samples could not be gathered, or the textfile not read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum MetricsError {
+    /// Health's sources (definitions, the log, the state) could not be read.
+    #[error(transparent)]
+    Load(#[from] health::load::LoadError),
+    /// The kill switch could not be read.
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    /// `metrics.toml` cannot be used.
+    #[error(transparent)]
+    Settings(#[from] crate::settings::file::Refused),
+    /// The writers' lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::locks::LockError),
+    /// Another writer held the writers' lock for all of `seconds`.
+    #[error(
+        "another writer held {} for {seconds} s; these samples wait for the next write",
+        .lock.display()
+    )]
+    Busy {
+        lock: std::path::PathBuf,
+        seconds: u64,
+    },
+    #[error("cannot read {}", .path.display())]
+    Read {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write the metrics textfile {}", .path.display())]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl crate::exit::Exits for MetricsError {
+    /// Each cause's own; a writer that kept the lock, 1.
+    fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Self::Load(e) => e.exit(),
+            Self::State(e) => e.exit(),
+            Self::Settings(e) => e.exit(),
+            Self::Lock(e) => e.exit(),
+            Self::Busy { .. } => crate::exit::Exit::Failure,
+            Self::Read { source, .. } | Self::Write { source, .. } => source.exit(),
+        }
+    }
+}
+
 impl Machine {
     /// This data root's, with the kill switch read now.
-    pub fn read(settings: &Settings) -> anyhow::Result<Self> {
+    pub fn read(settings: &Settings) -> Result<Self, MetricsError> {
         Ok(Self {
             namespace: settings.namespace.as_str().to_owned(),
             host: crate::notify::host(),
@@ -195,7 +247,7 @@ pub fn collect(
     only: Option<&Name>,
     m: &Machine,
     format: Format,
-) -> anyhow::Result<Vec<Samples>> {
+) -> Result<Vec<Samples>, MetricsError> {
     let now = health::load::now();
     src.snapshot.keep_tallies();
     // Each worker keeps only the samples: the verdict and the subject are dropped where made.
@@ -213,7 +265,7 @@ pub fn document(
     settings: &Settings,
     src: &health::load::Sources,
     format: Format,
-) -> anyhow::Result<String> {
+) -> Result<String, MetricsError> {
     let m = Machine::read(settings)?;
     Ok(render(
         &collect(settings, src, None, &m, format)?,
@@ -230,15 +282,20 @@ pub fn collect_with_verdicts(
     only: Option<&Name>,
     m: &Machine,
     format: Format,
-) -> anyhow::Result<Vec<(Option<Samples>, Verdict)>> {
+) -> Result<Vec<(Option<Samples>, Verdict)>, MetricsError> {
     let now = health::load::now();
     src.snapshot.keep_tallies();
-    health::load::judge(settings, src, only, |subject, verdict| {
-        let tally = src.snapshot.tally(&subject.name);
-        let row = row(&subject, &verdict, tally, &now);
-        let samples = (!subject.retired(&verdict)).then(|| Samples::of(&row, m, format));
-        (samples, verdict)
-    })
+    Ok(health::load::judge(
+        settings,
+        src,
+        only,
+        |subject, verdict| {
+            let tally = src.snapshot.tally(&subject.name);
+            let row = row(&subject, &verdict, tally, &now);
+            let samples = (!subject.retired(&verdict)).then(|| Samples::of(&row, m, format));
+            (samples, verdict)
+        },
+    )?)
 }
 
 /// What a family holds.

@@ -11,9 +11,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
-
-use super::{Format, Machine, Samples};
+use super::{Format, Machine, MetricsError, Samples};
 use crate::layout::SettingsFile;
 use crate::names::Name;
 use crate::settings::Settings;
@@ -81,7 +79,7 @@ impl Textfile {
     }
 
     /// Writes the samples of every automation (in the text format).
-    pub fn write_all(&self, all: &[Samples], m: &Machine) -> anyhow::Result<()> {
+    pub fn write_all(&self, all: &[Samples], m: &Machine) -> Result<(), MetricsError> {
         let _turn = self.turn(WHOLE_WAIT)?;
         replace(&self.path, &super::render(all, m, Format::Text))
     }
@@ -93,8 +91,8 @@ impl Textfile {
         &self,
         new: &Samples,
         m: &Machine,
-        all: impl FnOnce() -> anyhow::Result<Vec<Samples>>,
-    ) -> anyhow::Result<()> {
+        all: impl FnOnce() -> Result<Vec<Samples>, MetricsError>,
+    ) -> Result<(), MetricsError> {
         let _turn = self.turn(ONE_WAIT)?;
         // The data root's own info line says this file was written whole for this namespace.
         let info = format!("namespace=\"{}\"", super::escape(&m.namespace));
@@ -112,45 +110,51 @@ impl Textfile {
     }
 
     /// The writers' lock, within `wait`.
-    fn turn(&self, wait: Duration) -> anyhow::Result<std::fs::File> {
-        crate::locks::within(&self.lock, wait)?.ok_or_else(|| {
-            anyhow::anyhow!(
-                "another writer held {} for {} s; these samples wait for the next write",
-                self.lock.display(),
-                wait.as_secs()
-            )
+    fn turn(&self, wait: Duration) -> Result<std::fs::File, MetricsError> {
+        crate::locks::within(&self.lock, wait)?.ok_or_else(|| MetricsError::Busy {
+            lock: self.lock.clone(),
+            seconds: wait.as_secs(),
         })
     }
 }
 
 /// The textfile as it is now; `None` when there is none, or something else than a file is there
 /// (a whole write replaces it, never following a link).
-fn read(path: &Path) -> anyhow::Result<Option<String>> {
+fn read(path: &Path) -> Result<Option<String>, MetricsError> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_file() => {}
         Ok(_) => return Ok(None),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(source) => return Err(unreadable(path, source)),
     }
     let mut f = crate::fsutil::open_in_data_root(path, std::fs::OpenOptions::new().read(true))
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .map_err(|e| unreadable(path, e))?;
     let mut text = String::new();
     f.by_ref()
         .take(MAX_BYTES)
         .read_to_string(&mut text)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+        .map_err(|e| unreadable(path, e))?;
     Ok(Some(text))
+}
+
+fn unreadable(path: &Path, source: std::io::Error) -> MetricsError {
+    MetricsError::Read {
+        path: path.into(),
+        source,
+    }
 }
 
 /// Replaces `path` with `text`, readable by everyone (node_exporter runs as another user), by a
 /// rename: a reader sees the old file or the new one, never half of one.
-fn replace(path: &Path, text: &str) -> anyhow::Result<()> {
-    crate::fsutil::replace_readable(path, text.as_bytes())
-        .with_context(|| format!("cannot write the metrics textfile {}", path.display()))
+fn replace(path: &Path, text: &str) -> Result<(), MetricsError> {
+    crate::fsutil::replace_readable(path, text.as_bytes()).map_err(|source| MetricsError::Write {
+        path: path.into(),
+        source,
+    })
 }
 
 /// The samples of every automation now, in the text format.
-pub fn all_now(settings: &Settings, m: &Machine) -> anyhow::Result<Vec<Samples>> {
+pub fn all_now(settings: &Settings, m: &Machine) -> Result<Vec<Samples>, MetricsError> {
     let src = crate::health::load::Sources::read(settings, None)?;
     super::collect(settings, &src, None, m, Format::Text)
 }
@@ -161,7 +165,7 @@ pub fn update_from(
     file: &Textfile,
     src: &crate::health::load::Sources,
     name: &Name,
-) -> anyhow::Result<()> {
+) -> Result<(), MetricsError> {
     let m = Machine::read(settings)?;
     let Some(own) = super::collect(settings, src, Some(name), &m, Format::Text)?.pop() else {
         return Ok(());
@@ -173,7 +177,7 @@ pub fn update_from(
 /// kill switch (`None`: every automation's): the textfile brought up to date when `metrics.toml`
 /// names one. A problem is said on stderr, never returned: what changed did change.
 pub fn refresh(settings: &Settings, only: Option<&Name>) {
-    let result = (|| -> anyhow::Result<()> {
+    let result = (|| -> Result<(), MetricsError> {
         let Some(file) = Textfile::of(settings)? else {
             return Ok(());
         };
@@ -189,7 +193,10 @@ pub fn refresh(settings: &Settings, only: Option<&Name>) {
         }
     })();
     if let Err(e) = result {
-        errln!("automations: metrics: {e:#}");
+        errln!(
+            "automations: metrics: {why}",
+            why = crate::exit::chain_text(&e)
+        );
     }
 }
 
@@ -198,7 +205,7 @@ pub fn refresh(settings: &Settings, only: Option<&Name>) {
 /// is, the textfile is removed, since nothing would keep it current (a manual run writes it
 /// again). Returns the removed file. A problem is said on stderr, never returned.
 pub fn after_uninstall(settings: &Settings) -> Option<PathBuf> {
-    let result = (|| -> anyhow::Result<Option<PathBuf>> {
+    let result = (|| -> Result<Option<PathBuf>, MetricsError> {
         let Some(file) = Textfile::of(settings)? else {
             return Ok(None);
         };
@@ -212,11 +219,17 @@ pub fn after_uninstall(settings: &Settings) -> Option<PathBuf> {
         match std::fs::remove_file(&file.path) {
             Ok(()) => Ok(Some(file.path)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("cannot remove {}", file.path.display())),
+            Err(source) => Err(MetricsError::Write {
+                path: file.path,
+                source,
+            }),
         }
     })();
     result.unwrap_or_else(|e| {
-        errln!("automations: metrics: {e:#}");
+        errln!(
+            "automations: metrics: {why}",
+            why = crate::exit::chain_text(&e)
+        );
         None
     })
 }

@@ -315,6 +315,35 @@ fn configured(cfg: &NotifySettings) -> Vec<Driver> {
 
 /// Looks at `only` (or every automation): notes transitions, delivers what is due.
 ///
+/// Why a look or a test could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// `notify.toml` cannot be used.
+    #[error(transparent)]
+    Settings(#[from] crate::settings::file::Refused),
+    /// There is no `notify.toml`: nothing to test.
+    #[error("no {} in {}: nothing to test", settings::FILE, .data_root.display())]
+    NotConfigured { data_root: std::path::PathBuf },
+    /// Health's sources could not be read.
+    #[error(transparent)]
+    Load(#[from] health::load::LoadError),
+    /// The looks' lock could not be taken.
+    #[error(transparent)]
+    Lock(#[from] crate::locks::LockError),
+}
+
+impl crate::exit::Exits for NotifyError {
+    /// Each cause's own; no `notify.toml` to test, 1.
+    fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Self::Settings(e) => e.exit(),
+            Self::NotConfigured { .. } => crate::exit::Exit::Failure,
+            Self::Load(e) => e.exit(),
+            Self::Lock(e) => e.exit(),
+        }
+    }
+}
+
 /// One look at a time (`state/verdicts/.lock`): the runner's look after a run and the hourly
 /// health-check can meet, and each reads, changes and saves the same last verdicts. A look waits
 /// at most `wait` for another, then leaves its work to the next look ([`LookReport::busy`]); all
@@ -323,7 +352,7 @@ pub fn look(
     settings: &Settings,
     only: Option<&Name>,
     wait: Duration,
-) -> anyhow::Result<LookReport> {
+) -> Result<LookReport, NotifyError> {
     if settings::load(&settings.data_root)?.is_none() {
         return Ok(LookReport::default());
     }
@@ -341,7 +370,7 @@ pub fn look_at(
     src: &health::load::Sources,
     only: Option<&Name>,
     wait: Duration,
-) -> anyhow::Result<LookReport> {
+) -> Result<LookReport, NotifyError> {
     let Some(cfg) = settings::load(&settings.data_root)? else {
         return Ok(LookReport::default());
     };
@@ -380,7 +409,11 @@ pub fn look_at(
         let mut last: Last = match crate::state::read_json(&path) {
             Ok(l) => l.unwrap_or_default(),
             Err(e) => {
-                report.unreadable.push(format!("{}: {e:#}", v.name));
+                report.unreadable.push(format!(
+                    "{}: {why}",
+                    v.name,
+                    why = crate::exit::chain_text(&e)
+                ));
                 continue;
             }
         };
@@ -412,7 +445,11 @@ pub fn look_at(
         if last != before
             && let Err(e) = crate::state::write_json(&path, &last)
         {
-            report.unreadable.push(format!("{}: {e:#}", v.name));
+            report.unreadable.push(format!(
+                "{}: {why}",
+                v.name,
+                why = crate::exit::chain_text(&e)
+            ));
         }
     }
     drop(lock);
@@ -633,13 +670,9 @@ fn test_message(host: &str, now: chrono::DateTime<Utc>) -> Message {
 
 /// Sends one test message through every configured channel; each channel's answer, or why it
 /// could not be tried (its credentials cannot be had).
-pub fn test(settings: &Settings) -> anyhow::Result<BTreeMap<Driver, Result<String, String>>> {
-    let cfg = settings::load(&settings.data_root)?.ok_or_else(|| {
-        anyhow::anyhow!(
-            "no {} in {}: nothing to test",
-            settings::FILE,
-            settings.data_root.display()
-        )
+pub fn test(settings: &Settings) -> Result<BTreeMap<Driver, Result<String, String>>, NotifyError> {
+    let cfg = settings::load(&settings.data_root)?.ok_or_else(|| NotifyError::NotConfigured {
+        data_root: settings.data_root.clone(),
     })?;
     let m = test_message(&host(), Utc::now());
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());

@@ -172,3 +172,8 @@ pub fn canonical(path: &std::path::Path) -> io::Result<std::path::PathBuf> {
 pub fn broken_pipe(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::BrokenPipe
 }
+
+/// Makes the names in folder `dir` (a rename just done) durable.
+pub fn sync_dir(dir: &std::path::Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}

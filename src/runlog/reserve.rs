@@ -30,6 +30,13 @@ pub struct DiskFull {
     pub source: io::Error,
 }
 
+impl crate::exit::Exits for DiskFull {
+    /// A full disk is the environment's (3).
+    fn exit(&self) -> crate::exit::Exit {
+        crate::exit::Exit::Environment
+    }
+}
+
 fn path(dir: &Path) -> PathBuf {
     crate::layout::Layout::new(dir).reserve()
 }

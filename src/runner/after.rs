@@ -48,7 +48,11 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
     let src = match Sources::of(settings, def.clone()) {
         Ok(src) => src,
         Err(e) => {
-            errln!("automations: {}: cannot read its health: {e:#}", def.name);
+            errln!(
+                "automations: {}: cannot read its health: {why}",
+                def.name,
+                why = crate::exit::chain_text(&e)
+            );
             return after;
         }
     };
@@ -56,8 +60,9 @@ pub fn after_run(settings: &Settings, def: &Definition, finished: &Finished) -> 
         match auto_pause(settings, &src, def) {
             Ok(p) => after.auto_paused = p,
             Err(e) => errln!(
-                "automations: {}: the auto-pause check failed: {e:#}",
-                def.name
+                "automations: {}: the auto-pause check failed: {why}",
+                def.name,
+                why = crate::exit::chain_text(&e)
             ),
         }
     }
@@ -98,7 +103,10 @@ fn look_at(settings: &Settings, src: &Sources, name: &crate::names::Name, what: 
                 errln!("automations: notifications: {problem}");
             }
         }
-        Err(e) => errln!("automations: {name}: notifications: {e:#}"),
+        Err(e) => errln!(
+            "automations: {name}: notifications: {why}",
+            why = crate::exit::chain_text(&e)
+        ),
     }
 }
 
@@ -110,7 +118,10 @@ fn update_textfile(
     name: &crate::names::Name,
 ) {
     if let Err(e) = crate::metrics::textfile::update_from(settings, file, src, name) {
-        errln!("automations: {name}: metrics: {e:#}");
+        errln!(
+            "automations: {name}: metrics: {why}",
+            why = crate::exit::chain_text(&e)
+        );
     }
 }
 
@@ -125,7 +136,10 @@ pub fn after_skip(settings: &Settings, name: &crate::names::Name) {
     let src = match Sources::read(settings, Some(name)) {
         Ok(src) => src,
         Err(e) => {
-            errln!("automations: {name}: cannot read its health: {e:#}");
+            errln!(
+                "automations: {name}: cannot read its health: {why}",
+                why = crate::exit::chain_text(&e)
+            );
             crate::metrics::textfile::refresh(settings, Some(name));
             return;
         }
@@ -138,13 +152,24 @@ pub fn after_skip(settings: &Settings, name: &crate::names::Name) {
     }
 }
 
+/// Why the look after a run could not tell whether to pause, or could not pause.
+#[derive(Debug, thiserror::Error)]
+enum AutoPauseError {
+    #[error(transparent)]
+    State(#[from] crate::state::StateError),
+    #[error(transparent)]
+    Load(#[from] crate::health::load::LoadError),
+    #[error(transparent)]
+    Pause(#[from] control::ControlError),
+}
+
 /// Pauses `def`'s automation when its failures in a row since the last resume reach
 /// `auto_pause_after`. Returns the reason when it did.
 fn auto_pause(
     settings: &Settings,
     src: &Sources,
     def: &Definition,
-) -> anyhow::Result<Option<String>> {
+) -> Result<Option<String>, AutoPauseError> {
     let name = &def.name;
     if State::new(&settings.data_root).paused(name)?.is_some() {
         return Ok(None);

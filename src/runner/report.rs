@@ -149,11 +149,11 @@ pub enum RunError {
     },
 }
 
-impl RunError {
+impl crate::exit::Exits for RunError {
     /// Bad input is 2 (a definition that is missing or invalid); an unusable data root, a full
     /// disk, a run log that cannot be opened, a state or lock file that is no regular file (a
     /// link, a FIFO) is 3; the rest 1.
-    pub fn exit(&self) -> crate::exit::Exit {
+    fn exit(&self) -> crate::exit::Exit {
         use crate::exit::Exit;
         match self {
             Self::Definition(_) => Exit::BadInput,
@@ -172,7 +172,7 @@ impl RunError {
 #[cfg(test)]
 mod tests {
     use super::RunError;
-    use crate::exit::Exit;
+    use crate::exit::{Exit, Exits as _};
 
     #[test]
     fn a_firing_that_could_not_be_recorded_says_its_exit() {

@@ -33,9 +33,9 @@ pub enum UnitRunError {
     NotRecorded(Label),
 }
 
-impl UnitRunError {
+impl crate::exit::Exits for UnitRunError {
     /// Not installed is the person's to change (2); the rest fail (1).
-    pub fn exit(&self) -> Exit {
+    fn exit(&self) -> Exit {
         match self {
             Self::NotInstalled(_) => Exit::BadInput,
             Self::Request(_) | Self::NotStarted(..) | Self::NotRecorded(_) => Exit::Failure,

@@ -31,6 +31,17 @@ pub struct Refused {
     pub problems: Vec<String>,
 }
 
+impl crate::exit::Exits for Refused {
+    /// A settings file that is no private regular file is the environment's (3); one whose
+    /// contents are wrong, bad input (2).
+    fn exit(&self) -> crate::exit::Exit {
+        match self.kind {
+            Problem::Unusable => crate::exit::Exit::Environment,
+            Problem::Invalid => crate::exit::Exit::BadInput,
+        }
+    }
+}
+
 /// Reads `<data_root>/<file>` and hands its table to `parse`, which returns every problem it finds
 /// (each as `key: what is wrong`). `None` when there is no such file.
 pub fn load<T>(

@@ -195,6 +195,13 @@ pub enum SettingsError {
     },
 }
 
+impl crate::exit::Exits for SettingsError {
+    /// Settings that cannot be resolved (no root, no home) are the environment's (3).
+    fn exit(&self) -> crate::exit::Exit {
+        crate::exit::Exit::Environment
+    }
+}
+
 /// Who runs this program, as `env` reads variables: `USER`, else `LOGNAME` (launchd, systemd and
 /// login shells set them), else the C library's user database for this uid (NSS: local users, LDAP
 /// and SSSD alike). The one place the name is worked out.

@@ -394,7 +394,7 @@ fn launch_agents_are_retired_or_put_back() {
         &backup,
     )
     .unwrap_err();
-    let text = format!("{e:#}");
+    let text = automations::exit::chain_text(&e);
     assert!(
         text.contains("they are back as they were") && text.contains("Input/output error"),
         "{text}"

@@ -890,7 +890,7 @@ mod launchd {
         // launchd refuses the new job (Hour 9) every time, but takes the previous one back.
         std::fs::write(d.path().join("refuse-if"), "<integer>9</integer>").unwrap();
         let e = automations::install::apply_install(&s, &plan, &l).unwrap_err();
-        let msg = format!("{e:#}");
+        let msg = automations::exit::chain_text(&e);
         assert!(
             msg.contains("rolled back") && msg.contains("simulated bootstrap failure 5"),
             "{msg}"
