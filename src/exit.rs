@@ -40,6 +40,18 @@ pub enum Exit {
     TooLarge = 63,
 }
 
+impl Exit {
+    /// 3 when what failed is the environment's (a data root's file that is no regular file, a log
+    /// that cannot be opened), else 1.
+    pub fn environment_if(unusable: bool) -> Exit {
+        if unusable {
+            Exit::Environment
+        } else {
+            Exit::Failure
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> Self {
         ExitCode::from(exit as u8)

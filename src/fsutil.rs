@@ -177,11 +177,7 @@ impl crate::exit::Exits for DataRootError {
 /// any other I/O error fails (1).
 impl crate::exit::Exits for io::Error {
     fn exit(&self) -> crate::exit::Exit {
-        if FileError::of(self).is_some() {
-            crate::exit::Exit::Environment
-        } else {
-            crate::exit::Exit::Failure
-        }
+        crate::exit::Exit::environment_if(FileError::of(self).is_some())
     }
 }
 

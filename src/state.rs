@@ -135,11 +135,7 @@ impl StateError {
 impl crate::exit::Exits for StateError {
     /// A state file that is no regular file is the data root's problem (3); the rest fail (1).
     fn exit(&self) -> crate::exit::Exit {
-        if self.unusable() {
-            crate::exit::Exit::Environment
-        } else {
-            crate::exit::Exit::Failure
-        }
+        crate::exit::Exit::environment_if(self.unusable())
     }
 }
 

@@ -111,11 +111,7 @@ impl LogError {
 impl crate::exit::Exits for LogError {
     /// A log that cannot be opened at all is the data root's problem (3); the rest fail (1).
     fn exit(&self) -> crate::exit::Exit {
-        if self.unusable() {
-            crate::exit::Exit::Environment
-        } else {
-            crate::exit::Exit::Failure
-        }
+        crate::exit::Exit::environment_if(self.unusable())
     }
 }
 
