@@ -52,7 +52,7 @@ fn kind_of(meta: &fs::Metadata) -> &'static str {
 pub fn open_in_data_root(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
     let file = platform::no_follow_nonblocking(options)
         .open(path)
-        .map_err(|e| match platform::refused_kind(&e) {
+        .map_err(|e| match platform::refused_kind(&e, path) {
             Some(Refused::Link) => FileError::Link.io(),
             // O_WRONLY|O_NONBLOCK on a FIFO nobody reads.
             Some(Refused::Fifo) => FileError::NotRegular("FIFO").io(),

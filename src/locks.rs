@@ -1,6 +1,7 @@
 //! Per-automation run locks: `<data root>/locks/<name>.lock` (docs/running.md).
 //!
-//! The lock is an exclusive `flock` (std `File::try_lock`) on a file that is never unlinked (so two
+//! The lock is an exclusive `flock` (`platform::try_lock`; on Windows a lock on one byte far past
+//! the data, so what the file says of its holder stays readable) on a file that is never unlinked (so two
 //! runners can never hold locks on two different inodes of one name); the holder writes its pid
 //! into it, the id of the run whose tree is alive while it holds it (cleared when that tree is
 //! gone), and who its keeper and runner are, each as a pid and a start time, so a stop reaches that
@@ -130,7 +131,7 @@ impl Drop for RunLock {
         let _ = write_id(&self.file, RUNNER_AT, None);
         // An explicit unlock, not just a close: the run's keeper shares this open file description
         // and would otherwise hold the lock until it has exited too.
-        let _ = self.file.unlock();
+        let _ = crate::platform::unlock(&self.file);
     }
 }
 
@@ -177,7 +178,7 @@ pub fn within(path: &Path, wait: std::time::Duration) -> Result<Option<File>, Lo
     })?;
     let until = std::time::Instant::now() + wait;
     loop {
-        match lock.try_lock() {
+        match crate::platform::try_lock(&lock) {
             Ok(()) => return Ok(Some(lock)),
             Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -233,7 +234,7 @@ pub struct Plain {
 impl Drop for Plain {
     fn drop(&mut self) {
         // Explicit, as for a run lock: the keeper shares this open file description.
-        let _ = self.file.unlock();
+        let _ = crate::platform::unlock(&self.file);
     }
 }
 
@@ -274,7 +275,7 @@ pub fn plain_holder(path: &Path) -> Option<(u32, String, Option<u32>)> {
 /// `None` when another process holds it.
 fn take(path: &Path) -> io::Result<Option<File>> {
     let file = fsutil::open_or_create_private(path)?;
-    match file.try_lock() {
+    match crate::platform::try_lock(&file) {
         Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Ok(None),
         Err(std::fs::TryLockError::Error(e)) => Err(e),
@@ -338,9 +339,9 @@ fn lock_table() -> Option<String> {
 #[cfg(not(target_os = "linux"))]
 fn owner(mut file: File) -> Option<u32> {
     // No lock table to read: probe, let go at once, and trust the pid the holder wrote.
-    match file.try_lock_shared() {
+    match crate::platform::try_lock_shared(&file) {
         Ok(()) => {
-            let _ = file.unlock();
+            let _ = crate::platform::unlock(&file);
             None
         }
         Err(_) => {

@@ -158,12 +158,12 @@ pub fn hash_in_place(def: &Definition, root: &Path) -> std::io::Result<Option<Ha
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let before = file.metadata()?;
-    check_size(before.len())?;
+    let before = file_identity(&file)?;
+    check_size(file.metadata()?.len())?;
     let sha256 = copy_hashing(&file, &mut std::io::sink())?;
     let identity = identity_of(&path, root)?;
-    let after = file.metadata()?;
-    if file_identity(&before) != identity.file || file_identity(&after) != identity.file {
+    let after = file_identity(&file)?;
+    if before != identity.file || after != identity.file {
         return Err(std::io::Error::other(
             "it changed while it was being checked",
         ));
@@ -190,31 +190,30 @@ fn check_size(len: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn file_identity(m: &std::fs::Metadata) -> ((u64, u64), [i64; 5]) {
-    (
-        crate::platform::file_id(m),
-        crate::platform::change_stamp(m),
-    )
+/// An open file's identity and what changes with its contents.
+fn file_identity(file: &std::fs::File) -> std::io::Result<((u64, u64), [i64; 5])> {
+    Ok((
+        crate::platform::file_id(file)?,
+        crate::platform::change_stamp(&file.metadata()?),
+    ))
 }
 
 /// What the file system says now of `path` (following links) and of the folders from `root`
 /// down to it.
 fn identity_of(path: &Path, root: &Path) -> std::io::Result<Identity> {
-    use crate::platform::file_id;
-    let file = file_identity(&std::fs::metadata(path)?);
+    use crate::platform::{link_id, path_id};
+    let file = (
+        path_id(path)?,
+        crate::platform::change_stamp(&std::fs::metadata(path)?),
+    );
     let mut folders = Vec::new();
     // A link on the way is known by its own inode as well as by what it points to: one re-pointed
     // (`ln -sfn`) is a new link, even where it leads to the same file.
-    let link = |p: &Path| -> std::io::Result<Option<(u64, u64)>> {
-        let own = std::fs::symlink_metadata(p)?;
-        Ok(own.file_type().is_symlink().then(|| file_id(&own)))
-    };
-    folders.extend(link(path)?);
+    folders.extend(link_id(path)?);
     let mut at = path.parent();
     while let Some(dir) = at {
-        folders.extend(link(dir)?);
-        let m = std::fs::metadata(dir)?;
-        folders.push(file_id(&m));
+        folders.extend(link_id(dir)?);
+        folders.push(path_id(dir)?);
         if dir == root || !dir.starts_with(root) {
             break;
         }

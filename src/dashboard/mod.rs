@@ -23,7 +23,6 @@ mod page;
 mod pictures;
 mod server;
 
-use std::io::Read;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,9 +54,8 @@ const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-
 /// 32 random bytes, in hex.
 fn random_hex() -> Result<String, DashboardError> {
     let mut raw = [0u8; 32];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut raw))
-        .map_err(DashboardError::Random)?;
+    getrandom::getrandom(&mut raw)
+        .map_err(|e| DashboardError::Random(std::io::Error::other(e.to_string())))?;
     Ok(raw.iter().map(|b| format!("{b:02x}")).collect())
 }
 
@@ -133,7 +131,7 @@ pub fn serve(settings: &Settings, port: u16, open: bool) -> Result<(), Dashboard
 /// Why the dashboard could not start (or stopped serving).
 #[derive(Debug, thiserror::Error)]
 pub enum DashboardError {
-    #[error("cannot read /dev/urandom for a token")]
+    #[error("cannot have the system's random bytes for a token")]
     Random(#[source] std::io::Error),
     #[error("cannot read {}", .path.display())]
     Read {
@@ -162,22 +160,22 @@ pub enum DashboardError {
 }
 
 impl crate::exit::Exits for DashboardError {
-    /// A file of the data root that is no regular file, and a port in use or not ours to take,
-    /// are this machine's state (3), not a failure; the rest, 1.
+    /// A file of the data root that is no regular file, a port in use, and anything not ours to
+    /// take are this machine's state (3), not a failure; the rest, 1.
     fn exit(&self) -> crate::exit::Exit {
         use std::io::ErrorKind::{AddrInUse, PermissionDenied};
-        match self {
-            Self::Read { source, .. } | Self::Write { source, .. } | Self::Page(source) => {
-                source.exit()
-            }
-            Self::Listen { source, .. }
-                if matches!(source.kind(), AddrInUse | PermissionDenied) =>
-            {
-                crate::exit::Exit::Environment
-            }
-            Self::Random(_) | Self::Listen { .. } | Self::Binary(_) | Self::Serve(_) => {
-                crate::exit::Exit::Failure
-            }
+        let source = match self {
+            Self::Read { source, .. } | Self::Write { source, .. } => source,
+            Self::Random(source)
+            | Self::Listen { source, .. }
+            | Self::Page(source)
+            | Self::Binary(source)
+            | Self::Serve(source) => source,
+        };
+        if matches!(source.kind(), AddrInUse | PermissionDenied) {
+            crate::exit::Exit::Environment
+        } else {
+            source.exit()
         }
     }
 }
@@ -189,6 +187,9 @@ const OPEN_FILE: SettingsFile = SettingsFile::DashboardOpen;
 fn open_browser(data_root: &std::path::Path, url: &str) {
     let opener = if cfg!(target_os = "macos") {
         "open"
+    } else if cfg!(windows) {
+        // Opens a file with its default program: the browser, for a page.
+        "explorer"
     } else {
         "xdg-open"
     };

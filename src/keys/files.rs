@@ -94,7 +94,7 @@ pub fn read(dir: &Path, name: &str) -> Result<Option<Vec<u8>>, KeyError> {
             Ok(f) => break (f, file),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => continue,
             Err(e) => {
-                return Err(match crate::platform::refused_kind(&e) {
+                return Err(match crate::platform::refused_kind(&e, &file) {
                     Some(crate::platform::Refused::Link) => {
                         refuse(&file, "a link where a file must be")
                     }

@@ -133,6 +133,12 @@ pub enum MetricsError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot remove {}", .path.display())]
+    Remove {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl crate::exit::Exits for MetricsError {
@@ -144,7 +150,9 @@ impl crate::exit::Exits for MetricsError {
             Self::Settings(e) => e.exit(),
             Self::Lock(e) => e.exit(),
             Self::Busy { .. } => crate::exit::Exit::Failure,
-            Self::Read { source, .. } | Self::Write { source, .. } => source.exit(),
+            Self::Read { source, .. }
+            | Self::Write { source, .. }
+            | Self::Remove { source, .. } => source.exit(),
         }
     }
 }

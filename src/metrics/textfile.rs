@@ -219,7 +219,7 @@ pub fn after_uninstall(settings: &Settings) -> Option<PathBuf> {
         match std::fs::remove_file(&file.path) {
             Ok(()) => Ok(Some(file.path)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(MetricsError::Write {
+            Err(source) => Err(MetricsError::Remove {
                 path: file.path,
                 source,
             }),

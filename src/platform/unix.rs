@@ -36,7 +36,7 @@ pub fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
 
 /// How an open refused by [`no_follow_nonblocking`] was refused, when it says something about the
 /// file: a link, a FIFO nobody reads, a directory.
-pub fn refused_kind(e: &io::Error) -> Option<super::Refused> {
+pub fn refused_kind(e: &io::Error, _path: &std::path::Path) -> Option<super::Refused> {
     match e.raw_os_error()? {
         nix::libc::ELOOP => Some(super::Refused::Link),
         nix::libc::ENXIO => Some(super::Refused::Fifo),
@@ -103,9 +103,47 @@ pub fn disk_full(e: &io::Error) -> bool {
     )
 }
 
-/// Which file `meta` is: (device, inode), the same for every name of one file.
-pub fn file_id(meta: &Metadata) -> (u64, u64) {
-    (meta.dev(), meta.ino())
+/// Which file `file` is: (device, inode), the same for every name of one file.
+pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    Ok(size_and_id(file)?.1)
+}
+
+/// `file`'s size and identity, from one `fstat`.
+pub fn size_and_id(file: &File) -> io::Result<(u64, (u64, u64))> {
+    let meta = file.metadata()?;
+    Ok((meta.len(), (meta.dev(), meta.ino())))
+}
+
+/// Which file `path` names, following links.
+pub fn path_id(path: &std::path::Path) -> io::Result<(u64, u64)> {
+    Ok(path_size_and_id(path)?.1)
+}
+
+/// The size and identity of what `path` names, following links, from one `stat`.
+pub fn path_size_and_id(path: &std::path::Path) -> io::Result<(u64, (u64, u64))> {
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.len(), (meta.dev(), meta.ino())))
+}
+
+/// Which link `path` is itself, when it is one.
+pub fn link_id(path: &std::path::Path) -> io::Result<Option<(u64, u64)>> {
+    let own = std::fs::symlink_metadata(path)?;
+    Ok(own.file_type().is_symlink().then(|| (own.dev(), own.ino())))
+}
+
+/// Takes `file`'s exclusive lock without waiting (`flock`).
+pub fn try_lock(file: &File) -> Result<(), std::fs::TryLockError> {
+    file.try_lock()
+}
+
+/// Takes `file`'s shared lock without waiting (`flock`).
+pub fn try_lock_shared(file: &File) -> Result<(), std::fs::TryLockError> {
+    file.try_lock_shared()
+}
+
+/// Lets go of `file`'s lock.
+pub fn unlock(file: &File) -> io::Result<()> {
+    file.unlock()
 }
 
 /// What changes when a file's contents or names change: size, modification and change times.

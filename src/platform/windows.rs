@@ -109,9 +109,13 @@ pub fn nonblocking(options: &mut OpenOptions) -> &mut OpenOptions {
     options
 }
 
-/// See the Unix side: Windows says "access denied" for a folder, and links are found by the caller.
-pub fn refused_kind(e: &io::Error) -> Option<super::Refused> {
-    (e.kind() == io::ErrorKind::IsADirectory).then_some(super::Refused::Directory)
+/// See the Unix side: Windows says "access denied" when a folder is opened as a file, so a folder
+/// is told by looking; a link is opened itself, and refused by the caller as no regular file.
+pub fn refused_kind(e: &io::Error, path: &std::path::Path) -> Option<super::Refused> {
+    let folder = e.kind() == io::ErrorKind::IsADirectory
+        || (e.raw_os_error() == Some(ERROR_ACCESS_DENIED)
+            && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()));
+    folder.then_some(super::Refused::Directory)
 }
 
 /// No mode bits on Windows.
@@ -139,13 +143,11 @@ pub fn foreign_owner(_meta: &Metadata) -> Option<(u32, u32)> {
     None
 }
 
-/// Whether this process may write in `path`: the folder's read-only attribute (access lists are
-/// found by the first write).
+/// Whether this process may write in `path`: not told ahead on Windows, which ignores a folder's
+/// read-only attribute (Explorer sets it on folders it customises) and keeps the rest in access
+/// lists; the first write says.
 pub fn writable(path: &std::path::Path) -> io::Result<()> {
-    if std::fs::metadata(path)?.permissions().readonly() {
-        return Err(io::Error::from_raw_os_error(ERROR_ACCESS_DENIED));
-    }
-    Ok(())
+    std::fs::metadata(path).map(drop)
 }
 
 /// Whether an error means "this filesystem or folder cannot be written".
@@ -172,10 +174,132 @@ pub fn disk_full(e: &io::Error) -> bool {
     )
 }
 
-/// Which file `meta` is, as far as std says on Windows: its creation time stands for the inode
-/// (a file replaced under the same name is a new file with a new creation time).
-pub fn file_id(meta: &Metadata) -> (u64, u64) {
-    (0, meta.creation_time())
+/// Which file `file` is: its volume's serial number and its file index, the same for every name
+/// of one file (a creation time is not: NTFS gives a file made again under a name it just left
+/// the old one's).
+pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{
+        BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
+    };
+    // SAFETY: plain data; zeroes are a valid value.
+    let mut info: BY_HANDLE_FILE_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a handle `file` keeps open, and a structure of the size the call writes.
+    if unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) } == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((
+        u64::from(info.dwVolumeSerialNumber),
+        (u64::from(info.nFileIndexHigh) << 32) | u64::from(info.nFileIndexLow),
+    ))
+}
+
+/// `file`'s size and identity.
+pub fn size_and_id(file: &File) -> io::Result<(u64, (u64, u64))> {
+    Ok((file.metadata()?.len(), file_id(file)?))
+}
+
+/// The size and identity of what `path` names, following links.
+pub fn path_size_and_id(path: &std::path::Path) -> io::Result<(u64, (u64, u64))> {
+    size_and_id(&open_for_id(path, true)?)
+}
+
+/// A handle on what `path` names, for its identity only (folders too).
+fn open_for_id(path: &std::path::Path, follow: bool) -> io::Result<File> {
+    const FILE_FLAG_BACKUP_SEMANTICS: u32 = 0x0200_0000;
+    let flags = FILE_FLAG_BACKUP_SEMANTICS
+        | if follow {
+            0
+        } else {
+            FILE_FLAG_OPEN_REPARSE_POINT
+        };
+    OpenOptions::new()
+        .access_mode(0)
+        .custom_flags(flags)
+        .open(path)
+}
+
+/// Which file `path` names, following links.
+pub fn path_id(path: &std::path::Path) -> io::Result<(u64, u64)> {
+    file_id(&open_for_id(path, true)?)
+}
+
+/// Which link `path` is itself, when it is one.
+pub fn link_id(path: &std::path::Path) -> io::Result<Option<(u64, u64)>> {
+    if !std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Ok(None);
+    }
+    file_id(&open_for_id(path, false)?).map(Some)
+}
+
+/// The byte `try_lock` and its kin lock: far past any data, so a locked file stays readable by
+/// others (Windows enforces a lock on the bytes it covers, where Unix's `flock` only advises).
+fn lock_range() -> windows_sys::Win32::System::IO::OVERLAPPED {
+    // SAFETY: plain data; zeroes are a valid value.
+    let mut o: windows_sys::Win32::System::IO::OVERLAPPED = unsafe { std::mem::zeroed() };
+    o.Anonymous.Anonymous.OffsetHigh = 0x4000_0000;
+    o
+}
+
+fn lock_with(file: &File, flags: u32) -> Result<(), std::fs::TryLockError> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Storage::FileSystem::{LOCKFILE_FAIL_IMMEDIATELY, LockFileEx};
+    const ERROR_LOCK_VIOLATION: i32 = 33;
+    let mut range = lock_range();
+    // SAFETY: a handle `file` keeps open; the call is synchronous (no overlapped handle), so the
+    // structure need only live for the call.
+    let locked = unsafe {
+        LockFileEx(
+            file.as_raw_handle(),
+            flags | LOCKFILE_FAIL_IMMEDIATELY,
+            0,
+            1,
+            0,
+            &mut range,
+        )
+    };
+    if locked != 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(ERROR_LOCK_VIOLATION) {
+        Err(std::fs::TryLockError::WouldBlock)
+    } else {
+        Err(std::fs::TryLockError::Error(e))
+    }
+}
+
+/// Takes `file`'s exclusive lock without waiting (one byte far past its data: see [`lock_range`]).
+pub fn try_lock(file: &File) -> Result<(), std::fs::TryLockError> {
+    lock_with(
+        file,
+        windows_sys::Win32::Storage::FileSystem::LOCKFILE_EXCLUSIVE_LOCK,
+    )
+}
+
+/// Takes `file`'s shared lock without waiting.
+pub fn try_lock_shared(file: &File) -> Result<(), std::fs::TryLockError> {
+    lock_with(file, 0)
+}
+
+/// Lets go of `file`'s lock.
+pub fn unlock(file: &File) -> io::Result<()> {
+    use std::os::windows::io::AsRawHandle;
+    let mut range = lock_range();
+    // SAFETY: as in `lock_with`.
+    let done = unsafe {
+        windows_sys::Win32::Storage::FileSystem::UnlockFileEx(
+            file.as_raw_handle(),
+            0,
+            1,
+            0,
+            &mut range,
+        )
+    };
+    if done == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// What changes when a file's contents change: size and write time.

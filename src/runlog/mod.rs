@@ -109,9 +109,16 @@ impl LogError {
 }
 
 impl crate::exit::Exits for LogError {
-    /// A log that cannot be opened at all is the data root's problem (3); the rest fail (1).
+    /// A log that cannot be opened at all, or a FIFO, link or folder where one of its files
+    /// belongs, is the data root's problem (3); the rest fail (1).
     fn exit(&self) -> crate::exit::Exit {
-        crate::exit::Exit::environment_if(self.unusable())
+        let (Self::Open { source, .. }
+        | Self::Write { source, .. }
+        | Self::Read { source, .. }
+        | Self::Rotate { source, .. }) = self;
+        crate::exit::Exit::environment_if(
+            self.unusable() || crate::fsutil::FileError::of(source).is_some(),
+        )
     }
 }
 
@@ -217,11 +224,8 @@ impl RunLog {
         // Open the live segment before listing the rotated ones: if it is rotated in between, the
         // open handle is the renamed file, which the listing then names too — skipped by inode.
         let live = open_segment(&self.path()).and_then(|f| {
-            let meta = f.metadata()?;
-            Ok((
-                RevLines::new(f, meta.len())?,
-                crate::platform::file_id(&meta).1,
-            ))
+            let (len, (_, ino)) = crate::platform::size_and_id(&f)?;
+            Ok((RevLines::new(f, len)?, ino))
         });
         let mut segments = self.segments();
         segments.remove(0);
@@ -240,11 +244,7 @@ impl RunLog {
             }
         };
         segments.retain(|p| {
-            live_ino.is_none()
-                || std::fs::metadata(p)
-                    .map(|m| crate::platform::file_id(&m).1)
-                    .ok()
-                    != live_ino
+            live_ino.is_none() || crate::platform::path_id(p).map(|(_, ino)| ino).ok() != live_ino
         });
         Backwards {
             segments,

@@ -603,13 +603,13 @@ pub(super) fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)
 
 /// The live segment's size and inode, by its path (what is there now, not what a handle holds).
 pub(super) fn stat_path(path: &Path) -> io::Result<(u64, u64)> {
-    std::fs::metadata(path).map(|m| (m.len(), crate::platform::file_id(&m).1))
+    crate::platform::path_size_and_id(path).map(|(len, (_, ino))| (len, ino))
 }
 
 /// The size and inode of an open segment.
 pub(super) fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
-    file.metadata()
-        .map(|m| (m.len(), crate::platform::file_id(&m).1))
+    crate::platform::size_and_id(file)
+        .map(|(len, (_, ino))| (len, ino))
         .map_err(|source| LogError::Read {
             path: path.to_path_buf(),
             source,

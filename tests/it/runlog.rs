@@ -293,6 +293,11 @@ open(sys.argv[1], "w").write(json.dumps(line, separators=(",", ":")) + "\n")
     // An id that is not there is looked for everywhere: then the unreadable segment is said.
     let o = run_within(sb.cmd(["show", "20261203T000000.000Z-000000"]), 20, "show");
     assert!(stderr(&o).contains("FIFO"), "{o:?}");
+    // A FIFO where a segment belongs is the data root's problem: exit 3, as docs/commands.md says.
+    assert_code(&o, 3);
+    let o = run_within(sb.cmd(["log", "verify"]), 20, "log verify");
+    assert!(stderr(&o).contains("FIFO"), "{o:?}");
+    assert_code(&o, 3);
 }
 
 /// Regression: the chain head kept the live segment's inode, and took another inode for a head

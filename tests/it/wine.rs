@@ -66,9 +66,9 @@ struct Wine {
 }
 
 impl Wine {
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(WINE)
-            .arg(&self.exe)
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(WINE);
+        c.arg(&self.exe)
             .args(args)
             .current_dir(&self.repo)
             .env("WINEPREFIX", &self.prefix)
@@ -76,8 +76,13 @@ impl Wine {
             // No window system here: Wine must not look for one.
             .env_remove("DISPLAY")
             .env_remove("WAYLAND_DISPLAY")
-            .output()
-            .unwrap()
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
     }
 }
 
@@ -185,8 +190,22 @@ fn the_windows_build_runs_a_folder_under_wine() {
         .find(|p| p.exists())
         .expect("the run log under %LOCALAPPDATA%\\automations\\automations");
 
-    // A tree past its timeout: ended, every process of it, and recorded as a timeout.
-    let o = wine.run(&["run", "tree"]);
+    // A tree past its timeout: ended, every process of it, and recorded as a timeout. Both pings
+    // are seen alive while it runs (so the look after is a look at something).
+    let token = "-n 97 127.0.0.1";
+    let running = wine.command(&["run", "tree"]).spawn().unwrap();
+    let seen = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(25));
+        alive_with(token).len() >= 2
+    });
+    // While it runs, another process reads the run's lock (Windows enforces a lock on the bytes
+    // it covers: the lock is on a byte past the data) and says it is running, not interrupted.
+    let during = wine.run(&["runs", "--json"]);
+    let o = running.wait_with_output().unwrap();
+    assert!(seen, "the tree's two pings were never seen running");
+    let during: serde_json::Value = serde_json::from_str(&stdout(&during)).unwrap();
+    assert_eq!(during["runs"][0]["name"], "tree", "{during}");
+    assert_eq!(during["runs"][0]["status"], "running", "{during}");
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(
         stderr(&o).contains("timed out after 2 s") || stdout(&o).contains("timed out after 2 s"),
@@ -194,7 +213,7 @@ fn the_windows_build_runs_a_folder_under_wine() {
         stdout(&o),
         stderr(&o)
     );
-    let left = alive_with("ping -n 97");
+    let left = alive_with(token);
     assert!(left.is_empty(), "the tree outlived its timeout: {left:?}");
 
     let o = wine.run(&["runs", "--json"]);

@@ -254,24 +254,29 @@ pub fn supervise(
     let left = job.active();
     let leftovers = if status.is_some() { left } else { 0 };
     let mut unkillable = 0;
+    let mut terminated = false;
     if left > 0 {
         // SAFETY: a plain call; a command without a console does not hear it (then the grace
         // only waits).
         unsafe { GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, child.id()) };
         if job.wait_empty(GRACE) > 0 {
             job.terminate();
+            terminated = true;
             unkillable = job.wait_empty(KILL_WAIT);
         }
     }
-    let status = status.or_else(|| child.wait().ok());
+    // The main process is gone with its job, or stays (unkillable) no longer than this.
+    let status = status.or_else(|| ended_within(&mut child, KILL_WAIT));
     // Output still buffered in the pipes, for a moment at most.
     let drain_until = Instant::now() + DRAIN_WAIT;
     while let Ok(chunk) = rx.recv_timeout(drain_until.saturating_duration_since(Instant::now())) {
         put(chunk);
     }
-    let ending = match (interrupt, status.and_then(|s| s.code())) {
-        (None, Some(code)) => Ending::Exited(code),
-        _ => Ending::Signaled(Signal::SIGKILL),
+    // What the main process chose, unless the runner's end of the job ended it.
+    let ending = match status.and_then(|s| s.code()) {
+        Some(code) if terminated && code as u32 == KILLED => Ending::Signaled(Signal::SIGKILL),
+        Some(code) => Ending::Exited(code),
+        None => Ending::Signaled(Signal::SIGKILL),
     };
     Supervised {
         ending,
@@ -281,6 +286,21 @@ pub fn supervise(
         stdout: out.finish().finish(),
         stderr: err.finish().finish(),
         duration: started.elapsed(),
+    }
+}
+
+/// `child`'s status once it has ended, waiting no longer than `within`.
+fn ended_within(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> Option<std::process::ExitStatus> {
+    let until = Instant::now() + within;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(TICK),
+            _ => return None,
+        }
     }
 }
 
