@@ -158,8 +158,9 @@ pub fn hash_in_place(def: &Definition, root: &Path) -> std::io::Result<Option<Ha
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
     };
-    let before = file_identity(&file)?;
-    check_size(file.metadata()?.len())?;
+    let (meta, id) = crate::platform::file_meta_id(&file)?;
+    check_size(meta.len())?;
+    let before = (id, crate::platform::change_stamp(&meta));
     let sha256 = copy_hashing(&file, &mut std::io::sink())?;
     let identity = identity_of(&path, root)?;
     let after = file_identity(&file)?;
@@ -190,22 +191,18 @@ fn check_size(len: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-/// An open file's identity and what changes with its contents.
+/// An open file's identity and what changes with its contents (one `fstat` on Unix).
 fn file_identity(file: &std::fs::File) -> std::io::Result<((u64, u64), [i64; 5])> {
-    Ok((
-        crate::platform::file_id(file)?,
-        crate::platform::change_stamp(&file.metadata()?),
-    ))
+    let (meta, id) = crate::platform::file_meta_id(file)?;
+    Ok((id, crate::platform::change_stamp(&meta)))
 }
 
 /// What the file system says now of `path` (following links) and of the folders from `root`
 /// down to it.
 fn identity_of(path: &Path, root: &Path) -> std::io::Result<Identity> {
     use crate::platform::{link_id, path_id};
-    let file = (
-        path_id(path)?,
-        crate::platform::change_stamp(&std::fs::metadata(path)?),
-    );
+    let (meta, id) = crate::platform::path_meta_id(path)?;
+    let file = (id, crate::platform::change_stamp(&meta));
     let mut folders = Vec::new();
     // A link on the way is known by its own inode as well as by what it points to: one re-pointed
     // (`ln -sfn`) is a new link, even where it leads to the same file.

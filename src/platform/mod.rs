@@ -39,3 +39,8 @@ pub enum Refused {
     Fifo,
     Directory,
 }
+
+/// Which file `path` names (following links): see `file_meta_id`.
+pub fn path_id(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    path_meta_id(path).map(|(_, id)| id)
+}

@@ -55,11 +55,6 @@ pub fn set_mode(file: &File, mode: u32) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 
-/// Sets the permission bits of what is at `path` to `mode`.
-pub fn set_path_mode(path: &std::path::Path, mode: u32) -> io::Result<()> {
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
 /// A folder builder making folders with `mode`.
 pub fn dir_builder(mode: u32) -> DirBuilder {
     let mut b = DirBuilder::new();
@@ -103,26 +98,19 @@ pub fn disk_full(e: &io::Error) -> bool {
     )
 }
 
-/// Which file `file` is: (device, inode), the same for every name of one file.
-pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
-    Ok(size_and_id(file)?.1)
-}
-
-/// `file`'s size and identity, from one `fstat`.
-pub fn size_and_id(file: &File) -> io::Result<(u64, (u64, u64))> {
+/// `file`'s metadata and which file it is — (device, inode), the same for every name of one
+/// file — from one `fstat`.
+pub fn file_meta_id(file: &File) -> io::Result<(Metadata, (u64, u64))> {
     let meta = file.metadata()?;
-    Ok((meta.len(), (meta.dev(), meta.ino())))
+    let id = (meta.dev(), meta.ino());
+    Ok((meta, id))
 }
 
-/// Which file `path` names, following links.
-pub fn path_id(path: &std::path::Path) -> io::Result<(u64, u64)> {
-    Ok(path_size_and_id(path)?.1)
-}
-
-/// The size and identity of what `path` names, following links, from one `stat`.
-pub fn path_size_and_id(path: &std::path::Path) -> io::Result<(u64, (u64, u64))> {
+/// [`file_meta_id`] of what `path` names, following links, from one `stat`.
+pub fn path_meta_id(path: &std::path::Path) -> io::Result<(Metadata, (u64, u64))> {
     let meta = std::fs::metadata(path)?;
-    Ok((meta.len(), (meta.dev(), meta.ino())))
+    let id = (meta.dev(), meta.ino());
+    Ok((meta, id))
 }
 
 /// Which link `path` is itself, when it is one.

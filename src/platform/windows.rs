@@ -128,11 +128,6 @@ pub fn set_mode(_file: &File, _mode: u32) -> io::Result<()> {
     Ok(())
 }
 
-/// No mode bits on Windows.
-pub fn set_path_mode(_path: &std::path::Path, _mode: u32) -> io::Result<()> {
-    Ok(())
-}
-
 /// A folder builder (modes do nothing on Windows).
 pub fn dir_builder(_mode: u32) -> DirBuilder {
     DirBuilder::new()
@@ -174,10 +169,20 @@ pub fn disk_full(e: &io::Error) -> bool {
     )
 }
 
-/// Which file `file` is: its volume's serial number and its file index, the same for every name
-/// of one file (a creation time is not: NTFS gives a file made again under a name it just left
-/// the old one's).
-pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+/// `file`'s metadata and which file it is: its volume's serial number and its file index, the
+/// same for every name of one file (a creation time is not: NTFS gives a file made again under a
+/// name it just left the old one's).
+pub fn file_meta_id(file: &File) -> io::Result<(Metadata, (u64, u64))> {
+    Ok((file.metadata()?, file_id(file)?))
+}
+
+/// [`file_meta_id`] of what `path` names, following links.
+pub fn path_meta_id(path: &std::path::Path) -> io::Result<(Metadata, (u64, u64))> {
+    file_meta_id(&open_for_id(path, true)?)
+}
+
+/// Which file `file` is (see [`file_meta_id`]).
+fn file_id(file: &File) -> io::Result<(u64, u64)> {
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Storage::FileSystem::{
         BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle,
@@ -194,16 +199,6 @@ pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
     ))
 }
 
-/// `file`'s size and identity.
-pub fn size_and_id(file: &File) -> io::Result<(u64, (u64, u64))> {
-    Ok((file.metadata()?.len(), file_id(file)?))
-}
-
-/// The size and identity of what `path` names, following links.
-pub fn path_size_and_id(path: &std::path::Path) -> io::Result<(u64, (u64, u64))> {
-    size_and_id(&open_for_id(path, true)?)
-}
-
 /// A handle on what `path` names, for its identity only (folders too).
 fn open_for_id(path: &std::path::Path, follow: bool) -> io::Result<File> {
     const FILE_FLAG_BACKUP_SEMANTICS: u32 = 0x0200_0000;
@@ -217,11 +212,6 @@ fn open_for_id(path: &std::path::Path, follow: bool) -> io::Result<File> {
         .access_mode(0)
         .custom_flags(flags)
         .open(path)
-}
-
-/// Which file `path` names, following links.
-pub fn path_id(path: &std::path::Path) -> io::Result<(u64, u64)> {
-    file_id(&open_for_id(path, true)?)
 }
 
 /// Which link `path` is itself, when it is one.

@@ -224,8 +224,8 @@ impl RunLog {
         // Open the live segment before listing the rotated ones: if it is rotated in between, the
         // open handle is the renamed file, which the listing then names too — skipped by inode.
         let live = open_segment(&self.path()).and_then(|f| {
-            let (len, (_, ino)) = crate::platform::size_and_id(&f)?;
-            Ok((RevLines::new(f, len)?, ino))
+            let (meta, (_, ino)) = crate::platform::file_meta_id(&f)?;
+            Ok((RevLines::new(f, meta.len())?, ino))
         });
         let mut segments = self.segments();
         segments.remove(0);

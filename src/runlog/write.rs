@@ -603,13 +603,13 @@ pub(super) fn last_line_hash(file: &File, len: u64) -> io::Result<(String, bool)
 
 /// The live segment's size and inode, by its path (what is there now, not what a handle holds).
 pub(super) fn stat_path(path: &Path) -> io::Result<(u64, u64)> {
-    crate::platform::path_size_and_id(path).map(|(len, (_, ino))| (len, ino))
+    crate::platform::path_meta_id(path).map(|(meta, (_, ino))| (meta.len(), ino))
 }
 
 /// The size and inode of an open segment.
 pub(super) fn stat(file: &File, path: &Path) -> Result<(u64, u64), LogError> {
-    crate::platform::size_and_id(file)
-        .map(|(len, (_, ino))| (len, ino))
+    crate::platform::file_meta_id(file)
+        .map(|(meta, (_, ino))| (meta.len(), ino))
         .map_err(|source| LogError::Read {
             path: path.to_path_buf(),
             source,

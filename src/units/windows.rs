@@ -355,7 +355,7 @@ fn schedule_by(x: &mut Xml, days: &Days) {
     let months = |x: &mut Xml, m: &[u32]| {
         x.open("Months");
         for m in m {
-            x.empty(MONTHS[(*m - 1) as usize]);
+            x.empty(month_name(*m));
         }
         x.close("Months");
     };
@@ -398,20 +398,14 @@ fn schedule_by(x: &mut Xml, days: &Days) {
     }
 }
 
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
+/// A month (1–12) as the schema names it: its English name, as chrono has it.
+fn month_name(m: u32) -> &'static str {
+    u8::try_from(m)
+        .ok()
+        .and_then(|m| chrono::Month::try_from(m).ok())
+        .expect("a valid definition's month is 1 to 12")
+        .name()
+}
 
 fn day_name(d: Weekday) -> &'static str {
     match d {

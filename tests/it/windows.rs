@@ -237,21 +237,6 @@ const WEEKDAYS: [&str; 7] = [
     "Saturday",
     "Sunday",
 ];
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
 /// Whether a calendar trigger's `ScheduleBy…` element fires on `day`, by the schema's pages:
 /// every DaysInterval days from the start; on DaysOfWeek every WeeksInterval weeks; on
 /// DaysOfMonth (or the Last) of Months; on DaysOfWeek in Weeks (1 to 4: the n-th such weekday,
@@ -268,7 +253,7 @@ fn fires_on(by: &El, start: NaiveDate, day: NaiveDate) -> bool {
         el.child("Months").is_none_or(|m| {
             m.children
                 .iter()
-                .any(|c| c.name == MONTHS[day.month0() as usize])
+                .any(|c| c.name == chrono::Month::try_from(day.month() as u8).unwrap().name())
         })
     };
     let last_day = |d: NaiveDate| (d + Duration::days(1)).month() != d.month();

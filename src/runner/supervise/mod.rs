@@ -93,3 +93,26 @@ fn not_started(e: io::Error, started: Instant) -> Supervised {
         duration: started.elapsed(),
     }
 }
+
+/// What the wait between two attempts asks of each system's [`Signals`].
+trait Waits {
+    /// Whether a stop was asked for.
+    fn stopped(&mut self) -> bool;
+    /// Waits at most `left`, returning early when a stop may have come.
+    fn pause(&mut self, left: Duration);
+}
+
+/// Waits up to `d` for a stop request; whether one came.
+fn wait_for_stop(w: &mut impl Waits, d: Duration) -> bool {
+    let until = Instant::now() + d;
+    loop {
+        if w.stopped() {
+            return true;
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        w.pause(left);
+    }
+}

@@ -125,19 +125,20 @@ impl Signals {
 
     /// Waits up to `d` for a stop request (the wait between two attempts); whether one came.
     pub fn wait_for_stop(&mut self, d: Duration) -> bool {
-        let until = Instant::now() + d;
-        loop {
-            if self.stop_requested().is_some() {
-                return true;
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            let ms = left.as_millis().saturating_add(1).min(60_000) as u16;
-            let mut fds = [PollFd::new(self.read.as_fd(), PollFlags::POLLIN)];
-            let _ = poll(&mut fds, PollTimeout::from(ms));
-        }
+        super::wait_for_stop(self, d)
+    }
+}
+
+impl super::Waits for Signals {
+    fn stopped(&mut self) -> bool {
+        self.stop_requested().is_some()
+    }
+
+    /// Until a signal arrives on the pipe, or `left` has passed.
+    fn pause(&mut self, left: Duration) {
+        let ms = left.as_millis().saturating_add(1).min(60_000) as u16;
+        let mut fds = [PollFd::new(self.read.as_fd(), PollFlags::POLLIN)];
+        let _ = poll(&mut fds, PollTimeout::from(ms));
     }
 }
 

@@ -90,17 +90,18 @@ impl Signals {
 
     /// Waits up to `d` for a stop request (the wait between two attempts); whether one came.
     pub fn wait_for_stop(&mut self, d: Duration) -> bool {
-        let until = Instant::now() + d;
-        loop {
-            if self.stop_requested().is_some() {
-                return true;
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            std::thread::sleep(left.min(TICK));
-        }
+        super::wait_for_stop(self, d)
+    }
+}
+
+impl super::Waits for Signals {
+    fn stopped(&mut self) -> bool {
+        self.stop_requested().is_some()
+    }
+
+    /// The console's handler sets a flag: it is looked at every tick.
+    fn pause(&mut self, left: Duration) {
+        std::thread::sleep(left.min(TICK));
     }
 }
 
