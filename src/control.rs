@@ -1,6 +1,7 @@
 //! The switches (docs/health.md): pause and resume one automation, the kill switch for all. One function
 //! each, used by the command line and the dashboard alike, so both are checked and recorded the
-//! same way: the state file that takes effect at once, and an event in the run log.
+//! same way: one write, the state file that takes effect at once, and one event in the run log,
+//! from which the metrics textfile follows for what the switch changed.
 //!
 //! This module never prints; callers say what happened.
 
@@ -84,13 +85,9 @@ pub fn pause(settings: &Settings, name: &Name, by: By, why: &str) -> Result<Paus
         at: runlog::stamp(now),
     };
     State::new(&settings.data_root).pause(name, &pause)?;
-    record(
-        settings,
-        name.as_str(),
-        Event::Paused(runlog::Paused { by, reason: why }),
-        now,
-    )?;
-    crate::metrics::textfile::refresh(settings, Some(name));
+    let event = Event::Paused(runlog::Paused { by, reason: why });
+    record(settings, Some(name), &event, now)?;
+    crate::metrics::textfile::follow(settings, Some(name), &event);
     Ok(pause)
 }
 
@@ -100,13 +97,9 @@ pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
     if !State::new(&settings.data_root).resume(name)? {
         return Ok(false);
     }
-    record(
-        settings,
-        name.as_str(),
-        Event::Resumed(runlog::Resumed { by: By::Hand }),
-        Utc::now(),
-    )?;
-    crate::metrics::textfile::refresh(settings, Some(name));
+    let event = Event::Resumed(runlog::Resumed { by: By::Hand });
+    record(settings, Some(name), &event, Utc::now())?;
+    crate::metrics::textfile::follow(settings, Some(name), &event);
     Ok(true)
 }
 
@@ -115,22 +108,18 @@ pub fn resume(settings: &Settings, name: &Name) -> Result<bool, ControlError> {
 pub fn ack(settings: &Settings, name: &Name, why: Option<&str>) -> Result<(), ControlError> {
     require_definition(settings, name)?;
     let why = why.map(reason).transpose()?;
-    record(
-        settings,
-        name.as_str(),
-        Event::Ack(runlog::Ack {
-            by: By::Hand,
-            reason: why,
-        }),
-        Utc::now(),
-    )?;
+    let event = Event::Ack(runlog::Ack {
+        by: By::Hand,
+        reason: why,
+    });
+    record(settings, Some(name), &event, Utc::now())?;
     // Its failed Healthchecks pings are acknowledged too (the ack itself is recorded already).
     if let Err(e) = crate::state::reset_ping_streak(&settings.data_root, name) {
         errln!(
             "warning: the ack is recorded, but its failed Healthchecks pings are not reset: {e}"
         );
     }
-    crate::metrics::textfile::refresh(settings, Some(name));
+    crate::metrics::textfile::follow(settings, Some(name), &event);
     Ok(())
 }
 
@@ -185,17 +174,13 @@ pub fn snooze(
         at: runlog::stamp(now),
     };
     State::new(&settings.data_root).snooze(name, &snooze)?;
-    record(
-        settings,
-        name.as_str(),
-        Event::Snoozed(runlog::Snoozed {
-            by: By::Hand,
-            until: snooze.until.clone(),
-            reason: why,
-        }),
-        now,
-    )?;
-    crate::metrics::textfile::refresh(settings, Some(name));
+    let event = Event::Snoozed(runlog::Snoozed {
+        by: By::Hand,
+        until: snooze.until.clone(),
+        reason: why,
+    });
+    record(settings, Some(name), &event, now)?;
+    crate::metrics::textfile::follow(settings, Some(name), &event);
     Ok(snooze)
 }
 
@@ -206,26 +191,24 @@ pub fn unsnooze(settings: &Settings, name: &Name) -> Result<bool, ControlError> 
     if !State::new(&settings.data_root).unsnooze(name, now)? {
         return Ok(false);
     }
-    record(
-        settings,
-        name.as_str(),
-        Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand }),
-        now,
-    )?;
-    crate::metrics::textfile::refresh(settings, Some(name));
+    let event = Event::Unsnoozed(runlog::Unsnoozed { by: By::Hand });
+    record(settings, Some(name), &event, now)?;
+    crate::metrics::textfile::follow(settings, Some(name), &event);
     Ok(true)
 }
 
-/// Appends `event` of `name` to the run log at `at` (the switches' record).
+/// Appends `event` of `name` (none: the kill switch) to the run log at `at`: a switch's one event,
+/// from which what follows is derived by the module that owns it (the metrics textfile's
+/// [`follow`](crate::metrics::textfile::follow)).
 fn record(
     settings: &Settings,
-    name: &str,
-    event: Event,
+    name: Option<&Name>,
+    event: &Event,
     at: chrono::DateTime<Utc>,
 ) -> Result<(), runlog::LogError> {
     RunLog::new(&settings.data_root)
         .with_test_rotation(settings.test_rotate_bytes)
-        .append(name, event, at)
+        .append(name.map_or("", Name::as_str), event.clone(), at)
 }
 
 /// What `stop-all` did.
@@ -290,18 +273,14 @@ pub fn stop_all(settings: &Settings, why: &str) -> Result<Stopped, ControlError>
     out.unreachable = unknown;
     out.signalled = running.len();
     out.stopped = running.len() - out.still_running.len();
-    if let Err(e) = record(
-        settings,
-        "",
-        Event::StopAll(runlog::StopAll {
-            reason: why,
-            stopped: running.len() as u32,
-        }),
-        now,
-    ) {
+    let event = Event::StopAll(runlog::StopAll {
+        reason: why,
+        stopped: running.len() as u32,
+    });
+    if let Err(e) = record(settings, None, &event, now) {
         out.log_error = Some(crate::exit::chain_text(&e));
     }
-    crate::metrics::textfile::refresh(settings, None);
+    crate::metrics::textfile::follow(settings, None, &event);
     Ok(out)
 }
 
@@ -310,13 +289,9 @@ pub fn resume_all(settings: &Settings) -> Result<bool, ControlError> {
     if !State::new(&settings.data_root).resume_all()? {
         return Ok(false);
     }
-    record(
-        settings,
-        "",
-        Event::ResumeAll(runlog::ResumeAll {}),
-        Utc::now(),
-    )?;
-    crate::metrics::textfile::refresh(settings, None);
+    let event = Event::ResumeAll(runlog::ResumeAll {});
+    record(settings, None, &event, Utc::now())?;
+    crate::metrics::textfile::follow(settings, None, &event);
     Ok(true)
 }
 

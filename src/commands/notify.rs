@@ -52,7 +52,7 @@ pub fn look(settings: &Settings, name: Option<&Name>) -> CmdResult {
     data_root(settings, Use::Write)?;
     // The hourly health-check's look also keeps the metrics textfile whole (docs/metrics.md).
     if name.is_none() {
-        crate::metrics::textfile::refresh(settings, None);
+        crate::metrics::textfile::rewrite(settings);
     }
     let report = notify::look(settings, name, notify::LOOK_WAIT)?;
     if report.busy {

@@ -63,6 +63,10 @@ pub struct Sources {
     pub loaded: definition::Loaded,
     pub snapshot: Snapshot,
     pub thresholds: ThresholdSet,
+    /// The installed watches the service manager stopped for good, with why: asked by the whole
+    /// looks and by a firing's own ([`Sources::read`], [`Sources::of`]); a switch's sources are
+    /// the data root's alone ([`Sources::of_data_root`]).
+    pub stopped_watches: std::collections::HashMap<Name, String>,
 }
 
 impl Sources {
@@ -70,7 +74,22 @@ impl Sources {
     /// cannot be used is an error.
     pub fn read(settings: &Settings, only: Option<&Name>) -> Result<Self, LoadError> {
         let thresholds = thresholds::load(&settings.data_root)?;
-        Self::read_with(settings, only, thresholds)
+        Ok(Self::read_with(settings, only, thresholds)?.asking_manager(settings, only))
+    }
+
+    /// What the verdict of `name` needs from the data root alone: the service manager is not
+    /// asked which watches it stopped (a switch's look at its one automation).
+    pub fn of_data_root(settings: &Settings, name: &Name) -> Result<Self, LoadError> {
+        let thresholds = thresholds::load(&settings.data_root)?;
+        Self::read_with(settings, Some(name), thresholds)
+    }
+
+    /// These sources with the watches the service manager stopped (of `only`, or of all).
+    fn asking_manager(self, settings: &Settings, only: Option<&Name>) -> Self {
+        Self {
+            stopped_watches: stopped_watches(settings, &self.loaded, only),
+            ..self
+        }
     }
 
     /// [`Sources::read`] for a page that shows what it cannot read: a `health.toml` that cannot be
@@ -80,19 +99,25 @@ impl Sources {
             Ok(t) => (t, None),
             Err(e) => (ThresholdSet::default(), Some(e.to_string())),
         };
-        Ok((Self::read_with(settings, None, thresholds)?, problem))
+        Ok((
+            Self::read_with(settings, None, thresholds)?.asking_manager(settings, None),
+            problem,
+        ))
     }
 
     /// The sources of the one automation `def` already read (the runner's, after a run).
     pub fn of(settings: &Settings, def: definition::Definition) -> Result<Self, LoadError> {
-        Ok(Self {
+        let name = def.name.clone();
+        let src = Self {
             loaded: definition::Loaded {
                 definitions: vec![def],
                 problems: Vec::new(),
             },
             snapshot: Index::new(&RunLog::new(&settings.data_root)).refresh()?,
             thresholds: thresholds::load(&settings.data_root)?,
-        })
+            stopped_watches: Default::default(),
+        };
+        Ok(src.asking_manager(settings, Some(&name)))
     }
 
     fn read_with(
@@ -124,6 +149,7 @@ impl Sources {
             loaded,
             snapshot,
             thresholds,
+            stopped_watches: Default::default(),
         })
     }
 }
@@ -159,73 +185,132 @@ pub fn verdicts(
 }
 
 /// Every automation health knows of (defined ones, valid or not, names in the log, installed ones;
-/// with `only`, just that one), read and judged now, each then given to `keep` (by the worker that
-/// judged it: what `keep` does not return is dropped there).
+/// with `only`, just that one: [`judge_one`]), read and judged now, each then given to `keep` (by
+/// the worker that judged it: what `keep` does not return is dropped there).
 pub fn judge<R: Send>(
     settings: &Settings,
     src: &Sources,
     only: Option<&Name>,
     keep: impl Fn(Subject, Verdict) -> R + Sync,
 ) -> Result<Vec<R>, LoadError> {
-    let Sources {
-        loaded,
-        snapshot,
-        thresholds,
-    } = src;
-    let invalid: BTreeSet<String> = loaded
+    if let Some(name) = only {
+        let (subject, verdict) = judge_one(settings, src, name);
+        return Ok(vec![keep(subject, verdict)]);
+    }
+    let state = State::new(&settings.data_root);
+    let installs: Installs = state
+        .install_records_each()?
+        .into_iter()
+        .map(|(n, r)| (n, r.map_err(|e| crate::exit::chain_text(&e))))
+        .collect();
+    let mut names: BTreeSet<Name> = src
+        .loaded
+        .definitions
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    names.extend(src.loaded.problems.iter().filter_map(|p| p.name.clone()));
+    names.extend(
+        src.snapshot
+            .names()
+            .iter()
+            .filter_map(|n| Name::new(n).ok()),
+    );
+    names.extend(installs.keys().cloned());
+    let names: Vec<Name> = names.into_iter().collect();
+    // Pauses, snoozes and ping records are read only for the automations that have one (one
+    // listing each).
+    let listed = Listed {
+        pauses: state.paused_names()?,
+        snoozes: state.snoozed_names()?,
+        pinged: crate::state::pinged_names(&settings.data_root)?,
+        installs,
+    };
+    let now = now();
+    let one = |n: &Name| {
+        let (subject, verdict) = judge_with(settings, src, n, Some(&listed), &now);
+        keep(subject, verdict)
+    };
+    Ok(crate::parallel::map(&names, PER_WORKER, one))
+}
+
+/// One automation's subject and verdict now, from `src` and its own files in the data root (its
+/// pause, snooze, install record and pings; no listing of anyone else's).
+pub fn judge_one(settings: &Settings, src: &Sources, name: &Name) -> (Subject, Verdict) {
+    judge_with(settings, src, name, None, &now())
+}
+
+/// What a look at every automation lists once, so that each one's files are read only when it
+/// has them: who is paused, snoozed or pinged, and every install record.
+struct Listed {
+    pauses: BTreeSet<Name>,
+    snoozes: BTreeSet<Name>,
+    pinged: BTreeSet<Name>,
+    installs: Installs,
+}
+
+/// `n`'s subject and verdict: its files read where `listed` (when given) says it has them.
+fn judge_with(
+    settings: &Settings,
+    src: &Sources,
+    n: &Name,
+    listed: Option<&Listed>,
+    now: &Now<chrono::Local>,
+) -> (Subject, Verdict) {
+    let has = |names: fn(&Listed) -> &BTreeSet<Name>| listed.is_none_or(|l| names(l).contains(n));
+    let state = State::new(&settings.data_root);
+    let definition = src
+        .loaded
+        .definitions
+        .iter()
+        .find(|d| d.name == *n)
+        .cloned();
+    let th = src.thresholds.of(n.as_str());
+    let mut subject = subject(
+        settings,
+        &src.snapshot,
+        n,
+        definition,
+        th,
+        has(|l| &l.pauses),
+    );
+    let install = match listed {
+        Some(l) => l.installs.get(n).cloned(),
+        None => state
+            .install_record(n)
+            .map_err(|e| crate::exit::chain_text(&e))
+            .transpose(),
+    };
+    match install {
+        Some(Ok(r)) => installed(&mut subject, &r, settings),
+        Some(Err(e)) => subject.unreadable.push(e),
+        None => {}
+    }
+    subject.invalid = src
+        .loaded
         .problems
         .iter()
-        .filter_map(|p| p.name.as_ref().map(ToString::to_string))
-        .collect();
-    let state = State::new(&settings.data_root);
-    let (names, installs) = known(&state, loaded, snapshot, &invalid, only)?;
-    let names: Vec<Name> = names.iter().filter_map(|n| Name::new(n).ok()).collect();
-    let definitions: std::collections::HashMap<&Name, &definition::Definition> =
-        loaded.definitions.iter().map(|d| (&d.name, d)).collect();
-    let pauses = match only {
-        Some(_) => None,
-        None => Some(state.paused_names()?),
-    };
-    // Snoozes are read only for the automations that have one (one listing).
-    let snoozes = state.snoozed_names()?;
-    // Ping records are read only for the automations that have one (one listing).
-    let pinged = crate::state::pinged_names(&settings.data_root)?;
-    let stopped = stopped_watches(settings, loaded, &installs, only);
-    let now = now();
-    let one = |n: &Name| -> Result<R, LoadError> {
-        let definition = definitions.get(n).map(|d| (*d).clone());
-        let th = thresholds.of(n.as_str());
-        let mut subject = subject(settings, snapshot, n, definition, th, pauses.as_ref())?;
-        match installs.get(n) {
-            Some(Ok(r)) => installed(&mut subject, r, settings),
-            Some(Err(e)) => subject.unreadable.push(e.clone()),
-            None => {}
+        .any(|p| p.name.as_ref() == Some(n));
+    if has(|l| &l.snoozes) {
+        // A snooze that cannot be read holds nothing: alerts are the safe side, and the verdict
+        // stays the automation's own.
+        subject.snoozed = state.snoozed(n, chrono::Utc::now()).unwrap_or_else(|e| {
+            errln!(
+                "automations: {n}: its snooze is not honoured: {}",
+                crate::exit::chain_text(&e)
+            );
+            None
+        });
+    }
+    subject.watch_stopped = src.stopped_watches.get(n).cloned();
+    if has(|l| &l.pinged) {
+        match crate::state::read_pings(&settings.data_root, n) {
+            Ok(p) => subject.pings = p,
+            Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
         }
-        subject.invalid = invalid.contains(n.as_str());
-        if snoozes.contains(n) {
-            // A snooze that cannot be read holds nothing: alerts are the safe side, and the
-            // verdict stays the automation's own.
-            subject.snoozed = state.snoozed(n, chrono::Utc::now()).unwrap_or_else(|e| {
-                errln!(
-                    "automations: {n}: its snooze is not honoured: {}",
-                    crate::exit::chain_text(&e)
-                );
-                None
-            });
-        }
-        subject.watch_stopped = stopped.get(n).cloned();
-        if pinged.contains(n) {
-            match crate::state::read_pings(&settings.data_root, n) {
-                Ok(p) => subject.pings = p,
-                Err(e) => subject.unreadable.push(crate::exit::chain_text(&e)),
-            }
-        }
-        let verdict = super::verdict(&subject, th, &now);
-        Ok(keep(subject, verdict))
-    };
-    crate::parallel::map(&names, PER_WORKER, one)
-        .into_iter()
-        .collect()
+    }
+    let verdict = super::verdict(&subject, th, now);
+    (subject, verdict)
 }
 
 /// What `subject`'s install record says: when, whether what it runs now is what was approved, and
@@ -246,21 +331,21 @@ fn installed(subject: &mut Subject, r: &crate::state::Record, settings: &Setting
     });
 }
 
-/// The installed automations whose path watch the service manager stopped for good, with why:
-/// one query, made only when an installed automation watches paths. A manager that does not
-/// answer tells nothing here (`doctor` is where that is said).
+/// The installed automations (of `only`, or all) whose path watch the service manager stopped
+/// for good, with why: one query, made only when an installed automation watches paths. A manager
+/// that does not answer tells nothing here (`doctor` is where that is said).
 fn stopped_watches(
     settings: &Settings,
     loaded: &definition::Loaded,
-    installs: &Installs,
     only: Option<&Name>,
 ) -> std::collections::HashMap<Name, String> {
+    let state = State::new(&settings.data_root);
     let watching: Vec<&Name> = loaded
         .definitions
         .iter()
         .filter(|d| d.trigger.as_ref().is_some_and(|t| !t.paths.is_empty()))
-        .filter(|d| matches!(installs.get(&d.name), Some(Ok(_))))
         .filter(|d| only.is_none_or(|o| *o == d.name))
+        .filter(|d| matches!(state.install_record(&d.name), Ok(Some(_))))
         .map(|d| &d.name)
         .collect();
     if watching.is_empty() {
@@ -282,41 +367,6 @@ fn stopped_watches(
 /// The install records health reads, each readable or why not.
 type Installs = BTreeMap<Name, Result<crate::state::Record, String>>;
 
-/// The names health reports on and their install records: `only`'s own, or every name defined
-/// (valid or not), in the log or installed.
-fn known(
-    state: &State,
-    loaded: &definition::Loaded,
-    snapshot: &Snapshot,
-    invalid: &BTreeSet<String>,
-    only: Option<&Name>,
-) -> Result<(BTreeSet<String>, Installs), LoadError> {
-    if let Some(n) = only {
-        // One automation: its own record, not a listing of every one.
-        let installs = state
-            .install_record(n)
-            .transpose()
-            .map(|r| (n.clone(), r.map_err(|e| crate::exit::chain_text(&e))))
-            .into_iter()
-            .collect();
-        return Ok((BTreeSet::from([n.to_string()]), installs));
-    }
-    let installs: Installs = state
-        .install_records_each()?
-        .into_iter()
-        .map(|(n, r)| (n, r.map_err(|e| crate::exit::chain_text(&e))))
-        .collect();
-    let mut names: BTreeSet<String> = loaded
-        .definitions
-        .iter()
-        .map(|d| d.name.to_string())
-        .collect();
-    names.extend(invalid.iter().cloned());
-    names.extend(snapshot.names());
-    names.extend(installs.keys().map(|n| n.to_string()));
-    Ok((names, installs))
-}
-
 /// Automations each worker thread takes at least: below that, one thread does it all. Each
 /// automation is read on its own (its index file, its lines), so the cores share them.
 pub(super) const PER_WORKER: usize = 32;
@@ -328,22 +378,23 @@ fn subject(
     name: &Name,
     definition: Option<crate::definition::Definition>,
     th: &super::Thresholds,
-    pauses: Option<&BTreeSet<Name>>,
-) -> Result<Subject, LoadError> {
+    may_be_paused: bool,
+) -> Subject {
     let (runs, acked_at) = gather(snapshot, settings, name.as_str(), th, definition.as_ref());
     let mut unreadable = Vec::new();
-    // Only a pause file that is there is read (a listing told which are). One that cannot be read
-    // makes this automation's verdict unknown, naming it; the others are not held up by it.
-    let paused = match pauses {
-        Some(p) if !p.contains(name) => None,
-        _ => State::new(&settings.data_root)
+    // Only a pause file that may be there is read (a listing told which are). One that cannot be
+    // read makes this automation's verdict unknown, naming it; the others are not held up by it.
+    let paused = if may_be_paused {
+        State::new(&settings.data_root)
             .paused(name)
             .unwrap_or_else(|e| {
                 unreadable.push(crate::exit::chain_text(&e));
                 None
-            }),
+            })
+    } else {
+        None
     };
-    Ok(Subject {
+    Subject {
         name: name.to_string(),
         paused,
         snoozed: None,
@@ -357,7 +408,7 @@ fn subject(
         pings: None,
         watch_stopped: None,
         runs,
-    })
+    }
 }
 
 /// The runs of `records` (newest first, as `gather` read them): a firing tried again counts once,

@@ -267,6 +267,23 @@ pub fn collect(
     Ok(all.into_iter().flatten().collect())
 }
 
+/// The samples of `name` now, from `src` and its own files (`None` once health no longer reports
+/// it).
+pub fn collect_one(
+    settings: &Settings,
+    src: &health::load::Sources,
+    name: &Name,
+    m: &Machine,
+    format: Format,
+) -> Option<Samples> {
+    src.snapshot.keep_tallies();
+    let (subject, verdict) = health::load::judge_one(settings, src, name);
+    let tally = src.snapshot.tally(&subject.name);
+    let now = health::load::now();
+    (!subject.retired(&verdict))
+        .then(|| Samples::of(&row(&subject, &verdict, tally, &now), m, format))
+}
+
 /// The whole document of every automation in `src`, in `format` (`automations metrics`, the
 /// dashboard's `/metrics`).
 pub fn document(
@@ -604,15 +621,31 @@ pub fn render(all: &[Samples], m: &Machine, format: Format) -> String {
     })
 }
 
-/// A text-format document written before (`old`, a textfile) with one automation's samples
-/// replaced by `new` (written in the text format), and the data root's own written anew; the
-/// other automations' samples are kept as they were. Lines that are none of ours are dropped. The
-/// same document [`render`] writes when every automation's samples are the ones given.
-pub fn merge(old: &str, new: &Samples, m: &Machine) -> String {
+/// What a write into the textfile changes.
+#[derive(Clone, Copy, Debug)]
+pub enum Patch<'a> {
+    /// One automation's samples, all of them (written in the text format).
+    Samples(&'a Samples),
+    /// One automation's snooze: until when, Unix seconds, or none.
+    SnoozedUntil { name: &'a str, until: Option<f64> },
+    /// No automation's: the data root's own samples (the kill switch) only.
+    DataRoot,
+}
+
+/// A text-format document written before (`old`, a textfile) with `patch` applied and the data
+/// root's own samples written anew; the other automations' samples are kept as they were. Lines
+/// that are none of ours are dropped. With every automation's samples patched in, the same
+/// document [`render`] writes. `None` when `patch` changes one sample of an automation the
+/// document holds none of (its whole samples are needed then).
+pub fn merge(old: &str, patch: Patch<'_>, m: &Machine) -> Option<String> {
     // Per family: each automation's lines, by name, as `render` orders them.
     let mut kept: Vec<std::collections::BTreeMap<String, String>> =
         FAMILIES.iter().map(|_| Default::default()).collect();
     let ns = format!("namespace=\"{}\"", escape(&m.namespace));
+    let renewed = match patch {
+        Patch::Samples(new) => Some(escape(&new.name)),
+        Patch::SnoozedUntil { .. } | Patch::DataRoot => None,
+    };
     for line in old.lines().filter(|l| !l.starts_with('#')) {
         let Some((metric, rest)) = line.split_once('{') else {
             continue;
@@ -631,20 +664,49 @@ pub fn merge(old: &str, new: &Samples, m: &Machine) -> String {
         else {
             continue;
         };
-        if name == escape(&new.name) {
+        if renewed.as_deref() == Some(name) {
             continue;
         }
         let lines = kept[i].entry(name.to_owned()).or_default();
         let _ = writeln!(lines, "{metric}{{automation=\"{name}\",{labels}");
     }
-    for (i, lines) in new.families.iter().enumerate() {
-        kept[i].insert(escape(&new.name), lines.clone());
+    match patch {
+        Patch::Samples(new) => {
+            for (i, lines) in new.families.iter().enumerate() {
+                kept[i].insert(escape(&new.name), lines.clone());
+            }
+        }
+        Patch::SnoozedUntil { name, until } => {
+            let key = escape(name);
+            if !kept.iter().any(|family| family.contains_key(&key)) {
+                return None;
+            }
+            let i = FAMILIES
+                .iter()
+                .position(|f| f.which == Which::SnoozedUntil)
+                .expect("a family of snoozes");
+            match until {
+                Some(t) => {
+                    let line = format!(
+                        "{}{{{}}} {}\n",
+                        FAMILIES[i].name,
+                        own_labels(name, m),
+                        Value(t)
+                    );
+                    kept[i].insert(key, line);
+                }
+                None => {
+                    kept[i].remove(&key);
+                }
+            }
+        }
+        Patch::DataRoot => {}
     }
-    render_with(m, Format::Text, |i, out| {
+    Some(render_with(m, Format::Text, |i, out| {
         for lines in kept[i].values() {
             out.push_str(lines);
         }
-    })
+    }))
 }
 
 #[cfg(test)]

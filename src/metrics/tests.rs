@@ -125,7 +125,12 @@ fn a_merge_renews_one_automation_and_keeps_the_others() {
     beta.verdict = State::Degraded;
     let mut later = m.clone();
     later.stop_all = true;
-    let merged = merge(&old, &Samples::of(&beta, &later, Format::Text), &later);
+    let merged = merge(
+        &old,
+        Patch::Samples(&Samples::of(&beta, &later, Format::Text)),
+        &later,
+    )
+    .unwrap();
     // The same as writing all three now, with the others' samples as they were.
     let whole = doc(&[row("alpha"), beta, row("beta-2")], &later, Format::Text);
     assert_eq!(merged, whole);
@@ -134,7 +139,52 @@ fn a_merge_renews_one_automation_and_keeps_the_others() {
         "{old}automations_paused{{automation=\"x\",namespace=\"other\"}} 1\nnode_load1 3\n"
     );
     assert_eq!(
-        merge(&foreign, &Samples::of(&row("beta"), &m, Format::Text), &m),
-        old
+        merge(
+            &foreign,
+            Patch::Samples(&Samples::of(&row("beta"), &m, Format::Text)),
+            &m
+        ),
+        Some(old)
+    );
+}
+
+#[test]
+fn a_snooze_or_the_kill_switch_changes_its_own_sample_alone() {
+    let m = machine();
+    let old = doc(&[row("alpha"), row("beta")], &m, Format::Text);
+    let mut snoozed = row("beta");
+    snoozed.snoozed_until = Some(1_800_000_000.0);
+    let merged = merge(
+        &old,
+        Patch::SnoozedUntil {
+            name: "beta",
+            until: Some(1_800_000_000.0),
+        },
+        &m,
+    )
+    .unwrap();
+    assert_eq!(merged, doc(&[row("alpha"), snoozed], &m, Format::Text));
+    // And back: the snooze's sample gone, the document as before.
+    let back = merge(
+        &merged,
+        Patch::SnoozedUntil {
+            name: "beta",
+            until: None,
+        },
+        &m,
+    );
+    assert_eq!(back.as_deref(), Some(old.as_str()));
+    // An automation the document has no samples of needs its whole samples.
+    let none = Patch::SnoozedUntil {
+        name: "gamma",
+        until: Some(1.0),
+    };
+    assert_eq!(merge(&old, none, &m), None);
+    // The kill switch: the data root's own sample, every automation's kept.
+    let mut stopped = m.clone();
+    stopped.stop_all = true;
+    assert_eq!(
+        merge(&old, Patch::DataRoot, &stopped),
+        Some(doc(&[row("alpha"), row("beta")], &stopped, Format::Text))
     );
 }

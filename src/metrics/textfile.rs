@@ -1,7 +1,8 @@
 //! node_exporter's textfile collector: `<data root>/metrics.toml` names a `.prom` file. Every
-//! firing, skipped or not, and every pause, resume, ack, snooze and unsnooze puts its automation's
-//! samples now into it; `health`, `notify look` (of every automation), `stop-all`, `resume-all`
-//! and `uninstall` write it whole (and an uninstall that leaves nothing installed removes it).
+//! firing, skipped or not, puts its automation's samples now into it; every switch what it changed
+//! ([`follow`]: one automation's, or the kill switch's sample); `health`, `notify look` (of every
+//! automation) and `uninstall` write it whole (and an uninstall that leaves nothing installed
+//! removes it).
 //! Each write is a new file renamed over the old one, so the collector never reads half of one,
 //! and writers take turns (`state/metrics.lock`), so a whole write never puts back what a firing
 //! just replaced (docs/metrics.md). None of it ever fails or changes a run or a command: a problem
@@ -11,9 +12,10 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{Format, Machine, MetricsError, Samples};
+use super::{Format, Machine, MetricsError, Patch, Samples};
 use crate::layout::SettingsFile;
 use crate::names::Name;
+use crate::runlog::Event;
 use crate::settings::Settings;
 use crate::settings::file;
 
@@ -93,20 +95,36 @@ impl Textfile {
         m: &Machine,
         all: impl FnOnce() -> Result<Vec<Samples>, MetricsError>,
     ) -> Result<(), MetricsError> {
+        self.patch(Patch::Samples(new), m, Some(all)).map(|_| ())
+    }
+
+    /// Applies `patch` to the file, the other automations' samples kept as they are; without a
+    /// file of this data root to apply it to, writes the whole file from `all`, if given. Whether
+    /// it wrote: not without a file and `all`, nor when the file holds no samples of the
+    /// automation whose one sample `patch` changes.
+    fn patch(
+        &self,
+        patch: Patch<'_>,
+        m: &Machine,
+        all: Option<impl FnOnce() -> Result<Vec<Samples>, MetricsError>>,
+    ) -> Result<bool, MetricsError> {
         let _turn = self.turn(ONE_WAIT)?;
         // The data root's own info line says this file was written whole for this namespace.
         let info = format!("namespace=\"{}\"", super::escape(&m.namespace));
-        let text = match read(&self.path)? {
-            Some(old)
-                if old
-                    .lines()
-                    .any(|l| l.starts_with("automations_info{") && l.contains(&info)) =>
-            {
-                super::merge(&old, new, m)
-            }
-            _ => super::render(&all()?, m, Format::Text),
+        let old = read(&self.path)?.filter(|old| {
+            old.lines()
+                .any(|l| l.starts_with("automations_info{") && l.contains(&info))
+        });
+        let text = match (old, all) {
+            (Some(old), _) => match super::merge(&old, patch, m) {
+                Some(text) => text,
+                None => return Ok(false),
+            },
+            (None, Some(all)) => super::render(&all()?, m, Format::Text),
+            (None, None) => return Ok(false),
         };
-        replace(&self.path, &text)
+        replace(&self.path, &text)?;
+        Ok(true)
     }
 
     /// The writers' lock, within `wait`.
@@ -167,31 +185,91 @@ pub fn update_from(
     name: &Name,
 ) -> Result<(), MetricsError> {
     let m = Machine::read(settings)?;
-    let Some(own) = super::collect(settings, src, Some(name), &m, Format::Text)?.pop() else {
+    let Some(own) = super::collect_one(settings, src, name, &m, Format::Text) else {
         return Ok(());
     };
     file.update(&own, &m, || all_now(settings, &m))
 }
 
-/// After a skipped firing, a pause, resume, ack, snooze or unsnooze of `only` (its samples), or the
-/// kill switch (`None`: every automation's): the textfile brought up to date when `metrics.toml`
-/// names one. A problem is said on stderr, never returned: what changed did change.
-pub fn refresh(settings: &Settings, only: Option<&Name>) {
-    let result = (|| -> Result<(), MetricsError> {
+/// Writes the whole file (`notify look` of every automation), when `metrics.toml` names one. A
+/// problem is said on stderr, never returned.
+pub fn rewrite(settings: &Settings) {
+    said((|| {
         let Some(file) = Textfile::of(settings)? else {
             return Ok(());
         };
-        match only {
-            None => {
-                let m = Machine::read(settings)?;
-                file.write_all(&all_now(settings, &m)?, &m)
-            }
-            Some(name) => {
-                let src = crate::health::load::Sources::read(settings, Some(name))?;
-                update_from(settings, &file, &src, name)
-            }
+        let m = Machine::read(settings)?;
+        file.write_all(&all_now(settings, &m)?, &m)
+    })());
+}
+
+/// After a skipped firing of `name`: its samples now in the textfile, when `metrics.toml` names
+/// one. A problem is said on stderr, never returned: the firing is over.
+pub fn after_skip(settings: &Settings, name: &Name) {
+    said((|| {
+        let Some(file) = Textfile::of(settings)? else {
+            return Ok(());
+        };
+        let src = crate::health::load::Sources::read(settings, Some(name))?;
+        update_from(settings, &file, &src, name)
+    })());
+}
+
+/// After a switch, recorded as `event` of `name` (none for the kill switch): the textfile brought
+/// in step with what it changed, when `metrics.toml` names one, without judging any other
+/// automation or asking the service manager. A snooze or its end changes its one sample (health's
+/// verdict does not depend on it); the kill switch and its release change the data root's own; a
+/// pause, resume or ack changes the automation's verdict, which is judged now from the data root
+/// alone (a watch the manager stopped is said by the next whole write: `health`, the hourly look).
+/// A switch changes the file it finds: the first write of a data root's file is a firing's or a
+/// whole one. A problem is said on stderr, never returned: what changed did change.
+pub fn follow(settings: &Settings, name: Option<&Name>, event: &Event) {
+    said((|| {
+        let Some(file) = Textfile::of(settings)? else {
+            return Ok(());
+        };
+        let m = Machine::read(settings)?;
+        let patch = match (name, event) {
+            (Some(n), Event::Snoozed(s)) => Patch::SnoozedUntil {
+                name: n.as_str(),
+                until: crate::runlog::parse_stamp(&s.until).map(super::unix),
+            },
+            (Some(n), Event::Unsnoozed(_)) => Patch::SnoozedUntil {
+                name: n.as_str(),
+                until: None,
+            },
+            (Some(n), _) => return own_samples(settings, &file, n, &m),
+            (None, _) => Patch::DataRoot,
+        };
+        match (file.patch(patch, &m, NO_WHOLE)?, name) {
+            (false, Some(n)) => own_samples(settings, &file, n, &m),
+            _ => Ok(()),
         }
-    })();
+    })());
+}
+
+/// What writes the whole file when there is none to merge into.
+type Whole = fn() -> Result<Vec<Samples>, MetricsError>;
+
+/// No whole write: a switch's.
+const NO_WHOLE: Option<Whole> = None;
+
+/// `name`'s samples judged now from the data root alone, put into the file (when there is one).
+fn own_samples(
+    settings: &Settings,
+    file: &Textfile,
+    name: &Name,
+    m: &Machine,
+) -> Result<(), MetricsError> {
+    let src = crate::health::load::Sources::of_data_root(settings, name)?;
+    let Some(own) = super::collect_one(settings, &src, name, m, Format::Text) else {
+        return Ok(());
+    };
+    file.patch(Patch::Samples(&own), m, NO_WHOLE).map(|_| ())
+}
+
+/// A write's problem, said on stderr.
+fn said(result: Result<(), MetricsError>) {
     if let Err(e) = result {
         errln!(
             "automations: metrics: {why}",

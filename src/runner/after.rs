@@ -130,7 +130,7 @@ fn update_textfile(
 pub fn after_skip(settings: &Settings, name: &crate::names::Name) {
     let look = crate::notify::enabled(settings);
     if !look {
-        crate::metrics::textfile::refresh(settings, Some(name));
+        crate::metrics::textfile::after_skip(settings, name);
         return;
     }
     let src = match Sources::read(settings, Some(name)) {
@@ -140,7 +140,7 @@ pub fn after_skip(settings: &Settings, name: &crate::names::Name) {
                 "automations: {name}: cannot read its health: {why}",
                 why = crate::exit::chain_text(&e)
             );
-            crate::metrics::textfile::refresh(settings, Some(name));
+            crate::metrics::textfile::after_skip(settings, name);
             return;
         }
     };

@@ -762,3 +762,123 @@ scrape_configs:
         401
     );
 }
+
+/// A switch is one write and one event, and the textfile follows it for the one automation it
+/// concerns: a pause, resume or ack judges that automation alone from the data root (the service
+/// manager is not asked, not even of an installed watch), a snooze or unsnooze writes its one
+/// sample, the kill switch its own; no other automation is judged (here `other`, whose snooze
+/// file cannot be read, would say so on stderr).
+#[test]
+fn a_switch_updates_the_textfile_for_its_own_automation_and_asks_no_service_manager() {
+    let mut sb = Sandbox::new();
+    std::fs::create_dir_all(sb.data.join("state/snoozed")).unwrap();
+    let file = sb.path("automations.prom");
+    crate::fixtures::write_private(
+        &sb.data.join("metrics.toml"),
+        &format!("textfile = \"{}\"\n", file.display()),
+    );
+    // A systemctl that records what it was asked (and knows of no stopped watch).
+    let bin = sb.path("bin");
+    let calls = sb.path("systemctl-calls");
+    std::fs::create_dir(&bin).unwrap();
+    write_executable(
+        &bin.join("systemctl"),
+        format!("#!/bin/sh\necho \"$*\" >> {}\n", calls.display()),
+    );
+    sb.env(
+        "PATH",
+        &format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+    );
+    std::fs::create_dir(sb.root.join("in")).unwrap();
+    sb.definition(
+        "inbox",
+        "name = \"inbox\"\ncommand = [\"true\"]\n[trigger]\npaths = [\"{root}/in\"]\n",
+    );
+    sb.install_record("inbox", chrono::Utc::now());
+    scheduled(&sb, "broken", "exit 1");
+    scheduled(&sb, "other", "exit 0");
+    for _ in 0..3 {
+        sb.run(["run", "broken"]);
+    }
+    sb.run(["run", "other"]);
+    std::fs::write(sb.data.join("state/snoozed/other.json"), "not json").unwrap();
+    let now = || std::fs::read_to_string(&file).unwrap();
+    let other_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains("automation=\"other\""))
+            .map(str::to_owned)
+            .collect()
+    };
+    let before = other_lines(&now());
+    assert!(!before.is_empty(), "{}", now());
+    let _ = std::fs::remove_file(&calls);
+    let value = |text: &str, family: &str, name: &str| -> Option<f64> {
+        samples(text, family)
+            .into_iter()
+            .find(|(l, _)| label(l, "automation") == name)
+            .map(|(_, v)| v)
+    };
+
+    let switch = |args: &[&str]| {
+        let out = sb.run(args);
+        assert_code(&out, 0);
+        assert!(
+            !stderr(&out).contains("other"),
+            "{args:?} judged another automation: {}",
+            stderr(&out)
+        );
+        assert_eq!(
+            std::fs::read_to_string(&calls).unwrap_or_default(),
+            "",
+            "{args:?} asked the service manager"
+        );
+        now()
+    };
+    let text = switch(&["pause", "inbox", "--reason", "moving"]);
+    assert_eq!(value(&text, "automations_paused", "inbox"), Some(1.0));
+    let text = switch(&["snooze", "inbox", "2h"]);
+    let until = value(
+        &text,
+        "automations_snoozed_until_timestamp_seconds",
+        "inbox",
+    )
+    .unwrap();
+    let want = (chrono::Utc::now() + chrono::Duration::hours(2)).timestamp() as f64;
+    assert!((until - want).abs() < 120.0, "{until} against {want}");
+    assert_eq!(value(&text, "automations_paused", "inbox"), Some(1.0));
+    let text = switch(&["unsnooze", "inbox"]);
+    assert_eq!(
+        value(
+            &text,
+            "automations_snoozed_until_timestamp_seconds",
+            "inbox"
+        ),
+        None
+    );
+    let text = switch(&["resume", "inbox"]);
+    assert_eq!(value(&text, "automations_paused", "inbox"), Some(0.0));
+    // An ack is judged: the verdict the file says is health's after it.
+    assert_eq!(said(&text)["broken"].0, "degraded");
+    let text = switch(&["ack", "broken"]);
+    assert_eq!(said(&text)["broken"], health(&sb)["broken"]);
+    let _ = std::fs::remove_file(&calls); // `health` asks it, of the watch
+    let text = switch(&["stop-all", "--reason", "racks"]);
+    assert_eq!(
+        samples(&text, "automations_stop_all"),
+        [("namespace=\"automations\"", 1.0)]
+    );
+    let text = switch(&["resume-all"]);
+    assert_eq!(
+        samples(&text, "automations_stop_all"),
+        [("namespace=\"automations\"", 0.0)]
+    );
+    assert_eq!(other_lines(&text), before);
+    // What a whole write does: it judges `other`, which says its snooze is not honoured.
+    let whole = sb.run(["notify", "look"]);
+    assert!(
+        stderr(&whole).contains("other: its snooze is not honoured"),
+        "{}",
+        stderr(&whole)
+    );
+    sb.assert_log_verifies();
+}
