@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::fail::CmdResult;
-use super::machine::{drift, privacy_warnings, user_name};
+use super::machine::drift;
 use crate::exit::Exit;
 use crate::fsutil::{self, Use};
 use crate::service::{self, ServiceManager};
@@ -82,27 +82,24 @@ fn service_manager(c: &Ctx) -> Vec<Line> {
 }
 
 fn lingering(c: &Ctx) -> Vec<Line> {
-    if c.settings.manager != Manager::Systemd {
+    let Some((user, on)) = crate::install::lingering(c.settings) else {
         return Vec::new();
-    }
-    let user = user_name();
-    vec![
-        if Path::new("/var/lib/systemd/linger").join(&user).exists() {
-            Line(
-                Level::Ok,
-                "lingering",
-                format!("on for {user}: timers fire without a login"),
-            )
-        } else {
-            Line(
-                Level::Warn,
-                "lingering",
-                format!(
-                    "off for {user}: timers fire only while you are logged in; fix: loginctl enable-linger {user}"
-                ),
-            )
-        },
-    ]
+    };
+    vec![if on {
+        Line(
+            Level::Ok,
+            "lingering",
+            format!("on for {user}: timers fire without a login"),
+        )
+    } else {
+        Line(
+            Level::Warn,
+            "lingering",
+            format!(
+                "off for {user}: timers fire only while you are logged in; fix: loginctl enable-linger {user}"
+            ),
+        )
+    }]
 }
 
 /// Look, never create: the nearest existing folder on the way must be writable.
@@ -231,13 +228,13 @@ fn privacy_folders(c: &Ctx) -> Vec<Line> {
     if c.settings.manager != Manager::Launchd {
         return Vec::new();
     }
-    let mut lines = Vec::new();
     let defs = super::load_all(c.settings)
         .map(|l| l.definitions)
         .unwrap_or_default();
-    privacy_warnings(c.settings, &defs, &mut |w| {
-        lines.push(Line(Level::Warn, "privacy folders", w))
-    });
+    let mut lines: Vec<Line> = crate::install::privacy_warnings(c.settings, &defs)
+        .into_iter()
+        .map(|w| Line(Level::Warn, "privacy folders", w))
+        .collect();
     if lines.is_empty() {
         lines.push(Line(
             Level::Ok,

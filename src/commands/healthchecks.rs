@@ -9,7 +9,6 @@ use super::fail::{CmdResult, Fail};
 use crate::cli::HealthchecksCommand;
 use crate::exit::Exit;
 use crate::fsutil::Use;
-use crate::healthchecks::api::Api;
 use crate::healthchecks::installed::{installed, wanted};
 use crate::healthchecks::sync::{self, Step};
 use crate::healthchecks::{self as hc, HcSettings, KeyKind, Watch};
@@ -33,7 +32,7 @@ fn settings_needed(settings: &Settings) -> Result<HcSettings, Fail> {
     }
 }
 
-use hc::{client as api, remote_checks};
+use hc::client as api;
 
 /// `healthchecks …`: the subcommand `c`.
 pub fn healthchecks_cmd(settings: &Settings, c: HealthchecksCommand) -> CmdResult {
@@ -97,23 +96,14 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
         return Ok(Exit::Success);
     }
     let mut failed = false;
-    for line in plan.iter().filter(|l| l.is_drift()) {
-        match sync::apply(&api, line, prune) {
-            Ok(done) => {
-                outln!("{}: {done}", line.who);
-                if matches!(line.step, Step::Create(_) | Step::Update(..)) {
-                    reset_streak(settings, &line.who);
-                }
-            }
+    for (line, done) in sync::apply_all(settings, &api, &plan, prune) {
+        match done {
+            Ok(done) => outln!("{}: {done}", line.who),
             Err(e) => {
                 failed = true;
                 outln!("{}: not done: {e}", line.who);
             }
         }
-    }
-    // The checks that are there as they should be: their failed pings are history.
-    for line in plan.iter().filter(|l| matches!(l.step, Step::InStep)) {
-        reset_streak(settings, &line.who);
     }
     // A check that cannot be (at login only) is said, and is no failure; a configured UUID the
     // server does not know is.
@@ -125,67 +115,10 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
     })
 }
 
-/// One automation's line in `status`.
-#[derive(serde::Serialize)]
-struct StatusLine {
-    name: String,
-    /// The remote check's status (`new`, `up`, `grace`, `down`, `paused`), or `missing` / `off`, or
-    /// `none` for one that runs only at login (sync makes no check for it).
-    remote: String,
-    last_ping: Option<String>,
-    /// The local verdict (`health`).
-    verdict: String,
-    /// What came of this machine's last ping.
-    last_sent: Option<String>,
-    failures_in_row: u32,
-}
-
 pub fn status(settings: &Settings, json: bool) -> CmdResult {
     data_root(settings, Use::Read)?;
     let cfg = settings_needed(settings)?;
-    let defs = installed(settings, &cfg, None)
-        .map_err(|e| Fail::new(e.exit(), e))?
-        .defs;
-    let (_, remote) = remote_checks(settings, &cfg)
-        .map_err(|e| Fail::new(Exit::Failure, anyhow!("cannot read the checks: {e}")))?;
-    let src = crate::health::load::Sources::read(settings, None)?;
-    let verdicts = crate::health::load::verdicts(settings, &src, None)?;
-    let mut lines = Vec::new();
-    for d in &defs {
-        let watch = hc::watch(&cfg, &settings.namespace, &d.name);
-        let found = sync::find(&remote, &settings.namespace, &d.name, &watch).ours();
-        let pings = crate::state::read_pings(&settings.data_root, &d.name)
-            .ok()
-            .flatten();
-        lines.push(StatusLine {
-            name: d.name.to_string(),
-            remote: match (&watch, found) {
-                (Watch::Off, _) => "off".into(),
-                // As sync says: no check by design, not a missing one.
-                (Watch::Slug(_), None)
-                    if matches!(d.schedule, Some(crate::schedule::Schedule::AtLogin)) =>
-                {
-                    "none".into()
-                }
-                (_, Some(r)) => r.status.clone(),
-                (_, None) => "missing".into(),
-            },
-            last_ping: found.and_then(|r| r.last_ping.clone()),
-            verdict: verdicts.iter().find(|v| v.name == d.name.as_str()).map_or(
-                "unknown".into(),
-                |v| {
-                    serde_json::to_value(v.verdict)
-                        .ok()
-                        .and_then(|j| j.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                },
-            ),
-            last_sent: pings
-                .as_ref()
-                .map(|p| format!("{} {}: {}", p.at, p.ping, p.answer)),
-            failures_in_row: pings.map_or(0, |p| p.failures_in_row),
-        });
-    }
+    let lines = hc::status::lines(settings, &cfg)?;
     if json {
         outln!(
             "{}",
@@ -231,7 +164,7 @@ pub fn follow_pause(settings: &Settings, only: Option<&Name>, pause: bool) {
 /// step) now, so its first firing pings a check that is there; or why not, and the command that
 /// makes it later.
 pub fn after_install(settings: &Settings, name: &Name) {
-    let Some((_, watch)) = watched(settings, name) else {
+    let Some((_, watch)) = hc::installed::watched(settings, name) else {
         return;
     };
     outln!(
@@ -257,38 +190,15 @@ pub fn after_install(settings: &Settings, name: &Name) {
 /// For an automation an install found up to date: how to make or check its remote check (no
 /// call is made without a change to install).
 pub fn up_to_date_hint(settings: &Settings, name: &Name) {
-    if watched(settings, name).is_some() {
+    if hc::installed::watched(settings, name).is_some() {
         outln!("healthchecks: `automations healthchecks sync {name}` makes or updates its check");
     }
 }
 
-/// The Healthchecks settings and how `name` is watched, when `healthchecks.toml` exists and does
-/// not switch it off.
-fn watched(settings: &Settings, name: &Name) -> Option<(HcSettings, Watch)> {
-    let cfg = hc::settings::load(&settings.data_root).ok().flatten()?;
-    let watch = hc::watch(&cfg, &settings.namespace, name);
-    (watch != Watch::Off).then_some((cfg, watch))
-}
-
 /// What uninstall says of the remote check, when `healthchecks.toml` exists.
 pub fn uninstall_hint(settings: &Settings, name: &Name) {
-    let Some((cfg, watch)) = watched(settings, name) else {
-        return;
-    };
-    match remote_checks(settings, &cfg) {
-        Ok((_, remote))
-            if sync::find(&remote, &settings.namespace, name, &watch)
-                .ours()
-                .is_some() =>
-        {
-            outln!(
-                "healthchecks: its remote check is left on the server (and will go down); delete it with `automations healthchecks sync --prune`"
-            )
-        }
-        Ok(_) => outln!("healthchecks: it has no remote check"),
-        Err(e) => {
-            outln!("healthchecks: a remote check may be left on the server (not looked: {e})")
-        }
+    if let Some(line) = hc::installed::after_uninstall(settings, name) {
+        outln!("healthchecks: {line}");
     }
 }
 
@@ -310,7 +220,7 @@ pub fn key_store(settings: &Settings, kind: KeyKind) -> CmdResult {
         return Ok(Exit::Failure);
     }
     outln!("checking the key with Healthchecks…");
-    match validate(settings, &cfg, kind, &key) {
+    match hc::validate::key(settings, &cfg, kind, &key) {
         Ok(said) => {
             keys::for_settings(settings)
                 .set(&kind.label(&settings.namespace), &key)
@@ -325,67 +235,6 @@ pub fn key_store(settings: &Settings, kind: KeyKind) -> CmdResult {
         Err(e) => {
             outln!("not stored: {e}");
             Ok(Exit::Failure)
-        }
-    }
-}
-
-/// What the server says of `key`. An API key lists the project's checks. A ping key has no call
-/// of its own: it pings `/log` on a check of this namespace the API lists (a log entry, which
-/// changes no status); with no such check, or no API key, only its form can be checked.
-fn validate(
-    settings: &Settings,
-    cfg: &HcSettings,
-    kind: KeyKind,
-    key: &Secret,
-) -> Result<String, String> {
-    match kind {
-        KeyKind::Api => {
-            let api = Api::new(&cfg.api_url, key.clone()).map_err(|e| e.to_string())?;
-            let checks = api
-                .list(Some(&hc::tag(&settings.namespace)))
-                .map_err(|e| e.to_string())?;
-            Ok(format!(
-                "Healthchecks accepts it ({} check(s) of this namespace)",
-                checks.len()
-            ))
-        }
-        KeyKind::Ping => {
-            let remote = api(settings, cfg).and_then(|a| {
-                a.list(Some(&hc::tag(&settings.namespace)))
-                    .map_err(|e| e.to_string())
-            });
-            let slug = remote
-                .ok()
-                .and_then(|r| r.into_iter().map(|c| c.slug).find(|slug| !slug.is_empty()));
-            let Some(slug) = slug else {
-                return Ok(
-                    "its form is right; no check of this namespace to prove it on yet (the first ping does: automations healthchecks status)"
-                        .into(),
-                );
-            };
-            let url = hc::ping::url(
-                cfg,
-                &Watch::Slug(slug.clone()),
-                Some(key),
-                hc::ping::Ping::Log,
-                None,
-            )
-            .expect("a slug with a key has a URL");
-            let deadline = std::time::Instant::now() + hc::ping::BOUND;
-            let secrets = [key.expose()];
-            let sent = hc::ping::send(
-                &url,
-                b"automations: checking the ping key",
-                deadline,
-                &secrets,
-            );
-            match sent {
-                Ok(_) => Ok(format!("Healthchecks took a log ping to {slug} with it")),
-                Err(e) if e.starts_with("refused: 404") => Err(format!(
-                    "Healthchecks does not know {slug} under this ping key (404): is it the ping key of the project the API key belongs to?"
-                )),
-                Err(e) => Err(e),
-            }
         }
     }
 }
@@ -410,7 +259,7 @@ pub fn key_check(settings: &Settings, kind: KeyKind) -> CmdResult {
             ));
         }
     };
-    match validate(settings, &cfg, kind, &key) {
+    match hc::validate::key(settings, &cfg, kind, &key) {
         Ok(said) => {
             outln!("ok: {said}");
             Ok(Exit::Success)
@@ -424,11 +273,4 @@ pub fn key_check(settings: &Settings, kind: KeyKind) -> CmdResult {
 
 pub fn key_delete(settings: &Settings, kind: KeyKind) -> CmdResult {
     super::keys::delete_item(settings, &kind.label(&settings.namespace))
-}
-
-/// Forgets the failed pings of `who` (a line names an automation or a remote check).
-fn reset_streak(settings: &Settings, who: &str) {
-    if let Ok(name) = crate::names::Name::new(who) {
-        let _ = crate::state::reset_ping_streak(&settings.data_root, &name);
-    }
 }

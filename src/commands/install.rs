@@ -10,8 +10,8 @@ use anyhow::anyhow;
 
 use super::fail::{CmdResult, Fail};
 use super::machine::{
-    bad, checked_definitions, confirm, preflight, privacy_warnings, refuse_linked_worktree,
-    require_terminal, unit_binary, user_name,
+    bad, checked_definitions, confirm, preflight, refuse_linked_worktree, require_terminal,
+    unit_binary,
 };
 use super::{data_root, one_definition};
 use crate::definition::Definition;
@@ -20,7 +20,7 @@ use crate::fsutil::Use;
 use crate::install::{self, Plan};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
-use crate::settings::{Manager, Settings};
+use crate::settings::Settings;
 use crate::state::State;
 use crate::units;
 
@@ -78,21 +78,9 @@ fn to_install(settings: &Settings, names: &[Name], all: bool) -> Result<Vec<Defi
     Ok(defs)
 }
 
-/// Whether the sandboxed automation `name` can run here once installed: not on macOS (launchd has
-/// nothing that confines a job the way systemd's sandbox does, and running it unconfined would
-/// quietly drop what its definition asks for), nor on a Linux machine that cannot confine it.
+/// Refuses the sandboxed automation `name` where it could not run once installed.
 fn sandboxable(settings: &Settings, name: &Name) -> Result<(), Fail> {
-    if settings.manager == Manager::Launchd {
-        return Err(bad(format!(
-            "{name} asks for [sandbox] level = \"strict\", which launchd cannot give (macOS has no per-job equivalent of systemd's sandbox): nothing installed. Remove [sandbox] from automations/{name}.toml to run it unconfined here (docs/policies.md)"
-        )));
-    }
-    match crate::sandbox::why_not_here(&settings.root, &settings.data_root) {
-        Some(why) => Err(bad(format!(
-            "{name} asks for [sandbox] level = \"strict\", but {why}: nothing installed (docs/policies.md)"
-        ))),
-        None => Ok(()),
-    }
+    install::sandbox_refused(settings, name).map_or(Ok(()), |why| Err(bad(why)))
 }
 
 pub fn install(
@@ -162,7 +150,9 @@ pub fn install(
     require_terminal(&question)?;
     preflight(manager.as_ref())?;
     let installing: Vec<Definition> = plans.iter().map(|(d, _)| (*d).clone()).collect();
-    privacy_warnings(settings, &installing, &mut |w| errln!("warning: {w}"));
+    for w in install::privacy_warnings(settings, &installing) {
+        errln!("warning: {w}");
+    }
     if !confirm(&question)? {
         outln!("not confirmed: nothing changed");
         return Ok(Exit::Failure);
@@ -241,9 +231,7 @@ pub(super) fn install_then(
     }
     let undo = |done: &[(&Definition, Plan)]| {
         for (def, _) in done.iter().rev() {
-            let gone = install::plan_uninstall(settings, &def.name, manager.as_ref())
-                .and_then(|p| install::apply_uninstall(settings, &p, manager.as_ref()));
-            match gone {
+            match install::uninstall_again(settings, &def.name, manager.as_ref()) {
                 Ok(()) => errln!("uninstalled {} again", settings.label(&def.name)),
                 Err(e) => errln!(
                     "warning: {} could not be uninstalled again: {why}",
@@ -286,29 +274,11 @@ pub(super) fn install_then(
     Ok(Exit::Success)
 }
 
-/// The unit's binary must be a file that stays: there (or about to be copied there), and not in a
-/// cargo target/ folder that the next build replaces.
+/// Refuses a unit binary that would not stay (missing, or in a cargo build folder).
 fn check_binary(bin: &Path, copied: bool, names: &[&str]) -> Result<(), Fail> {
-    if !copied && !bin.is_file() {
-        return Err(Fail::new(
-            Exit::Environment,
-            anyhow!(
-                "{} does not exist; the unit would have nothing to run",
-                bin.display()
-            ),
-        ));
-    }
-    if install::in_build_folder(bin) {
-        return Err(Fail::new(
-            Exit::Environment,
-            anyhow!(
-                "{} is inside a cargo target/ folder, which the next build or `cargo clean` replaces; run `make automations-install NAME=\"{}\"`, which installs a release binary at ~/.local/bin/automations",
-                bin.display(),
-                names.join(" ")
-            ),
-        ));
-    }
-    Ok(())
+    install::binary_refused(bin, copied, names).map_or(Ok(()), |why| {
+        Err(Fail::new(Exit::Environment, anyhow!(why)))
+    })
 }
 
 /// Applies each plan in turn; one that fails is rolled back (by `install`), the rest are not
@@ -476,23 +446,17 @@ fn after_install(settings: &Settings, def: &Definition, bin: &Path) -> Result<()
     Ok(())
 }
 
-/// On Linux, timers of a user without lingering run only while that user is logged in.
+/// The warning that timers fire only while the user is logged in, when it applies.
 fn linger_warning(settings: &Settings) {
-    if settings.manager != Manager::Systemd {
-        return;
-    }
-    let user = user_name();
-    if !user.is_empty() && !Path::new("/var/lib/systemd/linger").join(&user).exists() {
-        errln!(
-            "warning: lingering is off for {user}: the timer fires only while you are logged in; `loginctl enable-linger {user}` makes it fire after boot too"
-        );
+    if let Some(w) = install::linger_warning(settings) {
+        errln!("warning: {w}");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::{OsFacts, Overrides};
+    use crate::settings::{Manager, OsFacts, Overrides};
 
     /// A sandboxed automation on macOS is refused before anything is planned, by name and with the
     /// way out; an unsandboxed one is not.

@@ -323,46 +323,11 @@ pub(super) fn confirm(question: &str) -> Result<bool, Fail> {
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
 }
 
-pub(super) fn user_name() -> String {
-    crate::settings::user_name(&|k| std::env::var_os(k))
-        .map(|u| u.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// Refuses, before anything is asked or written, a machine where the manager cannot take units.
 pub(super) fn preflight(manager: &dyn ServiceManager) -> Result<(), Fail> {
     manager
         .preflight()
         .map_err(|e| Fail::new(Exit::Environment, e))
-}
-
-/// macOS privacy protection: folders a LaunchAgent cannot read without a prompt nobody sees.
-pub(super) fn privacy_warnings(
-    settings: &Settings,
-    defs: &[Definition],
-    warn: &mut dyn FnMut(String),
-) {
-    if settings.manager != Manager::Launchd {
-        return;
-    }
-    for (name, path, folder) in
-        install::watched_in_privacy_folders(&settings.home, &settings.root, defs)
-    {
-        warn(format!(
-            "{name} watches {path}, inside {folder}, which macOS privacy protection guards: launchd may start it, but reading there gets \"Operation not permitted\" unless its binary has Full Disk Access (System Settings → Privacy & Security; docs/triggers.md)"
-        ));
-    }
-    for (what, path) in [
-        ("repository root", &settings.root),
-        ("data root", &settings.data_root),
-    ] {
-        if let Some(folder) = install::privacy_folder(&settings.home, path) {
-            warn(format!(
-                "the {what} {} is inside {folder}, which macOS privacy protection guards: a LaunchAgent gets \"Operation not permitted\" there, with no prompt, so scheduled runs would fail; move it outside ~/Documents, ~/Desktop, ~/Downloads and iCloud Drive (for example to ~/src)",
-                path.display()
-            ));
-        }
-    }
 }
 
 /// The lines `check` prints of the remote checks.

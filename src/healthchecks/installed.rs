@@ -155,3 +155,28 @@ pub fn drift(settings: &Settings) -> Option<Result<Vec<String>, String>> {
     };
     Some(look())
 }
+
+/// The Healthchecks settings and how `name` is watched, when `healthchecks.toml` exists and does
+/// not switch it off.
+pub fn watched(settings: &Settings, name: &Name) -> Option<(HcSettings, super::Watch)> {
+    let cfg = super::settings::load(&settings.data_root).ok().flatten()?;
+    let watch = super::watch(&cfg, &settings.namespace, name);
+    (watch != super::Watch::Off).then_some((cfg, watch))
+}
+
+/// What an uninstall of `name` leaves of its remote check, in words, when `healthchecks.toml`
+/// exists and watches it.
+pub fn after_uninstall(settings: &Settings, name: &Name) -> Option<String> {
+    let (cfg, watch) = watched(settings, name)?;
+    Some(match super::remote_checks(settings, &cfg) {
+        Ok((_, remote))
+            if sync::find(&remote, &settings.namespace, name, &watch)
+                .ours()
+                .is_some() =>
+        {
+            "its remote check is left on the server (and will go down); delete it with `automations healthchecks sync --prune`".to_owned()
+        }
+        Ok(_) => "it has no remote check".to_owned(),
+        Err(e) => format!("a remote check may be left on the server (not looked: {e})"),
+    })
+}

@@ -16,7 +16,9 @@ pub mod follow;
 pub mod installed;
 pub mod ping;
 pub mod settings;
+pub mod status;
 pub mod sync;
+pub mod validate;
 
 use crate::definition::Definition;
 use crate::keys::{self, KeyStore, Secret};
