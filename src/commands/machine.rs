@@ -18,7 +18,8 @@ use crate::install::{self, Finding};
 use crate::names::Name;
 use crate::service::{self, ServiceManager};
 use crate::settings::{Manager, Settings};
-use crate::units::{self, Target, kubernetes, portable};
+use crate::units::portable::{self, Rendered};
+use crate::units::{self, kubernetes};
 
 pub(super) fn bad(msg: String) -> Fail {
     Fail::new(Exit::BadInput, anyhow!(msg))
@@ -70,57 +71,20 @@ pub(super) fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
     Ok(crate::platform::canonical(&bin).unwrap_or(bin))
 }
 
-/// The cluster settings of the repository (`kubernetes.toml`), if it has them.
-fn cluster(settings: &Settings) -> Result<Option<kubernetes::Cluster>, Fail> {
-    kubernetes::Cluster::load(&settings.root).map_err(bad)
-}
-
-/// What the rendered folders should hold. `units/` is always rendered; `kubernetes/` only when the
-/// repository opted in with a `kubernetes.toml`, and a problem of the cluster target (its settings,
-/// or a definition it cannot say) is kept apart: it never blocks `units/` or the machine's checks.
-struct Rendered {
-    files: BTreeMap<PathBuf, Vec<u8>>,
-    /// The service managers `units/` holds (the repository's `automations.toml`).
-    targets: Vec<Target>,
-    /// The folders `files` covers: `units/`, or `units/ and kubernetes/`.
-    folders: &'static str,
-    /// Why `kubernetes/` could not be rendered (then `files` and `present` leave it out).
-    cluster_problem: Option<String>,
-}
-
-impl Rendered {
-    /// What the rendered folders hold now, of the folders rendered.
-    fn present(&self, root: &Path) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
-        portable::present(root, self.cluster_problem.is_none(), &self.targets)
-            .with_context(|| format!("cannot read {} in {}", self.folders, root.display()))
-    }
-}
-
+/// What the rendered folders should hold (`units/`, and `kubernetes/` where the repository opted
+/// in), and what they hold now.
 fn desired(settings: &Settings, defs: &[Definition]) -> Result<Rendered, Fail> {
-    let targets = portable::targets(&settings.root).map_err(bad)?;
-    let units_only = |cluster_problem| Rendered {
-        files: portable::desired(defs, &settings.namespace, None, &targets)
-            .expect("units/ alone renders every valid definition"),
-        targets: targets.clone(),
-        folders: "units/",
-        cluster_problem,
-    };
-    let cluster = match cluster(settings) {
-        Ok(Some(c)) => c,
-        Ok(None) => return Ok(units_only(None)),
-        Err(e) => return Ok(units_only(Some(format!("{:#}", e.error)))),
-    };
-    Ok(
-        match portable::desired(defs, &settings.namespace, Some(&cluster), &targets) {
-            Ok(files) => Rendered {
-                files,
-                targets: targets.clone(),
-                folders: "units/ and kubernetes/",
-                cluster_problem: None,
-            },
-            Err(problems) => units_only(Some(problems.join("\n"))),
-        },
-    )
+    Rendered::of(&settings.root, &settings.namespace, defs).map_err(bad)
+}
+
+fn present(settings: &Settings, rendered: &Rendered) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
+    rendered.present(&settings.root).with_context(|| {
+        format!(
+            "cannot read {} in {}",
+            rendered.folders,
+            settings.root.display()
+        )
+    })
 }
 
 /// How a problem of the cluster target is said: `kubernetes/ not rendered: …`.
@@ -153,7 +117,7 @@ pub fn units(settings: &Settings, check: bool) -> CmdResult {
         Some(Exit::BadInput)
     };
     if check {
-        let present = rendered.present(&settings.root)?;
+        let present = present(settings, &rendered)?;
         let diffs = portable::compare(&present, desired);
         for d in &diffs {
             outln!("{}", d.line());
@@ -193,19 +157,10 @@ pub fn units(settings: &Settings, check: bool) -> CmdResult {
     Ok(cluster_failed().unwrap_or(Exit::Success))
 }
 
-/// Writes who follows whom (`state/chains.json`) from the definitions as they are now, on a
-/// machine whose data root exists (where something was ever installed): what every firing's
-/// chain reads instead of every definition. A definition that does not validate is left out, as
-/// `check` says. A failure is said, never fatal.
+/// Writes who follows whom from the definitions as they are now (`install::record_chains`); a
+/// failure is said, never fatal.
 pub(super) fn record_chains(settings: &Settings) {
-    if !settings.layout().state().is_dir() {
-        return;
-    }
-    let Ok(loaded) = load_all(settings) else {
-        return;
-    };
-    let index = crate::definition::ChainIndex::of_definitions(&loaded.definitions);
-    if let Err(e) = crate::state::State::new(&settings.data_root).write_chains(&index) {
+    if let Err(e) = install::record_chains(settings) {
         errln!("warning: {}", crate::exit::chain_text(&e));
     }
 }
@@ -220,7 +175,7 @@ pub fn render(
     let def = one_definition(settings, name)?;
     let (files, folder) = match target {
         Some(RenderTarget::Kubernetes) => {
-            let cluster = cluster(settings)?.ok_or_else(|| {
+            let cluster = kubernetes::Cluster::load(&settings.root).map_err(bad)?.ok_or_else(|| {
                 bad(format!(
                     "{} has no {}: it says the cluster's time zone, image and namespace (docs/kubernetes.md)",
                     settings.root.display(),
@@ -284,22 +239,11 @@ pub fn render(
     Ok(Exit::Success)
 }
 
-/// Refuses when the root is a linked git worktree: its path can vanish with `git worktree remove`.
+/// Refuses a root that is a linked git worktree (`install::linked_worktree`).
 pub(super) fn refuse_linked_worktree(root: &Path) -> Result<(), Fail> {
-    let git = root.join(".git");
-    if git.is_file() {
-        let text = std::fs::read_to_string(&git).unwrap_or_default();
-        if text.contains("/worktrees/") {
-            return Err(Fail::new(
-                Exit::Environment,
-                anyhow!(
-                    "{} is a linked git worktree, which can be removed with its units still pointing at it; install from the main checkout",
-                    root.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
+    install::linked_worktree(root).map_or(Ok(()), |why| {
+        Err(Fail::new(Exit::Environment, anyhow!(why)))
+    })
 }
 
 /// Refuses unless stdin and stdout are a terminal, where a person can type y.
@@ -359,7 +303,7 @@ pub(super) struct Drift {
 pub(super) fn drift(settings: &Settings, manager: &dyn ServiceManager) -> Result<Drift, Fail> {
     let defs = valid_definitions(settings)?;
     let rendered = desired(settings, &defs)?;
-    let present = rendered.present(&settings.root)?;
+    let present = present(settings, &rendered)?;
     Ok(Drift {
         units: portable::compare(&present, &rendered.files),
         folders: rendered.folders,

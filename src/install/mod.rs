@@ -26,8 +26,8 @@ pub use drift::{Finding, check_machine};
 pub use exposure::sandbox_exposure;
 pub use left::left_behind;
 pub use paths::{
-    binary_refused, in_build_folder, linger_warning, lingering, machine_paths, privacy_warnings,
-    sandbox_refused,
+    binary_refused, in_build_folder, linger_warning, lingering, linked_worktree, machine_paths,
+    privacy_warnings, sandbox_refused,
 };
 pub use plan::{FileChange, Plan, plan_install, plan_uninstall};
 
@@ -161,4 +161,22 @@ pub fn installed(
         );
     }
     Ok(out)
+}
+
+/// Writes who follows whom (`state/chains.json`) from the definitions as they are now, on a
+/// machine whose data root exists (where something was ever installed): what every firing's
+/// chain reads instead of every definition. A definition that does not validate is left out, as
+/// `check` says; a folder that cannot be read writes nothing.
+pub fn record_chains(settings: &Settings) -> Result<(), crate::state::StateError> {
+    if !settings.layout().state().is_dir() {
+        return Ok(());
+    }
+    let Ok(loaded) = crate::definition::load_all(
+        &settings.definitions_dir(),
+        &crate::definition::Checks::of(settings),
+    ) else {
+        return Ok(());
+    };
+    let index = crate::definition::ChainIndex::of_definitions(&loaded.definitions);
+    State::new(&settings.data_root).write_chains(&index)
 }

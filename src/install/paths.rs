@@ -102,6 +102,22 @@ pub fn sandbox_refused(settings: &Settings, name: &Name) -> Option<String> {
     })
 }
 
+/// Why the repository root cannot be installed from, if it cannot: a linked git worktree, whose
+/// path can vanish with `git worktree remove` while units still point at it.
+pub fn linked_worktree(root: &Path) -> Option<String> {
+    let git = root.join(".git");
+    if !git.is_file() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&git).unwrap_or_default();
+    text.contains("/worktrees/").then(|| {
+        format!(
+            "{} is a linked git worktree, which can be removed with its units still pointing at it; install from the main checkout",
+            root.display()
+        )
+    })
+}
+
 /// Systemd's lingering for this user: the user's name, and whether it is on (timers fire after
 /// boot without a login). `None` where it does not apply: another manager, no user name.
 pub fn lingering(settings: &Settings) -> Option<(String, bool)> {

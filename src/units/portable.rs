@@ -161,6 +161,53 @@ pub fn desired(
     Ok(out)
 }
 
+/// What the rendered folders should hold. `units/` is always rendered; `kubernetes/` only when the
+/// repository opted in with a `kubernetes.toml`, and a problem of the cluster target (its settings,
+/// or a definition it cannot say) is kept apart: it never blocks `units/` or the machine's checks.
+pub struct Rendered {
+    pub files: BTreeMap<PathBuf, Vec<u8>>,
+    /// The service managers `units/` holds (the repository's `automations.toml`).
+    pub targets: Vec<Target>,
+    /// The folders `files` covers: `units/`, or `units/ and kubernetes/`.
+    pub folders: &'static str,
+    /// Why `kubernetes/` could not be rendered (then `files` and `present` leave it out).
+    pub cluster_problem: Option<String>,
+}
+
+impl Rendered {
+    /// What the rendered folders of the repository at `root` should hold for `defs`; the
+    /// repository's targets that cannot be read are the error.
+    pub fn of(root: &Path, namespace: &Namespace, defs: &[Definition]) -> Result<Self, String> {
+        let targets = targets(root)?;
+        let units_only = |cluster_problem| Rendered {
+            files: desired(defs, namespace, None, &targets)
+                .expect("units/ alone renders every valid definition"),
+            targets: targets.clone(),
+            folders: "units/",
+            cluster_problem,
+        };
+        let cluster = match Cluster::load(root) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Ok(units_only(None)),
+            Err(e) => return Ok(units_only(Some(e))),
+        };
+        Ok(match desired(defs, namespace, Some(&cluster), &targets) {
+            Ok(files) => Rendered {
+                files,
+                targets: targets.clone(),
+                folders: "units/ and kubernetes/",
+                cluster_problem: None,
+            },
+            Err(problems) => units_only(Some(problems.join("\n"))),
+        })
+    }
+
+    /// What the rendered folders hold now, of the folders rendered.
+    pub fn present(&self, root: &Path) -> io::Result<BTreeMap<PathBuf, Vec<u8>>> {
+        present(root, self.cluster_problem.is_none(), &self.targets)
+    }
+}
+
 /// What the rendered folders hold now: repository-relative path -> bytes (only files this module
 /// owns). Without `cluster`, `kubernetes/` is left out, and a folder of a target not in `targets`
 /// too: it was not rendered, so its files are neither compared nor touched.
