@@ -2,10 +2,11 @@
 //! server facing other local users needs . The page's logic is a plain function from a
 //! request with its whole body to a response, run on a small pool of threads.
 //!
-//! - At most [`MAX_CONNECTIONS`] connections (fewer when the file limit is low). Past that, the one
-//!   idle the longest — open but with no request being answered — is closed for the new one, so a
-//!   crowd of idle connections never keeps a client that asks something out; a file limit reached
-//!   at `accept` is met the same way, never by exiting.
+//! - At most [`MAX_CONNECTIONS`] connections (fewer when the file limit is low), each holding only
+//!   its socket and a small task until its first byte comes (then hyper's state and buffers, about
+//!   16 KiB). Past that, the one idle the longest — open but with no request being answered — is
+//!   closed for the new one, so a crowd of idle connections never keeps a client that asks
+//!   something out; a file limit reached at `accept` is met the same way, never by exiting.
 //! - A request's line and headers must arrive within [`HEAD_TIMEOUT`] (also between requests on a
 //!   kept-alive connection) and fit in [`HEAD_MAX`] bytes, else 431 or the connection is closed; a
 //!   body must fit in [`BODY_MAX`] bytes (413) and arrive within [`HEAD_TIMEOUT`] (408). Nothing
@@ -211,6 +212,28 @@ async fn connection(
             }
         })
     };
+    // A connection costs its socket and this small task until a request starts to arrive:
+    // hyper's connection (its state and buffers) is made then, on the heap, so a crowd of silent
+    // connections holds none. One silent for the whole head timeout is closed, as hyper would.
+    let mut first = [0u8; 1];
+    let arrived = tokio::select! {
+        n = tokio::time::timeout(HEAD_TIMEOUT, stream.peek(&mut first)) => matches!(n, Ok(Ok(1))),
+        () = close.notified() => false,
+    };
+    if arrived {
+        Box::pin(serve_connection(stream, service, close)).await;
+    }
+    if let Ok(mut s) = slots.lock() {
+        s.open.remove(&id);
+    }
+}
+
+/// hyper's HTTP/1.1 on `stream` until it ends, times out or is told to close.
+async fn serve_connection<S>(stream: tokio::net::TcpStream, service: S, close: Arc<Notify>)
+where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<Full<Bytes>>>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT)
@@ -220,9 +243,6 @@ async fn connection(
     tokio::select! {
         _ = conn => {}
         () = close.notified() => {}
-    }
-    if let Ok(mut s) = slots.lock() {
-        s.open.remove(&id);
     }
 }
 
