@@ -221,6 +221,18 @@ pub fn judge<R: Send>(
     // Pauses, snoozes and ping records are read only for the automations that have one (one
     // listing each).
     let listed = Listed {
+        definitions: src
+            .loaded
+            .definitions
+            .iter()
+            .map(|d| (&d.name, d))
+            .collect(),
+        invalid: src
+            .loaded
+            .problems
+            .iter()
+            .filter_map(|p| p.name.as_ref())
+            .collect(),
         pauses: state.paused_names()?,
         snoozes: state.snoozed_names()?,
         pinged: crate::state::pinged_names(&settings.data_root)?,
@@ -241,8 +253,11 @@ pub fn judge_one(settings: &Settings, src: &Sources, name: &Name) -> (Subject, V
 }
 
 /// What a look at every automation lists once, so that each one's files are read only when it
-/// has them: who is paused, snoozed or pinged, and every install record.
-struct Listed {
+/// has them: who is paused, snoozed or pinged, and every install record; and the definitions
+/// and the invalid ones by name.
+struct Listed<'s> {
+    definitions: std::collections::HashMap<&'s Name, &'s definition::Definition>,
+    invalid: BTreeSet<&'s Name>,
     pauses: BTreeSet<Name>,
     snoozes: BTreeSet<Name>,
     pinged: BTreeSet<Name>,
@@ -254,17 +269,22 @@ fn judge_with(
     settings: &Settings,
     src: &Sources,
     n: &Name,
-    listed: Option<&Listed>,
+    listed: Option<&Listed<'_>>,
     now: &Now<chrono::Local>,
 ) -> (Subject, Verdict) {
-    let has = |names: fn(&Listed) -> &BTreeSet<Name>| listed.is_none_or(|l| names(l).contains(n));
+    let has = |names: for<'l, 's> fn(&'l Listed<'s>) -> &'l BTreeSet<Name>| {
+        listed.is_none_or(|l| names(l).contains(n))
+    };
     let state = State::new(&settings.data_root);
-    let definition = src
-        .loaded
-        .definitions
-        .iter()
-        .find(|d| d.name == *n)
-        .cloned();
+    let definition = match listed {
+        Some(l) => l.definitions.get(n).map(|d| (*d).clone()),
+        None => src
+            .loaded
+            .definitions
+            .iter()
+            .find(|d| d.name == *n)
+            .cloned(),
+    };
     let th = src.thresholds.of(n.as_str());
     let mut subject = subject(
         settings,
@@ -286,11 +306,14 @@ fn judge_with(
         Some(Err(e)) => subject.unreadable.push(e),
         None => {}
     }
-    subject.invalid = src
-        .loaded
-        .problems
-        .iter()
-        .any(|p| p.name.as_ref() == Some(n));
+    subject.invalid = match listed {
+        Some(l) => l.invalid.contains(n),
+        None => src
+            .loaded
+            .problems
+            .iter()
+            .any(|p| p.name.as_ref() == Some(n)),
+    };
     if has(|l| &l.snoozes) {
         // A snooze that cannot be read holds nothing: alerts are the safe side, and the verdict
         // stays the automation's own.
