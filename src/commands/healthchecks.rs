@@ -96,15 +96,13 @@ pub fn sync(settings: &Settings, only: Option<&Name>, dry_run: bool, prune: bool
         return Ok(Exit::Success);
     }
     let mut failed = false;
-    for (line, done) in sync::apply_all(settings, &api, &plan, prune) {
-        match done {
-            Ok(done) => outln!("{}: {done}", line.who),
-            Err(e) => {
-                failed = true;
-                outln!("{}: not done: {e}", line.who);
-            }
+    sync::apply_all(settings, &api, &plan, prune, |line, done| match done {
+        Ok(done) => outln!("{}: {done}", line.who),
+        Err(e) => {
+            failed = true;
+            outln!("{}: not done: {e}", line.who);
         }
-    }
+    });
     // A check that cannot be (at login only) is said, and is no failure; a configured UUID the
     // server does not know is.
     let unable = plan.iter().any(|l| matches!(l.step, Step::Missing));

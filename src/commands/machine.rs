@@ -72,11 +72,12 @@ pub(super) fn unit_binary(bin: Option<PathBuf>) -> Result<PathBuf, Fail> {
 }
 
 /// What the rendered folders should hold (`units/`, and `kubernetes/` where the repository opted
-/// in), and what they hold now.
+/// in).
 fn desired(settings: &Settings, defs: &[Definition]) -> Result<Rendered, Fail> {
     Rendered::of(&settings.root, &settings.namespace, defs).map_err(bad)
 }
 
+/// What the rendered folders hold now, of those rendered.
 fn present(settings: &Settings, rendered: &Rendered) -> Result<BTreeMap<PathBuf, Vec<u8>>, Fail> {
     rendered.present(&settings.root).with_context(|| {
         format!(

@@ -363,31 +363,31 @@ fn with_tags(mut spec: Spec, remote: &Remote) -> Spec {
 }
 
 /// Carries out one line: what was done, or why not. Orphans are deleted only with `prune`.
-/// Applies every line of `plan` that drifts, each with what came of it; the failed pings of a
-/// check made, updated or found in step are history then (its streak starts again).
-pub fn apply_all<'p>(
+/// Applies every line of `plan` that drifts, giving each with what came of it to `done` as it
+/// comes; the failed pings of a check made, updated or found in step are history then (its
+/// streak starts again).
+pub fn apply_all(
     settings: &crate::settings::Settings,
     api: &Api,
-    plan: &'p [Line],
+    plan: &[Line],
     prune: bool,
-) -> Vec<(&'p Line, Result<&'static str, ApiError>)> {
+    mut done: impl FnMut(&Line, Result<&'static str, ApiError>),
+) {
     let reset = |who: &str| {
         if let Ok(name) = Name::new(who) {
             let _ = crate::state::reset_ping_streak(&settings.data_root, &name);
         }
     };
-    let mut done = Vec::new();
     for line in plan.iter().filter(|l| l.is_drift()) {
         let result = apply(api, line, prune);
         if result.is_ok() && matches!(line.step, Step::Create(_) | Step::Update(..)) {
             reset(&line.who);
         }
-        done.push((line, result));
+        done(line, result);
     }
     for line in plan.iter().filter(|l| matches!(l.step, Step::InStep)) {
         reset(&line.who);
     }
-    done
 }
 
 pub fn apply(api: &Api, line: &Line, prune: bool) -> Result<&'static str, ApiError> {

@@ -43,29 +43,6 @@ pub fn in_build_folder(bin: &Path) -> bool {
         || parts.windows(3).any(|w| w[0] == "target" && profile(w[2]))
 }
 
-#[cfg(test)]
-mod build_folder_tests {
-    use std::path::Path;
-
-    #[test]
-    fn every_profile_folder_is_a_build_folder_and_a_copy_beside_them_is_not() {
-        for bin in [
-            "/x/target/release/automations",
-            "/x/target/test-build/automations",
-            "/x/target/x86_64-unknown-linux-musl/dist/automations",
-            "/x/target/debug/deps/automations-1234",
-        ] {
-            assert!(super::in_build_folder(Path::new(bin)), "{bin}");
-        }
-        for bin in [
-            "/home/u/.local/bin/automations",
-            "/x/target/tmp/automations-it-1/bin/automations",
-        ] {
-            assert!(!super::in_build_folder(Path::new(bin)), "{bin}");
-        }
-    }
-}
-
 /// Why the unit binary `bin` (of the automations `names`) would not stay, if it would not: it must
 /// be a file (or about to be `copied` there), and not in a cargo target/ folder that the next
 /// build replaces.
@@ -267,5 +244,23 @@ mod tests {
             &defs[2..],
         );
         assert_eq!(found, [("repo", "{root}/inbox", "~/Desktop")]);
+    }
+
+    #[test]
+    fn every_profile_folder_is_a_build_folder_and_a_copy_beside_them_is_not() {
+        for bin in [
+            "/x/target/release/automations",
+            "/x/target/test-build/automations",
+            "/x/target/x86_64-unknown-linux-musl/dist/automations",
+            "/x/target/debug/deps/automations-1234",
+        ] {
+            assert!(in_build_folder(Path::new(bin)), "{bin}");
+        }
+        for bin in [
+            "/home/u/.local/bin/automations",
+            "/x/target/tmp/automations-it-1/bin/automations",
+        ] {
+            assert!(!in_build_folder(Path::new(bin)), "{bin}");
+        }
     }
 }
