@@ -7,8 +7,8 @@
 //!   16 KiB). Past that, the one idle the longest — open but with no request being answered — is
 //!   closed for the new one, so a crowd of idle connections never keeps a client that asks
 //!   something out; a file limit reached at `accept` is met the same way, never by exiting.
-//! - A request's line and headers must arrive within [`HEAD_TIMEOUT`] (also between requests on a
-//!   kept-alive connection) and fit in [`HEAD_MAX`] bytes, else 431 or the connection is closed; a
+//! - A new connection's first byte must arrive within [`HEAD_TIMEOUT`], and a request's line and
+//!   headers within [`HEAD_TIMEOUT`] of it (also between requests on a kept-alive connection) and fit in [`HEAD_MAX`] bytes, else 431 or the connection is closed; a
 //!   body must fit in [`BODY_MAX`] bytes (413) and arrive within [`HEAD_TIMEOUT`] (408). Nothing
 //!   past those limits is buffered.
 //! - Exactly one `Host` header (RFC 9112 §3.2), else 400.
@@ -214,7 +214,7 @@ async fn connection(
     };
     // A connection costs its socket and this small task until a request starts to arrive:
     // hyper's connection (its state and buffers) is made then, on the heap, so a crowd of silent
-    // connections holds none. One silent for the whole head timeout is closed, as hyper would.
+    // connections holds none. One silent for the whole head timeout is closed.
     let mut first = [0u8; 1];
     let arrived = tokio::select! {
         n = tokio::time::timeout(HEAD_TIMEOUT, stream.peek(&mut first)) => matches!(n, Ok(Ok(1))),

@@ -362,7 +362,6 @@ fn with_tags(mut spec: Spec, remote: &Remote) -> Spec {
     spec
 }
 
-/// Carries out one line: what was done, or why not. Orphans are deleted only with `prune`.
 /// Applies every line of `plan` that drifts, giving each with what came of it to `done` as it
 /// comes; the failed pings of a check made, updated or found in step are history then (its
 /// streak starts again).
@@ -390,6 +389,7 @@ pub fn apply_all(
     }
 }
 
+/// Carries out one line: what was done, or why not. Orphans are deleted only with `prune`.
 pub fn apply(api: &Api, line: &Line, prune: bool) -> Result<&'static str, ApiError> {
     match &line.step {
         Step::Create(spec) => api.create(spec).map(|_| "created"),

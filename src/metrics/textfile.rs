@@ -23,10 +23,10 @@ use crate::settings::file;
 pub const FILE: SettingsFile = SettingsFile::Metrics;
 /// The largest textfile read back to merge one automation's samples into.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
-/// How long a firing (or a switch) waits for another writer before leaving its samples to the
-/// next write: a firing is not over until this is.
+/// How long a firing waits for another writer before leaving its samples to the next write: a
+/// firing is not over until this is.
 const ONE_WAIT: Duration = Duration::from_secs(1);
-/// How long a whole write waits for another writer.
+/// How long a whole write, or a switch (a person's command), waits for another writer.
 const WHOLE_WAIT: Duration = Duration::from_secs(10);
 
 /// Where the textfile goes, when `metrics.toml` names one.
@@ -69,6 +69,7 @@ fn parse_table(t: &toml::Table) -> Result<Option<PathBuf>, Vec<String>> {
 pub struct Textfile {
     path: PathBuf,
     lock: PathBuf,
+    data_root: PathBuf,
 }
 
 impl Textfile {
@@ -77,13 +78,15 @@ impl Textfile {
         Ok(configured(&settings.data_root)?.map(|path| Self {
             path,
             lock: settings.layout().metrics_lock(),
+            data_root: settings.data_root.clone(),
         }))
     }
 
     /// Writes the samples of every automation (in the text format).
     pub fn write_all(&self, all: &[Samples], m: &Machine) -> Result<(), MetricsError> {
         let _turn = self.turn(WHOLE_WAIT)?;
-        replace(&self.path, &super::render(all, m, Format::Text))
+        let m = self.switch_now(m)?;
+        replace(&self.path, &super::render(all, &m, Format::Text))
     }
 
     /// Puts one automation's samples now (`new`, in the text format) into the file, the other
@@ -95,20 +98,23 @@ impl Textfile {
         m: &Machine,
         all: impl FnOnce() -> Result<Vec<Samples>, MetricsError>,
     ) -> Result<(), MetricsError> {
-        self.patch(Patch::Samples(new), m, Some(all)).map(|_| ())
+        self.patch(Patch::Samples(new), m, Some(all), ONE_WAIT)
+            .map(|_| ())
     }
 
     /// Applies `patch` to the file, the other automations' samples kept as they are; without a
-    /// file of this data root to apply it to, writes the whole file from `all`, if given. Whether
-    /// it wrote: not without a file and `all`, nor when the file holds no samples of the
-    /// automation whose one sample `patch` changes.
+    /// file of this data root to apply it to, writes the whole file from `all`, if given; waits
+    /// `wait` at most for its turn. Whether it wrote: not without a file and `all`, nor when the
+    /// file holds no samples of the automation whose one sample `patch` changes.
     fn patch(
         &self,
         patch: Patch<'_>,
         m: &Machine,
         all: Option<impl FnOnce() -> Result<Vec<Samples>, MetricsError>>,
+        wait: Duration,
     ) -> Result<bool, MetricsError> {
-        let _turn = self.turn(ONE_WAIT)?;
+        let _turn = self.turn(wait)?;
+        let m = &self.switch_now(m)?;
         // The data root's own info line says this file was written whole for this namespace.
         let info = format!("namespace=\"{}\"", super::escape(&m.namespace));
         let old = read(&self.path)?.filter(|old| {
@@ -125,6 +131,17 @@ impl Textfile {
         };
         replace(&self.path, &text)?;
         Ok(true)
+    }
+
+    /// `m` with the kill switch read again, in turn: read before the turn, a writer could put
+    /// back the switch as it was before a `stop-all` that wrote meanwhile.
+    fn switch_now(&self, m: &Machine) -> Result<Machine, MetricsError> {
+        Ok(Machine {
+            stop_all: crate::state::State::new(&self.data_root)
+                .stopped()?
+                .is_some(),
+            ..m.clone()
+        })
     }
 
     /// The writers' lock, within `wait`.
@@ -220,7 +237,8 @@ pub fn after_skip(settings: &Settings, name: &Name) {
 /// automation or asking the service manager. A snooze or its end changes its one sample (health's
 /// verdict does not depend on it); the kill switch and its release change the data root's own; a
 /// pause, resume or ack changes the automation's verdict, which is judged now from the data root
-/// alone (a watch the manager stopped is said by the next whole write: `health`, the hourly look).
+/// alone (a watch the manager stopped shows without that reason until the next whole write says
+/// it again: `health`, the hourly look).
 /// A switch changes the file it finds: the first write of a data root's file is a firing's or a
 /// whole one. A problem is said on stderr, never returned: what changed did change.
 pub fn follow(settings: &Settings, name: Option<&Name>, event: &Event) {
@@ -241,7 +259,7 @@ pub fn follow(settings: &Settings, name: Option<&Name>, event: &Event) {
             (Some(n), _) => return own_samples(settings, &file, n, &m),
             (None, _) => Patch::DataRoot,
         };
-        match (file.patch(patch, &m, NO_WHOLE)?, name) {
+        match (file.patch(patch, &m, NO_WHOLE, WHOLE_WAIT)?, name) {
             (false, Some(n)) => own_samples(settings, &file, n, &m),
             _ => Ok(()),
         }
@@ -265,7 +283,8 @@ fn own_samples(
     let Some(own) = super::collect_one(settings, &src, name, m, Format::Text) else {
         return Ok(());
     };
-    file.patch(Patch::Samples(&own), m, NO_WHOLE).map(|_| ())
+    file.patch(Patch::Samples(&own), m, NO_WHOLE, WHOLE_WAIT)
+        .map(|_| ())
 }
 
 /// A write's problem, said on stderr.

@@ -860,8 +860,12 @@ fn a_switch_updates_the_textfile_for_its_own_automation_and_asks_no_service_mana
     // An ack is judged: the verdict the file says is health's after it.
     assert_eq!(said(&text)["broken"].0, "degraded");
     let text = switch(&["ack", "broken"]);
+    // No switch rewrote `other`'s samples: they are the first firing's, byte for byte.
+    assert_eq!(other_lines(&text), before);
     assert_eq!(said(&text)["broken"], health(&sb)["broken"]);
     let _ = std::fs::remove_file(&calls); // `health` asks it, of the watch
+    // `health` wrote the whole file; from here the kill switch leaves it as that wrote it.
+    let before = other_lines(&now());
     let text = switch(&["stop-all", "--reason", "racks"]);
     assert_eq!(
         samples(&text, "automations_stop_all"),
