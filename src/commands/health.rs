@@ -49,7 +49,7 @@ fn with_textfile(
     file: &crate::metrics::textfile::Textfile,
 ) -> Result<Vec<health::Verdict>, crate::metrics::MetricsError> {
     use crate::metrics::{self, Format, Machine};
-    let machine = Machine::read(settings)?;
+    let machine = Machine::unswitched(settings);
     let (all, verdicts): (Vec<_>, Vec<_>) =
         metrics::collect_with_verdicts(settings, src, None, &machine, Format::Text)?
             .into_iter()

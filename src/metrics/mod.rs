@@ -160,13 +160,25 @@ impl crate::exit::Exits for MetricsError {
 impl Machine {
     /// This data root's, with the kill switch read now.
     pub fn read(settings: &Settings) -> Result<Self, MetricsError> {
-        Ok(Self {
+        Self::unswitched(settings).switched(&settings.data_root)
+    }
+
+    /// This data root's before its kill switch is read: the textfile's writers read it in their
+    /// turn ([`Machine::switched`]), so what they write is the switch as it is then.
+    pub fn unswitched(settings: &Settings) -> Self {
+        Self {
             namespace: settings.namespace.as_str().to_owned(),
             host: crate::notify::host(),
             version: env!("CARGO_PKG_VERSION"),
-            stop_all: crate::state::State::new(&settings.data_root)
-                .stopped()?
-                .is_some(),
+            stop_all: false,
+        }
+    }
+
+    /// With the kill switch of `data_root` read now.
+    pub fn switched(self, data_root: &std::path::Path) -> Result<Self, MetricsError> {
+        Ok(Self {
+            stop_all: crate::state::State::new(data_root).stopped()?.is_some(),
+            ..self
         })
     }
 }

@@ -133,15 +133,10 @@ impl Textfile {
         Ok(true)
     }
 
-    /// `m` with the kill switch read again, in turn: read before the turn, a writer could put
-    /// back the switch as it was before a `stop-all` that wrote meanwhile.
+    /// `m` with the kill switch read in turn: read before it, a writer could put back the switch
+    /// as it was before a `stop-all` that wrote meanwhile.
     fn switch_now(&self, m: &Machine) -> Result<Machine, MetricsError> {
-        Ok(Machine {
-            stop_all: crate::state::State::new(&self.data_root)
-                .stopped()?
-                .is_some(),
-            ..m.clone()
-        })
+        m.clone().switched(&self.data_root)
     }
 
     /// The writers' lock, within `wait`.
@@ -201,7 +196,7 @@ pub fn update_from(
     src: &crate::health::load::Sources,
     name: &Name,
 ) -> Result<(), MetricsError> {
-    let m = Machine::read(settings)?;
+    let m = Machine::unswitched(settings);
     let Some(own) = super::collect_one(settings, src, name, &m, Format::Text) else {
         return Ok(());
     };
@@ -215,7 +210,7 @@ pub fn rewrite(settings: &Settings) {
         let Some(file) = Textfile::of(settings)? else {
             return Ok(());
         };
-        let m = Machine::read(settings)?;
+        let m = Machine::unswitched(settings);
         file.write_all(&all_now(settings, &m)?, &m)
     })());
 }
@@ -246,7 +241,7 @@ pub fn follow(settings: &Settings, name: Option<&Name>, event: &Event) {
         let Some(file) = Textfile::of(settings)? else {
             return Ok(());
         };
-        let m = Machine::read(settings)?;
+        let m = Machine::unswitched(settings);
         let patch = match (name, event) {
             (Some(n), Event::Snoozed(s)) => Patch::SnoozedUntil {
                 name: n.as_str(),
@@ -308,7 +303,7 @@ pub fn after_uninstall(settings: &Settings) -> Option<PathBuf> {
         };
         let installed = crate::state::State::new(&settings.data_root).install_records()?;
         if !installed.is_empty() {
-            let m = Machine::read(settings)?;
+            let m = Machine::unswitched(settings);
             file.write_all(&all_now(settings, &m)?, &m)?;
             return Ok(None);
         }
